@@ -1,0 +1,49 @@
+"""parkgate: hold human-in-the-loop questions open for agent stacks, and make sure they close.
+
+Start with :class:`Gateway`::
+
+    from parkgate import Gateway
+    gw = Gateway("sqlite:///parkgate.db")
+    gw.ask("chat-1", "Deploy now?", ["Yes", "No"])
+    reply = gw.handle("chat-1", "2")      # reply.kind is ReplyKind.SELECTED
+"""
+
+from parkgate.clock import Clock, ManualClock, SystemClock
+from parkgate.core.model import Ask
+from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
+from parkgate.core.stopping_point import AskSpec, StoppingPointError
+from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError, UnknownAsk, UnknownWorkflow
+from parkgate.gateway import DEFAULT_TTL, AsyncGateway, Gateway, ask_to_dict
+from parkgate.reply import Reply
+from parkgate.store import Store, StoreError, StoreUnavailable, open_store
+from parkgate.workflow import Phase, Workflow
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_TTL",
+    "Ask",
+    "AskAlreadyOpen",
+    "AskKind",
+    "AskSpec",
+    "AskStatus",
+    "AsyncGateway",
+    "Clock",
+    "Gateway",
+    "InputError",
+    "ManualClock",
+    "ParkgateError",
+    "Phase",
+    "Reply",
+    "ReplyKind",
+    "StoppingPointError",
+    "Store",
+    "StoreError",
+    "StoreUnavailable",
+    "SystemClock",
+    "UnknownAsk",
+    "UnknownWorkflow",
+    "Workflow",
+    "ask_to_dict",
+    "open_store",
+]

@@ -1,0 +1,113 @@
+"""The state machine: (open ask, input, now) -> (reply kind, text, next ask state).
+
+Pure: the caller supplies ``now``; nothing here reads a clock or touches storage.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from parkgate.core import phrases as P
+from parkgate.core.matcher import Verdict, match
+from parkgate.core.model import Ask, Step
+from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
+
+#: Misses 1..N-1 get the plain retry line; miss N and later the escalated one.
+DEFAULT_ESCALATE_AFTER = 3
+
+
+def render_question(ask: Ask) -> str:
+    """What a person is shown for ``ask``: the prompt, the numbered options, the exits."""
+    if ask.kind is AskKind.TEXT:
+        return f"{ask.prompt}\n{P.TEXT_QUESTION_FOOTER}"
+    lines = [ask.prompt, ""]
+    lines.extend(f"{i}. {label}" for i, label in enumerate(ask.options, start=1))
+    lines.extend(["", P.CHOICE_MENU_FOOTER])
+    return "\n".join(lines)
+
+
+def expire(ask: Ask, now: datetime) -> Step:
+    """Close ``ask`` as expired. It records its default, if it has one, as the answer."""
+    closed = ask.evolve(
+        status=AskStatus.EXPIRED,
+        outcome=AskStatus.EXPIRED.value,
+        answer=ask.default,
+        option_index=_index_of(ask, ask.default),
+        answered_at=now,
+    )
+    return Step(ReplyKind.PASS, P.PHRASES[ReplyKind.PASS], closed, expired=True)
+
+
+def _index_of(ask: Ask, answer: str | None) -> int | None:
+    if answer is None or ask.kind is AskKind.TEXT:
+        return None
+    return ask.options.index(answer) + 1 if answer in ask.options else None
+
+
+def step(
+    ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCALATE_AFTER
+) -> Step:
+    """Decide what ``text`` does to the open ``ask`` at ``now``.
+
+    An ask idle past its TTL is expired first (reply ``pass``); otherwise the input
+    selects, answers, re-shows, cancels or counts as a miss. Every path has a kind.
+    """
+    if not ask.is_open:
+        raise ValueError(f"ask {ask.id} is {ask.status.value}, not open")
+    if escalate_after < 1:
+        raise ValueError("escalate_after must be at least 1")
+    if ask.is_expired(now):
+        return expire(ask, now)
+    verdict = match(ask.kind, ask.options, text)
+    touched = ask.evolve(last_touched=now)
+    question = render_question(ask)
+    if verdict.verdict is Verdict.SELECT:
+        assert verdict.option_index is not None
+        label = ask.options[verdict.option_index - 1]
+        closed = touched.evolve(
+            status=AskStatus.ANSWERED,
+            outcome="selected",
+            answer=label,
+            option_index=verdict.option_index,
+            answered_at=now,
+            mismatches=0,
+        )
+        line = P.PHRASES[ReplyKind.SELECTED].format(index=verdict.option_index, answer=label)
+        return Step(ReplyKind.SELECTED, line, closed, label, verdict.option_index)
+    if verdict.verdict is Verdict.ANSWER:
+        closed = touched.evolve(
+            status=AskStatus.ANSWERED,
+            outcome="answered",
+            answer=text,
+            answered_at=now,
+            mismatches=0,
+        )
+        if verdict.bare_control_word:
+            line = P.TEXT_CONTROL_WORD_TAKEN.format(answer=text.strip())
+        else:
+            line = P.PHRASES[ReplyKind.ANSWERED]
+        return Step(ReplyKind.ANSWERED, line, closed, text)
+    if verdict.verdict is Verdict.RESHOW:
+        return Step(ReplyKind.RESHOWN, P.PHRASES[ReplyKind.RESHOWN].format(menu=question), touched)
+    if verdict.verdict is Verdict.CANCEL:
+        closed = touched.evolve(
+            status=AskStatus.CANCELLED, outcome=AskStatus.CANCELLED.value, answered_at=now
+        )
+        return Step(ReplyKind.CANCELLED, P.PHRASES[ReplyKind.CANCELLED], closed)
+    misses = ask.mismatches + 1
+    missed = touched.evolve(mismatches=misses)
+    kind = ReplyKind.ESCALATED if misses >= escalate_after else ReplyKind.RETRY
+    return Step(kind, _miss_line(ask, kind, misses, question), missed)
+
+
+def _miss_line(ask: Ask, kind: ReplyKind, misses: int, question: str) -> str:
+    if ask.kind is AskKind.TEXT:
+        if kind is ReplyKind.ESCALATED:
+            return P.TEXT_ESCALATED.format(tries=misses, menu=question)
+        return P.TEXT_RETRY.format(hint=P.TEXT_EXITS_HINT, menu=question)
+    return P.PHRASES[kind].format(n=len(ask.options), tries=misses, menu=question)
+
+
+def cancel(ask: Ask, now: datetime, outcome: str = AskStatus.CANCELLED.value) -> Ask:
+    """Close ``ask`` as cancelled (an operator's cancel, or a replaced ask)."""
+    return ask.evolve(status=AskStatus.CANCELLED, outcome=outcome, answered_at=now)

@@ -1,0 +1,85 @@
+"""Classify one reply to a parked ask. Pure and total: every input gets a verdict.
+
+Decisions (documented in the README):
+- Input is normalised with NFKC, trimmed, inner whitespace folded to one space and
+  case folded. NFKC turns fullwidth digits into ASCII, so ``２`` selects option 2;
+  other scripts' digits (``٢``) do not select: only ASCII ``0-9`` after NFKC count.
+- A number selects only in canonical form: ``2`` selects, ``02`` does not.
+- A bare word that is an option label selects the option, even when it is also a
+  control word. The slash form (``/stop``) is always the control word: option labels
+  may not start with ``/``, so the slash door can never be shadowed by a label.
+- Exactly one leading slash is stripped: ``//cancel`` and ``/ cancel`` are mismatches.
+- Nothing partial, nothing fuzzy.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from enum import Enum
+
+from parkgate.core.phrases import CANCEL_WORDS, RESHOW_WORDS, AskKind
+
+
+class Verdict(Enum):
+    SELECT = "select"
+    ANSWER = "answer"
+    RESHOW = "reshow"
+    CANCEL = "cancel"
+    MISMATCH = "mismatch"
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    verdict: Verdict
+    option_index: int | None = None  # 1-based, for SELECT
+    #: A text answer that is exactly a bare control word (taken as data).
+    bare_control_word: bool = False
+
+
+def normalise(text: str) -> str:
+    """NFKC, trim, fold inner whitespace to one space, case fold."""
+    folded = unicodedata.normalize("NFKC", text)
+    return " ".join(folded.split()).casefold()
+
+
+def _control_verdict(word: str) -> Verdict | None:
+    if word in RESHOW_WORDS:
+        return Verdict.RESHOW
+    if word in CANCEL_WORDS:
+        return Verdict.CANCEL
+    return None
+
+
+def _as_number(word: str, n: int) -> int | None:
+    if not word or not word.isascii() or not word.isdigit():
+        return None
+    if word[0] == "0":  # "0" is out of range; "02" is not canonical
+        return None
+    value = int(word)
+    return value if 1 <= value <= n else None
+
+
+def match(kind: AskKind, options: tuple[str, ...] | list[str], text: str) -> Match:
+    """Decide what ``text`` means to an ask of ``kind`` with ``options``."""
+    word = normalise(text)
+    slashed = word.startswith("/")
+    command = _control_verdict(word[1:]) if slashed else None
+    if kind is AskKind.TEXT:
+        if command is not None:
+            return Match(command)
+        if not word:
+            return Match(Verdict.MISMATCH)
+        return Match(Verdict.ANSWER, bare_control_word=_control_verdict(word) is not None)
+    number = _as_number(word, len(options))
+    if number is not None:
+        return Match(Verdict.SELECT, option_index=number)
+    for position, label in enumerate(options, start=1):
+        if normalise(label) == word:
+            return Match(Verdict.SELECT, option_index=position)
+    if command is not None:
+        return Match(command)
+    bare = _control_verdict(word)
+    if bare is not None:
+        return Match(bare)
+    return Match(Verdict.MISMATCH)

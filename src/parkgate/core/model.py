@@ -1,0 +1,67 @@
+"""Plain data the core works on: an ask's state and what a step decided."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One stopping point, as stored. Immutable: every step returns a new value."""
+
+    id: str
+    conversation_id: str
+    run_id: str
+    kind: AskKind
+    prompt: str
+    options: tuple[str, ...]
+    status: AskStatus
+    asked_at: datetime
+    last_touched: datetime
+    ttl_seconds: float
+    mismatches: int = 0
+    answer: str | None = None
+    option_index: int | None = None
+    outcome: str | None = None
+    answered_at: datetime | None = None
+    phase: str | None = None
+    default: str | None = None
+    callback_url: str | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.status is AskStatus.OPEN
+
+    @property
+    def ttl(self) -> timedelta:
+        return timedelta(seconds=self.ttl_seconds)
+
+    def is_expired(self, now: datetime) -> bool:
+        """Expired when idle for longer than the TTL (strictly longer)."""
+        return self.is_open and now - self.last_touched > self.ttl
+
+    def idle_minutes(self, now: datetime) -> float:
+        return (now - self.last_touched).total_seconds() / 60.0
+
+    def evolve(self, **changes: object) -> Ask:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What the machine decided for one input: the reply and the ask's next state."""
+
+    kind: ReplyKind
+    text: str
+    ask: Ask
+    answer: str | None = None
+    option_index: int | None = None
+    expired: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def parked(self) -> bool:
+        return self.ask.is_open

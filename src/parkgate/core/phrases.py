@@ -1,0 +1,79 @@
+"""Every reply kind and every user-visible string, defined once.
+
+Callers branch on :class:`ReplyKind`, never on wording. Every other module that shows
+text to a person imports it from here, so two writers can never drift apart on one
+literal (a retry line recognised by one caller and rephrased by another).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ReplyKind(StrEnum):
+    """What the gateway did with an inbound message. Never absent, never null."""
+
+    PASS = "pass"
+    ASKED = "asked"
+    SELECTED = "selected"
+    ANSWERED = "answered"
+    RETRY = "retry"
+    ESCALATED = "escalated"
+    RESHOWN = "reshown"
+    CANCELLED = "cancelled"
+
+
+class AskStatus(StrEnum):
+    """Life cycle of one ask: ``open`` then exactly one closed status."""
+
+    OPEN = "open"
+    ANSWERED = "answered"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+class AskKind(StrEnum):
+    CHOICE = "choice"
+    TEXT = "text"
+
+
+# Control words. Sets of normalised words; a leading "/" is stripped before lookup.
+RESHOW_WORDS: frozenset[str] = frozenset({"menu", "options"})
+CANCEL_WORDS: frozenset[str] = frozenset({"cancel", "exit", "quit", "stop", "nevermind"})
+CONTROL_WORDS: frozenset[str] = RESHOW_WORDS | CANCEL_WORDS
+
+# The exits named in every escalated line and in every text question.
+EXITS_HINT = "type menu to see the options again, or cancel to drop it"
+TEXT_EXITS_HINT = "type /cancel to drop this question, /menu to see it again"
+
+# One template per reply kind that carries text. ``{menu}`` is the rendered ask.
+PHRASES: dict[ReplyKind, str] = {
+    ReplyKind.PASS: "",  # the caller routes the message onward; nothing is shown
+    ReplyKind.ASKED: "{menu}",
+    ReplyKind.SELECTED: "Selected {index}. {answer}",
+    ReplyKind.ANSWERED: "Got it.",
+    ReplyKind.RETRY: "That did not match any option. Reply with a number from 1 to {n}.\n{menu}",
+    ReplyKind.ESCALATED: (
+        "Still no match ({tries} tries). Reply with a number from 1 to {n}, "
+        + EXITS_HINT
+        + ".\n{menu}"
+    ),
+    ReplyKind.RESHOWN: "{menu}",
+    ReplyKind.CANCELLED: "Dropped the menu, nothing ran.",
+}
+
+# Variants for text asks, where the retry is about an empty answer.
+TEXT_RETRY = "Please type an answer ({hint}).\n{menu}"
+TEXT_ESCALATED = "Still no answer ({tries} tries). Type your answer, or " + TEXT_EXITS_HINT + ".\n{menu}"
+# Shown when a text answer is exactly a bare control word: taken as data, door named.
+TEXT_CONTROL_WORD_TAKEN = (
+    'Got it: took "{answer}" as your answer. (To drop a question, type /cancel.)'
+)
+# Rendering pieces.
+TEXT_QUESTION_FOOTER = "(" + TEXT_EXITS_HINT + ")"
+CHOICE_MENU_FOOTER = "Reply with a number, or menu / cancel."
+# Shown by surfaces when a read found an expired ask.
+EXPIRED_NOTICE = "That question timed out after {hours} h idle and was closed."
+# What an expired ask with a default records as its outcome note.
+STAND_IN_MODEL = "[stand-in model] I am a placeholder, not a real model. You said: {text}"
+WORKFLOW_DONE = "Done."

@@ -1,0 +1,227 @@
+"""The stopping-point marker: how a skill's text output asks a question.
+
+Syntax (inside any free text; one marker per output)::
+
+    [[ask]]
+    Which UML diagram?
+
+    1. Sequence
+    2. Class
+    [[/ask]]
+
+``[[ask text]]`` opens a free-text question (no options). Options are numbered
+``1.``, ``1)`` or ``1 -``; blank lines, CRLF and trailing spaces are tolerated. The
+option list is the trailing run of numbered lines and must count 1..n with no gap,
+no duplicate number or label, and no empty label: anything else is a
+:class:`StoppingPointError` naming the line, never a guess.
+
+Structured input is accepted too: ``{"prompt": ..., "options": [...], "kind": ...}``.
+``parse(render(spec)) == spec`` for every valid spec.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from parkgate.core.matcher import normalise
+from parkgate.core.phrases import AskKind
+
+MAX_OPTIONS = 50
+MAX_LABEL_CHARS = 200
+MAX_PROMPT_CHARS = 4000
+
+_OPEN = re.compile(r"^\s*\[\[ask(?:\s+(choice|text))?\s*\]\]\s*$", re.IGNORECASE)
+_CLOSE = re.compile(r"^\s*\[\[/ask\]\]\s*$", re.IGNORECASE)
+_OPTION = re.compile(r"^\s*(\d+)\s*(?:[.)]|-)\s*(.*?)\s*$")
+
+
+class StoppingPointError(ValueError):
+    """A stopping point that cannot be parked as written. The message names the line."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        self.line = line
+        super().__init__(f"line {line}: {message}" if line is not None else message)
+
+
+@dataclass(frozen=True, slots=True)
+class AskSpec:
+    """What a stopping point asks: its kind, prompt and (for a choice) options."""
+
+    kind: AskKind
+    prompt: str
+    options: tuple[str, ...] = ()
+
+
+def _canonical_prompt(prompt: str) -> str:
+    lines = [line.rstrip() for line in prompt.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    out: list[str] = []
+    for line in lines:
+        if not line and (not out or not out[-1]):
+            continue  # fold runs of blank lines, drop leading ones
+        out.append(line)
+    while out and not out[-1]:
+        out.pop()
+    return "\n".join(out)
+
+
+def make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None = None) -> AskSpec:
+    """Validate and canonicalise an ask. Raises :class:`StoppingPointError`."""
+    try:
+        ask_kind = AskKind(kind)
+    except ValueError:
+        raise StoppingPointError(f"kind must be 'choice' or 'text', not {kind!r}") from None
+    if not isinstance(prompt, str):
+        raise StoppingPointError("prompt must be a string")
+    text = _canonical_prompt(prompt)
+    if not text:
+        raise StoppingPointError("prompt is empty")
+    if len(text) > MAX_PROMPT_CHARS:
+        raise StoppingPointError(f"prompt is {len(text)} characters; the limit is {MAX_PROMPT_CHARS}")
+    if "\x00" in text:
+        raise StoppingPointError("prompt contains a NUL character")
+    labels = tuple(options or ())
+    if ask_kind is AskKind.TEXT:
+        if labels:
+            raise StoppingPointError("a text ask takes no options")
+        return AskSpec(ask_kind, text)
+    if not labels:
+        raise StoppingPointError("a choice ask needs at least one option")
+    if len(labels) > MAX_OPTIONS:
+        raise StoppingPointError(f"{len(labels)} options; the limit is {MAX_OPTIONS}")
+    if _OPTION.match(text.split("\n")[-1]):
+        raise StoppingPointError("the prompt's last line looks like a numbered option")
+    seen: dict[str, int] = {}
+    clean: list[str] = []
+    for position, label in enumerate(labels, start=1):
+        if not isinstance(label, str):
+            raise StoppingPointError(f"option {position} is not a string")
+        tidy = " ".join(label.split())
+        if not tidy:
+            raise StoppingPointError(f"option {position} is empty")
+        if "\x00" in tidy:
+            raise StoppingPointError(f"option {position} contains a NUL character")
+        if len(tidy) > MAX_LABEL_CHARS:
+            raise StoppingPointError(f"option {position} is longer than {MAX_LABEL_CHARS} characters")
+        if tidy.startswith("/"):
+            raise StoppingPointError(f"option {position} starts with '/', which is kept for commands")
+        key = normalise(tidy)
+        if key in seen:
+            raise StoppingPointError(f"option {position} repeats option {seen[key]} ({tidy!r})")
+        seen[key] = position
+        clean.append(tidy)
+    return AskSpec(ask_kind, text, tuple(clean))
+
+
+def render(spec: AskSpec) -> str:
+    """The marker text for ``spec`` (the canonical form ``parse`` reads back)."""
+    head = "[[ask text]]" if spec.kind is AskKind.TEXT else "[[ask]]"
+    body = [spec.prompt]
+    if spec.options:
+        body.append("")
+        body.extend(f"{i}. {label}" for i, label in enumerate(spec.options, start=1))
+    return "\n".join([head, *body, "[[/ask]]"])
+
+
+def find(output: str) -> AskSpec | None:
+    """The stopping point in a skill's free output, or ``None`` when it has none."""
+    lines = output.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    start: int | None = None
+    kind = AskKind.CHOICE
+    body: list[tuple[int, str]] = []
+    found: AskSpec | None = None
+    for number, line in enumerate(lines, start=1):
+        if start is None:
+            opened = _OPEN.match(line)
+            if opened:
+                if found is not None:
+                    raise StoppingPointError("a second stopping point; only one is allowed", number)
+                start, kind, body = number, AskKind((opened.group(1) or "choice").lower()), []
+            elif _CLOSE.match(line):
+                raise StoppingPointError("[[/ask]] without an opening [[ask]]", number)
+            continue
+        if _CLOSE.match(line):
+            found = _from_lines(kind, body, start)
+            start = None
+        elif _OPEN.match(line):
+            raise StoppingPointError("[[ask]] inside another [[ask]]", number)
+        else:
+            body.append((number, line))
+    if start is not None:
+        raise StoppingPointError("[[ask]] is never closed with [[/ask]]", start)
+    return found
+
+
+def parse(output: str) -> AskSpec:
+    """Like :func:`find`, but a missing stopping point is an error."""
+    spec = find(output)
+    if spec is None:
+        raise StoppingPointError("no [[ask]] ... [[/ask]] stopping point found")
+    return spec
+
+
+def _from_lines(kind: AskKind, body: list[tuple[int, str]], start: int) -> AskSpec:
+    if kind is AskKind.TEXT:
+        return _checked(kind, "\n".join(line for _, line in body), [], start)
+    # The option list is the trailing run of numbered lines (blank lines allowed).
+    cut = len(body)
+    for index in range(len(body) - 1, -1, -1):
+        line = body[index][1]
+        if not line.strip():
+            continue
+        if _OPTION.match(line):
+            cut = index
+        else:
+            break
+    prompt_lines = [line for _, line in body[:cut]]
+    option_lines = [(n, line) for n, line in body[cut:] if line.strip()]
+    if not option_lines:
+        raise StoppingPointError("a choice stopping point has no numbered options", start)
+    labels: list[str] = []
+    for expected, (number, line) in enumerate(option_lines, start=1):
+        found = _OPTION.match(line)
+        assert found is not None
+        given = int(found.group(1))
+        if given != expected:
+            what = "repeats a number" if given < expected else "leaves a gap"
+            raise StoppingPointError(f"option numbered {given} {what}; expected {expected}", number)
+        if not found.group(2):
+            raise StoppingPointError(f"option {given} has no label", number)
+        labels.append(found.group(2))
+    line_of = {i: n for i, (n, _) in enumerate(option_lines, start=1)}
+    try:
+        return make_spec(kind, "\n".join(prompt_lines), labels)
+    except StoppingPointError as error:
+        position = re.match(r"option (\d+)", str(error))
+        line = line_of.get(int(position.group(1))) if position else start
+        raise StoppingPointError(str(error), line) from None
+
+
+def _checked(kind: AskKind, prompt: str, labels: list[str], start: int) -> AskSpec:
+    try:
+        return make_spec(kind, prompt, labels)
+    except StoppingPointError as error:
+        raise StoppingPointError(str(error), start) from None
+
+
+def from_json(payload: str | bytes | Mapping[str, Any]) -> AskSpec:
+    """Structured input: ``{"prompt": str, "options": [str], "kind": "choice"|"text"}``."""
+    data: Any = payload
+    if isinstance(payload, (str, bytes)):
+        try:
+            data = json.loads(payload)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise StoppingPointError(f"not valid JSON: {error}") from None
+    if not isinstance(data, Mapping):
+        raise StoppingPointError("a structured stopping point must be a JSON object")
+    unknown = set(data) - {"prompt", "options", "kind"}
+    if unknown:
+        raise StoppingPointError(f"unknown field(s): {', '.join(sorted(unknown))}")
+    options = data.get("options") or []
+    if not isinstance(options, list):
+        raise StoppingPointError("options must be a list of strings")
+    kind = data.get("kind") or ("choice" if options else "text")
+    return make_spec(kind, data.get("prompt", ""), options)

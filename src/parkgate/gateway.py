@@ -1,0 +1,623 @@
+"""The gateway: one store transaction per inbound message, decided by the pure core.
+
+Each call reads the conversation's open ask (locked), enforces its TTL on the spot
+(an expired ask is closed as ``expired`` by the read that finds it; there is no
+sweeper), lets the state machine decide, writes, and commits. Every path returns a
+:class:`Reply` with a kind; only ``pass`` may be routed to a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from parkgate.clock import Clock, SystemClock
+from parkgate.core import machine, stopping_point
+from parkgate.core.model import Ask, Step
+from parkgate.core.phrases import PHRASES, AskKind, AskStatus, ReplyKind
+from parkgate.errors import AskAlreadyOpen, InputError, UnknownAsk, UnknownWorkflow
+from parkgate.metrics import Metrics
+from parkgate.reply import Reply
+from parkgate.store import DEFAULT_URL, Run, Store, StoreConflict, Transaction, open_store
+from parkgate.workflow import Phase, Workflow
+
+log = logging.getLogger("parkgate")
+
+DEFAULT_TTL = timedelta(hours=6)
+MAX_MESSAGE_CHARS = 16_000
+MAX_ID_CHARS = 200
+#: A unique-key conflict means a racing worker committed first; the retry sees its work.
+CONFLICT_RETRIES = 5
+
+T = TypeVar("T")
+
+
+def _check_id(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"{what} must be a string, not {type(value).__name__}")
+    if not value.strip():
+        raise InputError(f"{what} is empty")
+    if len(value) > MAX_ID_CHARS:
+        raise InputError(f"{what} is {len(value)} characters; the limit is {MAX_ID_CHARS}")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise InputError(f"{what} contains a control character")
+    _check_unicode(value, what)
+    return value
+
+
+def _check_unicode(value: str, what: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
+
+
+def check_message(text: object) -> str:
+    """The message as text, or :class:`InputError` naming why it is not usable."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(f"message is not valid UTF-8 (byte {error.start})") from None
+    if not isinstance(text, str):
+        raise InputError(f"message must be text, not {type(text).__name__}")
+    if "\x00" in text:
+        raise InputError("message contains a NUL character")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise InputError(f"message is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS}")
+    _check_unicode(text, "message")
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class _Closed:
+    """An ask closed inside a transaction: reported to metrics and logs after commit."""
+
+    ask: Ask
+    idle_minutes: float | None = None
+
+
+class Gateway:
+    """Parks asks, matches replies, and closes every ask it finds past its TTL.
+
+    ``store_url`` is ``sqlite:///parkgate.db`` (default), a file path, or
+    ``postgresql://...``; or pass an open ``store``. ``clock`` is injected so that
+    expiry is tested without sleeping.
+    """
+
+    def __init__(
+        self,
+        store_url: str = DEFAULT_URL,
+        *,
+        store: Store | None = None,
+        ttl: timedelta = DEFAULT_TTL,
+        clock: Clock | None = None,
+        escalate_after: int = machine.DEFAULT_ESCALATE_AFTER,
+        workflows: Iterable[Workflow] = (),
+        surface: str = "library",
+        metrics: Metrics | None = None,
+    ) -> None:
+        if ttl <= timedelta(0):
+            raise ValueError("ttl must be positive")
+        if escalate_after < 1:
+            raise ValueError("escalate_after must be at least 1")
+        self.store = store if store is not None else open_store(store_url)
+        self.ttl = ttl
+        self.clock: Clock = clock or SystemClock()
+        self.escalate_after = escalate_after
+        self.workflows: dict[str, Workflow] = {flow.name: flow for flow in workflows}
+        self.metrics = metrics or Metrics(surface)
+        self.metrics.count_open_with(lambda: len(self.audit()))
+        self._closed_event = threading.Condition()
+
+    # -- lifecycle -------------------------------------------------------------
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Gateway:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def register(self, workflow: Workflow) -> None:
+        self.workflows[workflow.name] = workflow
+
+    # -- parking ---------------------------------------------------------------
+    def ask(
+        self,
+        conversation_id: str,
+        prompt: str,
+        options: Sequence[str] | None = None,
+        kind: AskKind | str | None = None,
+        run_id: str | None = None,
+        ttl: timedelta | None = None,
+        *,
+        replace: bool = False,
+        default: str | None = None,
+        callback_url: str | None = None,
+        phase: str | None = None,
+    ) -> Reply:
+        """Park a question in ``conversation_id``; the reply (``asked``) carries the menu.
+
+        ``kind`` defaults to ``choice`` when options are given, else ``text``. A
+        ``default`` is recorded as the answer if the ask expires (it still closes as
+        ``expired``). Raises :class:`AskAlreadyOpen` unless ``replace`` is true.
+        """
+        _check_id(conversation_id, "conversation_id")
+        if run_id is not None:
+            _check_id(run_id, "run_id")
+        chosen_kind = kind if kind is not None else (AskKind.CHOICE if options else AskKind.TEXT)
+        spec = stopping_point.make_spec(chosen_kind, prompt, options)
+        return self._park(conversation_id, spec, run_id, ttl, replace, default, callback_url, phase)
+
+    def ask_from_text(
+        self,
+        conversation_id: str,
+        skill_output: str,
+        run_id: str | None = None,
+        ttl: timedelta | None = None,
+        *,
+        replace: bool = False,
+        callback_url: str | None = None,
+    ) -> Reply:
+        """Park the stopping point marked in a skill's output (see :mod:`stopping_point`).
+
+        Output without a marker is not an error: the reply is ``pass``.
+        """
+        _check_id(conversation_id, "conversation_id")
+        text = check_message(skill_output)
+        spec = stopping_point.find(text)
+        if spec is None:
+            return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False)
+        return self._park(conversation_id, spec, run_id, ttl, replace, None, callback_url, None)
+
+    def start(self, conversation_id: str, workflow: str, *, replace: bool = False, run_id: str | None = None) -> Reply:
+        """Start a registered workflow: its first phase is parked (``asked``)."""
+        _check_id(conversation_id, "conversation_id")
+        flow = self._workflow(workflow)
+        run_id = run_id or _new_id()
+        now = self.clock.now()
+
+        def body(tx: Transaction) -> tuple[Reply, list[_Closed]]:
+            closed = self._clear_for_new_ask(tx, conversation_id, replace, now)
+            run = Run(run_id, conversation_id, flow.name, "running", None, {}, None, now, now)
+            reply = self._park_phase(tx, run, flow.first, now)
+            return reply, closed
+
+        return self._transact(body)
+
+    def _park(
+        self,
+        conversation_id: str,
+        spec: stopping_point.AskSpec,
+        run_id: str | None,
+        ttl: timedelta | None,
+        replace: bool,
+        default: str | None,
+        callback_url: str | None,
+        phase: str | None,
+    ) -> Reply:
+        if ttl is not None and ttl <= timedelta(0):
+            raise InputError("ttl must be positive")
+        if default is not None and spec.kind is AskKind.CHOICE and default not in spec.options:
+            raise InputError(f"default {default!r} is not one of the options")
+        if callback_url is not None and not callback_url.startswith(("http://", "https://")):
+            raise InputError("callback_url must be an http:// or https:// URL")
+        now = self.clock.now()
+        run_id = run_id or _new_id()
+
+        def body(tx: Transaction) -> tuple[Reply, list[_Closed]]:
+            closed = self._clear_for_new_ask(tx, conversation_id, replace, now)
+            run = tx.run(run_id) or Run(run_id, conversation_id, None, "running", None, {}, None, now, now)
+            if run.conversation_id != conversation_id:
+                raise InputError(f"run {run_id} belongs to another conversation")
+            ask = self._new_ask(run, spec, now, ttl, default, callback_url, phase)
+            _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=ask.id)
+            tx.insert_ask(ask)
+            return _asked(ask), closed
+
+        return self._transact(body)
+
+    def _new_ask(
+        self,
+        run: Run,
+        spec: stopping_point.AskSpec,
+        now: datetime,
+        ttl: timedelta | None,
+        default: str | None,
+        callback_url: str | None,
+        phase: str | None,
+    ) -> Ask:
+        return Ask(
+            id=_new_id(),
+            conversation_id=run.conversation_id,
+            run_id=run.id,
+            kind=spec.kind,
+            prompt=spec.prompt,
+            options=spec.options,
+            status=AskStatus.OPEN,
+            asked_at=now,
+            last_touched=now,
+            ttl_seconds=(ttl or self.ttl).total_seconds(),
+            phase=phase,
+            default=default,
+            callback_url=callback_url,
+        )
+
+    def _clear_for_new_ask(self, tx: Transaction, conversation_id: str, replace: bool, now: datetime) -> list[_Closed]:
+        existing = tx.open_ask(conversation_id)
+        if existing is None:
+            return []
+        if existing.is_expired(now):
+            return [self._expire(tx, existing, now)]
+        if not replace:
+            raise AskAlreadyOpen(conversation_id, existing.id)
+        replaced = machine.cancel(existing, now, outcome="replaced")
+        tx.save_ask(replaced)
+        self._finish_run(tx, replaced, now, outcome="replaced")
+        return [_Closed(replaced)]
+
+    # -- replies ---------------------------------------------------------------
+    def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
+        """Match one inbound message against the conversation's parked ask.
+
+        With nothing parked (or an ask that just expired) the reply is ``pass``: route
+        the message onward as usual. The same ``message_id`` twice returns the first
+        reply and changes nothing. Bad input raises :class:`InputError` before
+        anything is read or written.
+        """
+        _check_id(conversation_id, "conversation_id")
+        message = check_message(text)
+        if message_id is not None:
+            _check_id(message_id, "message_id")
+        now = self.clock.now()
+
+        def body(tx: Transaction) -> tuple[Reply, list[_Closed]]:
+            if message_id is not None:
+                earlier = tx.reply_for(conversation_id, message_id)
+                if earlier is not None:
+                    return Reply.from_json(earlier), []
+            reply, closed = self._decide(tx, conversation_id, message, now)
+            if message_id is not None:
+                tx.remember_reply(conversation_id, message_id, reply.to_json(), now)
+            return reply, closed
+
+        return self._transact(body)
+
+    def _decide(self, tx: Transaction, conversation_id: str, message: str, now: datetime) -> tuple[Reply, list[_Closed]]:
+        ask = tx.open_ask(conversation_id)
+        if ask is None:
+            return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False), []
+        if ask.is_expired(now):
+            closed = self._expire(tx, ask, now)
+            return _passed_expired(ask), [closed]
+        result = machine.step(ask, message, now, self.escalate_after)
+        tx.save_ask(result.ask)
+        reply = _reply_for(result)
+        if result.ask.is_open:
+            return reply, []
+        closed = [_Closed(result.ask)]
+        if result.kind is ReplyKind.CANCELLED:
+            self._finish_run(tx, result.ask, now, outcome="cancelled")
+            return reply, closed
+        return self._advance(tx, result.ask, reply, now), closed
+
+    def _advance(self, tx: Transaction, answered: Ask, reply: Reply, now: datetime) -> Reply:
+        """After a selection/answer: a workflow run asks its next phase or finishes."""
+        run = tx.run(answered.run_id)
+        if run is None or run.workflow is None or answered.phase is None:
+            if run is not None:
+                _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=None)
+            return reply
+        flow = self._workflow(run.workflow)
+        answers = {**run.context, answered.phase: answered.answer or ""}
+        run = _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=None, context=answers)
+        following = flow.after(answered.phase, answers)
+        if following is None:
+            _save_run(tx, run, now, status="complete", outcome="done", pending_ask_id=None)
+            output = flow.finish(answers)
+            return _with_text(reply, f"{reply.text}\n\n{output}", parked=False)
+        nxt = self._park_phase(tx, run, following, now)
+        return _with_text(reply, f"{reply.text}\n\n{nxt.text}", parked=True, followup=nxt)
+
+    def _park_phase(self, tx: Transaction, run: Run, phase: Phase, now: datetime) -> Reply:
+        spec = stopping_point.make_spec(phase.kind, phase.prompt_for(run.context), phase.options)
+        ask = self._new_ask(run, spec, now, None, None, None, phase.name)
+        _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=ask.id)
+        tx.insert_ask(ask)
+        return _asked(ask)
+
+    def _expire(self, tx: Transaction, ask: Ask, now: datetime) -> _Closed:
+        result = machine.expire(ask, now)
+        tx.save_ask(result.ask)
+        if ask.default is None:
+            self._finish_run(tx, result.ask, now, outcome="expired")
+        else:
+            run = tx.run(ask.run_id)
+            if run is not None:
+                _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=None)
+        return _Closed(result.ask, idle_minutes=ask.idle_minutes(now))
+
+    def _finish_run(self, tx: Transaction, ask: Ask, now: datetime, outcome: str) -> None:
+        """Close the run's pending ask as complete: a run is never left 'running'."""
+        run = tx.run(ask.run_id)
+        if run is not None:
+            _save_run(tx, run, now, status="complete", outcome=outcome, pending_ask_id=None)
+
+    # -- reads -----------------------------------------------------------------
+    def get(self, ask_id: str) -> Ask:
+        """One ask by id. Reading an ask past its TTL closes it as ``expired``."""
+        _check_id(ask_id, "ask_id")
+        now = self.clock.now()
+
+        def body(tx: Transaction) -> tuple[Ask, list[_Closed]]:
+            ask = tx.ask(ask_id)
+            if ask is None:
+                raise UnknownAsk(ask_id)
+            if ask.is_expired(now):
+                closed = self._expire(tx, ask, now)
+                return closed.ask, [closed]
+            return ask, []
+
+        return self._transact(body)
+
+    def cancel(self, ask_id: str) -> Ask:
+        """An operator's cancel: close the ask as ``cancelled`` (and its run as complete).
+
+        An ask already closed is returned as it is; an expired one is closed as expired.
+        """
+        _check_id(ask_id, "ask_id")
+        now = self.clock.now()
+
+        def body(tx: Transaction) -> tuple[Ask, list[_Closed]]:
+            ask = tx.ask(ask_id)
+            if ask is None:
+                raise UnknownAsk(ask_id)
+            if not ask.is_open:
+                return ask, []
+            if ask.is_expired(now):
+                closed = self._expire(tx, ask, now)
+                return closed.ask, [closed]
+            cancelled = machine.cancel(ask, now)
+            tx.save_ask(cancelled)
+            self._finish_run(tx, cancelled, now, outcome="cancelled")
+            return cancelled, [_Closed(cancelled)]
+
+        return self._transact(body)
+
+    def open_asks(self, limit: int | None = None) -> list[Ask]:
+        """Open asks, oldest first. Any found past its TTL is closed on this read."""
+        now = self.clock.now()
+
+        def body(tx: Transaction) -> tuple[list[Ask], list[_Closed]]:
+            found = tx.open_asks(limit)
+            expired = [self._expire(tx, ask, now) for ask in found if ask.is_expired(now)]
+            return [ask for ask in found if not ask.is_expired(now)], expired
+
+        return self._transact(body)
+
+    def audit(self, limit: int | None = None) -> list[Ask]:
+        """Open asks exactly as stored, closing nothing: the clock check's view."""
+        with self.store.transaction() as tx:
+            return tx.open_asks(limit)
+
+    def run(self, run_id: str) -> Run | None:
+        with self.store.transaction() as tx:
+            return tx.run(run_id)
+
+    def finish_run(self, run_id: str, outcome: str = "done") -> None:
+        """Mark a run complete once the caller's work after its last answer is done."""
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            run = tx.run(run_id)
+            if run is None:
+                raise InputError(f"no run with id {run_id!r}")
+            _save_run(tx, run, now, status="complete", outcome=outcome, pending_ask_id=None)
+
+    def wait(self, ask_id: str, timeout: float) -> Ask:
+        """Block until the ask closes or ``timeout`` seconds pass; return its state.
+
+        Polls the store (other processes may answer) and wakes early when this
+        process closes an ask. Expiry is still decided by the injected clock.
+        """
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            ask = self.get(ask_id)
+            remaining = deadline - time.monotonic()
+            if not ask.is_open or remaining <= 0:
+                return ask
+            with self._closed_event:
+                self._closed_event.wait(min(0.2, remaining))
+
+    # -- plumbing --------------------------------------------------------------
+    def _workflow(self, name: str) -> Workflow:
+        try:
+            return self.workflows[name]
+        except KeyError:
+            raise UnknownWorkflow(name, sorted(self.workflows)) from None
+
+    def _transact(self, body: Callable[[Transaction], tuple[T, list[_Closed]]]) -> T:
+        for attempt in range(CONFLICT_RETRIES):
+            try:
+                with self.store.transaction() as tx:
+                    result, closed = body(tx)
+                    for item in closed:
+                        self._enqueue_callback(tx, item.ask)
+                break
+            except StoreConflict:
+                if attempt == CONFLICT_RETRIES - 1:
+                    raise
+        self._after_commit(result, closed)
+        return result
+
+    def _enqueue_callback(self, tx: Transaction, ask: Ask) -> None:
+        if ask.callback_url:
+            payload = json.dumps(ask_to_dict(ask), ensure_ascii=False)
+            tx.enqueue_callback(ask.id, ask.callback_url, payload, self.clock.now())
+
+    def _after_commit(self, result: object, closed: list[_Closed]) -> None:
+        if isinstance(result, Reply):
+            self.metrics.reply(result.kind)
+            if result.followup is not None:
+                self.metrics.reply(result.followup.kind)
+        for item in closed:
+            ask = item.ask
+            seconds = (ask.answered_at - ask.asked_at).total_seconds() if ask.answered_at else None
+            answered = ask.status is AskStatus.ANSWERED
+            self.metrics.close(ask.outcome or ask.status.value, seconds if answered else None)
+            if item.idle_minutes is not None:
+                log.info(
+                    json.dumps(
+                        {
+                            "event": "ask_expired",
+                            "ask_id": ask.id,
+                            "conversation_id": ask.conversation_id,
+                            "run_id": ask.run_id,
+                            "idle_minutes": round(item.idle_minutes, 1),
+                            "ttl_seconds": ask.ttl_seconds,
+                            "default_answer": ask.answer,
+                        }
+                    )
+                )
+        if closed:
+            with self._closed_event:
+                self._closed_event.notify_all()
+
+
+class AsyncGateway:
+    """The same gateway for asyncio code: each call runs in a worker thread."""
+
+    def __init__(self, gateway: Gateway | None = None, **options: Any) -> None:
+        self.sync = gateway if gateway is not None else Gateway(**options)
+
+    async def ask(self, conversation_id: str, prompt: str, options: Sequence[str] | None = None, **kw: Any) -> Reply:
+        return await asyncio.to_thread(self.sync.ask, conversation_id, prompt, options, **kw)
+
+    async def ask_from_text(self, conversation_id: str, skill_output: str, **kw: Any) -> Reply:
+        return await asyncio.to_thread(self.sync.ask_from_text, conversation_id, skill_output, **kw)
+
+    async def start(self, conversation_id: str, workflow: str, **kw: Any) -> Reply:
+        return await asyncio.to_thread(self.sync.start, conversation_id, workflow, **kw)
+
+    async def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
+        return await asyncio.to_thread(self.sync.handle, conversation_id, text, message_id)
+
+    async def get(self, ask_id: str) -> Ask:
+        return await asyncio.to_thread(self.sync.get, ask_id)
+
+    async def cancel(self, ask_id: str) -> Ask:
+        return await asyncio.to_thread(self.sync.cancel, ask_id)
+
+    async def open_asks(self, limit: int | None = None) -> list[Ask]:
+        return await asyncio.to_thread(self.sync.open_asks, limit)
+
+    async def wait(self, ask_id: str, timeout: float) -> Ask:
+        """Wait without holding a thread: poll with ``asyncio.sleep`` between reads."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, timeout)
+        while True:
+            ask = await self.get(ask_id)
+            remaining = deadline - loop.time()
+            if not ask.is_open or remaining <= 0:
+                return ask
+            await asyncio.sleep(min(0.2, remaining))
+
+    def close(self) -> None:
+        self.sync.close()
+
+
+def ask_to_dict(ask: Ask, now: datetime | None = None) -> dict[str, Any]:
+    """The public JSON shape of an ask (HTTP, callbacks, the CLI's ``--json``)."""
+    data: dict[str, Any] = {
+        "ask_id": ask.id,
+        "conversation_id": ask.conversation_id,
+        "run_id": ask.run_id,
+        "kind": ask.kind.value,
+        "prompt": ask.prompt,
+        "options": list(ask.options),
+        "status": ask.status.value,
+        "outcome": ask.outcome,
+        "answer": ask.answer,
+        "option_index": ask.option_index,
+        "mismatches": ask.mismatches,
+        "phase": ask.phase,
+        "ttl_seconds": ask.ttl_seconds,
+        "asked_at": ask.asked_at.isoformat(),
+        "last_touched": ask.last_touched.isoformat(),
+        "answered_at": ask.answered_at.isoformat() if ask.answered_at else None,
+    }
+    if now is not None:
+        data["hours_open"] = round((now - ask.asked_at).total_seconds() / 3600, 3)
+    return data
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _asked(ask: Ask) -> Reply:
+    text = PHRASES[ReplyKind.ASKED].format(menu=machine.render_question(ask))
+    return Reply(ReplyKind.ASKED, text, parked=True, ask_id=ask.id, run_id=ask.run_id)
+
+
+def _passed_expired(ask: Ask) -> Reply:
+    return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False, expired_ask_id=ask.id, run_id=ask.run_id)
+
+
+def _reply_for(result: Step) -> Reply:
+    return Reply(
+        kind=result.kind,
+        text=result.text,
+        parked=result.parked,
+        ask_id=result.ask.id,
+        answer=result.answer,
+        option_index=result.option_index,
+        run_id=result.ask.run_id,
+    )
+
+
+def _with_text(reply: Reply, text: str, *, parked: bool, followup: Reply | None = None) -> Reply:
+    return Reply(
+        kind=reply.kind,
+        text=text,
+        parked=parked,
+        ask_id=reply.ask_id,
+        answer=reply.answer,
+        option_index=reply.option_index,
+        run_id=reply.run_id,
+        followup=followup,
+    )
+
+
+def _save_run(
+    tx: Transaction,
+    run: Run,
+    now: datetime,
+    *,
+    status: str,
+    outcome: str | None,
+    pending_ask_id: str | None,
+    context: Mapping[str, str] | None = None,
+) -> Run:
+    updated = Run(
+        run.id,
+        run.conversation_id,
+        run.workflow,
+        status,
+        outcome,
+        dict(context) if context is not None else run.context,
+        pending_ask_id,
+        run.created_at,
+        now,
+    )
+    tx.save_run(updated)
+    return updated

@@ -1,0 +1,50 @@
+"""Prometheus metrics for one gateway: every outcome counted, nothing only in a debugger."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from parkgate.core.phrases import ReplyKind
+
+TIME_TO_ANSWER_BUCKETS = (5, 15, 30, 60, 120, 300, 900, 1800, 3600, 7200, 21600, 86400)
+
+
+class Metrics:
+    def __init__(self, surface: str, registry: CollectorRegistry | None = None) -> None:
+        self.surface = surface
+        self.registry = registry or CollectorRegistry()
+        self.replies = Counter(
+            "parkgate_replies", "Replies by kind (asked = asks parked).", ["kind", "surface"], registry=self.registry
+        )
+        self.closed = Counter(
+            "parkgate_asks_closed",
+            "Asks closed, by outcome: selected, answered, cancelled, replaced, expired.",
+            ["outcome", "surface"],
+            registry=self.registry,
+        )
+        self.time_to_answer = Histogram(
+            "parkgate_time_to_answer_seconds",
+            "Seconds from parking an ask to its answer or selection.",
+            ["surface"],
+            buckets=TIME_TO_ANSWER_BUCKETS,
+            registry=self.registry,
+        )
+        self.open_asks = Gauge(
+            "parkgate_open_asks", "Open asks in the store, counted at scrape time.", registry=self.registry
+        )
+        for kind in ReplyKind:  # every series exists from the start, at zero
+            self.replies.labels(kind.value, surface)
+
+    def count_open_with(self, count: Callable[[], int]) -> None:
+        """Make the open-asks gauge read the store on each scrape (right across processes)."""
+        self.open_asks.set_function(lambda: float(count()))
+
+    def reply(self, kind: ReplyKind) -> None:
+        self.replies.labels(kind.value, self.surface).inc()
+
+    def close(self, outcome: str, seconds_open: float | None = None) -> None:
+        self.closed.labels(outcome, self.surface).inc()
+        if seconds_open is not None:
+            self.time_to_answer.labels(self.surface).observe(seconds_open)

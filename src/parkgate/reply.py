@@ -1,0 +1,61 @@
+"""What :meth:`Gateway.handle` and :meth:`Gateway.ask` return."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from parkgate.core.phrases import ReplyKind
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One outcome, always with a kind. Branch on ``kind``, never on ``text``.
+
+    ``parked`` says whether the conversation has an open ask after this reply.
+    ``followup`` is the next ask when the run asked again after a selection/answer.
+    """
+
+    kind: ReplyKind
+    text: str
+    parked: bool
+    ask_id: str | None = None
+    expired_ask_id: str | None = None
+    answer: str | None = None
+    option_index: int | None = None
+    run_id: str | None = None
+    followup: Reply | None = None
+
+    @property
+    def routes_onward(self) -> bool:
+        """True only for ``pass``: the one kind a caller may hand to a model."""
+        return self.kind is ReplyKind.PASS
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["kind"] = self.kind.value
+        data["followup"] = self.followup.to_dict() if self.followup else None
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Reply:
+        follow = data.get("followup")
+        return cls(
+            kind=ReplyKind(data["kind"]),
+            text=data["text"],
+            parked=bool(data["parked"]),
+            ask_id=data.get("ask_id"),
+            expired_ask_id=data.get("expired_ask_id"),
+            answer=data.get("answer"),
+            option_index=data.get("option_index"),
+            run_id=data.get("run_id"),
+            followup=cls.from_dict(follow) if follow else None,
+        )
+
+    @classmethod
+    def from_json(cls, raw: str) -> Reply:
+        return cls.from_dict(json.loads(raw))

@@ -1,0 +1,140 @@
+"""The one small interface every store implements.
+
+A store knows tables and rows, nothing of phrases or matching. The gateway opens one
+:meth:`Store.transaction` per inbound message; inside it, reads of an open ask lock
+that row (``FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite) so two workers
+racing on one conversation serialise.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from parkgate.core.model import Ask
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used as asked (not a parkgate database, read-only, ...)."""
+
+
+class StoreUnavailable(StoreError):
+    """The database is out of reach for now (a restart, a network cut); try again."""
+
+
+class StoreConflict(StoreError):
+    """A unique key said no (a racing worker parked or recorded first); retry the unit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    id: str
+    conversation_id: str
+    workflow: str | None
+    status: str  # running | complete
+    outcome: str | None
+    context: dict[str, Any]
+    pending_ask_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Callback:
+    id: int
+    ask_id: str
+    url: str
+    payload: str
+    attempts: int
+
+
+class Transaction(ABC):
+    """The reads and writes of one inbound message, committed together."""
+
+    @abstractmethod
+    def open_ask(self, conversation_id: str) -> Ask | None:
+        """The conversation's open ask, locked for this transaction."""
+
+    @abstractmethod
+    def ask(self, ask_id: str) -> Ask | None:
+        """Any ask by id (open or closed), locked for this transaction."""
+
+    @abstractmethod
+    def insert_ask(self, ask: Ask) -> None: ...
+
+    @abstractmethod
+    def save_ask(self, ask: Ask) -> None:
+        """Write the mutable fields of ``ask`` (status, answer, counters, stamps)."""
+
+    @abstractmethod
+    def run(self, run_id: str) -> Run | None: ...
+
+    @abstractmethod
+    def save_run(self, run: Run) -> None:
+        """Insert or update ``run``."""
+
+    @abstractmethod
+    def reply_for(self, conversation_id: str, message_id: str) -> str | None:
+        """The stored reply (JSON) of a message seen before, else ``None``."""
+
+    @abstractmethod
+    def remember_reply(self, conversation_id: str, message_id: str, reply: str, now: datetime) -> None: ...
+
+    @abstractmethod
+    def enqueue_callback(self, ask_id: str, url: str, payload: str, now: datetime) -> None: ...
+
+    @abstractmethod
+    def open_asks(self, limit: int | None = None) -> list[Ask]:
+        """Open asks, oldest first (the audit's query, on the partial index)."""
+
+
+class Store(ABC):
+    """A durable home for asks. Implementations: SQLite and PostgreSQL."""
+
+    url: str
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[Transaction]:
+        """One unit of work; commits on success, rolls back on any exception."""
+
+    @abstractmethod
+    def migrate(self) -> list[int]:
+        """Apply pending schema migrations; return the versions applied now."""
+
+    @abstractmethod
+    def schema_version(self) -> int: ...
+
+    @abstractmethod
+    def due_callbacks(self, now: datetime, limit: int = 50) -> list[Callback]: ...
+
+    @abstractmethod
+    def callback_done(self, callback_id: int, now: datetime) -> None: ...
+
+    @abstractmethod
+    def callback_failed(self, callback_id: int, error: str, retry_at: datetime) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def iter_migrations(engine: str) -> Iterator[tuple[int, str]]:
+    """(version, sql) for ``engine`` ('sqlite' or 'postgres'), in order."""
+    from importlib.resources import files
+
+    folder = files("parkgate.store.migrations")
+    found: list[tuple[int, str]] = []
+    for entry in folder.iterdir():
+        name = entry.name
+        if name.endswith(f".{engine}.sql"):
+            found.append((int(name.split("_", 1)[0]), entry.read_text(encoding="utf-8")))
+    yield from sorted(found)

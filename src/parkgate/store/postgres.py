@@ -1,0 +1,138 @@
+"""The shared store: PostgreSQL through psycopg 3 and its connection pool.
+
+For several gateway processes on several hosts. Each message's transaction reads the
+conversation's open ask ``FOR UPDATE``, so racing workers serialise on that row; the
+unique partial index keeps a conversation to one open ask, and the primary key of
+``inbound_messages`` applies a redelivered ``message_id`` once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql as pgsql
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from parkgate.store.base import Callback, Store, StoreConflict, StoreError, StoreUnavailable, Transaction, iter_migrations
+from parkgate.store.sql import Dialect, SqlTransaction
+
+
+def _same(moment: Any) -> Any:
+    return moment
+
+
+DIALECT = Dialect(placeholder="%s", lock_suffix=" FOR UPDATE", encode_time=_same, decode_time=_same)
+MIGRATION_LOCK_KEY = 0x7061726B  # "park": one migrator at a time across processes
+
+
+def _unavailable(error: Exception) -> StoreUnavailable:
+    return StoreUnavailable(f"PostgreSQL is unreachable right now; try again ({error})".strip())
+
+
+class PostgresStore(Store):
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        migrate: bool = True,
+        timeout: float = 10.0,
+    ) -> None:
+        self.url = url
+        self.schema = schema
+
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            if schema:
+                conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
+                conn.commit()
+
+        self._pool = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            configure=configure,
+            open=False,
+            timeout=timeout,
+            # Drop connections that died with a server restart instead of handing them out.
+            check=ConnectionPool.check_connection,
+        )
+        try:
+            self._pool.open(wait=True, timeout=timeout)
+        except PoolTimeout as error:
+            self._pool.close()
+            raise _unavailable(error) from None
+        if migrate:
+            self.migrate()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        try:
+            with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+                yield SqlTransaction(cur, DIALECT)
+        except psycopg.errors.UniqueViolation as error:
+            raise StoreConflict(str(error)) from None
+        except (psycopg.OperationalError, PoolTimeout) as error:
+            raise _unavailable(error) from None
+        except psycopg.errors.ReadOnlySqlTransaction as error:
+            raise StoreError(f"PostgreSQL refused the write: {error}") from None
+
+    def schema_version(self) -> int:
+        with self._pool.connection() as conn:
+            row = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+            if not row or not row[0]:
+                return 0
+            found = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+            return int(found[0]) if found else 0
+
+    def migrate(self) -> list[int]:
+        applied: list[int] = []
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations "
+                    "(version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+                )
+                done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+                for version, script in iter_migrations("postgres"):
+                    if version in done:
+                        continue
+                    conn.execute(script.encode())
+                    conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+                    applied.append(version)
+        except (psycopg.OperationalError, PoolTimeout) as error:
+            raise _unavailable(error) from None
+        except psycopg.Error as error:
+            raise StoreError(f"migration failed: {error}") from None
+        return applied
+
+    def due_callbacks(self, now: datetime, limit: int = 50) -> list[Callback]:
+        with self._pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT id, ask_id, url, payload, attempts FROM outbox "
+                "WHERE delivered_at IS NULL AND next_attempt_at <= %s ORDER BY next_attempt_at LIMIT %s",
+                (now, limit),
+            ).fetchall()
+        return [Callback(*row) for row in rows]
+
+    def callback_done(self, callback_id: int, now: datetime) -> None:
+        with self._pool.connection() as conn:
+            conn.execute(
+                "UPDATE outbox SET delivered_at = %s, attempts = attempts + 1 WHERE id = %s", (now, callback_id)
+            )
+
+    def callback_failed(self, callback_id: int, error: str, retry_at: datetime) -> None:
+        with self._pool.connection() as conn:
+            conn.execute(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = %s, next_attempt_at = %s WHERE id = %s",
+                (error[:500], retry_at, callback_id),
+            )
+
+    def close(self) -> None:
+        self._pool.close()

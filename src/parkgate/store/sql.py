@@ -1,0 +1,198 @@
+"""The SQL both engines share. Each engine supplies a :class:`Dialect`.
+
+Statements are written once with ``?`` placeholders; the dialect rewrites them for
+its driver. Every value travels as a parameter, never spliced into the text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from parkgate.core.model import Ask
+from parkgate.core.phrases import AskKind, AskStatus
+from parkgate.store.base import Run, Transaction
+
+ASK_COLUMNS = (
+    "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
+    "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
+    "default_answer, callback_url"
+)
+RUN_COLUMNS = (
+    "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at"
+)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    placeholder: str  # "?" or "%s"
+    lock_suffix: str  # "" or " FOR UPDATE"
+    encode_time: Callable[[datetime], Any]
+    decode_time: Callable[[Any], datetime]
+
+    def sql(self, statement: str) -> str:
+        return statement if self.placeholder == "?" else statement.replace("?", self.placeholder)
+
+
+_options_cache: dict[str, tuple[str, ...]] = {}
+
+
+def _decode_options(raw: str) -> tuple[str, ...]:
+    # Options never change after an ask is parked; decode each distinct list once.
+    cached = _options_cache.get(raw)
+    if cached is None:
+        cached = tuple(json.loads(raw))
+        if len(_options_cache) > 4096:
+            _options_cache.clear()
+        _options_cache[raw] = cached
+    return cached
+
+
+class SqlTransaction(Transaction):
+    def __init__(self, cursor: Any, dialect: Dialect) -> None:
+        self._cur = cursor
+        self._d = dialect
+
+    def _exec(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        return self._cur.execute(self._d.sql(statement), tuple(params))
+
+    def _ask_from_row(self, row: Sequence[Any]) -> Ask:
+        t = self._d.decode_time
+        return Ask(
+            id=row[0],
+            conversation_id=row[1],
+            run_id=row[2],
+            kind=AskKind(row[3]),
+            prompt=row[4],
+            options=_decode_options(row[5]),
+            status=AskStatus(row[6]),
+            outcome=row[7],
+            answer=row[8],
+            option_index=row[9],
+            asked_at=t(row[10]),
+            last_touched=t(row[11]),
+            answered_at=t(row[12]) if row[12] is not None else None,
+            mismatches=row[13],
+            ttl_seconds=float(row[14]),
+            phase=row[15],
+            default=row[16],
+            callback_url=row[17],
+        )
+
+    def open_ask(self, conversation_id: str) -> Ask | None:
+        self._exec(
+            f"SELECT {ASK_COLUMNS} FROM asks WHERE conversation_id = ? AND status = 'open'"
+            + self._d.lock_suffix,
+            (conversation_id,),
+        )
+        row = self._cur.fetchone()
+        return self._ask_from_row(row) if row else None
+
+    def ask(self, ask_id: str) -> Ask | None:
+        self._exec(f"SELECT {ASK_COLUMNS} FROM asks WHERE id = ?" + self._d.lock_suffix, (ask_id,))
+        row = self._cur.fetchone()
+        return self._ask_from_row(row) if row else None
+
+    def insert_ask(self, ask: Ask) -> None:
+        t = self._d.encode_time
+        self._exec(
+            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                ask.id,
+                ask.conversation_id,
+                ask.run_id,
+                ask.kind.value,
+                ask.prompt,
+                json.dumps(list(ask.options), ensure_ascii=False),
+                ask.status.value,
+                ask.outcome,
+                ask.answer,
+                ask.option_index,
+                t(ask.asked_at),
+                t(ask.last_touched),
+                t(ask.answered_at) if ask.answered_at else None,
+                ask.mismatches,
+                ask.ttl_seconds,
+                ask.phase,
+                ask.default,
+                ask.callback_url,
+            ),
+        )
+
+    def save_ask(self, ask: Ask) -> None:
+        t = self._d.encode_time
+        self._exec(
+            "UPDATE asks SET status = ?, outcome = ?, answer = ?, option_index = ?, "
+            "last_touched = ?, answered_at = ?, mismatches = ? WHERE id = ?",
+            (
+                ask.status.value,
+                ask.outcome,
+                ask.answer,
+                ask.option_index,
+                t(ask.last_touched),
+                t(ask.answered_at) if ask.answered_at else None,
+                ask.mismatches,
+                ask.id,
+            ),
+        )
+
+    def run(self, run_id: str) -> Run | None:
+        self._exec(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+        row = self._cur.fetchone()
+        if not row:
+            return None
+        t = self._d.decode_time
+        return Run(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), row[6], t(row[7]), t(row[8]))
+
+    def save_run(self, run: Run) -> None:
+        t = self._d.encode_time
+        self._exec(
+            f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome, "
+            "context = excluded.context, pending_ask_id = excluded.pending_ask_id, "
+            "updated_at = excluded.updated_at",
+            (
+                run.id,
+                run.conversation_id,
+                run.workflow,
+                run.status,
+                run.outcome,
+                json.dumps(run.context, ensure_ascii=False),
+                run.pending_ask_id,
+                t(run.created_at),
+                t(run.updated_at),
+            ),
+        )
+
+    def reply_for(self, conversation_id: str, message_id: str) -> str | None:
+        self._exec(
+            "SELECT reply FROM inbound_messages WHERE conversation_id = ? AND message_id = ?",
+            (conversation_id, message_id),
+        )
+        row = self._cur.fetchone()
+        return str(row[0]) if row else None
+
+    def remember_reply(self, conversation_id: str, message_id: str, reply: str, now: datetime) -> None:
+        self._exec(
+            "INSERT INTO inbound_messages (conversation_id, message_id, reply, received_at) VALUES (?, ?, ?, ?)",
+            (conversation_id, message_id, reply, self._d.encode_time(now)),
+        )
+
+    def enqueue_callback(self, ask_id: str, url: str, payload: str, now: datetime) -> None:
+        t = self._d.encode_time(now)
+        self._exec(
+            "INSERT INTO outbox (ask_id, url, payload, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?)",
+            (ask_id, url, payload, t, t),
+        )
+
+    def open_asks(self, limit: int | None = None) -> list[Ask]:
+        statement = f"SELECT {ASK_COLUMNS} FROM asks WHERE status = 'open' ORDER BY asked_at, id"
+        params: tuple[Any, ...] = ()
+        if limit is not None:
+            statement += " LIMIT ?"
+            params = (limit,)
+        self._exec(statement, params)
+        return [self._ask_from_row(row) for row in self._cur.fetchall()]

@@ -1,0 +1,195 @@
+"""The embedded store: one SQLite file in WAL mode, no set-up.
+
+Each thread gets its own connection. A transaction starts with ``BEGIN IMMEDIATE`` so
+the write lock is taken before the open ask is read: two writers on one file
+serialise instead of deadlocking on a lock upgrade. ``busy_timeout`` bounds the wait;
+past it the caller gets :class:`StoreUnavailable`, never a half-written row.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from parkgate.store.base import Callback, Store, StoreConflict, StoreError, StoreUnavailable, Transaction, iter_migrations
+from parkgate.store.sql import Dialect, SqlTransaction
+
+
+def _encode(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _decode(raw: str) -> datetime:
+    return datetime.fromisoformat(raw)
+
+
+DIALECT = Dialect(placeholder="?", lock_suffix="", encode_time=_encode, decode_time=_decode)
+BUSY_TIMEOUT_MS = 10_000
+
+
+def path_from_url(url: str) -> Path:
+    """``sqlite:///rel.db``, ``sqlite:////abs.db`` or a bare path."""
+    if url.startswith("sqlite:///"):
+        return Path(url[len("sqlite:///") :])
+    if url.startswith("sqlite://"):
+        raise StoreError(f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////absolute.db")
+    return Path(url)
+
+
+def _classify(error: sqlite3.Error, path: Path) -> StoreError:
+    text = str(error)
+    if isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in text:
+        return StoreConflict(f"{path}: {text}")
+    if "locked" in text or "busy" in text:
+        return StoreUnavailable(f"{path}: database is locked by another writer; try again ({text})")
+    if "readonly" in text or "read-only" in text:
+        return StoreError(f"{path}: the database file is read-only ({text})")
+    if "not a database" in text or "malformed" in text:
+        return StoreError(f"{path}: not a parkgate database (not a SQLite file: {text})")
+    if "disk" in text and ("full" in text or "I/O" in text):
+        return StoreError(f"{path}: the disk is full or failing; nothing was written ({text})")
+    return StoreError(f"{path}: {text}")
+
+
+class SQLiteStore(Store):
+    def __init__(self, url: str = "sqlite:///parkgate.db", *, migrate: bool = True) -> None:
+        self.url = url
+        self.path = path_from_url(url)
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a folder, not a database file")
+        if not self.path.parent.exists():
+            raise StoreError(f"{self.path.parent} does not exist")
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._check_is_ours()
+        if migrate:
+            self.migrate()
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(
+                    self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+                )
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                conn.execute("PRAGMA foreign_keys = ON")
+                if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            except sqlite3.Error as error:
+                raise _classify(error, self.path) from None
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def _check_is_ours(self) -> None:
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return
+        try:
+            names = {
+                row[0]
+                for row in self._connection().execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+        except sqlite3.Error as error:
+            raise _classify(error, self.path) from None
+        if names and "schema_migrations" not in names:
+            raise StoreError(
+                f"{self.path}: not a parkgate database (it has tables {', '.join(sorted(names)[:5])} "
+                "but no schema_migrations); point --db at a new or parkgate file"
+            )
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as error:
+            raise _classify(error, self.path) from None
+        try:
+            yield SqlTransaction(conn.cursor(), DIALECT)
+            conn.execute("COMMIT")
+        except sqlite3.Error as error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise _classify(error, self.path) from None
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def schema_version(self) -> int:
+        conn = self._connection()
+        try:
+            row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        except sqlite3.OperationalError:
+            return 0
+        return int(row[0] or 0)
+
+    def migrate(self) -> list[int]:
+        conn = self._connection()
+        applied: list[int] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
+            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            for version, script in iter_migrations("sqlite"):
+                if version in done:
+                    continue
+                for statement in _statements(script):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, applied_at) "
+                    "VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                    (version,),
+                )
+                applied.append(version)
+            conn.execute("COMMIT")
+        except sqlite3.Error as error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise _classify(error, self.path) from None
+        return applied
+
+    def due_callbacks(self, now: datetime, limit: int = 50) -> list[Callback]:
+        rows = self._connection().execute(
+            "SELECT id, ask_id, url, payload, attempts FROM outbox "
+            "WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+            (_encode(now), limit),
+        )
+        return [Callback(*row) for row in rows]
+
+    def callback_done(self, callback_id: int, now: datetime) -> None:
+        with self.transaction():
+            self._connection().execute(
+                "UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
+                (_encode(now), callback_id),
+            )
+
+    def callback_failed(self, callback_id: int, error: str, retry_at: datetime) -> None:
+        with self.transaction():
+            self._connection().execute(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?",
+                (error[:500], _encode(retry_at), callback_id),
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script on ';' (our scripts hold no literal semicolons)."""
+    body = "\n".join(line for line in script.splitlines() if not line.strip().startswith("--"))
+    return [part.strip() for part in body.split(";") if part.strip()]
