@@ -1,0 +1,292 @@
+"""The ``parkgate`` command: serve, chat, asks, doorcheck, migrate, prove.
+
+``--db`` (or ``PARKGATE_DB``) chooses the store everywhere: ``sqlite:///parkgate.db``
+(the default), a file path, or ``postgresql://...``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from parkgate.core import phrases as P
+from parkgate.core.phrases import ReplyKind
+from parkgate.demo import WORKFLOWS
+from parkgate.errors import InputError, ParkgateError
+from parkgate.gateway import Gateway, ask_to_dict
+from parkgate.reply import Reply
+from parkgate.store import DEFAULT_URL, StoreError
+
+db_option = click.option(
+    "--db",
+    "db_url",
+    envvar="PARKGATE_DB",
+    default=DEFAULT_URL,
+    show_default=True,
+    help="Store URL: sqlite:///file.db, a file path, or postgresql://... (env PARKGATE_DB).",
+)
+
+#: The four non-answers the door check sends before its exit word.
+DOORCHECK_INPUTS = ("pick the right diagram", "did it run?", "huh", "what")
+DOORCHECK_EXIT = "cancel"
+CHAT_RESTART = "/start"
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "": 3600}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90s``, ``30m``, ``6h``, ``2d``, or a bare number of hours."""
+    found = _DURATION.match(text)
+    if not found:
+        raise click.BadParameter(f"{text!r} is not a duration like 30m, 6h or 2d")
+    return timedelta(seconds=float(found.group(1)) * _UNITS[found.group(2)])
+
+
+@contextmanager
+def _gateway(db_url: str, surface: str = "cli") -> Iterator[Gateway]:
+    try:
+        gateway = Gateway(db_url, workflows=WORKFLOWS.values(), surface=surface)
+    except StoreError as error:
+        raise click.ClickException(str(error)) from None
+    try:
+        yield gateway
+    finally:
+        gateway.close()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="parkgate")
+def main() -> None:
+    """parkgate: parked human-in-the-loop asks that always close."""
+
+
+@main.command()
+@db_option
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64))
+@click.option("--token", envvar="PARKGATE_TOKEN", default=None, help="Bearer token for /v1 (env PARKGATE_TOKEN).")
+def serve(db_url: str, host: str, port: int, workers: int, token: str | None) -> None:
+    """Run the HTTP gateway (with the web console and the demo workflow)."""
+    from parkgate.http.server import serve as run_server
+
+    with _gateway(db_url):  # migrate (and fail clearly) before the workers start
+        pass
+    click.echo(f"parkgate serving {db_url} on http://{host}:{port}/ (console at /, API at /v1, docs at /docs)")
+    run_server(db_url, host, port, workers, token)
+
+
+def _print_reply(out: Console, reply: Reply) -> None:
+    style = {
+        ReplyKind.RETRY: "yellow",
+        ReplyKind.ESCALATED: "bold red",
+        ReplyKind.CANCELLED: "magenta",
+        ReplyKind.SELECTED: "green",
+        ReplyKind.ANSWERED: "green",
+    }.get(reply.kind, "cyan")
+    out.print(f"[{style}]\\[{reply.kind.value}][/{style}]", highlight=False)
+    out.print(reply.text, markup=False, highlight=False)
+
+
+@main.command()
+@db_option
+@click.option("--conversation", default=None, help="Conversation id (default: a new one).")
+def chat(db_url: str, conversation: str | None) -> None:
+    """Talk to the demo workflow (which UML diagram? -> describe it -> PlantUML).
+
+    Replies to a parked ask never reach the model; anything else goes to a stand-in
+    model that says it is one. Type /start to run the demo again; Ctrl-D to leave.
+    """
+    out = Console(highlight=False)
+    conversation_id = conversation or f"chat-{uuid.uuid4().hex[:8]}"
+    stream = click.get_binary_stream("stdin")
+    with _gateway(db_url) as gateway:
+        _start_demo(out, gateway, conversation_id)
+        while True:
+            if sys.stdin.isatty():
+                out.print("[bold]>[/bold] ", end="")
+            raw = stream.readline()
+            if not raw:
+                break
+            line = raw.rstrip(b"\r\n")
+            try:
+                reply = gateway.handle(conversation_id, line)
+            except InputError as error:
+                out.print(f"[red]refused:[/red] {error} (nothing was changed)", markup=True)
+                continue
+            if reply.kind is ReplyKind.PASS:
+                if reply.expired_ask_id:
+                    out.print(P.EXPIRED_NOTICE.format(hours=gateway.ttl.total_seconds() / 3600), markup=False)
+                text = line.decode("utf-8")
+                if text.strip() == CHAT_RESTART:
+                    _start_demo(out, gateway, conversation_id)
+                else:
+                    out.print(P.STAND_IN_MODEL.format(text=text), markup=False)
+                continue
+            _print_reply(out, reply)
+
+
+def _start_demo(out: Console, gateway: Gateway, conversation_id: str) -> None:
+    try:
+        reply = gateway.start(conversation_id, "uml")
+    except ParkgateError as error:
+        out.print(f"[red]{error}[/red]")
+        return
+    _print_reply(out, reply)
+
+
+@main.command()
+@db_option
+@click.option("--older-than", "older_than", default=None, help="Only asks open longer than this (30m, 6h, 2d).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line instead of a table.")
+def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
+    """List open asks and their hours open: the clock check.
+
+    Reads without closing anything, and exits 1 if any open ask is older than its
+    TTL (a row the readers should have expired).
+    """
+    minimum = parse_duration(older_than) if older_than else None
+    with _gateway(db_url) as gateway:
+        now = gateway.clock.now()
+        found = [a for a in gateway.audit() if minimum is None or now - a.asked_at >= minimum]
+        overdue = [a for a in found if a.is_expired(now)]
+        if as_json:
+            for ask in found:
+                click.echo(json.dumps({**ask_to_dict(ask, now), "overdue": ask.is_expired(now)}, ensure_ascii=False))
+        else:
+            table = Table(title=f"open asks in {db_url}")
+            for column in ("ask", "conversation", "phase", "asked at", "hours open", "mismatches", "state"):
+                table.add_column(column)
+            for ask in found:
+                table.add_row(
+                    ask.id[:12],
+                    ask.conversation_id,
+                    ask.phase or "-",
+                    ask.asked_at.strftime("%Y-%m-%d %H:%M"),
+                    f"{(now - ask.asked_at).total_seconds() / 3600:.2f}",
+                    str(ask.mismatches),
+                    "[red]past TTL[/red]" if ask.is_expired(now) else "open",
+                )
+            console = Console()
+            console.print(table)
+            console.print(f"{len(found)} open, {len(overdue)} past their TTL")
+    if overdue:
+        sys.exit(1)
+
+
+def _doorcheck_lines(send: Callable[[str], dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for text in (*DOORCHECK_INPUTS, DOORCHECK_EXIT):
+        reply = send(text)
+        yield {"input": text, "kind": reply["kind"], "parked": reply["parked"], "text": reply["text"]}
+
+
+def doorcheck_verdict(lines: list[dict[str, Any]]) -> str | None:
+    """``None`` when the door works, else what is wrong with the replies."""
+    kinds = [line["kind"] for line in lines]
+    if any(kind not in {k.value for k in ReplyKind} for kind in kinds):
+        return f"a reply has no known kind: {kinds}"
+    misses = kinds[: len(DOORCHECK_INPUTS)]
+    if any(kind == ReplyKind.PASS.value for kind in misses):
+        return "a non-answer was passed on (it would reach a model)"
+    if misses[0] in set(misses[2:4]):
+        return f"the reply never changed shape by the 3rd/4th non-answer: {misses}"
+    if lines[-1]["parked"] or kinds[-1] != ReplyKind.CANCELLED.value:
+        return f"'{DOORCHECK_EXIT}' did not leave: last reply {kinds[-1]}, parked={lines[-1]['parked']}"
+    return None
+
+
+@main.command()
+@click.option("--db", "db_url", envvar="PARKGATE_DB", default=None, help="Store to use (default: a temporary SQLite file).")
+@click.option("--url", default=None, help="A live gateway's base URL (http://host:port) instead of in-process.")
+@click.option("--token", envvar="PARKGATE_TOKEN", default=None, help="Bearer token for --url.")
+def doorcheck(db_url: str | None, url: str | None, token: str | None) -> None:
+    """The door check: four non-answers then 'cancel' to a fresh demo ask.
+
+    Prints one JSON line per reply; exits 1 unless the reply changes shape by the
+    3rd/4th line and the conversation ends unparked.
+    """
+    conversation_id = f"doorcheck-{uuid.uuid4().hex[:8]}"
+    if url:
+        lines = _doorcheck_http(url.rstrip("/"), token, conversation_id)
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            with _gateway(db_url or f"sqlite:///{folder}/doorcheck.db") as gateway:
+                gateway.start(conversation_id, "uml")
+                lines = list(_doorcheck_lines(lambda text: gateway.handle(conversation_id, text).to_dict()))
+    for line in lines:
+        click.echo(json.dumps(line, ensure_ascii=False))
+    problem = doorcheck_verdict(lines)
+    if problem:
+        click.echo(f"doorcheck FAILED: {problem}", err=True)
+        sys.exit(1)
+    click.echo("doorcheck passed: the reply escalated and the exit left the conversation unparked", err=True)
+
+
+def _doorcheck_http(base: str, token: str | None, conversation_id: str) -> list[dict[str, Any]]:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with httpx.Client(base_url=base, headers=headers, timeout=10) as client:
+            started = client.post("/v1/workflows/uml/start", json={"conversation_id": conversation_id})
+            started.raise_for_status()
+
+            def send(text: str) -> dict[str, Any]:
+                response = client.post(f"/v1/conversations/{conversation_id}/messages", json={"text": text})
+                response.raise_for_status()
+                data: dict[str, Any] = response.json()
+                return data
+
+            return list(_doorcheck_lines(send))
+    except httpx.HTTPError as error:
+        raise click.ClickException(f"the gateway at {base} did not answer as expected: {error}") from None
+
+
+@main.command()
+@db_option
+def migrate(db_url: str) -> None:
+    """Apply pending schema migrations and print the schema version."""
+    from parkgate.store import open_store
+
+    try:
+        store = open_store(db_url, migrate=False)
+        applied = store.migrate()
+        version = store.schema_version()
+        store.close()
+    except StoreError as error:
+        raise click.ClickException(str(error)) from None
+    if applied:
+        click.echo(f"applied migration(s) {', '.join(map(str, applied))}; {db_url} is at schema version {version}")
+    else:
+        click.echo(f"{db_url} is up to date at schema version {version}")
+
+
+@main.command()
+@click.option("--db", "db_urls", multiple=True, help="Also run the enumeration through this store (repeatable).")
+@click.option("--escalate-after", default=3, show_default=True, type=click.IntRange(1, 20))
+def prove(db_urls: tuple[str, ...], escalate_after: int) -> None:
+    """Check the two properties over every state of the machine, and print the table."""
+    from parkgate import prove as proof
+
+    reports = [("pure machine", proof.check(escalate_after))]
+    for url in db_urls:
+        reports.append((url, proof.check_store(url, escalate_after)))
+    failed = False
+    for name, report in reports:
+        click.echo(f"== {name}")
+        click.echo(report.render())
+        failed = failed or bool(report.failures)
+    if failed:
+        sys.exit(1)
