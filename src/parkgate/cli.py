@@ -111,7 +111,7 @@ def chat(db_url: str, conversation: str | None) -> None:
     """
     out = Console(highlight=False)
     conversation_id = conversation or f"chat-{uuid.uuid4().hex[:8]}"
-    stream = click.get_binary_stream("stdin")
+    stream = sys.stdin.buffer
     with _gateway(db_url) as gateway:
         _start_demo(out, gateway, conversation_id)
         while True:
@@ -208,7 +208,9 @@ def doorcheck_verdict(lines: list[dict[str, Any]]) -> str | None:
 
 
 @main.command()
-@click.option("--db", "db_url", envvar="PARKGATE_DB", default=None, help="Store to use (default: a temporary SQLite file).")
+@click.option(
+    "--db", "db_url", envvar="PARKGATE_DB", default=None, help="Store to use (default: a temporary SQLite file)."
+)
 @click.option("--url", default=None, help="A live gateway's base URL (http://host:port) instead of in-process.")
 @click.option("--token", envvar="PARKGATE_TOKEN", default=None, help="Bearer token for --url.")
 def doorcheck(db_url: str | None, url: str | None, token: str | None) -> None:
@@ -221,10 +223,9 @@ def doorcheck(db_url: str | None, url: str | None, token: str | None) -> None:
     if url:
         lines = _doorcheck_http(url.rstrip("/"), token, conversation_id)
     else:
-        with tempfile.TemporaryDirectory() as folder:
-            with _gateway(db_url or f"sqlite:///{folder}/doorcheck.db") as gateway:
-                gateway.start(conversation_id, "uml")
-                lines = list(_doorcheck_lines(lambda text: gateway.handle(conversation_id, text).to_dict()))
+        with tempfile.TemporaryDirectory() as folder, _gateway(db_url or f"sqlite:///{folder}/d.db") as gateway:
+            gateway.start(conversation_id, "uml")
+            lines = list(_doorcheck_lines(lambda text: gateway.handle(conversation_id, text).to_dict()))
     for line in lines:
         click.echo(json.dumps(line, ensure_ascii=False))
     problem = doorcheck_verdict(lines)

@@ -8,7 +8,7 @@ DIAGRAMS = ("Sequence", "Class", "Activity", "Use case", "State")
 
 _SKELETONS = {
     "Sequence": "actor User\nparticipant System\nUser -> System: request\nSystem --> User: response",
-    "Class": "class Order {\n  +id: int\n  +total(): Money\n}\nclass Customer\nCustomer \"1\" -- \"*\" Order",
+    "Class": 'class Order {\n  +id: int\n  +total(): Money\n}\nclass Customer\nCustomer "1" -- "*" Order',
     "Activity": "start\n:first step;\n:second step;\nstop",
     "Use case": "actor User\nUser --> (Use the system)",
     "State": "[*] --> Idle\nIdle --> Busy : start\nBusy --> Idle : done",

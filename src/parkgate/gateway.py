@@ -293,13 +293,14 @@ class Gateway:
 
         return self._transact(body)
 
-    def _decide(self, tx: Transaction, conversation_id: str, message: str, now: datetime) -> tuple[Reply, list[_Closed]]:
+    def _decide(
+        self, tx: Transaction, conversation_id: str, message: str, now: datetime
+    ) -> tuple[Reply, list[_Closed]]:
         ask = tx.open_ask(conversation_id)
         if ask is None:
             return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False), []
         if ask.is_expired(now):
-            closed = self._expire(tx, ask, now)
-            return _passed_expired(ask), [closed]
+            return _passed_expired(ask), [self._expire(tx, ask, now)]
         result = machine.step(ask, message, now, self.escalate_after)
         tx.save_ask(result.ask)
         reply = _reply_for(result)

@@ -196,8 +196,8 @@ def _from_lines(kind: AskKind, body: list[tuple[int, str]], start: int) -> AskSp
         return make_spec(kind, "\n".join(prompt_lines), labels)
     except StoppingPointError as error:
         position = re.match(r"option (\d+)", str(error))
-        line = line_of.get(int(position.group(1))) if position else start
-        raise StoppingPointError(str(error), line) from None
+        at = line_of.get(int(position.group(1))) if position else start
+        raise StoppingPointError(str(error), at) from None
 
 
 def _checked(kind: AskKind, prompt: str, labels: list[str], start: int) -> AskSpec:

@@ -22,4 +22,13 @@ def open_store(url: str = DEFAULT_URL, **options: object) -> Store:
     return SQLiteStore(url, **options)  # type: ignore[arg-type]
 
 
-__all__ = ["DEFAULT_URL", "StoreConflict", "Run", "Store", "StoreError", "StoreUnavailable", "Transaction", "open_store"]
+__all__ = [
+    "DEFAULT_URL",
+    "Run",
+    "Store",
+    "StoreConflict",
+    "StoreError",
+    "StoreUnavailable",
+    "Transaction",
+    "open_store",
+]

@@ -17,7 +17,15 @@ import psycopg
 from psycopg import sql as pgsql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from parkgate.store.base import Callback, Store, StoreConflict, StoreError, StoreUnavailable, Transaction, iter_migrations
+from parkgate.store.base import (
+    Callback,
+    Store,
+    StoreConflict,
+    StoreError,
+    StoreUnavailable,
+    Transaction,
+    iter_migrations,
+)
 from parkgate.store.sql import Dialect, SqlTransaction
 
 

@@ -15,7 +15,15 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from parkgate.store.base import Callback, Store, StoreConflict, StoreError, StoreUnavailable, Transaction, iter_migrations
+from parkgate.store.base import (
+    Callback,
+    Store,
+    StoreConflict,
+    StoreError,
+    StoreUnavailable,
+    Transaction,
+    iter_migrations,
+)
 from parkgate.store.sql import Dialect, SqlTransaction
 
 

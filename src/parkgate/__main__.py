@@ -1,0 +1,5 @@
+"""``python -m parkgate`` is the ``parkgate`` command."""
+
+from parkgate.cli import main
+
+main()
