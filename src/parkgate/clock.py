@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -42,3 +43,41 @@ class ManualClock:
     def set(self, moment: datetime) -> None:
         with self._lock:
             self._now = moment
+
+
+class _AwareClock:
+    """Adapts a user's clock (an object with ``now()`` or a bare callable) to UTC-aware times."""
+
+    def __init__(self, source: Callable[[], datetime]) -> None:
+        self._source = source
+
+    def now(self) -> datetime:
+        moment = self._source()
+        if not isinstance(moment, datetime):
+            raise TypeError(f"the clock returned {type(moment).__name__}, not a datetime")
+        # A naive time is taken as UTC: stored stamps are compared as UTC.
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def as_clock(clock: Clock | Callable[[], datetime] | None) -> Clock:
+    """The clock to use: ours as they are, anything else with ``now()`` or callable, adapted."""
+    if clock is None:
+        return SystemClock()
+    if isinstance(clock, (SystemClock, ManualClock)):
+        return clock
+    now = getattr(clock, "now", None)
+    if callable(now):
+        return _AwareClock(now)
+    if callable(clock):
+        return _AwareClock(clock)
+    raise TypeError("clock must have a now() method or be callable")
+
+
+def as_timedelta(value: timedelta | float, what: str) -> timedelta:
+    """A duration given as a timedelta or a number of seconds; must be positive."""
+    if isinstance(value, bool) or not isinstance(value, (timedelta, int, float)):
+        raise ValueError(f"{what} must be a timedelta or a number of seconds")
+    duration = value if isinstance(value, timedelta) else timedelta(seconds=value)
+    if duration <= timedelta(0):
+        raise ValueError(f"{what} must be positive")
+    return duration

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from parkgate.clock import Clock, SystemClock
+from parkgate.clock import Clock, as_clock, as_timedelta
 from parkgate.core import machine, stopping_point
 from parkgate.core.model import Ask, Step
 from parkgate.core.phrases import PHRASES, AskKind, AskStatus, ReplyKind
@@ -98,20 +98,18 @@ class Gateway:
         store_url: str = DEFAULT_URL,
         *,
         store: Store | None = None,
-        ttl: timedelta = DEFAULT_TTL,
-        clock: Clock | None = None,
+        ttl: timedelta | float = DEFAULT_TTL,
+        clock: Clock | Callable[[], datetime] | None = None,
         escalate_after: int = machine.DEFAULT_ESCALATE_AFTER,
         workflows: Iterable[Workflow] = (),
         surface: str = "library",
         metrics: Metrics | None = None,
     ) -> None:
-        if ttl <= timedelta(0):
-            raise ValueError("ttl must be positive")
         if escalate_after < 1:
             raise ValueError("escalate_after must be at least 1")
         self.store = store if store is not None else open_store(store_url)
-        self.ttl = ttl
-        self.clock: Clock = clock or SystemClock()
+        self.ttl = as_timedelta(ttl, "ttl")
+        self.clock: Clock = as_clock(clock)
         self.escalate_after = escalate_after
         self.workflows: dict[str, Workflow] = {flow.name: flow for flow in workflows}
         self.metrics = metrics or Metrics(surface)
@@ -139,7 +137,7 @@ class Gateway:
         options: Sequence[str] | None = None,
         kind: AskKind | str | None = None,
         run_id: str | None = None,
-        ttl: timedelta | None = None,
+        ttl: timedelta | float | None = None,
         *,
         replace: bool = False,
         default: str | None = None,
@@ -164,7 +162,7 @@ class Gateway:
         conversation_id: str,
         skill_output: str,
         run_id: str | None = None,
-        ttl: timedelta | None = None,
+        ttl: timedelta | float | None = None,
         *,
         replace: bool = False,
         callback_url: str | None = None,
@@ -200,14 +198,17 @@ class Gateway:
         conversation_id: str,
         spec: stopping_point.AskSpec,
         run_id: str | None,
-        ttl: timedelta | None,
+        ttl: timedelta | float | None,
         replace: bool,
         default: str | None,
         callback_url: str | None,
         phase: str | None,
     ) -> Reply:
-        if ttl is not None and ttl <= timedelta(0):
-            raise InputError("ttl must be positive")
+        if ttl is not None:
+            try:
+                ttl = as_timedelta(ttl, "ttl")
+            except ValueError as error:
+                raise InputError(str(error)) from None
         if default is not None and spec.kind is AskKind.CHOICE and default not in spec.options:
             raise InputError(f"default {default!r} is not one of the options")
         if callback_url is not None and not callback_url.startswith(("http://", "https://")):
@@ -424,13 +425,14 @@ class Gateway:
                 raise InputError(f"no run with id {run_id!r}")
             _save_run(tx, run, now, status="complete", outcome=outcome, pending_ask_id=None)
 
-    def wait(self, ask_id: str, timeout: float) -> Ask:
+    def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
         """Block until the ask closes or ``timeout`` seconds pass; return its state.
 
         Polls the store (other processes may answer) and wakes early when this
         process closes an ask. Expiry is still decided by the injected clock.
         """
-        deadline = time.monotonic() + max(0.0, timeout)
+        seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
+        deadline = time.monotonic() + max(0.0, seconds)
         while True:
             ask = self.get(ask_id)
             remaining = deadline - time.monotonic()
