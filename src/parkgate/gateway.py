@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from parkgate.clock import Clock, as_clock, as_timedelta
 from parkgate.core import machine, stopping_point
 from parkgate.core.model import Ask, Step
-from parkgate.core.phrases import PHRASES, AskKind, AskStatus, ReplyKind
+from parkgate.core.phrases import PHRASES, WORKFLOW_DONE, AskKind, AskStatus, ReplyKind
 from parkgate.errors import AskAlreadyOpen, InputError, UnknownAsk, UnknownWorkflow
 from parkgate.metrics import Metrics
 from parkgate.reply import Reply
@@ -153,7 +153,8 @@ class Gateway:
         _check_id(conversation_id, "conversation_id")
         if run_id is not None:
             _check_id(run_id, "run_id")
-        chosen_kind = kind if kind is not None else (AskKind.CHOICE if options else AskKind.TEXT)
+        # An explicit option list (even an empty one) means a choice: [] is an error, not a text ask.
+        chosen_kind = kind if kind is not None else (AskKind.TEXT if options is None else AskKind.CHOICE)
         spec = stopping_point.make_spec(chosen_kind, prompt, options)
         return self._park(conversation_id, spec, run_id, ttl, replace, default, callback_url, phase)
 
@@ -327,6 +328,8 @@ class Gateway:
         if following is None:
             _save_run(tx, run, now, status="complete", outcome="done", pending_ask_id=None)
             output = flow.finish(answers)
+            if not output.strip():  # a finish with nothing to say still tells the person
+                output = WORKFLOW_DONE
             return _with_text(reply, f"{reply.text}\n\n{output}", parked=False)
         nxt = self._park_phase(tx, run, following, now)
         return _with_text(reply, f"{reply.text}\n\n{nxt.text}", parked=True, followup=nxt)

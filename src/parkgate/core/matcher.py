@@ -18,7 +18,7 @@ import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 
-from parkgate.core.phrases import CANCEL_WORDS, RESHOW_WORDS, AskKind
+from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind
 
 
 class Verdict(Enum):
@@ -56,6 +56,8 @@ def _as_number(word: str, n: int) -> int | None:
         return None
     if word[0] == "0":  # "0" is out of range; "02" is not canonical
         return None
+    if len(word) > len(str(n)):  # out of range; also keeps int() off 4,300-digit strings
+        return None
     value = int(word)
     return value if 1 <= value <= n else None
 
@@ -65,20 +67,18 @@ def match(kind: AskKind, options: tuple[str, ...] | list[str], text: str) -> Mat
     word = normalise(text)
     slashed = word.startswith("/")
     command = _control_verdict(word[1:]) if slashed else None
+    if command is not None:  # the slash door is never shadowed, not even by a label "／stop"
+        return Match(command)
     if kind is AskKind.TEXT:
-        if command is not None:
-            return Match(command)
         if not word:
             return Match(Verdict.MISMATCH)
-        return Match(Verdict.ANSWER, bare_control_word=_control_verdict(word) is not None)
+        return Match(Verdict.ANSWER, bare_control_word=word in CONTROL_WORDS)
     number = _as_number(word, len(options))
     if number is not None:
         return Match(Verdict.SELECT, option_index=number)
     for position, label in enumerate(options, start=1):
         if normalise(label) == word:
             return Match(Verdict.SELECT, option_index=position)
-    if command is not None:
-        return Match(command)
     bare = _control_verdict(word)
     if bare is not None:
         return Match(bare)

@@ -8,6 +8,7 @@ past it the caller gets :class:`StoreUnavailable`, never a half-written row.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -48,6 +49,16 @@ def path_from_url(url: str) -> Path:
     return Path(url)
 
 
+def _read_only_storage(path: Path) -> bool:
+    """True when the file (or, for a new file, its folder) cannot be written to."""
+    try:
+        if os.statvfs(path.parent).f_flag & os.ST_RDONLY:
+            return True
+        return not os.access(path if path.exists() else path.parent, os.W_OK)
+    except OSError:
+        return False
+
+
 def _classify(error: sqlite3.Error, path: Path) -> StoreError:
     text = str(error)
     if isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in text:
@@ -58,6 +69,8 @@ def _classify(error: sqlite3.Error, path: Path) -> StoreError:
         return StoreError(f"{path}: the database file is read-only ({text})")
     if "not a database" in text or "malformed" in text:
         return StoreError(f"{path}: not a parkgate database (not a SQLite file: {text})")
+    if _read_only_storage(path):
+        return StoreError(f"{path}: the database file is read-only (file system or permissions forbid writes: {text})")
     if "disk" in text and ("full" in text or "I/O" in text):
         return StoreError(f"{path}: the disk is full or failing; nothing was written ({text})")
     return StoreError(f"{path}: {text}")
@@ -74,9 +87,13 @@ class SQLiteStore(Store):
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        self._check_is_ours()
-        if migrate:
-            self.migrate()
+        try:
+            self._check_is_ours()
+            if migrate:
+                self.migrate()
+        except BaseException:
+            self.close()  # no connection is left open on a file we refused
+            raise
 
     def _connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -91,6 +108,8 @@ class SQLiteStore(Store):
                     conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
             except sqlite3.Error as error:
+                if conn is not None:
+                    conn.close()
                 raise _classify(error, self.path) from None
             self._local.conn = conn
             with self._lock:
@@ -100,13 +119,18 @@ class SQLiteStore(Store):
     def _check_is_ours(self) -> None:
         if not self.path.exists() or self.path.stat().st_size == 0:
             return
+        # Look with a read-only connection of its own: a file that is not ours must be left
+        # byte for byte as it was (the normal connection would switch it to WAL first).
         try:
-            names = {
-                row[0]
-                for row in self._connection().execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            }
+            probe = sqlite3.connect(f"{self.path.absolute().as_uri()}?mode=ro", uri=True)
         except sqlite3.Error as error:
             raise _classify(error, self.path) from None
+        try:
+            names = {row[0] for row in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error as error:
+            raise _classify(error, self.path) from None
+        finally:
+            probe.close()
         if names and "schema_migrations" not in names:
             raise StoreError(
                 f"{self.path}: not a parkgate database (it has tables {', '.join(sorted(names)[:5])} "

@@ -1,0 +1,268 @@
+"""Shared helpers for the benchmarks: scales, stores, timing, percentiles, the machine.
+
+Every figure the benchmarks report is a ratio against a baseline measured in the same
+run, on the same machine, so a noisy shared box moves both sides together.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import sqlite3
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How big each benchmark runs. ``smoke`` is for the test suite, ``full`` for the README."""
+
+    name: str
+    #: Benchmark 1: conversations per (store, concurrency) cell, and the rounds they are split into.
+    reply_conversations: int
+    reply_rounds: int
+    #: Benchmark 2: conversations per side (each is 4 round trips).
+    langgraph_conversations: int
+    #: Benchmark 3: the open-ask counts measured, in order (each level tops up the last).
+    scale_levels: tuple[int, ...]
+    scale_batch: int
+    scale_samples: int
+    #: Benchmark 4: messages per server configuration, and the wall-clock bound.
+    http_requests: int
+    http_seconds: float
+    http_concurrency: int
+    workers: int = 4
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+SCALES: dict[str, Scale] = {
+    "smoke": Scale(
+        name="smoke",
+        reply_conversations=24,
+        reply_rounds=2,
+        langgraph_conversations=3,
+        scale_levels=(200, 400),
+        scale_batch=100,
+        scale_samples=5,
+        http_requests=40,
+        http_seconds=20.0,
+        http_concurrency=4,
+        workers=2,
+    ),
+    "small": Scale(
+        name="small",
+        reply_conversations=1_000,
+        reply_rounds=4,
+        langgraph_conversations=100,
+        scale_levels=(1_000, 10_000),
+        scale_batch=5_000,
+        scale_samples=200,
+        http_requests=2_000,
+        http_seconds=30.0,
+        http_concurrency=16,
+    ),
+    "full": Scale(
+        name="full",
+        reply_conversations=10_000,
+        reply_rounds=4,
+        langgraph_conversations=500,
+        scale_levels=(10_000, 100_000, 1_000_000),
+        scale_batch=10_000,
+        scale_samples=500,
+        http_requests=20_000,
+        http_seconds=60.0,
+        http_concurrency=32,
+    ),
+}
+
+
+def postgres_url() -> str:
+    """The PostgreSQL the benchmarks use (env ``PARKGATE_BENCH_POSTGRES_URL``)."""
+    return os.environ.get("PARKGATE_BENCH_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+
+
+def postgres_reachable(url: str) -> str | None:
+    """``None`` when PostgreSQL answers at ``url``, else the reason it does not."""
+    import psycopg
+
+    try:
+        psycopg.connect(url, connect_timeout=3).close()
+    except psycopg.Error as error:
+        return f"PostgreSQL unreachable at {url}: {error}".strip()
+    return None
+
+
+def new_schema(url: str, prefix: str = "bench") -> str:
+    """Create a uniquely named schema (the caller drops it with :func:`drop_schema`)."""
+    import psycopg
+    from psycopg import sql as pgsql
+
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(pgsql.SQL("CREATE SCHEMA {}").format(pgsql.Identifier(name)))
+    return name
+
+
+def drop_schema(url: str, name: str) -> None:
+    """Drop a schema made by :func:`new_schema`; quiet if the server has gone."""
+    import psycopg
+    from psycopg import sql as pgsql
+
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(name)))
+    except psycopg.Error:
+        pass
+
+
+@dataclass(frozen=True)
+class StoreTarget:
+    """Where one benchmark cell keeps its data: a SQLite file or a PostgreSQL schema."""
+
+    engine: str  # "sqlite" | "postgres"
+    url: str
+    schema: str | None = None
+
+    def open(self, **options: Any) -> Any:
+        """Open the parkgate store this target names (migrated)."""
+        if self.engine == "postgres":
+            from parkgate.store.postgres import PostgresStore
+
+            return PostgresStore(self.url, schema=self.schema, **options)
+        from parkgate.store.sqlite import SQLiteStore
+
+        return SQLiteStore(self.url)
+
+
+@contextmanager
+def store_target(engine: str, workdir: Path, pg_url: str, label: str) -> Iterator[StoreTarget]:
+    """A fresh, empty place for one cell; removed afterwards."""
+    if engine == "sqlite":
+        path = workdir / f"{label}-{uuid.uuid4().hex[:6]}.db"
+        try:
+            yield StoreTarget("sqlite", f"sqlite:///{path}")
+        finally:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        return
+    schema = new_schema(pg_url)
+    try:
+        yield StoreTarget("postgres", pg_url, schema)
+    finally:
+        drop_schema(pg_url, schema)
+
+
+@contextmanager
+def workdir(base: Path | None = None) -> Iterator[Path]:
+    """A scratch folder for database files (on the results folder's file system)."""
+    root = base or RESULTS_DIR
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="work-", dir=root) as name:
+        yield Path(name)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values`` by nearest rank; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return float(ordered[rank])
+
+
+def latency_summary(nanoseconds: Sequence[int]) -> dict[str, float]:
+    """p50/p99/mean in milliseconds and the count of a list of per-call latencies."""
+    if not nanoseconds:
+        return {"count": 0, "p50_ms": 0.0, "p99_ms": 0.0, "mean_ms": 0.0}
+    return {
+        "count": len(nanoseconds),
+        "p50_ms": percentile(nanoseconds, 0.50) / 1e6,
+        "p99_ms": percentile(nanoseconds, 0.99) / 1e6,
+        "mean_ms": sum(nanoseconds) / len(nanoseconds) / 1e6,
+    }
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    """``numerator / denominator``, or 0.0 when the baseline is zero."""
+    return numerator / denominator if denominator else 0.0
+
+
+def peak_rss_kib() -> int:
+    """This process's peak resident set size (VmHWM) in KiB."""
+    try:
+        text = Path("/proc/self/status").read_text()
+    except OSError:
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    found = re.search(r"^VmHWM:\s+(\d+)\s+kB", text, re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+def current_rss_kib() -> int:
+    """This process's current resident set size (VmRSS) in KiB."""
+    try:
+        text = Path("/proc/self/status").read_text()
+    except OSError:
+        return 0
+    found = re.search(r"^VmRSS:\s+(\d+)\s+kB", text, re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+def machine_info() -> dict[str, Any]:
+    """What the numbers were measured on: CPU, cores, memory, OS, versions, the date."""
+    model = platform.processor() or ""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=5, check=False).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("Hypervisor vendor:"):
+                model += f" ({line.split(':', 1)[1].strip()} guest)"
+    except (OSError, subprocess.SubprocessError):
+        pass
+    memory_gib = 0.0
+    try:
+        meminfo = Path("/proc/meminfo").read_text()
+        found = re.search(r"^MemTotal:\s+(\d+)\s+kB", meminfo, re.MULTILINE)
+        memory_gib = round(int(found.group(1)) / 1024 / 1024, 1) if found else 0.0
+    except OSError:
+        pass
+    info: dict[str, Any] = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "memory_gib": memory_gib,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+    }
+    try:
+        import psycopg
+
+        info["psycopg"] = psycopg.__version__
+    except ImportError:  # pragma: no cover - psycopg is a dependency
+        pass
+    return info
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses and tuples turned into plain JSON values."""
+    if hasattr(value, "__dataclass_fields__"):
+        return to_jsonable(asdict(value))
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    return value

@@ -1,0 +1,328 @@
+"""Benchmark 1: the reply path against the store's own limit.
+
+A realistic mix goes through :meth:`Gateway.ask` / :meth:`Gateway.handle`: each
+conversation parks an ask, bounces twice, asks for the ``menu`` and then selects (85%),
+or cancels instead (5%), or is a free-text ask answered after two empty replies (10%).
+Every inbound message carries a ``message_id`` (the idempotent path a chat surface or
+the HTTP API uses). Each call is one store transaction.
+
+The baseline, measured in the same run on the same database file / schema, with the
+same connection (same PRAGMAs, same pool settings), is the raw single-row loop
+``UPDATE asks SET ... WHERE id = ?; COMMIT``. Both sides run in alternating rounds so
+drift on a shared machine hits both. Reported: throughput, p50/p99 and
+``gateway/raw`` throughput ratios, for 1 worker, 4 threads (one shared gateway) and
+4 processes (a gateway each).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import StoreTarget, latency_summary, ratio, store_target
+
+OPTIONS = ("Sequence diagram", "Class diagram", "Activity diagram")
+CHOICE_PROMPT = "Which UML diagram should I draw?"
+TEXT_PROMPT = "Describe the diagram in a sentence or two."
+CHUNK = 50  # conversations interleaved at a time
+RAW_TARGETS_PER_WORKER = 100
+GOAL = 0.5
+
+#: The expected reply kinds of each flavour, in order (ask first).
+EXPECTED = {
+    "choice": ("asked", "retry", "retry", "reshown", "selected"),
+    "cancel": ("asked", "retry", "retry", "reshown", "cancelled"),
+    "text": ("asked", "retry", "retry", "reshown", "answered"),
+}
+INPUTS = {
+    "choice": ("what do you mean?", "the second one I guess", "menu", "2"),
+    "cancel": ("what do you mean?", "the second one I guess", "menu", "cancel"),
+    "text": ("", "   ", "/menu", "Alice logs in; the server checks her token and answers."),
+}
+MODES = ("single", "threads", "processes")
+
+
+def flavour_of(conversation_index: int, seed: int = 7) -> str:
+    """Which script a conversation follows: 5% cancel, 10% text, 85% choice."""
+    draw = random.Random(seed * 1_000_003 + conversation_index).random()
+    if draw < 0.05:
+        return "cancel"
+    if draw < 0.15:
+        return "text"
+    return "choice"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One worker's share: its conversations (per round) and the rows its raw loop updates."""
+
+    worker: int
+    rounds: tuple[tuple[int, ...], ...]
+    raw_ids: tuple[str, ...]
+    message_ids: bool = True
+
+
+def _raw_loop(target: StoreTarget, store: Any) -> Callable[[Sequence[str], list[int]], None]:
+    """The baseline: one single-row UPDATE and a COMMIT per operation, on the store's connection."""
+    if target.engine == "sqlite":
+        from parkgate.store.sqlite import DIALECT
+
+        conn = store._connection()  # the store's own connection: the same PRAGMAs
+        statement = "UPDATE asks SET last_touched = ?, mismatches = mismatches + 1 WHERE id = ?"
+        encode = DIALECT.encode_time
+
+        def sqlite_loop(ids: Sequence[str], out: list[int]) -> None:
+            clock = time.perf_counter_ns
+            for ask_id in ids:
+                started = clock()
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(statement, (encode(datetime.now(UTC)), ask_id))
+                conn.execute("COMMIT")
+                out.append(clock() - started)
+
+        return sqlite_loop
+
+    pg_statement = "UPDATE asks SET last_touched = %s, mismatches = mismatches + 1 WHERE id = %s"
+
+    def pg_loop(ids: Sequence[str], out: list[int]) -> None:
+        clock = time.perf_counter_ns
+        # One connection from the store's own pool (same configure hook, same settings).
+        with store._pool.connection() as conn:
+            for ask_id in ids:
+                started = clock()
+                conn.execute(pg_statement, (datetime.now(UTC), ask_id))
+                conn.commit()
+                out.append(clock() - started)
+
+    return pg_loop
+
+
+def _gateway_ops(gateway: Any, plan: Plan, indices: Sequence[int], handle_ns: list[int], ask_ns: list[int],
+                 kinds: Counter[str], wrong: list[str]) -> int:
+    """Run the mix for ``indices`` (interleaved in chunks); return the number of calls."""
+    clock = time.perf_counter_ns
+    calls = 0
+    for start in range(0, len(indices), CHUNK):
+        chunk = indices[start : start + CHUNK]
+        flavours = {i: flavour_of(i) for i in chunk}
+        for step in range(5):
+            for i in chunk:
+                flavour = flavours[i]
+                conversation = f"c{i}"
+                began = clock()
+                if step == 0:
+                    if flavour == "text":
+                        reply = gateway.ask(conversation, TEXT_PROMPT, kind="text")
+                    else:
+                        reply = gateway.ask(conversation, CHOICE_PROMPT, OPTIONS)
+                    ask_ns.append(clock() - began)
+                else:
+                    message_id = f"m{i}-{step}" if plan.message_ids else None
+                    reply = gateway.handle(conversation, INPUTS[flavour][step - 1], message_id)
+                    handle_ns.append(clock() - began)
+                calls += 1
+                kind = str(reply.kind)
+                kinds[kind] += 1
+                if kind != EXPECTED[flavour][step] and len(wrong) < 10:
+                    wrong.append(f"{conversation} step {step}: {kind}, expected {EXPECTED[flavour][step]}")
+    return calls
+
+
+def _warm_up(gateway: Any, raw: Callable[[Sequence[str], list[int]], None], plan: Plan) -> None:
+    """Open connections, fill caches and let PostgreSQL prepare its statements."""
+    conversation = f"warm-{plan.worker}-{time.perf_counter_ns()}"
+    for n in range(3):
+        gateway.ask(f"{conversation}-{n}", CHOICE_PROMPT, OPTIONS)
+        for text in ("huh", "menu", "1"):
+            gateway.handle(f"{conversation}-{n}", text)
+    raw(plan.raw_ids[:10], [])
+
+
+def run_worker(target: StoreTarget, plan: Plan, barrier: Any, gateway: Any | None = None) -> dict[str, Any]:
+    """One worker: rounds of (raw loop, gateway mix), each phase started on ``barrier``."""
+    from parkgate import Gateway
+
+    own = gateway is None
+    store = target.open() if own else gateway.store
+    gw = Gateway(store=store) if own else gateway
+    raw = _raw_loop(target, store)
+    _warm_up(gw, raw, plan)
+    phases: list[dict[str, Any]] = []
+    raw_ns: list[int] = []
+    handle_ns: list[int] = []
+    ask_ns: list[int] = []
+    kinds: Counter[str] = Counter()
+    wrong: list[str] = []
+    try:
+        for number, indices in enumerate(plan.rounds):
+            ops = len(indices) * 5
+            ids = [plan.raw_ids[j % len(plan.raw_ids)] for j in range(ops)]
+            barrier.wait()
+            t0 = time.perf_counter()
+            raw(ids, raw_ns)
+            t1 = time.perf_counter()
+            phases.append({"round": number, "side": "raw", "start": t0, "end": t1, "ops": ops})
+            barrier.wait()
+            t2 = time.perf_counter()
+            calls = _gateway_ops(gw, plan, indices, handle_ns, ask_ns, kinds, wrong)
+            t3 = time.perf_counter()
+            phases.append({"round": number, "side": "gateway", "start": t2, "end": t3, "ops": calls})
+    finally:
+        if own:
+            gw.close()
+    return {
+        "worker": plan.worker,
+        "phases": phases,
+        "raw_ns": raw_ns,
+        "handle_ns": handle_ns,
+        "ask_ns": ask_ns,
+        "kinds": dict(kinds),
+        "wrong": wrong,
+    }
+
+
+def _process_main(target: StoreTarget, plan: Plan, barrier: Any, queue: Any) -> None:
+    try:
+        queue.put(run_worker(target, plan, barrier))
+    except BaseException as error:
+        barrier.abort()
+        queue.put({"worker": plan.worker, "error": repr(error)})
+        raise
+
+
+def _plans(conversations: int, rounds: int, workers: int, raw_ids: Sequence[Sequence[str]]) -> list[Plan]:
+    plans = []
+    for w in range(workers):
+        mine = list(range(w, conversations, workers))
+        per_round = tuple(tuple(mine[r::rounds]) for r in range(rounds))
+        plans.append(Plan(w, per_round, tuple(raw_ids[w])))
+    return plans
+
+
+def _park_raw_targets(gateway: Any, workers: int) -> list[list[str]]:
+    ids: list[list[str]] = []
+    for w in range(workers):
+        mine = []
+        for j in range(RAW_TARGETS_PER_WORKER):
+            reply = gateway.ask(f"raw-{w}-{j}", CHOICE_PROMPT, OPTIONS)
+            mine.append(reply.ask_id)
+        ids.append(mine)
+    return ids
+
+
+def run_cell(target: StoreTarget, mode: str, conversations: int, rounds: int, workers: int) -> dict[str, Any]:
+    """Measure one (store, concurrency) cell; return throughputs, latencies and the ratio."""
+    from parkgate import Gateway
+
+    n = 1 if mode == "single" else workers
+    gateway = Gateway(store=target.open())
+    try:
+        raw_ids = _park_raw_targets(gateway, n)
+        plans = _plans(conversations, rounds, n, raw_ids)
+        if mode == "processes":
+            ctx = multiprocessing.get_context("spawn")
+            barrier: Any = ctx.Barrier(n, timeout=600)
+            queue = ctx.Queue()
+            procs = [ctx.Process(target=_process_main, args=(target, plan, barrier, queue)) for plan in plans]
+            for proc in procs:
+                proc.start()
+            results = [queue.get(timeout=1800) for _ in procs]
+            for proc in procs:
+                proc.join(timeout=60)
+        else:
+            barrier = threading.Barrier(n, timeout=600)
+            results = [{} for _ in plans]
+            errors: list[BaseException] = []
+
+            def thread_main(index: int) -> None:
+                try:
+                    results[index] = run_worker(target, plans[index], barrier, gateway)
+                except BaseException as error:  # surfaced below
+                    errors.append(error)
+                    barrier.abort()
+
+            threads = [threading.Thread(target=thread_main, args=(i,)) for i in range(n)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            if errors:
+                raise errors[0]
+    finally:
+        gateway.close()
+    failed = [r["error"] for r in results if "error" in r]
+    if failed:
+        raise RuntimeError(f"a worker failed: {failed[0]}")
+    return summarise(results, mode, n, target.engine)
+
+
+def summarise(results: list[dict[str, Any]], mode: str, workers: int, engine: str) -> dict[str, Any]:
+    """Throughput per side (ops over the wall time of each round), latencies, ratios."""
+    totals = {"raw": [0, 0.0], "gateway": [0, 0.0]}
+    rounds = {p["round"] for r in results for p in r["phases"]}
+    per_round: list[float] = []
+    for number in sorted(rounds):
+        rates = {}
+        for side in ("raw", "gateway"):
+            phases = [p for r in results for p in r["phases"] if p["round"] == number and p["side"] == side]
+            ops = sum(p["ops"] for p in phases)
+            wall = max(p["end"] for p in phases) - min(p["start"] for p in phases)
+            totals[side][0] += ops
+            totals[side][1] += wall
+            rates[side] = ratio(ops, wall)
+        per_round.append(ratio(rates["gateway"], rates["raw"]))
+    raw_rate = ratio(totals["raw"][0], totals["raw"][1])
+    gw_rate = ratio(totals["gateway"][0], totals["gateway"][1])
+    kinds: Counter[str] = Counter()
+    for r in results:
+        kinds.update(r["kinds"])
+    handle_ns = [v for r in results for v in r["handle_ns"]]
+    raw_ns = [v for r in results for v in r["raw_ns"]]
+    ask_ns = [v for r in results for v in r["ask_ns"]]
+    return {
+        "store": engine,
+        "mode": mode,
+        "workers": workers,
+        "label": "1 process" if mode == "single" else f"{workers} {mode}",
+        "raw_ops_per_s": raw_rate,
+        "gateway_ops_per_s": gw_rate,
+        "ratio": ratio(gw_rate, raw_rate),
+        "ratio_per_round": per_round,
+        "goal": GOAL,
+        "raw_latency": latency_summary(raw_ns),
+        "handle_latency": latency_summary(handle_ns),
+        "ask_latency": latency_summary(ask_ns),
+        "p50_ratio": ratio(latency_summary(raw_ns)["p50_ms"], latency_summary(handle_ns)["p50_ms"]),
+        "kinds": dict(kinds),
+        "unexpected": [w for r in results for w in r["wrong"]][:10],
+    }
+
+
+def run(scale: Any, work: Path, pg_url: str | None, log: Callable[[str], None] = print,
+        modes: Sequence[str] = MODES) -> dict[str, Any]:
+    """All cells: SQLite and (when ``pg_url``) PostgreSQL, each in every mode."""
+    engines = ["sqlite"] + (["postgres"] if pg_url else [])
+    cells = []
+    for engine in engines:
+        for mode in modes:
+            with store_target(engine, work, pg_url or "", "reply") as target:
+                log(f"  reply path: {engine}, {mode}, {scale.reply_conversations} conversations ...")
+                cell = run_cell(target, mode, scale.reply_conversations, scale.reply_rounds, scale.workers)
+                log(
+                    f"    gateway {cell['gateway_ops_per_s']:.0f} ops/s, raw {cell['raw_ops_per_s']:.0f} ops/s, "
+                    f"ratio {cell['ratio']:.2f}"
+                )
+                cells.append(cell)
+    return {
+        "conversations": scale.reply_conversations,
+        "mix": "park, 2 bounces, menu, select (85%) | cancel (5%) | text ask (10%); message_id on every message",
+        "cells": cells,
+    }

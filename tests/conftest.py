@@ -1,0 +1,278 @@
+"""Shared fixtures: a fresh store on SQLite and on PostgreSQL, a manual clock, a gateway.
+
+PostgreSQL comes from ``PARKGATE_TEST_POSTGRES_URL`` (default
+``postgresql://postgres@127.0.0.1:5432/test``). Every test that uses it gets a schema
+of its own (uniquely named per process and test) that is dropped afterwards, so
+concurrent runs on one server never collide. When the server is unreachable the tests
+fail if ``CI=true`` and skip otherwise; the summary then prints one line saying how
+many PostgreSQL tests were skipped and why.
+
+Fixtures:
+
+- ``clock``: a :class:`~parkgate.clock.ManualClock`; tests move time, never sleep.
+- ``pg_url`` / ``pg_schema``: the reachable server URL; a fresh schema on it.
+- ``store_url_factory(engine)``: a new, empty :class:`StoreLocation` ("sqlite" or
+  "postgres"); ``make_store(location)``: an open :class:`~parkgate.store.Store` on it.
+- ``store`` (parametrised over ``sqlite`` and ``postgres``) with ``store_location``.
+- ``gateway``: a :class:`~parkgate.Gateway` on ``store`` with the demo workflow;
+  ``reopen()``: a second Gateway on the same location (a restart).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import psycopg
+import pytest
+from psycopg import sql as pgsql
+
+from parkgate import Gateway, ManualClock
+from parkgate.demo import UML
+from parkgate.store import Store
+
+PG_URL_ENV = "PARKGATE_TEST_POSTGRES_URL"
+DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
+#: Every skip for a missing server starts with this, so the summary can count them.
+PG_SKIP_PREFIX = "PostgreSQL unreachable"
+#: The fixed start of every test's manual clock.
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+STORE_PARAMS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+def in_ci() -> bool:
+    """True when ``CI=true``: an unreachable PostgreSQL must fail the run, not skip it."""
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def postgres_url() -> str:
+    """The PostgreSQL URL the tests use (env ``PARKGATE_TEST_POSTGRES_URL`` or the default)."""
+    return os.environ.get(PG_URL_ENV) or DEFAULT_PG_URL
+
+
+_reachability: dict[str, str | None] = {}
+
+
+def postgres_problem(url: str) -> str | None:
+    """``None`` when PostgreSQL at ``url`` answers, else why not (checked once per run)."""
+    if url not in _reachability:
+        try:
+            psycopg.connect(url, connect_timeout=3).close()
+            _reachability[url] = None
+        except psycopg.Error as error:
+            _reachability[url] = " ".join(str(error).split()) or type(error).__name__
+    return _reachability[url]
+
+
+def require_postgres(url: str | None = None) -> str:
+    """The URL if PostgreSQL answers; otherwise fail (``CI=true``) or skip with the reason."""
+    url = url or postgres_url()
+    problem = postgres_problem(url)
+    if problem is not None:
+        reason = f"{PG_SKIP_PREFIX} at {url} ({problem}); set {PG_URL_ENV} to a reachable server"
+        if in_ci():
+            pytest.fail(f"{reason}. CI=true, so PostgreSQL tests must run, not skip.", pytrace=False)
+        pytest.skip(reason)
+    return url
+
+
+def create_schema(url: str) -> str:
+    """Create a uniquely named, empty schema and return its name."""
+    name = f"pgt_{os.getpid()}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(pgsql.SQL("CREATE SCHEMA {}").format(pgsql.Identifier(name)))
+    return name
+
+
+def drop_schema(url: str, name: str) -> None:
+    """Drop a schema made by :func:`create_schema` with everything in it."""
+    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(name)))
+
+
+@dataclass(frozen=True)
+class StoreLocation:
+    """Where one test database lives: a SQLite file, or a schema on a PostgreSQL server."""
+
+    engine: str  # "sqlite" | "postgres"
+    url: str
+    schema: str | None = None
+    path: Path | None = None
+
+    def open(self, **options: Any) -> Store:
+        """A new store object (its own connections or pool) on this database."""
+        if self.engine == "postgres":
+            from parkgate.store.postgres import PostgresStore
+
+            return PostgresStore(self.url, schema=self.schema, **options)
+        from parkgate.store.sqlite import SQLiteStore
+
+        return SQLiteStore(self.url, **options)
+
+    def raw_query(self, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run ``statement`` (``?`` placeholders) on a fresh raw connection, outside parkgate."""
+        if self.engine == "postgres":
+            assert self.schema is not None
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(self.schema)))
+                cur = conn.execute(statement.replace("?", "%s").encode(), params)
+                return list(cur.fetchall()) if cur.description else []
+        import sqlite3
+
+        assert self.path is not None
+        conn = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            return list(conn.execute(statement, params).fetchall())
+        finally:
+            conn.close()
+
+
+class StoreUrlFactory(Protocol):
+    """``store_url_factory(engine)``: a new, empty database location."""
+
+    def __call__(self, engine: str) -> StoreLocation: ...
+
+
+class MakeStore(Protocol):
+    """``make_store(location, **options)``: an open store, closed when the test ends."""
+
+    def __call__(self, location: StoreLocation, **options: Any) -> Store: ...
+
+
+class MakeGateway(Protocol):
+    """``make_gateway(location, clock, **options)``: a Gateway on a new store on ``location``."""
+
+    def __call__(self, location: StoreLocation, clock: ManualClock, **options: Any) -> Gateway: ...
+
+
+class Reopen(Protocol):
+    """``reopen(clock=None, **options)``: a new Gateway on the same store location."""
+
+    def __call__(self, clock: ManualClock | None = None, **options: Any) -> Gateway: ...
+
+
+# -- fixtures -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """A clock that moves only when the test moves it."""
+    return ManualClock(T0)
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> str:
+    """The URL of a reachable PostgreSQL server (fails under CI=true, else skips)."""
+    return require_postgres()
+
+
+@pytest.fixture
+def pg_schema(pg_url: str) -> Iterator[str]:
+    """A fresh, uniquely named schema on ``pg_url``, dropped after the test."""
+    name = create_schema(pg_url)
+    try:
+        yield name
+    finally:
+        drop_schema(pg_url, name)
+
+
+@pytest.fixture
+def store_url_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreUrlFactory]:
+    """Make fresh database locations; PostgreSQL schemas made here are dropped afterwards."""
+    schemas: list[tuple[str, str]] = []
+
+    def factory(engine: str) -> StoreLocation:
+        if engine == "sqlite":
+            folder = tmp_path_factory.mktemp("store")
+            path = folder / "parkgate.db"
+            return StoreLocation("sqlite", f"sqlite:///{path}", path=path)
+        if engine == "postgres":
+            url = require_postgres()
+            name = create_schema(url)
+            schemas.append((url, name))
+            return StoreLocation("postgres", url, schema=name)
+        raise ValueError(f"unknown engine {engine!r}")
+
+    yield factory
+    for url, name in schemas:
+        drop_schema(url, name)
+
+
+@pytest.fixture
+def make_store() -> Iterator[MakeStore]:
+    """Open stores on a location; every store opened here is closed after the test."""
+    opened: list[Store] = []
+
+    def make(location: StoreLocation, **options: Any) -> Store:
+        store = location.open(**options)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in reversed(opened):
+        store.close()
+
+
+@pytest.fixture(params=STORE_PARAMS)
+def store_location(request: pytest.FixtureRequest, store_url_factory: StoreUrlFactory) -> StoreLocation:
+    """A fresh database on each store in turn: a SQLite file, then a PostgreSQL schema."""
+    return store_url_factory(str(request.param))
+
+
+@pytest.fixture
+def store(store_location: StoreLocation, make_store: MakeStore) -> Store:
+    """A fresh, migrated parkgate store (SQLiteStore on a file, PostgresStore on a new schema)."""
+    return make_store(store_location)
+
+
+@pytest.fixture
+def make_gateway(make_store: MakeStore) -> MakeGateway:
+    """``make_gateway(location, clock, **options)``: a Gateway on its own store, with the demo."""
+
+    def make(location: StoreLocation, clock: ManualClock, **options: Any) -> Gateway:
+        options.setdefault("workflows", [UML])
+        return Gateway(store=make_store(location), clock=clock, **options)
+
+    return make
+
+
+@pytest.fixture
+def gateway(store: Store, clock: ManualClock) -> Gateway:
+    """A Gateway on ``store`` with the demo UML workflow registered."""
+    return Gateway(store=store, clock=clock, workflows=[UML])
+
+
+@pytest.fixture
+def reopen(store_location: StoreLocation, clock: ManualClock, make_gateway: MakeGateway) -> Reopen:
+    """A restart: a second Gateway with a new store object on the same file or schema."""
+
+    def again(clock_: ManualClock | None = None, **options: Any) -> Gateway:
+        return make_gateway(store_location, clock_ or clock, **options)
+
+    return again
+
+
+# -- the summary line -----------------------------------------------------------------
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """One clear line when PostgreSQL tests were skipped, with the reason."""
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        message = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        if PG_SKIP_PREFIX in message:
+            reason = message[message.index(PG_SKIP_PREFIX) :]
+            reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, count in reasons.items():
+        terminalreporter.write_line(
+            f"PostgreSQL: {count} test(s) SKIPPED, the PostgreSQL store was NOT tested: {reason}",
+            yellow=True,
+            bold=True,
+        )

@@ -1,0 +1,1 @@
+"""Reliability and security suite: crashes, races, redelivery, hostile input."""
