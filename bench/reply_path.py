@@ -33,7 +33,7 @@ OPTIONS = ("Sequence diagram", "Class diagram", "Activity diagram")
 CHOICE_PROMPT = "Which UML diagram should I draw?"
 TEXT_PROMPT = "Describe the diagram in a sentence or two."
 CHUNK = 50  # conversations interleaved at a time
-RAW_TARGETS_PER_WORKER = 100
+RAW_TARGETS_PER_WORKER = 1000
 GOAL = 0.5
 
 #: The expected reply kinds of each flavour, in order (ask first).
@@ -164,7 +164,8 @@ def run_worker(target: StoreTarget, plan: Plan, barrier: Any, gateway: Any | Non
     try:
         for number, indices in enumerate(plan.rounds):
             ops = len(indices) * 5
-            ids = [plan.raw_ids[j % len(plan.raw_ids)] for j in range(ops)]
+            picker = random.Random(plan.worker * 7919 + number)
+            ids = [picker.choice(plan.raw_ids) for _ in range(ops)]  # a random row each time
             barrier.wait()
             t0 = time.perf_counter()
             raw(ids, raw_ns)
@@ -208,13 +209,27 @@ def _plans(conversations: int, rounds: int, workers: int, raw_ids: Sequence[Sequ
 
 
 def _park_raw_targets(gateway: Any, workers: int) -> list[list[str]]:
+    """Rows for the raw loop: open asks inserted through the store (one transaction), spread
+    over the table like the conversations the gateway touches."""
+    import uuid
+    from datetime import timedelta
+
+    from parkgate.core.model import Ask
+    from parkgate.core.phrases import AskKind, AskStatus
+    from parkgate.store.base import Run
+
+    now = datetime.now(UTC)
     ids: list[list[str]] = []
-    for w in range(workers):
-        mine = []
-        for j in range(RAW_TARGETS_PER_WORKER):
-            reply = gateway.ask(f"raw-{w}-{j}", CHOICE_PROMPT, OPTIONS)
-            mine.append(reply.ask_id)
-        ids.append(mine)
+    with gateway.store.transaction() as tx:
+        for w in range(workers):
+            mine = []
+            for j in range(RAW_TARGETS_PER_WORKER):
+                run_id, ask_id, moment = uuid.uuid4().hex, uuid.uuid4().hex, now + timedelta(microseconds=j)
+                tx.save_run(Run(run_id, f"raw-{w}-{j}", None, "running", None, {}, ask_id, moment, moment))
+                tx.insert_ask(Ask(ask_id, f"raw-{w}-{j}", run_id, AskKind.CHOICE, CHOICE_PROMPT, OPTIONS,
+                                  AskStatus.OPEN, moment, moment, 6 * 3600.0))
+                mine.append(ask_id)
+            ids.append(mine)
     return ids
 
 

@@ -261,8 +261,14 @@ def reopen(store_location: StoreLocation, clock: ManualClock, make_gateway: Make
 # -- the summary line -----------------------------------------------------------------
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """One clear line when PostgreSQL tests were skipped, with the reason."""
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> Iterator[None]:
+    """One clear line when PostgreSQL tests were skipped, with the reason.
+
+    A wrapper run first, so the line comes after the short summary's list of skips,
+    just above the final counts, where a reader looks.
+    """
+    yield
     reasons: dict[str, int] = {}
     for report in terminalreporter.stats.get("skipped", []):
         longrepr = getattr(report, "longrepr", None)

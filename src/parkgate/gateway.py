@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import threading
 import time
 import uuid
@@ -38,6 +39,8 @@ MAX_ID_CHARS = 200
 CONFLICT_RETRIES = 5
 
 T = TypeVar("T")
+#: Characters an id may not hold (ord < 32 or 127); one regex scan instead of a per-character loop.
+_CONTROL_CHAR = re.compile("[\x00-\x1f\x7f]")
 
 
 def _check_id(value: object, what: str) -> str:
@@ -47,7 +50,7 @@ def _check_id(value: object, what: str) -> str:
         raise InputError(f"{what} is empty")
     if len(value) > MAX_ID_CHARS:
         raise InputError(f"{what} is {len(value)} characters; the limit is {MAX_ID_CHARS}")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+    if _CONTROL_CHAR.search(value):
         raise InputError(f"{what} contains a control character")
     _check_unicode(value, what)
     return value
@@ -404,9 +407,14 @@ class Gateway:
         now = self.clock.now()
 
         def body(tx: Transaction) -> tuple[list[Ask], list[_Closed]]:
-            found = tx.open_asks(limit)
-            expired = [self._expire(tx, ask, now) for ask in found if ask.is_expired(now)]
-            return [ask for ask in found if not ask.is_expired(now)], expired
+            expired: list[_Closed] = []
+            while True:
+                found = tx.open_asks(limit)
+                stale = [ask for ask in found if ask.is_expired(now)]
+                expired.extend(self._expire(tx, ask, now) for ask in stale)
+                # With a limit, the expired ones (the oldest, most often) made room: read again.
+                if not stale or limit is None:
+                    return [ask for ask in found if not ask.is_expired(now)], expired
 
         return self._transact(body)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -34,15 +35,21 @@ class Metrics:
         self.open_asks = Gauge(
             "parkgate_open_asks", "Open asks in the store, counted at scrape time.", registry=self.registry
         )
+        self._reply_children: dict[ReplyKind, Any] = {}
         for kind in ReplyKind:  # every series exists from the start, at zero
-            self.replies.labels(kind.value, surface)
+            self._reply_children[kind] = self.replies.labels(kind.value, surface)
 
     def count_open_with(self, count: Callable[[], int]) -> None:
         """Make the open-asks gauge read the store on each scrape (right across processes)."""
         self.open_asks.set_function(lambda: float(count()))
 
     def reply(self, kind: ReplyKind) -> None:
-        self.replies.labels(kind.value, self.surface).inc()
+        # The labelled child is looked up once per kind (labels() takes a lock and
+        # builds a key on every call; this runs once per message).
+        child = self._reply_children.get(kind)
+        if child is None:
+            child = self._reply_children[kind] = self.replies.labels(kind.value, self.surface)
+        child.inc()
 
     def close(self, outcome: str, seconds_open: float | None = None) -> None:
         self.closed.labels(outcome, self.surface).inc()

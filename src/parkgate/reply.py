@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from parkgate.core.phrases import ReplyKind
@@ -33,10 +33,19 @@ class Reply:
         return self.kind is ReplyKind.PASS
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["kind"] = self.kind.value
-        data["followup"] = self.followup.to_dict() if self.followup else None
-        return data
+        # Built by hand (the same keys, in field order, as dataclasses.asdict gave):
+        # asdict deep-copies every field and was the costliest step of an idempotent reply.
+        return {
+            "kind": self.kind.value,
+            "text": self.text,
+            "parked": self.parked,
+            "ask_id": self.ask_id,
+            "expired_ask_id": self.expired_ask_id,
+            "answer": self.answer,
+            "option_index": self.option_index,
+            "run_id": self.run_id,
+            "followup": self.followup.to_dict() if self.followup else None,
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))

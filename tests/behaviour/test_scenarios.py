@@ -350,6 +350,21 @@ def test_open_asks_is_oldest_first_and_closes_expired_ones(gateway: Gateway, clo
     assert [ask.id for ask in gateway.audit()] == [b.ask_id, c.ask_id]
 
 
+def test_open_asks_with_a_limit_is_not_emptied_by_expired_ones(gateway: Gateway, clock: ManualClock) -> None:
+    stale, fresh = [], []
+    for n in range(3):
+        stale.append(gateway.ask(f"conv-old-{n}", "Old?", ["x"], ttl=timedelta(minutes=5)).ask_id)
+        clock.advance(timedelta(seconds=1))
+    for n in range(3):
+        fresh.append(gateway.ask(f"conv-new-{n}", "New?", ["x"]).ask_id)
+        clock.advance(timedelta(seconds=1))
+    clock.advance(timedelta(minutes=10))  # the three oldest are past their TTL
+    # The oldest two open asks are the first two fresh ones, not nothing.
+    assert [ask.id for ask in gateway.open_asks(limit=2)] == fresh[:2]
+    assert all(gateway.get(ask_id or "").status is AskStatus.EXPIRED for ask_id in stale)
+    assert [ask.id for ask in gateway.open_asks(limit=10)] == fresh
+
+
 def test_audit_shows_stale_asks_as_stored_without_closing_them(gateway: Gateway, clock: ManualClock) -> None:
     parked = gateway.ask("conv-a", "A?", ["x"], ttl=timedelta(minutes=1))
     clock.advance(timedelta(hours=2))

@@ -259,15 +259,31 @@ def redelivery_plan(asks: dict[str, Ask], workers: int, seed: int) -> list[list[
     return plans
 
 
-def send_all(gateway: Gateway, plan: Sequence[Message], barrier: Any | None = None, pace: float = 0.0) -> list[Sent]:
+def send_all(
+    gateway: Gateway,
+    plan: Sequence[Message],
+    barrier: Any | None = None,
+    pace: float = 0.0,
+    lockstep: int = 0,
+) -> list[Sent]:
     """Send ``plan`` in order, one call at a time; re-send (same message_id) when unavailable.
 
-    ``pace`` seconds pass between messages (to stretch a stream over a fault).
+    ``pace`` seconds pass between messages (to stretch a stream over a fault). With
+    ``lockstep=k`` every client waits at the barrier each k-th time it moves on to the
+    next conversation, so all clients hit that conversation at the same moment (plans
+    from :func:`interleaved_plan` give every client a share of every conversation).
     """
     if barrier is not None:
         barrier.wait(timeout=120)
     out: list[Sent] = []
+    previous: str | None = None
+    changes = 0
     for message in plan:
+        if previous is not None and message.conversation_id != previous:
+            changes += 1
+            if lockstep and barrier is not None and changes % lockstep == 0:
+                barrier.wait(timeout=120)
+        previous = message.conversation_id
         started = time.monotonic()
         for attempt in range(1, CLIENT_RETRIES + 1):
             try:
@@ -292,6 +308,7 @@ def _process_worker(
     results: Any,
     start: str,
     busy_timeout_ms: int | None,
+    lockstep: int,
 ) -> None:
     """Child-process body: its own Gateway on the shared database, then ``send_all``."""
     gateway: Gateway | None = None
@@ -309,7 +326,7 @@ def _process_worker(
                     raise
                 time.sleep(0.002 * attempt)
         assert gateway is not None
-        sent = send_all(gateway, plan, barrier)
+        sent = send_all(gateway, plan, barrier, lockstep=lockstep)
         results.put(("ok", index, sent))
     except BaseException:
         results.put(("error", index, traceback.format_exc()))
@@ -326,6 +343,7 @@ def run_in_processes(
     start: datetime = T0,
     busy_timeout_ms: int | None = None,
     timeout: float = 180.0,
+    lockstep: int = 0,
 ) -> list[list[Sent]]:
     """One spawned process per plan, all released together by a barrier."""
     ctx = multiprocessing.get_context("spawn")
@@ -334,7 +352,7 @@ def run_in_processes(
     procs = [
         ctx.Process(
             target=_process_worker,
-            args=(index, spec, list(plan), barrier, results, start.isoformat(), busy_timeout_ms),
+            args=(index, spec, list(plan), barrier, results, start.isoformat(), busy_timeout_ms, lockstep),
             daemon=True,
         )
         for index, plan in enumerate(plans)
@@ -365,7 +383,11 @@ def run_in_processes(
 
 
 def run_in_threads(
-    gateway: Gateway, plans: Sequence[list[Message]], timeout: float = 180.0, pace: float = 0.0
+    gateway: Gateway,
+    plans: Sequence[list[Message]],
+    timeout: float = 180.0,
+    pace: float = 0.0,
+    lockstep: int = 0,
 ) -> list[list[Sent]]:
     """One thread per plan on one shared Gateway, all released together by a barrier."""
     barrier = threading.Barrier(len(plans))
@@ -374,7 +396,7 @@ def run_in_threads(
 
     def body(index: int) -> None:
         try:
-            out[index] = send_all(gateway, plans[index], barrier, pace)
+            out[index] = send_all(gateway, plans[index], barrier, pace, lockstep)
         except BaseException:
             errors.append(traceback.format_exc())
             barrier.abort()

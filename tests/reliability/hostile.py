@@ -2,9 +2,10 @@
 
 The oracle is DESIGN.md's matching rules written out independently of
 ``parkgate.core.matcher``: normalise (NFKC, trim, fold inner whitespace, casefold);
-a choice ask is selected only by a canonical ASCII number 1..n or an exact label;
-control words (one optional leading ``/``) re-show or cancel; everything else is a
-miss. In a text ask only the slash forms are control words and blank input is a miss.
+the slash forms of the control words (exactly one leading ``/``) re-show or cancel in
+every ask, first; a choice ask is then selected only by a canonical ASCII number 1..n
+or an exact label, and the bare control words re-show or cancel; everything else is
+a miss. In a text ask only the slash forms are control words; blank input is a miss.
 """
 
 from __future__ import annotations
@@ -86,21 +87,20 @@ def expect(options: Sequence[str], text: str, limit: int) -> Expect:
         return Expect(None, refused=True)
     word = spec_normalise(text)
     slash = word[1:] if word.startswith("/") else None
+    if slash in CANCEL:  # the slash door, in every ask, before anything else
+        return Expect(ReplyKind.CANCELLED)
+    if slash in RESHOW:
+        return Expect(ReplyKind.RESHOWN)
     if not options:
-        if slash in CANCEL:
-            return Expect(ReplyKind.CANCELLED)
-        if slash in RESHOW:
-            return Expect(ReplyKind.RESHOWN)
         return Expect(ReplyKind.ANSWERED) if word else Expect(None)
     if _NUMBER.fullmatch(word) and len(word) <= len(str(len(options))) and int(word) <= len(options):
         return Expect(ReplyKind.SELECTED, int(word))
     for position, label in enumerate(options, start=1):
         if spec_normalise(label) == word:
             return Expect(ReplyKind.SELECTED, position)
-    bare = slash if slash is not None else word
-    if bare in CANCEL:
+    if word in CANCEL:
         return Expect(ReplyKind.CANCELLED)
-    if bare in RESHOW:
+    if word in RESHOW:
         return Expect(ReplyKind.RESHOWN)
     return Expect(None)
 

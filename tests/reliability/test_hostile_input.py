@@ -209,3 +209,52 @@ def test_hypothesis_hostile_inputs_through_the_gateway(
         assert len(run.spy.calls) == run.model_calls_expected
     finally:
         gateway.close()
+
+
+#: The normalisation decisions the README documents, each checked through a Gateway.
+DECISIONS: tuple[tuple[tuple[str, ...], str, ReplyKind, int | None], ...] = (
+    (("Sequence", "Class", "Stop"), "２", ReplyKind.SELECTED, 2),  # fullwidth digit: NFKC makes it "2"
+    (("Sequence", "Class", "Stop"), "²", ReplyKind.SELECTED, 2),  # superscript two: NFKC makes it "2" too
+    (("Sequence", "Class", "Stop"), "٢", ReplyKind.RETRY, None),  # Arabic-Indic digit: not ASCII after NFKC
+    (("Sequence", "Class", "Stop"), "२", ReplyKind.RETRY, None),  # Devanagari digit
+    (("Sequence", "Class", "Stop"), "02", ReplyKind.RETRY, None),  # leading zero: not canonical
+    (("Sequence", "Class", "Stop"), "+2", ReplyKind.RETRY, None),
+    (("Sequence", "Class", "Stop"), "1e0", ReplyKind.RETRY, None),
+    (("Sequence", "Class", "Stop"), "2.", ReplyKind.RETRY, None),
+    (("Sequence", "Class", "Stop"), "⑵", ReplyKind.RETRY, None),  # NFKC gives "(2)": not a bare number
+    (("Sequence", "Class", "Stop"), "2\ufe0f\u20e3", ReplyKind.RETRY, None),  # keycap emoji
+    (("Sequence", "Class", "Stop"), "  cLaSs\t", ReplyKind.SELECTED, 2),  # case and outer spacing fold
+    (("Sequence", "Class", "Stop"), "Ｓｔｏｐ", ReplyKind.SELECTED, 3),  # fullwidth letters fold to the label
+    (("Sequence", "Class", "Stop"), "Cl\u0430ss", ReplyKind.RETRY, None),  # Cyrillic a: a confusable is a miss
+    (("Sequence", "Class", "Stop"), "Cla\u200bss", ReplyKind.RETRY, None),  # zero-width space is not removed
+    (("Sequence", "Class", "Stop"), "\u200fClass", ReplyKind.RETRY, None),  # nor is a direction mark
+    (("Sequence", "Class", "Stop"), "stop", ReplyKind.SELECTED, 3),  # a label beats the bare control word
+    (("Sequence", "Class", "Stop"), "/stop", ReplyKind.CANCELLED, None),  # the slash form is always the door
+    (("Sequence", "Class", "Stop"), "／cancel", ReplyKind.CANCELLED, None),  # fullwidth slash: NFKC makes it "/"
+    (("Sequence", "Class", "Stop"), "//cancel", ReplyKind.RETRY, None),  # exactly one slash is stripped
+    (("Sequence", "Class", "Stop"), "/ cancel", ReplyKind.RETRY, None),
+    (("Sequence", "Class", "Stop"), "please cancel", ReplyKind.RETRY, None),  # control words inside a sentence
+    (("3", "10", "Other"), "3", ReplyKind.SELECTED, 3),  # a bare number is a position first
+    (("3", "10", "Other"), "10", ReplyKind.SELECTED, 2),  # no option 10: the label "10" selects
+    ((), "cancel", ReplyKind.ANSWERED, None),  # in a text ask a bare control word is data
+    ((), "/cancel", ReplyKind.CANCELLED, None),
+    ((), "\u200b", ReplyKind.ANSWERED, None),  # invisible-only text is not "empty": it is taken as given
+    ((), " \t\u3000", ReplyKind.RETRY, None),  # whitespace-only (any Unicode space) is a miss
+)
+
+
+def test_the_documented_normalisation_decisions_hold_through_the_gateway(sqlite_spec: StoreSpec) -> None:
+    gateway = sqlite_spec.gateway(clock=ManualClock(T0))
+    try:
+        for n, (options, text, kind, index) in enumerate(DECISIONS):
+            conversation = f"decision-{n}"
+            if options:
+                gateway.ask(conversation, "Which one?", list(options))
+            else:
+                gateway.ask(conversation, "Describe it.", kind="text")
+            reply = gateway.handle(conversation, text)
+            assert (reply.kind, reply.option_index) == (kind, index), f"{text!r} in {options}"
+            if kind is ReplyKind.ANSWERED:
+                assert reply.answer == text
+    finally:
+        gateway.close()

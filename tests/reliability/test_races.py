@@ -1,9 +1,10 @@
 """Races: 2, 4 and 8 workers (threads, and processes with their own Gateway) on 50 conversations.
 
 Each worker sends its share of every conversation's messages; all workers walk the
-conversations in the same order, so they collide on one conversation at the same
-moment. The result must be explained by one sequential history, the order the
-database committed: see :func:`._support.check_against_replay`.
+conversations in the same order, meeting at a barrier before every 5th conversation,
+so they collide on one conversation at the same moment. The result must be
+explained by one sequential history, the order the database committed: see
+:func:`._support.check_against_replay`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ._support import (
 )
 
 CONVERSATIONS = 50
+LOCKSTEP = 5  # all workers meet at a barrier before every 5th conversation
 
 
 @pytest.mark.parametrize("workers", [2, 4, 8])
@@ -29,7 +31,7 @@ def test_threads_on_one_gateway_match_a_sequential_replay(spec: StoreSpec, worke
         spec.instrument_commit_order()
         initial = park_conversations(gateway, CONVERSATIONS, f"t{workers}")
         plans = interleaved_plan(initial, workers, seed=100 + workers)
-        sent = run_in_threads(gateway, plans)
+        sent = run_in_threads(gateway, plans, lockstep=LOCKSTEP)
         report = check_against_replay(spec, gateway, initial, plans, sent)
     finally:
         gateway.close()
@@ -45,7 +47,7 @@ def test_processes_with_their_own_gateways_match_a_sequential_replay(spec: Store
         spec.instrument_commit_order()
         initial = park_conversations(gateway, CONVERSATIONS, f"p{workers}")
         plans = interleaved_plan(initial, workers, seed=200 + workers)
-        sent = run_in_processes(spec, plans)
+        sent = run_in_processes(spec, plans, lockstep=LOCKSTEP)
         report = check_against_replay(spec, gateway, initial, plans, sent)
     finally:
         gateway.close()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 
 from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
@@ -47,7 +47,14 @@ class Ask:
         return (now - self.last_touched).total_seconds() / 60.0
 
     def evolve(self, **changes: object) -> Ask:
-        return replace(self, **changes)  # type: ignore[arg-type]
+        """A copy with ``changes`` applied (as :func:`dataclasses.replace`, minus its per-field checks)."""
+        values: dict[str, object] = {name: getattr(self, name) for name in _ASK_FIELDS}
+        values.update(changes)
+        return Ask(**values)  # type: ignore[arg-type]
+
+
+#: Ask's field names, in order: evolve() runs on every message and this skips fields() each time.
+_ASK_FIELDS: tuple[str, ...] = tuple(item.name for item in fields(Ask))
 
 
 @dataclass(frozen=True, slots=True)

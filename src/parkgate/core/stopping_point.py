@@ -83,6 +83,9 @@ def make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None = 
         raise StoppingPointError(f"prompt is {len(text)} characters; the limit is {MAX_PROMPT_CHARS}")
     if "\x00" in text:
         raise StoppingPointError("prompt contains a NUL character")
+    for number, line in enumerate(text.split("\n"), start=1):
+        if _OPEN.match(line) or _CLOSE.match(line):  # it would end or nest the rendered marker
+            raise StoppingPointError(f"prompt line {number} is a stopping-point marker ({line.strip()!r})")
     labels = tuple(options or ())
     if ask_kind is AskKind.TEXT:
         if labels:
@@ -106,9 +109,9 @@ def make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None = 
             raise StoppingPointError(f"option {position} contains a NUL character")
         if len(tidy) > MAX_LABEL_CHARS:
             raise StoppingPointError(f"option {position} is longer than {MAX_LABEL_CHARS} characters")
-        if tidy.startswith("/"):
-            raise StoppingPointError(f"option {position} starts with '/', which is kept for commands")
         key = normalise(tidy)
+        if key.startswith("/"):  # after NFKC: a fullwidth "／stop" would shadow /stop too
+            raise StoppingPointError(f"option {position} starts with '/', which is kept for commands")
         if key in seen:
             raise StoppingPointError(f"option {position} repeats option {seen[key]} ({tidy!r})")
         seen[key] = position
@@ -220,7 +223,9 @@ def from_json(payload: str | bytes | Mapping[str, Any]) -> AskSpec:
     unknown = set(data) - {"prompt", "options", "kind"}
     if unknown:
         raise StoppingPointError(f"unknown field(s): {', '.join(sorted(unknown))}")
-    options = data.get("options") or []
+    options = data.get("options")
+    if options is None:
+        options = []
     if not isinstance(options, list):
         raise StoppingPointError("options must be a list of strings")
     kind = data.get("kind") or ("choice" if options else "text")

@@ -17,6 +17,7 @@ import psycopg
 from psycopg import sql as pgsql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from parkgate.core.model import Ask
 from parkgate.store.base import (
     Callback,
     Store,
@@ -35,6 +36,27 @@ def _same(moment: Any) -> Any:
 
 DIALECT = Dialect(placeholder="%s", lock_suffix=" FOR UPDATE", encode_time=_same, decode_time=_same)
 MIGRATION_LOCK_KEY = 0x7061726B  # "park": one migrator at a time across processes
+#: Class of the per-conversation advisory locks (the two-key space never meets the one-key one).
+CONVERSATION_LOCK_CLASS = 0x70617263  # "parc"
+
+
+class PostgresTransaction(SqlTransaction):
+    """Reads a conversation's open ask only after taking that conversation's lock.
+
+    ``FOR UPDATE`` alone does not serialise: a transaction blocked on the row re-checks
+    it after the holder commits, and when the holder closed that ask and parked the
+    next one (a workflow's next phase, a replacement), the waiter finds no row and its
+    statement's snapshot cannot see the new one, so it would answer ``pass`` while an
+    ask is open. Taking a transaction-scoped advisory lock on the conversation first
+    means the ``SELECT`` that follows starts after the previous holder committed.
+    """
+
+    def open_ask(self, conversation_id: str) -> Ask | None:
+        self._exec(
+            "SELECT pg_advisory_xact_lock(?::int4, hashtext(?::text))", (CONVERSATION_LOCK_CLASS, conversation_id)
+        )
+        return super().open_ask(conversation_id)
+
 
 
 def _unavailable(error: Exception) -> StoreUnavailable:
@@ -82,7 +104,7 @@ class PostgresStore(Store):
     def transaction(self) -> Iterator[Transaction]:
         try:
             with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                yield SqlTransaction(cur, DIALECT)
+                yield PostgresTransaction(cur, DIALECT)
         except psycopg.errors.UniqueViolation as error:
             raise StoreConflict(str(error)) from None
         except (psycopg.OperationalError, PoolTimeout) as error:

@@ -124,6 +124,26 @@ class SqlTransaction(Transaction):
 
     def save_ask(self, ask: Ask) -> None:
         t = self._d.encode_time
+        if ask.status is AskStatus.OPEN:
+            # An ask that stays open (a bounce, a re-show): leave `status` out of the SET so
+            # SQLite does not rewrite the two partial indexes keyed on it on every message.
+            # The row is still open (locked in this transaction), so the result is the same;
+            # if it is not, the full UPDATE below writes every field as before.
+            self._exec(
+                "UPDATE asks SET outcome = ?, answer = ?, option_index = ?, last_touched = ?, "
+                "answered_at = ?, mismatches = ? WHERE id = ? AND status = 'open'",
+                (
+                    ask.outcome,
+                    ask.answer,
+                    ask.option_index,
+                    t(ask.last_touched),
+                    t(ask.answered_at) if ask.answered_at else None,
+                    ask.mismatches,
+                    ask.id,
+                ),
+            )
+            if self._cur.rowcount == 1:
+                return
         self._exec(
             "UPDATE asks SET status = ?, outcome = ?, answer = ?, option_index = ?, "
             "last_touched = ?, answered_at = ?, mismatches = ? WHERE id = ?",

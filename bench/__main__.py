@@ -1,0 +1,157 @@
+"""``python -m bench``: run the benchmarks, print a table, write ``bench/results/latest.json``.
+
+Options: ``--scale smoke|small|full`` (default ``small``; ``full`` is the README's run:
+10,000 conversations, 1,000,000 parked asks), ``--only reply,langgraph,scale,http``,
+``--conversations N`` (override benchmark 1's count), ``--modes single,threads,processes``,
+``--no-postgres``, ``--out PATH``.
+PostgreSQL comes from ``PARKGATE_BENCH_POSTGRES_URL`` (default the local server); each
+benchmark works in a schema of its own and drops it afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import RESULTS_DIR, SCALES, machine_info, postgres_reachable, postgres_url, to_jsonable, workdir
+
+BENCHMARKS = ("reply", "langgraph", "scale", "http")
+
+
+def run_all(scale_name: str, only: tuple[str, ...], use_postgres: bool, conversations: int | None = None,
+            log: Any = print, modes: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Run the chosen benchmarks at ``scale_name``; the results as one JSON-ready dict."""
+    from bench import http_load, langgraph_vs, reply_path, scale
+
+    chosen = SCALES[scale_name]
+    if conversations is not None:
+        chosen = dataclasses.replace(chosen, reply_conversations=conversations)
+    pg_url: str | None = postgres_url() if use_postgres else None
+    notes: list[str] = []
+    if pg_url is not None:
+        reason = postgres_reachable(pg_url)
+        if reason is not None:
+            notes.append(f"PostgreSQL skipped: {reason}")
+            log(f"  {notes[-1]}")
+            pg_url = None
+    results: dict[str, Any] = {"scale_name": scale_name, "machine": machine_info(), "notes": notes}
+    started = time.perf_counter()
+    with workdir() as work:
+        if "reply" in only:
+            results["reply_path"] = reply_path.run(chosen, work, pg_url, log, modes or reply_path.MODES)
+        if "langgraph" in only:
+            results["langgraph"] = langgraph_vs.run(chosen, work, log)
+        if "http" in only:
+            results["http"] = http_load.run(chosen, work, pg_url, log)
+        if "scale" in only:
+            results["scale"] = scale.run(chosen, work, pg_url, log)
+    results["elapsed_s"] = time.perf_counter() - started
+    return to_jsonable(results)
+
+
+def render(results: dict[str, Any]) -> str:
+    """The results as plain-text tables (what ``python -m bench`` prints)."""
+    lines: list[str] = []
+    machine = results["machine"]
+    lines.append(
+        f"parkgate bench ({results['scale_name']}) {machine['date']} — {machine['cpu']}, {machine['cores']} cores, "
+        f"{machine['memory_gib']} GiB, Python {machine['python']}, SQLite {machine['sqlite']}"
+    )
+    reply = results.get("reply_path")
+    if reply:
+        lines.append("")
+        lines.append(f"1. Reply path vs raw UPDATE;COMMIT ({reply['conversations']:,} conversations; goal >= 0.5)")
+        lines.append(
+            f"{'store':9} {'workers':12} {'gateway ops/s':>13} {'raw ops/s':>10} {'ratio':>6} "
+            f"{'handle p50':>10} {'handle p99':>10} {'raw p50':>8} {'raw p99':>8}"
+        )
+        for c in reply["cells"]:
+            h, r = c["handle_latency"], c["raw_latency"]
+            lines.append(
+                f"{c['store']:9} {c['label']:12} {c['gateway_ops_per_s']:13.0f} {c['raw_ops_per_s']:10.0f} "
+                f"{c['ratio']:6.2f} {h['p50_ms']:8.2f}ms {h['p99_ms']:8.2f}ms {r['p50_ms']:6.2f}ms {r['p99_ms']:6.2f}ms"
+            )
+    lg = results.get("langgraph")
+    if lg:
+        lines.append("")
+        lines.append(f"2. vs LangGraph {lg['langgraph_version']} + SqliteSaver (4 round trips x "
+                     f"{lg['conversations_per_side']} conversations; goal >= 10x)")
+        pg_lat, lg_lat = lg["parkgate_latency"], lg["langgraph_latency"]
+        lines.append(
+            f"parkgate {lg['parkgate_round_trips_per_s']:.0f} round trips/s (p50 {pg_lat['p50_ms']:.2f} ms)"
+            f", LangGraph {lg['langgraph_round_trips_per_s']:.0f}/s (p50 {lg_lat['p50_ms']:.2f} ms)"
+            f": ratio {lg['ratio']:.1f}x"
+        )
+    sc = results.get("scale")
+    if sc:
+        lines.append("")
+        lines.append("3. Scale: parked conversations -> time (growth vs the first level)")
+        lines.append(f"{'store':9} {'parked':>10} {'audit 100':>16} {'handle p50':>16} {'expiry read p50':>16} "
+                     f"{'peak RSS':>14}")
+        for engine in sc["engines"]:
+            for p in engine["probes"]:
+                g = p["growth"]
+                lines.append(
+                    f"{engine['store']:9} {p['level']:>10,} "
+                    f"{p['audit_oldest_100_ms']:7.2f}ms x{g['audit_oldest_100_ms']:5.2f}"
+                    f" {p['handle_p50_ms']:7.2f}ms x{g['handle_p50_ms']:5.2f}"
+                    f" {p['expiry_read_p50_ms']:7.2f}ms x{g['expiry_read_p50_ms']:5.2f}"
+                    f" {p['peak_rss_kib'] / 1024:5.0f}MiB x{g['peak_rss_kib']:4.2f}"
+                )
+    http = results.get("http")
+    if http:
+        lines.append("")
+        if "skipped" in http:
+            lines.append(f"4. HTTP: skipped ({http['skipped']})")
+        else:
+            lines.append("4. HTTP POST /v1/conversations/{id}/messages via parkgate serve (PostgreSQL)")
+            lines.append(f"{'workers':>7} {'req/s':>7} {'p50':>9} {'p99':>9} {'healthz/s':>9} {'in-proc/s':>9} "
+                         f"{'vs healthz':>10} {'vs in-proc':>10}")
+            for c in http["configs"]:
+                m = c["messages"]
+                lines.append(
+                    f"{c['workers']:>7} {m['requests_per_s']:7.0f} {m['latency']['p50_ms']:7.1f}ms "
+                    f"{m['latency']['p99_ms']:7.1f}ms {c['healthz']['requests_per_s']:9.0f} "
+                    f"{c['in_process_handle']['requests_per_s']:9.0f} {c['messages_vs_healthz']:10.2f} "
+                    f"{c['messages_vs_in_process']:10.2f}"
+                )
+    for note in results.get("notes", []):
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point of ``python -m bench``."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", choices=sorted(SCALES), default="small")
+    parser.add_argument("--only", default=",".join(BENCHMARKS), help="comma-separated: " + ",".join(BENCHMARKS))
+    parser.add_argument("--conversations", type=int, default=None, help="benchmark 1's conversation count")
+    parser.add_argument("--modes", default=None, help="benchmark 1's modes: single,threads,processes")
+    parser.add_argument("--no-postgres", action="store_true", help="SQLite only (benchmark 4 is skipped)")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "latest.json")
+    args = parser.parse_args(argv)
+    only = tuple(name.strip() for name in args.only.split(",") if name.strip())
+    unknown = [name for name in only if name not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    modes = tuple(m.strip() for m in args.modes.split(",")) if args.modes else None
+    results = run_all(args.scale, only, not args.no_postgres, args.conversations, log, modes)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(render(results))
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

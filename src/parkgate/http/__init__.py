@@ -1,0 +1,1 @@
+"""The HTTP surface: the FastAPI app (:mod:`parkgate.http.app`), uvicorn runner and outbox."""

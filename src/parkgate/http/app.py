@@ -1,0 +1,713 @@
+"""The HTTP service: the gateway as a small JSON API, a web console, metrics and health.
+
+Routes (the public contract; paths and field names are kept stable):
+
+- ``POST /v1/asks``: park a question (``prompt`` + ``kind``/``options``, or a skill's
+  ``skill_output`` holding a ``[[ask]]`` marker); 201 with the ``asked`` reply.
+- ``POST /v1/conversations/{conversation_id}/messages``: one inbound message; the reply
+  always carries a ``kind``.
+- ``GET /v1/asks/{ask_id}`` (``?wait=S`` long-polls up to 60 s until it closes),
+  ``GET /v1/asks?status=open`` (oldest first, with ``hours_open``),
+  ``POST /v1/asks/{ask_id}/cancel``.
+- ``POST /v1/workflows/{name}/start``: start a registered workflow (the demo ``uml``).
+- ``/healthz``, ``/metrics`` (Prometheus), ``/openapi.json``, and the console at ``/``.
+
+When a token is configured every ``/v1`` route needs ``Authorization: Bearer <token>``.
+Every error is JSON ``{"error": code, "detail": message}`` with a 4xx (or 503 while the
+store is out of reach); bodies over :data:`MAX_BODY_BYTES` are refused with 413 before
+they are read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hmac
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
+
+from parkgate.core.phrases import EXPIRED_NOTICE, STAND_IN_MODEL
+from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS, StoppingPointError
+from parkgate.demo import WORKFLOWS
+from parkgate.errors import AskAlreadyOpen, InputError, UnknownAsk, UnknownWorkflow
+from parkgate.gateway import MAX_ID_CHARS, MAX_MESSAGE_CHARS, Gateway, ask_to_dict
+from parkgate.http.outbox import OutboxDeliverer
+from parkgate.reply import Reply
+from parkgate.store import DEFAULT_URL, Store, StoreError, StoreUnavailable, open_store
+
+log = logging.getLogger("parkgate.http")
+
+#: Largest request body accepted; larger ones get 413 before they are read.
+MAX_BODY_BYTES = 1024 * 1024
+#: Longest ``?wait=`` a long-poll may ask for, in seconds.
+MAX_WAIT_SECONDS = 60.0
+#: Longest TTL an ask may be parked with over HTTP (ten years), in seconds.
+MAX_TTL_SECONDS = 10 * 365 * 24 * 3600.0
+ENV_DB = "PARKGATE_DB"
+ENV_TOKEN = "PARKGATE_TOKEN"
+ENV_PG_SCHEMA = "PARKGATE_PG_SCHEMA"
+CONSOLE_DIR = Path(__file__).parent / "console"
+
+ASGIApp = Callable[
+    [MutableMapping[str, Any], Callable[[], Awaitable[MutableMapping[str, Any]]], Callable[..., Awaitable[None]]],
+    Awaitable[None],
+]
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+# -- JSON -------------------------------------------------------------------------------
+
+
+class SafeJSONResponse(JSONResponse):
+    """JSON that always encodes: text a client sent with lone surrogates is escaped, not a 500."""
+
+    def render(self, content: Any) -> bytes:
+        text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
+def error_response(
+    status: int, error: str, detail: str, headers: Mapping[str, str] | None = None, **extra: Any
+) -> Response:
+    """The one error shape: ``{"error": code, "detail": message, ...}``."""
+    return SafeJSONResponse({"error": error, "detail": detail, **extra}, status_code=status, headers=headers)
+
+
+async def _send_error(send: Send, status: int, error: str, detail: str, headers: dict[str, str] | None = None) -> None:
+    body = json.dumps({"error": error, "detail": detail}).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    for key, value in (headers or {}).items():
+        raw.append((key.lower().encode(), value.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+# -- request and response models -------------------------------------------------------
+
+
+def _text_problem(value: str) -> str | None:
+    if "\x00" in value:
+        return "contains a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode (it holds a lone surrogate)"
+    return None
+
+
+class _Body(BaseModel):
+    """A JSON body: strict types, no unknown fields, and only text that can be stored."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    @model_validator(mode="after")
+    def _storable_text(self) -> _Body:
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            values = value if isinstance(value, list) else [value]
+            for position, item in enumerate(values, start=1):
+                if isinstance(item, str) and (problem := _text_problem(item)):
+                    where = f"{name} item {position}" if isinstance(value, list) else name
+                    raise ValueError(f"{where} {problem}")
+        return self
+
+
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
+
+
+class AskIn(_Body):
+    """Park a question: ``prompt`` (+ ``kind``/``options``), or ``skill_output`` with a marker.
+
+    ``kind`` defaults to ``choice`` when ``options`` are given, else ``text``.
+    """
+
+    conversation_id: Id
+    run_id: Id | None = None
+    kind: Literal["choice", "text"] | None = None
+    prompt: Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)] | None = None
+    options: Annotated[list[Label], Field(max_length=MAX_OPTIONS)] | None = None
+    ttl_seconds: Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)] | None = None
+    replace: bool = False
+    callback_url: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
+    default: str | None = Field(default=None, description="Recorded as the answer if the ask expires.")
+    skill_output: Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)] | None = Field(
+        default=None, description="Free text holding one [[ask]] ... [[/ask]] marker."
+    )
+
+    @model_validator(mode="after")
+    def _one_form(self) -> AskIn:
+        if self.skill_output is not None:
+            given = [name for name in ("prompt", "kind", "options", "default") if getattr(self, name) is not None]
+            if given:
+                raise ValueError(f"give either skill_output or prompt/kind/options, not both (also got {given})")
+        elif self.prompt is None:
+            raise ValueError("give a prompt (with kind and options) or a skill_output holding a stopping point")
+        return self
+
+
+class MessageIn(_Body):
+    """One inbound message for a conversation."""
+
+    text: Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)]
+    message_id: Id | None = Field(default=None, description="Redelivering the same id returns the first reply.")
+
+
+class StartIn(_Body):
+    """Start a workflow in a conversation."""
+
+    conversation_id: Id
+    run_id: Id | None = None
+    replace: bool = False
+
+
+class ReplyOut(BaseModel):
+    """What the gateway did with a message (branch on ``kind``, never on ``text``)."""
+
+    kind: Literal["pass", "asked", "selected", "answered", "retry", "escalated", "reshown", "cancelled"]
+    text: str
+    parked: bool
+    ask_id: str | None = None
+    expired_ask_id: str | None = None
+    answer: str | None = None
+    option_index: int | None = None
+    run_id: str | None = None
+    followup: ReplyOut | None = None
+
+
+class AskOut(BaseModel):
+    """An ask as stored (``status`` open, answered, cancelled or expired)."""
+
+    ask_id: str
+    conversation_id: str
+    run_id: str
+    kind: Literal["choice", "text"]
+    prompt: str
+    options: list[str]
+    status: Literal["open", "answered", "cancelled", "expired"]
+    outcome: str | None = None
+    answer: str | None = None
+    option_index: int | None = None
+    mismatches: int
+    phase: str | None = None
+    ttl_seconds: float
+    asked_at: str
+    last_touched: str
+    answered_at: str | None = None
+    hours_open: float | None = None
+
+
+class AskListOut(BaseModel):
+    """Open asks, oldest first, each with ``hours_open``."""
+
+    asks: list[AskOut]
+
+
+class ErrorOut(BaseModel):
+    """Every error: a short code and a sentence naming what is wrong."""
+
+    error: str
+    detail: str
+
+
+class HealthOut(BaseModel):
+    """The service answers and its store is reachable."""
+
+    status: Literal["ok"]
+    store: str
+    schema_version: int
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    described = {
+        400: "Bad request",
+        401: "Missing or wrong bearer token",
+        404: "Unknown id or path",
+        409: "The conversation already has an open ask",
+        413: "Body too large",
+        422: "Malformed JSON, wrong types, or unusable input",
+        503: "The store is out of reach; try again",
+    }
+    return {status: {"model": ErrorOut, "description": described[status]} for status in statuses}
+
+
+def _responses(extra: dict[int | str, dict[str, Any]], *statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {**extra, **_errors(*statuses)}
+
+
+_V1_ERRORS = (400, 401, 413, 422, 503)
+
+
+# -- middleware: auth and body size, before anything is read ---------------------------
+
+
+class GuardMiddleware:
+    """Bearer-token check on ``/v1`` and the body-size cap, both before the body is read.
+
+    A declared ``Content-Length`` over the cap is refused at once; a streamed (chunked)
+    body is read up to the cap and refused as soon as it passes it.
+    """
+
+    def __init__(self, app: ASGIApp, token: str | None, max_body: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope.get("path", "")
+        headers: dict[bytes, bytes] = {}
+        for key, value in scope.get("headers", []):
+            headers.setdefault(bytes(key).lower(), bytes(value))
+        if self.token is not None and (path == "/v1" or path.startswith("/v1/")) and not self._authorised(headers):
+            await _send_error(
+                send,
+                401,
+                "unauthorized",
+                "this route needs the header Authorization: Bearer <token>",
+                {"WWW-Authenticate": "Bearer"},
+            )
+            return
+        declared = headers.get(b"content-length")
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError:
+                await _send_error(send, 400, "bad_request", "Content-Length is not a number")
+                return
+            if size > self.max_body:
+                await self._too_large(send, f"the body is {size} bytes")
+                return
+            await self.app(scope, receive, send)
+            return
+        if scope.get("method") in ("POST", "PUT", "PATCH") or b"transfer-encoding" in headers:
+            await self._buffered(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _authorised(self, headers: dict[bytes, bytes]) -> bool:
+        assert self.token is not None
+        scheme, _, credentials = headers.get(b"authorization", b"").partition(b" ")
+        if scheme.lower() != b"bearer":
+            return False
+        return hmac.compare_digest(credentials.strip(), self.token)
+
+    async def _too_large(self, send: Send, what: str) -> None:
+        await _send_error(
+            send, 413, "body_too_large", f"{what}; the limit is {self.max_body} bytes", {"Connection": "close"}
+        )
+
+    async def _buffered(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Read a body of unknown length up to the cap, then replay it to the app."""
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            total += len(chunk)
+            if total > self.max_body:
+                await self._too_large(send, f"the streamed body passed {self.max_body} bytes")
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+# -- the app ---------------------------------------------------------------------------
+
+
+def _validation_detail(error: RequestValidationError) -> tuple[str, str]:
+    problems = error.errors()
+    if any(problem.get("type") == "json_invalid" for problem in problems):
+        first = next(problem for problem in problems if problem.get("type") == "json_invalid")
+        reason = (first.get("ctx") or {}).get("error")
+        return "malformed_json", f"the body is not valid JSON{f' ({reason})' if reason else ''}"
+    parts = []
+    for problem in problems[:10]:
+        where = ".".join(str(step) for step in problem.get("loc", ()) if step != "body") or "body"
+        message = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
+        if tuple(problem.get("loc", ())) == ("body",):
+            kind = problem.get("type")
+            if kind == "missing":
+                message = "a JSON object is required"
+            elif kind in ("model_attributes_type", "model_type", "dict_type"):
+                message = "the body must be a JSON object"
+                if isinstance(problem.get("input"), (bytes, bytearray)):
+                    message += " sent as Content-Type: application/json"
+        parts.append(f"{where}: {message}")
+    return "invalid_request", "; ".join(parts) or "the request is not valid"
+
+
+_CONSOLE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; "
+    "frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+@functools.cache
+def _console_page() -> str:
+    """index.html with the phrases the console shows (one definition, in core.phrases)."""
+    phrases = json.dumps({"stand_in": STAND_IN_MODEL, "expired": EXPIRED_NOTICE}).replace("<", "\\u003c")
+    return (CONSOLE_DIR / "index.html").read_text(encoding="utf-8").replace("__PARKGATE_PHRASES__", phrases)
+
+
+def _allowed_methods(app: FastAPI, request: Request) -> list[str]:
+    """Every method some route serves on this path (Starlette names only the first route's)."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches({**request.scope, "method": ""})
+        if match is not Match.NONE:
+            methods.update(getattr(route, "methods", None) or ())
+    return sorted(methods)
+
+
+def _reply_json(reply: Reply, status: int = 200) -> Response:
+    return SafeJSONResponse(reply.to_dict(), status_code=status)
+
+
+def create_app(
+    gateway: Gateway | None = None,
+    *,
+    db_url: str | None = None,
+    token: str | None = None,
+    deliver_callbacks: bool = True,
+) -> FastAPI:
+    """The ASGI app serving ``gateway`` (or a new one on ``db_url`` with the demo workflow).
+
+    ``token`` switches bearer auth on for ``/v1``. ``deliver_callbacks`` runs the outbox
+    deliverer as a background task while the app is up (in its lifespan). A gateway
+    made here is closed on shutdown; one passed in belongs to the caller.
+    """
+    owned = gateway is None
+    if gateway is None:
+        gateway = Gateway(db_url or DEFAULT_URL, workflows=WORKFLOWS.values(), surface="http")
+    gw: Gateway = gateway
+    for flow in WORKFLOWS.values():
+        gw.workflows.setdefault(flow.name, flow)
+    token = token or None
+    deliverer = OutboxDeliverer(gw.store, gw.clock) if deliver_callbacks else None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        task = asyncio.create_task(deliverer.run(), name="parkgate-outbox") if deliverer else None
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            if app.state.owns_gateway:
+                gw.close()
+
+    app = FastAPI(
+        title="parkgate",
+        summary="Parked human-in-the-loop asks that always close.",
+        version="1",
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+        # A JSON body sent without a Content-Type is still read as JSON.
+        strict_content_type=False,
+    )
+    app.state.gateway = gw
+    app.state.owns_gateway = owned
+    app.state.deliverer = deliverer
+    app.add_middleware(GuardMiddleware, token=token)
+
+    def nudge() -> None:
+        if deliverer is not None:
+            deliverer.nudge()
+
+    # -- errors ------------------------------------------------------------------------
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, error: RequestValidationError) -> Response:
+        code, detail = _validation_detail(error)
+        return error_response(422, code, detail)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, error: StarletteHTTPException) -> Response:
+        if error.status_code == 404:
+            return error_response(404, "not_found", "no such route")
+        if error.status_code == 405:
+            allowed = _allowed_methods(app, request)
+            detail = f"{request.method} is not allowed here; use {', '.join(allowed)}"
+            return error_response(405, "method_not_allowed", detail, {"Allow": ", ".join(allowed)})
+        return error_response(error.status_code, "http_error", str(error.detail), error.headers)
+
+    @app.exception_handler(InputError)
+    async def _input(_: Request, error: InputError) -> Response:
+        return error_response(422, "invalid_input", str(error))
+
+    @app.exception_handler(StoppingPointError)
+    async def _stopping_point(_: Request, error: StoppingPointError) -> Response:
+        return error_response(422, "malformed_stopping_point", str(error))
+
+    @app.exception_handler(AskAlreadyOpen)
+    async def _already_open(_: Request, error: AskAlreadyOpen) -> Response:
+        return error_response(409, "ask_already_open", str(error), open_ask_id=error.ask_id)
+
+    @app.exception_handler(UnknownAsk)
+    async def _unknown_ask(_: Request, error: UnknownAsk) -> Response:
+        return error_response(404, "unknown_ask", str(error))
+
+    @app.exception_handler(UnknownWorkflow)
+    async def _unknown_workflow(_: Request, error: UnknownWorkflow) -> Response:
+        return error_response(404, "unknown_workflow", str(error))
+
+    @app.exception_handler(StoreError)
+    async def _store(_: Request, error: StoreError) -> Response:
+        code = "store_unavailable" if isinstance(error, StoreUnavailable) else "store_error"
+        log.warning("store error answered with 503: %s", error)
+        return error_response(503, code, str(error), {"Retry-After": "1"})
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, error: Exception) -> Response:
+        log.exception("unexpected error", exc_info=error)
+        return error_response(500, "internal_error", "an unexpected error; the server log has the details")
+
+    # -- /v1 ---------------------------------------------------------------------------
+    @app.post(
+        "/v1/asks",
+        status_code=201,
+        response_model=ReplyOut,
+        responses=_responses(
+            {200: {"model": ReplyOut, "description": "skill_output held no marker: nothing parked (pass)"}},
+            409,
+            *_V1_ERRORS,
+        ),
+        tags=["asks"],
+    )
+    def park_ask(body: AskIn) -> Response:
+        """Park a question in a conversation; 409 if one is open there (unless ``replace``)."""
+        if body.skill_output is not None:
+            reply = gw.ask_from_text(
+                body.conversation_id,
+                body.skill_output,
+                run_id=body.run_id,
+                ttl=body.ttl_seconds,
+                replace=body.replace,
+                callback_url=body.callback_url,
+            )
+        else:
+            assert body.prompt is not None
+            reply = gw.ask(
+                body.conversation_id,
+                body.prompt,
+                body.options,
+                kind=body.kind,
+                run_id=body.run_id,
+                ttl=body.ttl_seconds,
+                replace=body.replace,
+                default=body.default,
+                callback_url=body.callback_url,
+            )
+        if body.replace:
+            nudge()
+        return _reply_json(reply, 201 if reply.parked else 200)
+
+    @app.post(
+        "/v1/conversations/{conversation_id:path}/messages",
+        response_model=ReplyOut,
+        responses=_errors(*_V1_ERRORS),
+        tags=["conversations"],
+    )
+    def post_message(conversation_id: str, body: MessageIn) -> Response:
+        """Match one inbound message against the conversation's parked ask."""
+        reply = gw.handle(conversation_id, body.text, body.message_id)
+        if not reply.parked or reply.expired_ask_id:
+            nudge()
+        return _reply_json(reply)
+
+    @app.get("/v1/asks", response_model=AskListOut, responses=_errors(*_V1_ERRORS), tags=["asks"])
+    def list_asks(
+        status: Annotated[Literal["open"], Query(description="Only open asks are listed.")] = "open",
+        limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+    ) -> Response:
+        """Open asks across conversations, oldest first, with ``hours_open``."""
+        asks = gw.open_asks(limit)
+        now = gw.clock.now()
+        nudge()  # any it found past their TTL were closed on this read
+        return SafeJSONResponse({"asks": [ask_to_dict(ask, now) for ask in asks]})
+
+    @app.get("/v1/asks/{ask_id}", response_model=AskOut, responses=_errors(404, *_V1_ERRORS), tags=["asks"])
+    async def get_ask(
+        request: Request,
+        ask_id: str,
+        wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)] = 0,
+    ) -> Response:
+        """One ask. ``?wait=S`` (S <= 60) holds the request until it closes or S pass."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        pause = 0.05
+        while True:
+            ask = await run_in_threadpool(gw.get, ask_id)
+            remaining = deadline - loop.time()
+            if not ask.is_open or remaining <= 0 or await request.is_disconnected():
+                break
+            await asyncio.sleep(min(pause, remaining))
+            pause = min(pause * 1.5, 0.5)
+        if not ask.is_open:
+            nudge()
+        return SafeJSONResponse(ask_to_dict(ask))
+
+    @app.post("/v1/asks/{ask_id}/cancel", response_model=AskOut, responses=_errors(404, *_V1_ERRORS), tags=["asks"])
+    def cancel_ask(ask_id: str) -> Response:
+        """An operator's cancel: the ask closes as ``cancelled`` (a closed one is returned as it is)."""
+        ask = gw.cancel(ask_id)
+        nudge()
+        return SafeJSONResponse(ask_to_dict(ask))
+
+    @app.post(
+        "/v1/workflows/{name}/start",
+        status_code=201,
+        response_model=ReplyOut,
+        responses=_errors(404, 409, *_V1_ERRORS),
+        tags=["workflows"],
+    )
+    def start_workflow(name: str, body: StartIn) -> Response:
+        """Start a registered workflow (the demo is ``uml``): its first question is parked."""
+        reply = gw.start(body.conversation_id, name, replace=body.replace, run_id=body.run_id)
+        if body.replace:
+            nudge()
+        return _reply_json(reply, 201)
+
+    @app.get("/v1/workflows", tags=["workflows"], responses=_errors(*_V1_ERRORS))
+    def list_workflows() -> dict[str, list[str]]:
+        """The workflows this server can start."""
+        return {"workflows": sorted(gw.workflows)}
+
+    # -- operations --------------------------------------------------------------------
+    @app.get("/healthz", response_model=HealthOut, responses=_errors(503), tags=["operations"])
+    def healthz() -> Response:
+        """200 when the store answers a read; 503 (JSON) when it is out of reach."""
+        gw.audit(limit=1)
+        engine = "postgresql" if gw.store.url.startswith(("postgres://", "postgresql://")) else "sqlite"
+        return SafeJSONResponse({"status": "ok", "store": engine, "schema_version": gw.store.schema_version()})
+
+    @app.get(
+        "/metrics",
+        response_class=Response,
+        responses=_responses({200: {"content": {"text/plain": {}}, "description": "Prometheus text"}}, 503),
+        tags=["operations"],
+    )
+    def metrics() -> Response:
+        """Prometheus metrics: replies by kind, asks closed by outcome, time to answer, open asks."""
+        try:
+            payload = generate_latest(gw.metrics.registry)
+        except StoreError:
+            raise
+        except Exception as error:  # the open-asks gauge reads the store when scraped
+            raise StoreUnavailable(f"the metrics could not be read from the store: {error}") from None
+        return Response(payload, media_type=CONTENT_TYPE_LATEST)
+
+    # -- the console -------------------------------------------------------------------
+    @app.get("/", include_in_schema=False)
+    def console() -> Response:
+        """The web console: open asks, operator cancel, and the demo chat."""
+        return HTMLResponse(_console_page(), headers=_CONSOLE_HEADERS)
+
+    app.mount("/console", StaticFiles(directory=CONSOLE_DIR), name="console")
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+        components = schema.setdefault("components", {})
+        components.setdefault("securitySchemes", {})["bearer"] = {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "Needed on /v1 when the server runs with a token (PARKGATE_TOKEN).",
+        }
+        for path, operations in schema.get("paths", {}).items():
+            if path.startswith("/v1/"):
+                for operation in operations.values():
+                    operation["security"] = [{"bearer": []}]
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def store_from_env() -> Store:
+    """The store ``PARKGATE_DB`` names (default ``sqlite:///parkgate.db``).
+
+    ``PARKGATE_PG_SCHEMA`` puts a PostgreSQL store in that schema.
+    """
+    url = _env(ENV_DB) or DEFAULT_URL
+    schema = _env(ENV_PG_SCHEMA)
+    if schema and url.startswith(("postgres://", "postgresql://")):
+        return open_store(url, schema=schema)
+    return open_store(url)
+
+
+def app_from_env() -> FastAPI:
+    """The app factory for ``uvicorn --factory parkgate.http.app:app_from_env``.
+
+    Reads ``PARKGATE_DB``, ``PARKGATE_TOKEN`` and ``PARKGATE_PG_SCHEMA``.
+    """
+    gateway = Gateway(store=store_from_env(), workflows=WORKFLOWS.values(), surface="http")
+    try:
+        app = create_app(gateway, token=_env(ENV_TOKEN))
+    except BaseException:
+        gateway.close()
+        raise
+    app.state.owns_gateway = True
+    return app
+
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_WAIT_SECONDS",
+    "AskIn",
+    "MessageIn",
+    "StartIn",
+    "app_from_env",
+    "create_app",
+    "store_from_env",
+]

@@ -1,0 +1,216 @@
+// parkgate console: open asks (with operator cancel) and a demo chat. No build step.
+// Every value from the API is shown with textContent, never as HTML.
+"use strict";
+
+(function () {
+  const TOKEN_KEY = "parkgate.token";
+  const REFRESH_MS = 3000;
+  const phrases = JSON.parse(document.getElementById("phrases").textContent || "{}");
+  const $ = (id) => document.getElementById(id);
+
+  function token() {
+    return sessionStorage.getItem(TOKEN_KEY) || "";
+  }
+
+  function setStatus(text, isError) {
+    const line = $("status");
+    line.textContent = text || "";
+    line.className = isError ? "error" : "";
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: "application/json" };
+    if (token()) headers.Authorization = "Bearer " + token();
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let response;
+    try {
+      response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    } catch (error) {
+      throw new Error("the server did not answer (" + error.message + ")");
+    }
+    let data = null;
+    try {
+      data = await response.json();
+    } catch (error) {
+      data = null;
+    }
+    if (!response.ok) {
+      if (response.status === 401) throw new Error("this server needs a token: paste it in the API token field");
+      const detail = data && data.detail ? data.detail : response.statusText;
+      throw new Error(response.status + " " + ((data && data.error) || "error") + ": " + detail);
+    }
+    return data;
+  }
+
+  function cell(row, text, className) {
+    const td = document.createElement("td");
+    td.textContent = text === null || text === undefined ? "" : String(text);
+    if (className) td.className = className;
+    row.appendChild(td);
+    return td;
+  }
+
+  // -- open asks -------------------------------------------------------------------
+  async function refreshAsks() {
+    let data;
+    try {
+      data = await api("GET", "/v1/asks?status=open");
+    } catch (error) {
+      setStatus(error.message, true);
+      return;
+    }
+    const body = $("asks-body");
+    body.replaceChildren();
+    for (const ask of data.asks) {
+      const row = document.createElement("tr");
+      row.dataset.askId = ask.ask_id;
+      row.className = "ask-row";
+      cell(row, ask.conversation_id, "conversation");
+      cell(row, ask.phase || "—", "phase");
+      const question = cell(row, ask.prompt, "prompt");
+      if (ask.kind === "choice") {
+        const options = document.createElement("div");
+        options.className = "options";
+        options.textContent = ask.options.map((label, i) => i + 1 + ". " + label).join("   ");
+        question.appendChild(options);
+      } else {
+        const kind = document.createElement("div");
+        kind.className = "options";
+        kind.textContent = "free text";
+        question.appendChild(kind);
+      }
+      cell(row, ask.mismatches, "num mismatches" + (ask.mismatches >= 3 ? " hot" : ""));
+      cell(row, Number(ask.hours_open).toFixed(2), "num hours");
+      cell(row, new Date(ask.asked_at).toLocaleString(), "asked-at");
+      const actions = cell(row, "", "actions");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "cancel";
+      button.textContent = "Cancel";
+      button.setAttribute("aria-label", "Cancel the ask in " + ask.conversation_id);
+      button.addEventListener("click", () => cancelAsk(ask, button));
+      actions.appendChild(button);
+      body.appendChild(row);
+    }
+    $("asks-count").textContent = "(" + data.asks.length + ")";
+    $("asks-empty").hidden = data.asks.length > 0;
+    $("asks").hidden = data.asks.length === 0;
+    if ($("status").className === "error") setStatus("");
+  }
+
+  async function cancelAsk(ask, button) {
+    button.disabled = true;
+    try {
+      const closed = await api("POST", "/v1/asks/" + encodeURIComponent(ask.ask_id) + "/cancel");
+      setStatus("Ask in " + ask.conversation_id + " is now " + closed.status + ".");
+    } catch (error) {
+      setStatus(error.message, true);
+      button.disabled = false;
+    }
+    await refreshAsks();
+  }
+
+  // -- demo chat -------------------------------------------------------------------
+  function logLine(who, kind, text, extra) {
+    const item = document.createElement("li");
+    item.className = "msg " + who;
+    const head = document.createElement("div");
+    head.className = "who";
+    head.textContent = who === "you" ? "you" : "parkgate";
+    if (kind) {
+      const badge = document.createElement("span");
+      badge.className = "kind kind-" + kind;
+      badge.textContent = kind;
+      head.appendChild(badge);
+    }
+    if (extra) {
+      const note = document.createElement("span");
+      note.className = "note";
+      note.textContent = extra;
+      head.appendChild(note);
+    }
+    const body = document.createElement("div");
+    body.className = "text";
+    body.textContent = text;
+    item.append(head, body);
+    $("chat-log").appendChild(item);
+    item.scrollIntoView({ block: "nearest" });
+  }
+
+  async function expiredNotice(askId) {
+    try {
+      const ask = await api("GET", "/v1/asks/" + encodeURIComponent(askId));
+      const idle = (new Date(ask.answered_at) - new Date(ask.last_touched)) / 3600000;
+      return (phrases.expired || "").replace("{hours}", idle.toFixed(1));
+    } catch (error) {
+      return "";
+    }
+  }
+
+  async function showReply(reply, said) {
+    let text = reply.text;
+    if (reply.kind === "pass") {
+      text = (phrases.stand_in || "{text}").replace("{text}", said || "");
+      if (reply.expired_ask_id) {
+        const notice = await expiredNotice(reply.expired_ask_id);
+        if (notice) text = notice + "\n" + text;
+      }
+    }
+    const notes = [reply.parked ? "parked" : "not parked"];
+    if (reply.followup) notes.push("next: " + reply.followup.kind);
+    logLine("gate", reply.kind, text, notes.join(" · "));
+  }
+
+  function conversation() {
+    return $("chat-conversation").value.trim();
+  }
+
+  async function startDemo(event) {
+    event.preventDefault();
+    if (!conversation()) return;
+    try {
+      const reply = await api("POST", "/v1/workflows/uml/start", { conversation_id: conversation(), replace: true });
+      logLine("you", "", "(started the UML demo in " + conversation() + ")");
+      await showReply(reply);
+      $("chat-text").focus();
+    } catch (error) {
+      setStatus(error.message, true);
+    }
+    await refreshAsks();
+  }
+
+  async function send(event) {
+    event.preventDefault();
+    const input = $("chat-text");
+    const text = input.value;
+    if (!conversation()) return;
+    input.value = "";
+    logLine("you", "", text);
+    try {
+      const path = "/v1/conversations/" + encodeURIComponent(conversation()) + "/messages";
+      await showReply(await api("POST", path, { text }), text);
+    } catch (error) {
+      setStatus(error.message, true);
+    }
+    await refreshAsks();
+  }
+
+  // -- wiring ----------------------------------------------------------------------
+  function init() {
+    $("token").value = token();
+    $("token-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
+      setStatus("Token set for this tab.");
+      refreshAsks();
+    });
+    $("refresh").addEventListener("click", refreshAsks);
+    $("chat-start").addEventListener("submit", startDemo);
+    $("chat-send").addEventListener("submit", send);
+    $("chat-conversation").value = "demo-" + Math.random().toString(36).slice(2, 8);
+    refreshAsks();
+    setInterval(refreshAsks, REFRESH_MS);
+  }
+
+  init();
+})();

@@ -1,0 +1,213 @@
+"""Two gateways racing on the same conversations: the store serialises them.
+
+Each test opens two :class:`Gateway` objects with stores of their own (two PostgreSQL
+pools on one schema, or two SQLite stores on one file) and drives them from several
+threads at once. The workloads are chosen so the outcome can be checked without
+knowing the commit order:
+
+- misses commute: N junk messages from every worker must leave ``mismatches`` at the
+  total, and the replies, taken as a multiset, must be exactly the replies of the pure
+  state machine applied that many times in a row (so no miss is lost or counted twice);
+- racing selections: exactly one wins, the others find nothing parked (``pass``);
+- the same ``message_id`` sent by both at once is applied exactly once, and both get
+  the first reply.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from parkgate import AskAlreadyOpen, AskStatus, Gateway, ManualClock, Reply, ReplyKind
+from parkgate.core import machine
+
+if TYPE_CHECKING:
+    from conftest import MakeGateway, StoreLocation
+
+CONVERSATIONS = 6
+THREADS_PER_GATEWAY = 2
+JUNK_PER_THREAD = 8
+RACE_ROUNDS = 12
+
+
+def _race(calls: Sequence[Callable[[], Any]], timeout: float = 120.0) -> list[Any]:
+    """Run ``calls`` in threads released together; their results (or exceptions), in order."""
+    barrier = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def run(index: int, call: Callable[[], Any]) -> None:
+        barrier.wait(timeout)
+        try:
+            results[index] = call()
+        except BaseException as error:
+            results[index] = error
+
+    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    assert not any(thread.is_alive() for thread in threads), "a worker hung"
+    return results
+
+
+def _no_errors(results: Sequence[Any]) -> None:
+    errors = [r for r in results if isinstance(r, BaseException)]
+    assert not errors, f"workers failed: {errors!r}"
+
+
+@pytest.fixture
+def two_gateways(store_location: StoreLocation, clock: ManualClock, make_gateway: MakeGateway) -> list[Gateway]:
+    """Two gateways, each with its own store (pool / connections), on one database."""
+    return [make_gateway(store_location, clock) for _ in range(2)]
+
+
+def test_misses_from_racing_workers_are_each_counted_once(two_gateways: list[Gateway]) -> None:
+    first, _ = two_gateways
+    asks = {
+        f"race-miss-{n}": first.ask(f"race-miss-{n}", "Which environment?", ["staging", "production"]).ask_id
+        for n in range(CONVERSATIONS)
+    }
+    initial = {conversation: first.get(ask_id or "") for conversation, ask_id in asks.items()}
+
+    def worker(gateway: Gateway, seed: int) -> list[tuple[str, Reply]]:
+        plan = [c for c in asks for _ in range(JUNK_PER_THREAD)]
+        random.Random(seed).shuffle(plan)
+        return [(c, gateway.handle(c, f"junk {seed}-{i}")) for i, c in enumerate(plan)]
+
+    workers = [gw for gw in two_gateways for _ in range(THREADS_PER_GATEWAY)]
+    calls = [partial(worker, gw, seed) for seed, gw in enumerate(workers)]
+    results = _race(calls)
+    _no_errors(results)
+
+    total = len(calls) * JUNK_PER_THREAD
+    for conversation, ask_id in asks.items():
+        seen = Counter((r.kind, r.text) for result in results for c, r in result if c == conversation)
+        # The sequential model: the pure machine applied `total` times in a row.
+        model_ask, expected = initial[conversation], Counter[tuple[ReplyKind, str]]()
+        for _ in range(total):
+            step = machine.step(model_ask, "junk", model_ask.last_touched)
+            expected[(step.kind, step.text)] += 1
+            model_ask = step.ask
+        assert seen == expected, f"{conversation}: the replies are not those of {total} misses in a row"
+        stored = first.get(ask_id or "")
+        assert stored.mismatches == total and stored.is_open
+        assert stored == model_ask
+
+
+def test_racing_selections_never_both_select(two_gateways: list[Gateway]) -> None:
+    first, second = two_gateways
+    for round_ in range(RACE_ROUNDS):
+        conversation = f"race-select-{round_}"
+        parked = first.ask(conversation, "Deploy?", ["Yes", "No", "Later"])
+        # Four racers, two per gateway, each with a different exact selection.
+        calls = [
+            partial(first.handle, conversation, "1"),
+            partial(second.handle, conversation, "2"),
+            partial(first.handle, conversation, "later"),
+            partial(second.handle, conversation, "/cancel"),
+        ]
+        replies = _race(calls)
+        _no_errors(replies)
+        closers = [r for r in replies if r.kind is not ReplyKind.PASS]
+        assert len(closers) == 1, f"round {round_}: {[r.kind for r in replies]}"
+        assert all(r.kind is ReplyKind.PASS and not r.parked for r in replies if r is not closers[0])
+        winner = closers[0]
+        ask = second.get(parked.ask_id or "")
+        if winner.kind is ReplyKind.CANCELLED:
+            assert ask.status is AskStatus.CANCELLED
+        else:
+            assert winner.kind is ReplyKind.SELECTED
+            assert (ask.status, ask.answer, ask.option_index) == (
+                AskStatus.ANSWERED,
+                winner.answer,
+                winner.option_index,
+            )
+
+
+def test_the_same_message_id_sent_by_both_at_once_is_applied_once(two_gateways: list[Gateway]) -> None:
+    first, second = two_gateways
+    for round_ in range(RACE_ROUNDS):
+        conversation = f"race-dup-{round_}"
+        parked = first.ask(conversation, "Deploy?", ["Yes", "No"])
+        text = "junk" if round_ % 2 == 0 else "2"
+        message_id = f"delivery-{round_}"
+        replies = _race([partial(gw.handle, conversation, text, message_id=message_id) for gw in two_gateways * 2])
+        _no_errors(replies)
+        assert all(r == replies[0] for r in replies), f"round {round_}: deliveries got different replies"
+        ask = first.get(parked.ask_id or "")
+        if text == "junk":
+            assert replies[0].kind is ReplyKind.RETRY
+            assert ask.mismatches == 1 and ask.is_open  # applied once, not four times
+        else:
+            assert replies[0].kind is ReplyKind.SELECTED and replies[0].answer == "No"
+            assert ask.status is AskStatus.ANSWERED
+        # Later deliveries of the same id still get the first reply.
+        assert second.handle(conversation, "whatever", message_id=message_id) == replies[0]
+
+
+def test_racing_asks_on_one_conversation_park_exactly_one(two_gateways: list[Gateway]) -> None:
+    first, second = two_gateways
+    for round_ in range(RACE_ROUNDS):
+        conversation = f"race-park-{round_}"
+        results = _race(
+            [
+                partial(first.ask, conversation, "From the first?", ["A", "B"]),
+                partial(second.ask, conversation, "From the second?", ["C", "D"]),
+            ]
+        )
+        parked = [r for r in results if isinstance(r, Reply)]
+        refused = [r for r in results if isinstance(r, AskAlreadyOpen)]
+        assert len(parked) == 1 and len(refused) == 1, f"round {round_}: {results!r}"
+        assert refused[0].ask_id == parked[0].ask_id
+        open_here = [a for a in first.audit() if a.conversation_id == conversation]
+        assert [a.id for a in open_here] == [parked[0].ask_id]
+
+
+def test_racing_replacements_leave_one_open_ask(two_gateways: list[Gateway]) -> None:
+    first, second = two_gateways
+    conversation = "race-replace"
+    first.ask(conversation, "Original?", ["A", "B"])
+    results = _race(
+        [
+            partial(gw.ask, conversation, f"Replacement {n}?", ["A", "B"], replace=True)
+            for n, gw in enumerate(two_gateways * 2)
+        ]
+    )
+    _no_errors(results)
+    open_here = [a for a in second.audit() if a.conversation_id == conversation]
+    assert len(open_here) == 1
+    assert open_here[0].id in {r.ask_id for r in results}
+    closed = [first.get(r.ask_id) for r in results if r.ask_id != open_here[0].id]
+    assert all((a.status, a.outcome) == (AskStatus.CANCELLED, "replaced") for a in closed)
+
+
+def test_a_message_racing_a_workflow_step_meets_the_next_phase(two_gateways: list[Gateway]) -> None:
+    """A message ordered after a selection must see the ask that selection parked, never ``pass``."""
+    first, second = two_gateways
+    outcomes: Counter[tuple[ReplyKind, ReplyKind]] = Counter()
+    for round_ in range(RACE_ROUNDS * 2):
+        conversation = f"race-flow-{round_}"
+        first.start(conversation, "uml")
+        chose, said = _race(
+            [
+                partial(first.handle, conversation, "1"),
+                partial(second.handle, conversation, "A user logs in"),
+            ]
+        )
+        _no_errors([chose, said])
+        outcomes[(chose.kind, said.kind)] += 1
+        # Either order is fine; a message that found nothing parked is not.
+        assert chose.kind is ReplyKind.SELECTED, (round_, chose.kind, said.kind)
+        assert said.kind in (ReplyKind.RETRY, ReplyKind.ANSWERED), (round_, chose.kind, said.kind)
+        open_here = [a for a in first.audit() if a.conversation_id == conversation]
+        if said.kind is ReplyKind.ANSWERED:  # the text came second: it answered the describe phase
+            assert open_here == [] and "@startuml" in said.text
+        else:  # the text came first: a miss on the diagram menu, then the selection parked phase 2
+            assert [a.phase for a in open_here] == ["describe"]

@@ -1,0 +1,276 @@
+"""Real parkgate server processes on loopback, a callback receiver and a cuttable TCP proxy.
+
+Imported by ``tests/http`` and ``tests/browser``. A server is started the way a
+deployment starts it: ``python -m uvicorn --factory parkgate.http.app:app_from_env``
+(or ``parkgate.http.server.serve`` for several workers) with ``PARKGATE_DB``,
+``PARKGATE_TOKEN`` and ``PARKGATE_PG_SCHEMA`` in its environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+APP_FACTORY = "parkgate.http.app:app_from_env"
+START_TIMEOUT = 60.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def messages_path(conversation_id: str) -> str:
+    """The messages route of a conversation, with the id percent-encoded."""
+    return f"/v1/conversations/{quote(conversation_id, safe='')}/messages"
+
+
+def wait_until(condition: Any, timeout: float, what: str, interval: float = 0.05) -> Any:
+    """Poll ``condition()`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+@dataclass
+class Server:
+    """One parkgate server process; restartable on the same port and database."""
+
+    db_url: str
+    log_path: Path
+    token: str | None = None
+    schema: str | None = None
+    workers: int = 1
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PARKGATE_")}
+        env["PARKGATE_DB"] = self.db_url
+        if self.token:
+            env["PARKGATE_TOKEN"] = self.token
+        if self.schema:
+            env["PARKGATE_PG_SCHEMA"] = self.schema
+        return env
+
+    def command(self) -> list[str]:
+        if self.workers > 1:
+            code = (
+                "import os, sys; from parkgate.http.server import serve; "
+                "serve(os.environ['PARKGATE_DB'], '127.0.0.1', int(sys.argv[1]), int(sys.argv[2]), "
+                "os.environ.get('PARKGATE_TOKEN'))"
+            )
+            return [sys.executable, "-c", code, str(self.port), str(self.workers)]
+        return [
+            sys.executable,
+            *("-m", "uvicorn", "--factory", APP_FACTORY),
+            *("--host", "127.0.0.1", "--port", str(self.port)),
+        ]
+
+    def start(self) -> Server:
+        """Start the process and wait (bounded) until ``/healthz`` says 200."""
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.command(),
+                env=self.env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.log_path.parent,
+                start_new_session=True,  # its own process group: workers die with it
+            )
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the server exited with {self.proc.returncode}:\n{self.log_tail()}")
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(self.url + "/healthz", timeout=5).status_code == 200:
+                    return self
+            if time.monotonic() > deadline:
+                self.kill()
+                raise AssertionError(f"the server did not come up in {START_TIMEOUT:.0f} s:\n{self.log_tail()}")
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hooks run (for workers, the whole process group)."""
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(30)
+
+    def stop(self) -> None:
+        """A normal shutdown (SIGTERM); SIGKILL if it does not end in 20 s."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()  # and any worker left behind
+
+    def client(self, token: str | None = None, timeout: float = 30.0) -> httpx.Client:
+        """An HTTP client for this server, with the bearer token (its own unless given)."""
+        chosen = token if token is not None else self.token
+        headers = {"Authorization": f"Bearer {chosen}"} if chosen else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, lines: int = 60) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+
+@dataclass
+class Received:
+    """One request the callback receiver got."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+class Receiver:
+    """A tiny HTTP server on loopback that records callback POSTs; start and stop at will."""
+
+    def __init__(self, port: int | None = None, status: int = 200) -> None:
+        self.port = port or free_port()
+        self.status = status
+        self.received: list[Received] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def start(self) -> Receiver:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                raw = self.rfile.read(length)
+                with owner._lock:
+                    owner.received.append(
+                        Received(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw))
+                    )
+                self.send_response(owner.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def got(self) -> list[Received]:
+        with self._lock:
+            return list(self.received)
+
+
+class TcpProxy:
+    """A loopback TCP forwarder that can be cut (listener and live connections) and resumed."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self.port = free_port()
+        self._listener: socket.socket | None = None
+        self._conns: list[socket.socket] = []
+        self._lock = threading.Lock()
+
+    def start(self) -> TcpProxy:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return self
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        """Stop listening and drop every connection: the database is 'gone'."""
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for sock in conns:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def resume(self) -> None:
+        self.start()
+
+
+@contextlib.contextmanager
+def running(*servers: Server) -> Iterator[None]:
+    """Stop every server on the way out, whatever happened."""
+    try:
+        yield
+    finally:
+        for server in servers:
+            server.stop()

@@ -1,0 +1,158 @@
+"""A tiny run of each benchmark in ``bench/``, so the benchmarks keep working.
+
+Nothing here asserts a speed: the checks are that every benchmark runs end to end on
+real stores, sends what it claims to send (the reply kinds of its script), and reports
+the keys and positive figures the README's table is built from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # `bench` lives at the repository root, beside src/
+    sys.path.insert(0, str(ROOT))
+
+from bench import __main__ as bench_main  # noqa: E402
+from bench import http_load, langgraph_vs, reply_path, scale  # noqa: E402
+from bench.common import SCALES, StoreTarget, new_schema, drop_schema  # noqa: E402
+
+SMOKE = SCALES["smoke"]
+
+
+def _expected_kinds(conversations: int) -> Counter[str]:
+    kinds: Counter[str] = Counter()
+    for i in range(conversations):
+        kinds.update(reply_path.EXPECTED[reply_path.flavour_of(i)])
+    return kinds
+
+
+def _check_cell(cell: dict[str, Any], conversations: int, workers: int) -> None:
+    assert cell["unexpected"] == []
+    assert cell["workers"] == workers
+    # Every worker also parks its raw-loop rows and warms up outside the measured mix.
+    assert cell["kinds"] == dict(_expected_kinds(conversations))
+    assert cell["handle_latency"]["count"] == 4 * conversations
+    assert cell["ask_latency"]["count"] == conversations
+    assert cell["raw_latency"]["count"] == 5 * conversations
+    assert cell["gateway_ops_per_s"] > 0 and cell["raw_ops_per_s"] > 0
+    assert cell["ratio"] == pytest.approx(cell["gateway_ops_per_s"] / cell["raw_ops_per_s"])
+    assert cell["handle_latency"]["p99_ms"] >= cell["handle_latency"]["p50_ms"] > 0
+
+
+def test_the_mix_has_the_shares_the_readme_states() -> None:
+    flavours = Counter(reply_path.flavour_of(i) for i in range(10_000))
+    assert 0.04 < flavours["cancel"] / 10_000 < 0.06
+    assert 0.09 < flavours["text"] / 10_000 < 0.11
+
+
+@pytest.mark.parametrize("mode", ["single", "processes"])
+def test_reply_path_on_sqlite(tmp_path: Path, mode: str) -> None:
+    target = StoreTarget("sqlite", f"sqlite:///{tmp_path / 'reply.db'}")
+    cell = reply_path.run_cell(target, mode, conversations=12, rounds=2, workers=2)
+    _check_cell(cell, 12, 1 if mode == "single" else 2)
+    assert cell["label"] == ("1 process" if mode == "single" else "2 processes")
+
+
+@pytest.mark.postgres
+def test_reply_path_on_postgres_with_threads(pg_url: str) -> None:
+    schema = new_schema(pg_url, "bsmoke")
+    try:
+        cell = reply_path.run_cell(StoreTarget("postgres", pg_url, schema), "threads", 8, 2, 2)
+    finally:
+        drop_schema(pg_url, schema)
+    _check_cell(cell, 8, 2)
+
+
+def test_langgraph_comparison_runs_the_same_script_on_both(tmp_path: Path) -> None:
+    result = langgraph_vs.run(dataclasses.replace(SMOKE, langgraph_conversations=2), tmp_path, log=lambda _: None,
+                              rounds=2)
+    assert result["conversations_per_side"] == 2
+    assert result["langgraph_latency"]["count"] == result["parkgate_latency"]["count"] == 8
+    assert result["langgraph_round_trips_per_s"] > 0 and result["parkgate_round_trips_per_s"] > 0
+    assert result["ratio"] == pytest.approx(result["parkgate_round_trips_per_s"] / result["langgraph_round_trips_per_s"])
+    assert result["langgraph_version"].startswith("1.")
+
+
+def test_langgraph_graph_reinterrupts_until_an_exact_option(tmp_path: Path) -> None:
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.types import Command
+
+    conn = sqlite3.connect(tmp_path / "lg.db", check_same_thread=False)
+    try:
+        graph = langgraph_vs.build_graph(SqliteSaver(conn))
+        config = {"configurable": {"thread_id": "t"}}
+        first = graph.invoke({"prompt": "?", "options": ["A", "B", "C"], "misses": 0}, config)
+        assert "__interrupt__" in first
+        assert "__interrupt__" in graph.invoke(Command(resume="the second"), config)
+        done = graph.invoke(Command(resume="2"), config)
+        assert "__interrupt__" not in done and done["selected"] == "B" and done["misses"] == 1
+    finally:
+        conn.close()
+
+
+def _check_scale(result: dict[str, Any], levels: tuple[int, ...]) -> None:
+    probes = result["probes"]
+    assert [p["level"] for p in probes] == list(levels)
+    assert all(v == 1.0 for v in probes[0]["growth"].values())
+    for p in probes:
+        assert p["samples"] > 0 and p["peak_rss_kib"] > 0
+        assert set(p["growth"]) == {"audit_oldest_100_ms", "handle_p50_ms", "expiry_read_p50_ms", "peak_rss_kib"}
+        assert "asks_open_by_conversation" in p["query_plans"]["open_ask_by_conversation"] or (
+            result["store"] == "postgres"  # a tiny table may be read through the other partial index
+        )
+    assert all(rate > 0 for rate in result["load_rows_per_s"])
+
+
+def test_scale_on_sqlite(tmp_path: Path) -> None:
+    target = StoreTarget("sqlite", f"sqlite:///{tmp_path / 'scale.db'}")
+    target.open().close()
+    result = scale.run_engine(target, (30, 60), batch=25, samples=5, log=lambda _: None)
+    _check_scale(result, (30, 60))
+    from parkgate import Gateway
+
+    with Gateway(store=target.open()) as gateway:
+        # Every conversation is still parked: expiry reads re-park what they closed.
+        assert len(gateway.audit()) == 60
+
+
+@pytest.mark.postgres
+def test_scale_on_postgres(pg_url: str) -> None:
+    schema = new_schema(pg_url, "bsmoke")
+    try:
+        result = scale.run_engine(StoreTarget("postgres", pg_url, schema), (20, 40), 15, 4, log=lambda _: None)
+    finally:
+        drop_schema(pg_url, schema)
+    _check_scale(result, (20, 40))
+
+
+@pytest.mark.postgres
+def test_http_through_parkgate_serve(pg_url: str, tmp_path: Path) -> None:
+    tiny = dataclasses.replace(SMOKE, http_requests=24, http_seconds=30.0, http_concurrency=3)
+    result = http_load.run_workers(pg_url, 1, tiny, tmp_path, log=lambda _: None)
+    messages = result["messages"]
+    assert messages["statuses"] == {"200": messages["requests"]}
+    assert messages["requests"] > 0
+    assert set(messages["kinds"]) <= {"retry", "escalated", "reshown"}
+    assert result["healthz"]["statuses"] == {"200": result["healthz"]["requests"]}
+    assert result["messages_vs_healthz"] > 0 and result["messages_vs_in_process"] > 0
+
+
+def test_python_m_bench_writes_json_and_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "latest.json"
+    assert bench_main.main(["--scale", "smoke", "--only", "langgraph", "--no-postgres", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["scale_name"] == "smoke"
+    assert {"date", "cpu", "cores", "python", "sqlite"} <= set(data["machine"])
+    assert data["langgraph"]["ratio"] > 0
+    printed = capsys.readouterr().out
+    assert "vs LangGraph" in printed and f"wrote {out}" in printed

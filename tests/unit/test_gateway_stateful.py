@@ -1,0 +1,366 @@
+"""A stateful property test: random asks, inputs, clock moves and restarts against a real
+:class:`parkgate.Gateway` on a temporary SQLite file, checked against a small model.
+
+Invariants, after every step:
+- every reply has a :class:`ReplyKind`, and it is the kind the matching rules predict;
+- after a cancel word (only the slash form in a text ask) the conversation is unparked:
+  the next message is ``pass``;
+- once ``now`` passes an ask's TTL, the next read returns ``pass`` with
+  ``expired_ask_id`` and the stored ask is ``expired`` (never ``cancelled``);
+- no input that is not an exact selection ever selects;
+- a model spy, fed every ``pass`` the way a caller would route it, is never called
+  while an ask is open and unexpired;
+- the open asks in the file are exactly the model's (so a restart loses nothing).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import unicodedata
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from parkgate import AskAlreadyOpen, AskKind, AskStatus, Gateway, InputError, ManualClock, Reply, ReplyKind
+from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
+
+GATEWAY_TTL = timedelta(minutes=10)
+SHORT_TTL = timedelta(minutes=1)
+ESCALATE_AFTER = 3
+CONVERSATIONS = ("conv-a", "conv-b")
+LABEL_POOL = (
+    "Yes",
+    "No",
+    "Stop",
+    "Cancel",
+    "Menu",
+    "options",
+    "Sequence",
+    "Class",
+    "Use case",
+    "Deploy now",
+    "2",
+    "Nevermind",
+    "Exit",
+    "quit it",
+)
+NEAR_MISSES = ("0", "01", "1.0", "-1", "+1", "1e0", "01x", "02", "２", "٢", "1 2", "//cancel", "/ cancel", "/ menu")
+SAFE_TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=20)
+
+
+def norm(text: str) -> str:
+    """DESIGN.md's normalisation, written out independently of the matcher."""
+    return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
+
+
+@dataclass(frozen=True)
+class ModelAsk:
+    """What the test believes about one open ask."""
+
+    ask_id: str
+    kind: AskKind
+    options: tuple[str, ...]
+    last_touched: datetime
+    ttl: timedelta
+    mismatches: int
+    default: str | None
+
+    def expired(self, now: datetime) -> bool:
+        return now - self.last_touched > self.ttl
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The reply the matching rules predict for one input."""
+
+    kind: ReplyKind
+    option_index: int | None = None
+    answer: str | None = None
+
+
+def predict(ask: ModelAsk, text: str) -> Expected:
+    """DESIGN.md "Matching rules", as an oracle."""
+    word = norm(text)
+    command = word[1:] if word.startswith("/") and word[1:] in CONTROL_WORDS else None
+    if command is not None:
+        return Expected(ReplyKind.CANCELLED if command in CANCEL_WORDS else ReplyKind.RESHOWN)
+    if ask.kind is AskKind.TEXT:
+        if not word:
+            return _miss(ask)
+        return Expected(ReplyKind.ANSWERED, answer=text)
+    n = len(ask.options)
+    if word.isascii() and word.isdigit() and not word.startswith("0") and int(word) <= n:
+        return Expected(ReplyKind.SELECTED, int(word), ask.options[int(word) - 1])
+    for index, label in enumerate(ask.options, start=1):
+        if norm(label) == word:
+            return Expected(ReplyKind.SELECTED, index, label)
+    if word in CANCEL_WORDS:
+        return Expected(ReplyKind.CANCELLED)
+    if word in RESHOW_WORDS:
+        return Expected(ReplyKind.RESHOWN)
+    return _miss(ask)
+
+
+def _miss(ask: ModelAsk) -> Expected:
+    return Expected(ReplyKind.ESCALATED if ask.mismatches + 1 >= ESCALATE_AFTER else ReplyKind.RETRY)
+
+
+def _label_variant(label: str, how: int) -> str:
+    return [label, label.upper(), f"  {label.lower()} ", label.replace(" ", "   "), f"\t{label.title()}\n"][how]
+
+
+class GatewayMachine(RuleBasedStateMachine):
+    """Drives one Gateway (restarted at random) on one SQLite file per example."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder = tempfile.mkdtemp(prefix="parkgate-stateful-")
+        self.url = f"sqlite:///{self.folder}/parkgate.db"
+        self.clock = ManualClock()
+        self.gateway = self._open()
+        self.model: dict[str, ModelAsk] = {}
+        #: Every ``pass`` a caller would hand to a model: (conversation, text, ask open and unexpired?).
+        self.model_spy: list[tuple[str, str, bool]] = []
+        self.delivered: list[tuple[str, str, str, Reply]] = []
+
+    def _open(self) -> Gateway:
+        return Gateway(self.url, ttl=GATEWAY_TTL, clock=self.clock, escalate_after=ESCALATE_AFTER)
+
+    def teardown(self) -> None:
+        self.gateway.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    @property
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def _route(self, conversation: str, text: str, reply: Reply) -> None:
+        """What a caller does with a reply: only ``pass`` goes to the (spied) model."""
+        assert isinstance(reply.kind, ReplyKind), f"reply without a kind: {reply!r}"
+        if reply.routes_onward:
+            ask = self.model.get(conversation)
+            self.model_spy.append((conversation, text, ask is not None and not ask.expired(self.now)))
+
+    def _check_expired(self, gone: ModelAsk) -> None:
+        stored = self.gateway.get(gone.ask_id)
+        assert stored.status is AskStatus.EXPIRED, f"an ask past its TTL closed as {stored.status}"
+        assert stored.outcome == AskStatus.EXPIRED.value
+        assert stored.answer == gone.default
+
+    # -- rules -------------------------------------------------------------------------------
+    @initialize(
+        conversation=st.sampled_from(CONVERSATIONS),
+        labels=st.lists(st.sampled_from(LABEL_POOL), min_size=2, max_size=4, unique_by=norm),
+    )
+    def first_ask(self, conversation: str, labels: list[str]) -> None:
+        self.park_choice(conversation, labels, None, False, False)
+
+    @rule(
+        conversation=st.sampled_from(CONVERSATIONS),
+        labels=st.lists(st.sampled_from(LABEL_POOL), min_size=1, max_size=5, unique_by=norm),
+        default_at=st.none() | st.integers(0, 4),
+        short_ttl=st.booleans(),
+        replace_open=st.booleans(),
+    )
+    def park_choice(
+        self, conversation: str, labels: list[str], default_at: int | None, short_ttl: bool, replace_open: bool
+    ) -> None:
+        default = labels[default_at % len(labels)] if default_at is not None else None
+        self._park(conversation, AskKind.CHOICE, tuple(labels), default, short_ttl, replace_open)
+
+    @rule(
+        conversation=st.sampled_from(CONVERSATIONS),
+        default=st.none() | st.sampled_from(["no answer given", "cancel"]),
+        short_ttl=st.booleans(),
+        replace_open=st.booleans(),
+    )
+    def park_text(self, conversation: str, default: str | None, short_ttl: bool, replace_open: bool) -> None:
+        self._park(conversation, AskKind.TEXT, (), default, short_ttl, replace_open)
+
+    def _park(
+        self,
+        conversation: str,
+        kind: AskKind,
+        options: tuple[str, ...],
+        default: str | None,
+        short_ttl: bool,
+        replace_open: bool,
+    ) -> None:
+        ttl = SHORT_TTL if short_ttl else None
+        prompt = "Which one?" if kind is AskKind.CHOICE else "Describe the change."
+        existing = self.model.get(conversation)
+        live = existing is not None and not existing.expired(self.now)
+        if live and not replace_open:
+            with pytest.raises(AskAlreadyOpen):
+                self.gateway.ask(conversation, prompt, list(options) or None, kind=kind, ttl=ttl, default=default)
+            return
+        reply = self.gateway.ask(
+            conversation, prompt, list(options) or None, kind=kind, ttl=ttl, default=default, replace=replace_open
+        )
+        self._route(conversation, prompt, reply)
+        assert reply.kind is ReplyKind.ASKED and reply.parked and reply.ask_id
+        if kind is AskKind.TEXT:
+            assert "/cancel" in reply.text, "a text question must name /cancel"
+        else:
+            for number, label in enumerate(options, start=1):
+                assert f"{number}. {label}" in reply.text
+        if existing is not None:
+            old = self.gateway.get(existing.ask_id)
+            if live:
+                assert old.status is AskStatus.CANCELLED and old.outcome == "replaced"
+            else:
+                self._check_expired(existing)
+        self.model[conversation] = ModelAsk(reply.ask_id, kind, options, self.now, ttl or GATEWAY_TTL, 0, default)
+
+    # Sending is split by what is sent, so that runs of misses (escalation), menus between
+    # misses and cancel words reach every ask often enough within 30 steps.
+    @rule(conversation=st.sampled_from(CONVERSATIONS), data=st.data(), with_id=st.booleans())
+    def send_anything(self, conversation: str, data: st.DataObject, with_id: bool) -> None:
+        self._send(conversation, data.draw(self._inputs(self.model.get(conversation)), label="input"), with_id)
+
+    @rule(conversation=st.sampled_from(CONVERSATIONS), data=st.data())
+    def send_non_answer(self, conversation: str, data: st.DataObject) -> None:
+        text = data.draw(st.one_of(st.sampled_from(NEAR_MISSES), SAFE_TEXT, st.sampled_from(["", " ", "huh"])))
+        self._send(conversation, text, False)
+
+    @rule(
+        conversation=st.sampled_from(CONVERSATIONS),
+        prefix=st.sampled_from(["", "", "/", "/", "//", "/ "]),
+        word=st.sampled_from(sorted(CONTROL_WORDS)),
+        shout=st.booleans(),
+    )
+    def send_control_word(self, conversation: str, prefix: str, word: str, shout: bool) -> None:
+        self._send(conversation, prefix + (word.upper() if shout else word), False)
+
+    @rule(conversation=st.sampled_from(CONVERSATIONS), data=st.data())
+    def send_selection(self, conversation: str, data: st.DataObject) -> None:
+        ask = self.model.get(conversation)
+        if ask is None or not ask.options:
+            text = data.draw(st.sampled_from(["1", "A description of the change.", "Yes"]))
+        else:
+            exact = st.integers(1, len(ask.options)).map(str)
+            label = st.tuples(st.sampled_from(ask.options), st.integers(0, 4)).map(lambda t: _label_variant(*t))
+            text = data.draw(st.one_of(exact, label))
+        self._send(conversation, text, False)
+
+    def _send(self, conversation: str, text: str, with_id: bool) -> None:
+        ask = self.model.get(conversation)
+        message_id = uuid.uuid4().hex if with_id else None
+        reply = self.gateway.handle(conversation, text, message_id=message_id)
+        self._route(conversation, text, reply)
+        if message_id is not None:
+            self.delivered.append((conversation, message_id, text, reply))
+        self._check_reply(conversation, ask, text, reply)
+
+    def _inputs(self, ask: ModelAsk | None) -> st.SearchStrategy[str]:
+        words = sorted(CONTROL_WORDS)
+        control = st.tuples(st.sampled_from(["", "/", "//", "/ ", " /"]), st.sampled_from(words), st.booleans()).map(
+            lambda t: t[0] + (t[1].upper() if t[2] else t[1])
+        )
+        common = [control, st.sampled_from(NEAR_MISSES), SAFE_TEXT, st.sampled_from(["", "   ", "\n"])]
+        if ask is None or not ask.options:
+            return st.one_of(*common, st.sampled_from(LABEL_POOL))
+        n = len(ask.options)
+        exact = st.integers(1, n).map(str)
+        out_of_range = st.sampled_from([str(n + 1), str(n + 7), "0", f"0{n}"])
+        label = st.tuples(st.sampled_from(ask.options), st.integers(0, 4)).map(lambda t: _label_variant(*t))
+        partial = st.sampled_from(ask.options).map(lambda s: s[:-1] if len(s) > 1 else s + "s")
+        return st.one_of(exact, label, out_of_range, partial, *common)
+
+    def _check_reply(self, conversation: str, ask: ModelAsk | None, text: str, reply: Reply) -> None:
+        if ask is None:
+            assert reply.kind is ReplyKind.PASS and not reply.parked and reply.expired_ask_id is None
+            return
+        if ask.expired(self.now):
+            assert reply.kind is ReplyKind.PASS, f"an ask past its TTL answered {reply.kind}"
+            assert reply.expired_ask_id == ask.ask_id and not reply.parked
+            del self.model[conversation]
+            self._check_expired(ask)
+            return
+        expected = predict(ask, text)
+        if reply.kind is ReplyKind.SELECTED:
+            assert expected.kind is ReplyKind.SELECTED, f"{text!r} is not an exact selection of {ask.options}"
+        assert reply.kind is expected.kind, f"{text!r} to {ask.kind} {ask.options}: {reply.kind}, not {expected.kind}"
+        assert reply.ask_id == ask.ask_id
+        if expected.kind in (ReplyKind.SELECTED, ReplyKind.ANSWERED, ReplyKind.CANCELLED):
+            assert not reply.parked
+            assert (reply.option_index, reply.answer) == (expected.option_index, expected.answer)
+            del self.model[conversation]
+            stored = self.gateway.get(ask.ask_id)
+            assert stored.status is (
+                AskStatus.CANCELLED if expected.kind is ReplyKind.CANCELLED else AskStatus.ANSWERED
+            )
+            if expected.kind is ReplyKind.CANCELLED:
+                after = self.gateway.handle(conversation, "anything else?")
+                self._route(conversation, "anything else?", after)
+                assert after.kind is ReplyKind.PASS and not after.parked and after.expired_ask_id is None
+        else:
+            assert reply.parked
+            misses = ask.mismatches + (0 if expected.kind is ReplyKind.RESHOWN else 1)
+            self.model[conversation] = replace(ask, last_touched=self.now, mismatches=misses)
+
+    @rule(conversation=st.sampled_from(CONVERSATIONS), text=SAFE_TEXT)
+    def send_nul(self, conversation: str, text: str) -> None:
+        """Input that is not text is refused before anything is read or written."""
+        with pytest.raises(InputError):
+            self.gateway.handle(conversation, text + "\x00")
+
+    @rule(pick=st.integers(0, 1000))
+    def redeliver(self, pick: int) -> None:
+        """The same message id again returns the first reply and changes nothing."""
+        if not self.delivered:
+            return
+        conversation, message_id, text, first = self.delivered[pick % len(self.delivered)]
+        again = self.gateway.handle(conversation, text, message_id=message_id)
+        assert again == first
+
+    @rule(seconds=st.one_of(st.sampled_from([1, 30, 59, 60, 61, 599, 600, 601]), st.integers(0, 1200)))
+    def advance_clock(self, seconds: int) -> None:
+        self.clock.advance(timedelta(seconds=seconds))
+
+    @rule(conversation=st.sampled_from(CONVERSATIONS), offset=st.sampled_from([-1, 0, 0, 1]))
+    def advance_to_the_ttl_boundary(self, conversation: str, offset: int) -> None:
+        """Move the clock to exactly an ask's expiry (or a second either side)."""
+        ask = self.model.get(conversation)
+        if ask is not None:
+            target = ask.last_touched + ask.ttl + timedelta(seconds=offset)
+            if target > self.now:
+                self.clock.set(target)
+
+    @rule()
+    def restart(self) -> None:
+        """A new Gateway on the same file: the parked asks are still there."""
+        self.gateway.close()
+        self.gateway = self._open()
+
+    # -- invariants --------------------------------------------------------------------------
+    @invariant()
+    def model_is_never_called_while_an_ask_is_open(self) -> None:
+        swallowed = [(conv, text) for conv, text, open_ask in self.model_spy if open_ask]
+        assert not swallowed, f"messages for an open, unexpired ask reached the model: {swallowed}"
+
+    @invariant()
+    def stored_open_asks_are_the_models(self) -> None:
+        stored = {ask.conversation_id: ask for ask in self.gateway.audit()}
+        assert set(stored) == set(self.model)
+        for conversation, expected in self.model.items():
+            ask = stored[conversation]
+            assert ask.id == expected.ask_id and ask.status is AskStatus.OPEN
+            assert ask.mismatches == expected.mismatches
+            assert ask.last_touched == expected.last_touched
+            assert ask.kind is expected.kind and ask.options == expected.options
+
+
+GatewayMachine.TestCase.settings = settings(
+    max_examples=60,
+    stateful_step_count=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+test_gateway_stateful = GatewayMachine.TestCase
