@@ -3,7 +3,7 @@
 Options: ``--scale smoke|small|full`` (default ``small``; ``full`` is the README's run:
 10,000 conversations, 1,000,000 parked asks), ``--only reply,langgraph,scale,http``,
 ``--conversations N`` (override benchmark 1's count), ``--modes single,threads,processes``,
-``--no-postgres``, ``--out PATH``.
+``--scale-levels 10000,100000``, ``--scale-engines sqlite``, ``--no-postgres``, ``--out PATH``.
 PostgreSQL comes from ``PARKGATE_BENCH_POSTGRES_URL`` (default the local server); each
 benchmark works in a schema of its own and drops it afterwards.
 """
@@ -24,13 +24,16 @@ BENCHMARKS = ("reply", "langgraph", "scale", "http")
 
 
 def run_all(scale_name: str, only: tuple[str, ...], use_postgres: bool, conversations: int | None = None,
-            log: Any = print, modes: tuple[str, ...] | None = None) -> dict[str, Any]:
+            log: Any = print, modes: tuple[str, ...] | None = None, scale_levels: tuple[int, ...] | None = None,
+            scale_engines: tuple[str, ...] = ("sqlite", "postgres")) -> dict[str, Any]:
     """Run the chosen benchmarks at ``scale_name``; the results as one JSON-ready dict."""
     from bench import http_load, langgraph_vs, reply_path, scale
 
     chosen = SCALES[scale_name]
     if conversations is not None:
         chosen = dataclasses.replace(chosen, reply_conversations=conversations)
+    if scale_levels:
+        chosen = dataclasses.replace(chosen, scale_levels=scale_levels)
     pg_url: str | None = postgres_url() if use_postgres else None
     notes: list[str] = []
     if pg_url is not None:
@@ -49,7 +52,7 @@ def run_all(scale_name: str, only: tuple[str, ...], use_postgres: bool, conversa
         if "http" in only:
             results["http"] = http_load.run(chosen, work, pg_url, log)
         if "scale" in only:
-            results["scale"] = scale.run(chosen, work, pg_url, log)
+            results["scale"] = scale.run(chosen, work, pg_url, log, scale_engines)
     results["elapsed_s"] = time.perf_counter() - started
     return to_jsonable(results)
 
@@ -133,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(BENCHMARKS), help="comma-separated: " + ",".join(BENCHMARKS))
     parser.add_argument("--conversations", type=int, default=None, help="benchmark 1's conversation count")
     parser.add_argument("--modes", default=None, help="benchmark 1's modes: single,threads,processes")
+    parser.add_argument("--scale-levels", default=None, help="benchmark 3's levels, e.g. 10000,100000,1000000")
+    parser.add_argument("--scale-engines", default="sqlite,postgres", help="benchmark 3's stores")
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only (benchmark 4 is skipped)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "latest.json")
     args = parser.parse_args(argv)
@@ -145,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     modes = tuple(m.strip() for m in args.modes.split(",")) if args.modes else None
-    results = run_all(args.scale, only, not args.no_postgres, args.conversations, log, modes)
+    levels = tuple(int(n) for n in args.scale_levels.split(",")) if args.scale_levels else None
+    engines = tuple(e.strip() for e in args.scale_engines.split(",") if e.strip())
+    results = run_all(args.scale, only, not args.no_postgres, args.conversations, log, modes, levels, engines)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(render(results))

@@ -213,9 +213,10 @@ def run_engine(target: StoreTarget, levels: tuple[int, ...], batch: int, samples
     return {"store": target.engine, "levels": list(levels), "load_rows_per_s": load_rates, "probes": probes}
 
 
-def run(scale: Any, work: Path, pg_url: str | None, log: Callable[[str], None] = print) -> dict[str, Any]:
+def run(scale: Any, work: Path, pg_url: str | None, log: Callable[[str], None] = print,
+        engines_wanted: tuple[str, ...] = ("sqlite", "postgres")) -> dict[str, Any]:
     """Benchmark 3 on SQLite and (when ``pg_url``) PostgreSQL."""
-    engines = ["sqlite"] + (["postgres"] if pg_url else [])
+    engines = [e for e in ("sqlite", "postgres") if e in engines_wanted and (e == "sqlite" or pg_url)]
     results = []
     for engine in engines:
         with store_target(engine, work, pg_url or "", "scale") as target:

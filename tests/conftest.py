@@ -250,10 +250,14 @@ def gateway(store: Store, clock: ManualClock) -> Gateway:
 
 @pytest.fixture
 def reopen(store_location: StoreLocation, clock: ManualClock, make_gateway: MakeGateway) -> Reopen:
-    """A restart: a second Gateway with a new store object on the same file or schema."""
+    """A restart: a second Gateway with a new store object on the same file or schema.
 
-    def again(clock_: ManualClock | None = None, **options: Any) -> Gateway:
-        return make_gateway(store_location, clock_ or clock, **options)
+    It shares the test's ``clock`` unless given another one.
+    """
+    shared = clock
+
+    def again(clock: ManualClock | None = None, **options: Any) -> Gateway:
+        return make_gateway(store_location, clock or shared, **options)
 
     return again
 

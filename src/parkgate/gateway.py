@@ -411,7 +411,12 @@ class Gateway:
             while True:
                 found = tx.open_asks(limit)
                 stale = [ask for ask in found if ask.is_expired(now)]
-                expired.extend(self._expire(tx, ask, now) for ask in stale)
+                for ask in stale:
+                    # The list is read unlocked: re-read each one locked, since a racing
+                    # worker may have answered it meanwhile (never overwrite that answer).
+                    current = tx.ask(ask.id)
+                    if current is not None and current.is_expired(now):
+                        expired.append(self._expire(tx, current, now))
                 # With a limit, the expired ones (the oldest, most often) made room: read again.
                 if not stale or limit is None:
                     return [ask for ask in found if not ask.is_expired(now)], expired

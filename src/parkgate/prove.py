@@ -43,6 +43,7 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -53,7 +54,8 @@ from parkgate.core.model import Ask
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind, AskStatus, ReplyKind
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway, check_message
-from parkgate.store import Run, open_store
+from parkgate.store import Run, Store, open_store
+from parkgate.store.sqlite import SQLiteStore
 
 #: The moment every enumerated ask was last touched.
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -586,22 +588,48 @@ def check_store(
     """
     cases = enumerate_cases(escalate_after)
     store = open_store(store_url, schema=schema) if schema is not None else open_store(store_url)
-    clock = ManualClock(T0)
+    # Cases are independent (one conversation each), so a server store runs them on a few
+    # workers at once, as several gateway processes would; each worker has its own clock.
+    workers = 1 if isinstance(store, SQLiteStore) else SERVER_WORKERS
     run_tag = uuid.uuid4().hex[:12]  # a rerun on the same store uses new conversations
+    numbered = list(enumerate(cases))
+    shares = [numbered[start::workers] for start in range(workers)]
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prove") as pool:
+            done = list(pool.map(lambda share: _store_share(store, share, run_tag, escalate_after), shares))
+    finally:
+        store.close()
     results: list[tuple[Case, Outcome]] = []
     failures: list[str] = []
-    with Gateway(store=store, ttl=TTL, clock=clock, escalate_after=escalate_after, surface="prove") as gateway:
-        for number, case in enumerate(cases):
-            conversation_id = f"prove-{run_tag}-{number}"
-            try:
-                outcome, found = _store_case(gateway, clock, case, conversation_id, escalate_after)
-            except Exception as error:  # report the case; go on with the others
-                failures.append(f"{case.describe()} [store]: raised {type(error).__name__}: {error}")
-                continue
+    for _number, case, outcome, found in sorted((item for share in done for item in share), key=lambda i: i[0]):
+        if outcome is not None:
             results.append((case, outcome))
-            failures.extend(found)
-            failures.extend(f"{failure} [store]" for failure in _verify(case, outcome, escalate_after))
+        failures.extend(found)
     return _report(results, failures)
+
+
+#: How many cases run at once on a PostgreSQL store (SQLite serialises writers anyway).
+SERVER_WORKERS = 4
+
+_Done = tuple[int, Case, Outcome | None, list[str]]
+
+
+def _store_share(store: Store, share: list[tuple[int, Case]], run_tag: str, escalate_after: int) -> list[_Done]:
+    """Run one worker's cases in order through its own gateway and clock on ``store``."""
+    clock = ManualClock(T0)
+    # Not closed here: the store is shared by the workers and closed once by the caller.
+    gateway = Gateway(store=store, ttl=TTL, clock=clock, escalate_after=escalate_after, surface="prove")
+    done: list[_Done] = []
+    for number, case in share:
+        conversation_id = f"prove-{run_tag}-{number}"
+        try:
+            outcome, found = _store_case(gateway, clock, case, conversation_id, escalate_after)
+        except Exception as error:  # report the case; go on with the others
+            done.append((number, case, None, [f"{case.describe()} [store]: raised {type(error).__name__}: {error}"]))
+            continue
+        found.extend(f"{failure} [store]" for failure in _verify(case, outcome, escalate_after))
+        done.append((number, case, outcome, found))
+    return done
 
 
 __all__ = [

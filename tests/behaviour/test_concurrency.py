@@ -19,6 +19,7 @@ import random
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -211,3 +212,27 @@ def test_a_message_racing_a_workflow_step_meets_the_next_phase(two_gateways: lis
             assert open_here == [] and "@startuml" in said.text
         else:  # the text came first: a miss on the diagram menu, then the selection parked phase 2
             assert [a.phase for a in open_here] == ["describe"]
+
+
+def test_an_audit_read_never_overwrites_an_answer_given_meanwhile(
+    store_location: StoreLocation, make_gateway: MakeGateway
+) -> None:
+    """Two workers whose clocks disagree: one sees the ask expired, the other answers it.
+
+    Whichever commits first wins, and the other must see that: an answered ask is never
+    turned into an expired one afterwards (and an expired one is never answered).
+    """
+    start = datetime(2026, 2, 1, 12, 0, tzinfo=UTC)
+    behind = make_gateway(store_location, ManualClock(start + timedelta(hours=1)))
+    ahead = make_gateway(store_location, ManualClock(start + timedelta(hours=7)))
+    setter = make_gateway(store_location, ManualClock(start))
+    for round_ in range(RACE_ROUNDS * 2):
+        conversation = f"race-expire-{round_}"
+        parked = setter.ask(conversation, "Deploy?", ["Yes", "No"], ttl=timedelta(hours=6))
+        reply, _ = _race([partial(behind.handle, conversation, "yes"), ahead.open_asks])
+        _no_errors([reply])
+        ask = setter.get(parked.ask_id or "")
+        if reply.kind is ReplyKind.SELECTED:
+            assert (ask.status, ask.answer) == (AskStatus.ANSWERED, "Yes"), f"round {round_}: answer lost"
+        else:
+            assert reply.kind is ReplyKind.PASS and ask.status is AskStatus.EXPIRED, f"round {round_}"

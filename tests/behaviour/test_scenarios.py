@@ -108,11 +108,14 @@ def test_restart_keeps_the_parked_ask_and_its_mismatch_count(gateway: Gateway, r
     assert again.get(parked.ask_id).mismatches == 0  # a selection resets the counter
 
 
-def test_restart_mid_workflow_continues_with_the_next_phase(gateway: Gateway, reopen: Reopen) -> None:
+def test_restart_mid_workflow_continues_with_the_next_phase(
+    gateway: Gateway, reopen: Reopen, clock: ManualClock
+) -> None:
     gateway.start("conv-wf", "uml")
     gateway.handle("conv-wf", "1")
     gateway.close()
-    again = reopen()
+    later = ManualClock(clock.now() + timedelta(hours=1))  # the restarted process has its own clock
+    again = reopen(clock=later)
     done = again.handle("conv-wf", "A user logs in")
     assert done.kind is ReplyKind.ANSWERED and not done.parked
     assert "sequence diagram" in done.text and "@startuml" in done.text

@@ -127,10 +127,8 @@ class Server:
         """A normal shutdown (SIGTERM); SIGKILL if it does not end in 20 s."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                pass
         self.kill()  # and any worker left behind
 
     def client(self, token: str | None = None, timeout: float = 30.0) -> httpx.Client:
@@ -253,6 +251,8 @@ class TcpProxy:
     def cut(self) -> None:
         """Stop listening and drop every connection: the database is 'gone'."""
         if self._listener is not None:
+            with contextlib.suppress(OSError):  # wakes the thread blocked in accept()
+                self._listener.shutdown(socket.SHUT_RDWR)
             self._listener.close()
             self._listener = None
         with self._lock:

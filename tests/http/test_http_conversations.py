@@ -24,7 +24,7 @@ def say(http: httpx.Client, conversation: str, text: str, message_id: str | None
     response = http.post(messages_path(conversation), json=body)
     assert response.status_code == 200, response.text
     reply: dict[str, Any] = response.json()
-    assert REPLY_FIELDS <= reply.keys(), reply
+    assert reply.keys() >= REPLY_FIELDS, reply
     assert reply["kind"] in {kind.value for kind in ReplyKind}, reply
     return reply
 

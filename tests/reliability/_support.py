@@ -429,6 +429,14 @@ def bounded(call: Callable[[], object], seconds: float = 60.0) -> BaseException 
     return outcome[0]
 
 
+def wait_for_rows(spec: StoreSpec, table: str, at_least: int, seconds: float = 120.0) -> None:
+    """Block until ``table`` holds ``at_least`` rows (bounded): "the stream is under way"."""
+    deadline = time.monotonic() + seconds
+    while spec.count(table) < at_least:
+        assert time.monotonic() < deadline, f"{table} never reached {at_least} rows"
+        time.sleep(0.02)
+
+
 def until_ok(call: Callable[[], Any], seconds: float = 60.0, pause: float = 0.2) -> Any:
     """Call until it stops raising StoreUnavailable (bounded by ``seconds``)."""
     deadline = time.monotonic() + seconds

@@ -27,6 +27,7 @@ from ._support import (
     park_conversations,
     run_in_threads,
     until_ok,
+    wait_for_rows,
 )
 from .conftest import FaultsCluster
 
@@ -75,7 +76,7 @@ def test_a_postgres_restart_mid_stream_loses_and_duplicates_nothing(
         window: list[float] = []
 
         def restart() -> None:
-            time.sleep(0.5)
+            wait_for_rows(faults_spec, "inbound_messages", 20)
             window.append(time.monotonic())
             faults_lock.ctl("restart")
             window.append(time.monotonic())

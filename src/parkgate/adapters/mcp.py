@@ -24,8 +24,8 @@ also closes the ask as ``cancelled`` *now*: parkgate cannot expire an ask before
 TTL, and a dismissed form can no longer be answered on that surface, so leaving it
 open would only park the conversation until the TTL ran out. Reading that ask back
 with :func:`to_elicit_result` therefore says ``decline``: the one lossy corner.
-:func:`build_example_server` is a complete MCP server whose tool asks this way, on
-every protocol version the SDK speaks.
+:func:`build_example_server` is a complete MCP server whose tool asks this way, over
+both the 2025-11-25 back-channel and the 2026-07-28 input-required protocol.
 
 **A client answers through parkgate** (an MCP server elicits, the person answers in a
 parkgate conversation: a chat tab, Slack, the console): :class:`ParkgateElicitation` is
@@ -189,9 +189,11 @@ def _accepted(ask_kind: AskKind, answer: str | None, index: int | None, form: El
     if ask_kind is AskKind.CHOICE and index is not None:
         field = form.field if form else CHOICE_FIELD
         value = form.values[index - 1] if form and form.values else answer
-        return ElicitResult(action=ACCEPT, content={field: value})
+        content: ElicitContent = {field: value}
+        return ElicitResult(action=ACCEPT, content=content)
     field = form.field if form else ANSWER_FIELD
-    return ElicitResult(action=ACCEPT, content={field: answer})
+    text: ElicitContent = {field: answer}
+    return ElicitResult(action=ACCEPT, content=text)
 
 
 def to_elicit_result(outcome: Reply | Ask, form: ElicitationForm | None = None) -> ElicitResult | None:

@@ -59,6 +59,8 @@ MAX_BODY_BYTES = 1024 * 1024
 MAX_WAIT_SECONDS = 60.0
 #: Longest TTL an ask may be parked with over HTTP (ten years), in seconds.
 MAX_TTL_SECONDS = 10 * 365 * 24 * 3600.0
+#: ``/healthz`` answers 503 when the store has not answered a read within this many seconds.
+HEALTH_TIMEOUT_SECONDS = 3.0
 ENV_DB = "PARKGATE_DB"
 ENV_TOKEN = "PARKGATE_TOKEN"
 ENV_PG_SCHEMA = "PARKGATE_PG_SCHEMA"
@@ -618,11 +620,23 @@ def create_app(
 
     # -- operations --------------------------------------------------------------------
     @app.get("/healthz", response_model=HealthOut, responses=_errors(503), tags=["operations"])
-    def healthz() -> Response:
-        """200 when the store answers a read; 503 (JSON) when it is out of reach."""
-        gw.audit(limit=1)
+    async def healthz() -> Response:
+        """200 when the store answers a read in time; 503 (JSON) when it is out of reach."""
+
+        def check() -> int:
+            gw.audit(limit=1)
+            return gw.store.schema_version()
+
+        try:
+            version = await asyncio.wait_for(asyncio.to_thread(check), HEALTH_TIMEOUT_SECONDS)
+        except TimeoutError:
+            raise StoreUnavailable(f"the store did not answer within {HEALTH_TIMEOUT_SECONDS:g} s") from None
+        except StoreError:
+            raise
+        except Exception as error:  # any failure to read the store is an unhealthy store
+            raise StoreUnavailable(f"the store check failed: {error}") from None
         engine = "postgresql" if gw.store.url.startswith(("postgres://", "postgresql://")) else "sqlite"
-        return SafeJSONResponse({"status": "ok", "store": engine, "schema_version": gw.store.schema_version()})
+        return SafeJSONResponse({"status": "ok", "store": engine, "schema_version": version})
 
     @app.get(
         "/metrics",

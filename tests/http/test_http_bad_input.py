@@ -1,0 +1,190 @@
+"""Bad input through a real server: always a JSON ``{error, detail}`` with the right 4xx.
+
+Malformed JSON and wrong types are 422, an unknown id is 404, a second open ask is
+409, a malformed stopping point is 422 naming the line, an oversize body is 413 before
+it is read; nothing is a 500, and a parked ask is left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from live_server import Server, messages_path
+
+BIG = 10 * 1024 * 1024
+
+
+@pytest.fixture
+def parked(served: Server, conv: str) -> Iterator[tuple[httpx.Client, str, dict[str, Any]]]:
+    """A client, a conversation with a parked choice ask, and that ask as stored."""
+    with served.client() as http:
+        created = http.post("/v1/asks", json={"conversation_id": conv, "prompt": "Pick", "options": ["A", "B"]})
+        assert created.status_code == 201, created.text
+        before = http.get(f"/v1/asks/{created.json()['ask_id']}").json()
+        yield http, conv, before
+        after = http.get(f"/v1/asks/{before['ask_id']}").json()
+        assert after == before, "a refused request changed the parked ask"
+
+
+def assert_error(response: httpx.Response, status: int, error: str, *mentions: str) -> None:
+    assert response.status_code == status, f"{response.status_code}: {response.text}"
+    assert response.headers["content-type"].startswith("application/json")
+    data = response.json()
+    assert data["error"] == error, data
+    assert isinstance(data["detail"], str) and data["detail"], data
+    for word in mentions:
+        assert word in data["detail"], (word, data)
+
+
+MESSAGE_CASES = [
+    # (request kwargs, status, error code, words the detail names)
+    ({"content": b'{"text": "1"'}, 422, "malformed_json", ("not valid JSON",)),
+    ({"content": b"\xff\xfe{}", "headers": {"content-type": "application/json"}}, 422, "malformed_json", ()),
+    ({"content": b""}, 422, "invalid_request", ("JSON object",)),
+    ({"json": [1, 2]}, 422, "invalid_request", ("JSON object",)),
+    ({"json": "1"}, 422, "invalid_request", ("JSON object",)),
+    ({"json": {}}, 422, "invalid_request", ("text",)),
+    ({"json": {"text": 1}}, 422, "invalid_request", ("text", "string")),
+    ({"json": {"text": None}}, 422, "invalid_request", ("text",)),
+    ({"json": {"text": ["1"]}}, 422, "invalid_request", ("text",)),
+    ({"json": {"text": "1", "message_id": 7}}, 422, "invalid_request", ("message_id",)),
+    ({"json": {"text": "1", "ask_id": "elsewhere"}}, 422, "invalid_request", ("ask_id",)),
+    ({"json": {"text": "1\x00"}}, 422, "invalid_request", ("NUL",)),
+    ({"content": b'{"text": "\\ud800"}'}, 422, "invalid_request", ("text",)),
+    ({"json": {"text": "x" * 1_000_000}}, 422, "invalid_request", ("text", "16000")),
+    ({"json": {"text": "1", "message_id": ""}}, 422, "invalid_request", ("message_id",)),
+    ({"content": b"text=1", "headers": {"content-type": "application/x-www-form-urlencoded"}}, 422, "invalid_request",
+     ("application/json",)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kwargs", "status", "error", "mentions"), MESSAGE_CASES)
+def test_a_bad_message_body_is_refused_and_changes_nothing(
+    parked: Any, kwargs: dict[str, Any], status: int, error: str, mentions: tuple[str, ...]
+) -> None:
+    http, conv, _ = parked
+    assert_error(http.post(messages_path(conv), **kwargs), status, error, *mentions)
+
+
+ASK_CASES = [
+    ({"prompt": "Q?", "options": []}, 422, "malformed_stopping_point", ("at least one option",)),
+    ({"prompt": "Q?", "options": [f"o{i}" for i in range(1000)]}, 422, "invalid_request", ("options", "50")),
+    ({"prompt": "Q?", "options": ["Same", "same"]}, 422, "malformed_stopping_point", ("repeats",)),
+    ({"prompt": "Q?", "options": ["A", ""]}, 422, "invalid_request", ("options",)),
+    ({"prompt": "Q?", "options": "A,B"}, 422, "invalid_request", ("options",)),
+    ({"prompt": "Q?", "kind": "menu"}, 422, "invalid_request", ("kind",)),
+    ({"prompt": "Q?", "kind": "text", "options": ["A"]}, 422, "malformed_stopping_point", ("no options",)),
+    ({"prompt": ""}, 422, "invalid_request", ("prompt",)),
+    ({}, 422, "invalid_request", ("prompt", "skill_output")),
+    ({"prompt": "Q?", "skill_output": "x"}, 422, "invalid_request", ("not both",)),
+    ({"prompt": "Q?", "ttl_seconds": -5}, 422, "invalid_request", ("ttl_seconds",)),
+    ({"prompt": "Q?", "ttl_seconds": 1e300}, 422, "invalid_request", ("ttl_seconds",)),
+    ({"prompt": "Q?", "ttl_seconds": "60"}, 422, "invalid_request", ("ttl_seconds",)),
+    ({"prompt": "Q?", "replace": "yes"}, 422, "invalid_request", ("replace",)),
+    ({"prompt": "Q?", "callback_url": "file:///etc/passwd"}, 422, "invalid_input", ("callback_url",)),
+    ({"prompt": "Q?", "options": ["A"], "default": "Z"}, 422, "invalid_input", ("default",)),
+    ({"prompt": "Q?\x00"}, 422, "invalid_request", ("prompt", "NUL")),
+    ({"prompt": "Q?", "options": ["A", "B\x00"]}, 422, "invalid_request", ("options item 2", "NUL")),
+    ({"skill_output": "[[ask]]\nQ?\n1. A\n3. B\n[[/ask]]"}, 422, "malformed_stopping_point", ("line 4", "gap")),
+    ({"skill_output": "[[ask]]\nQ?\n1. A\n1. B\n[[/ask]]"}, 422, "malformed_stopping_point", ("line 4",)),
+    ({"skill_output": "[[ask]]\nQ?\n1. A\n2.\n[[/ask]]"}, 422, "malformed_stopping_point", ("line 4",)),
+    ({"skill_output": "[[ask]]\nQ?\n1. A\n"}, 422, "malformed_stopping_point", ("never closed",)),
+]
+
+
+@pytest.mark.parametrize(("fields", "status", "error", "mentions"), ASK_CASES)
+def test_a_bad_ask_is_refused_with_what_is_wrong(
+    served: Server, conv: str, fields: dict[str, Any], status: int, error: str, mentions: tuple[str, ...]
+) -> None:
+    with served.client() as http:
+        assert_error(http.post("/v1/asks", json={"conversation_id": conv, **fields}), status, error, *mentions)
+        # nothing was parked
+        assert http.post(messages_path(conv), json={"text": "1"}).json()["kind"] == "pass"
+
+
+def test_a_second_open_ask_is_a_409_naming_the_open_one(parked: Any) -> None:
+    http, conv, before = parked
+    response = http.post("/v1/asks", json={"conversation_id": conv, "prompt": "Again?", "options": ["X"]})
+    assert_error(response, 409, "ask_already_open", before["ask_id"])
+    assert response.json()["open_ask_id"] == before["ask_id"]
+    started = http.post("/v1/workflows/uml/start", json={"conversation_id": conv})
+    assert_error(started, 409, "ask_already_open", before["ask_id"])
+
+
+def test_bad_ids_are_refused_clearly(served: Server, conv: str) -> None:
+    with served.client() as http:
+        assert_error(http.get("/v1/asks/no-such-ask"), 404, "unknown_ask", "no-such-ask")
+        assert_error(http.get("/v1/asks/no-such-ask?wait=5"), 404, "unknown_ask")
+        assert_error(http.post("/v1/asks/no-such-ask/cancel"), 404, "unknown_ask")
+        assert_error(http.post("/v1/workflows/nope/start", json={"conversation_id": conv}), 404, "unknown_workflow")
+        assert_error(http.post("/v1/asks", json={"conversation_id": "", "prompt": "Q?"}), 422, "invalid_request")
+        assert_error(http.post("/v1/asks", json={"conversation_id": "a\tb", "prompt": "Q?"}), 422, "invalid_input")
+        assert_error(http.post("/v1/asks", json={"conversation_id": "x" * 201, "prompt": "Q?"}), 422, "invalid_request")
+        assert_error(http.post("/v1/conversations//messages", json={"text": "1"}), 422, "invalid_input", "empty")
+        assert_error(http.post("/v1/conversations/a%00b/messages", json={"text": "1"}), 422, "invalid_input")
+        assert_error(http.get("/v1/nothing"), 404, "not_found")
+        assert_error(http.delete("/v1/asks"), 405, "method_not_allowed", "GET", "POST")
+
+
+def test_bad_query_parameters_are_refused(parked: Any) -> None:
+    http, _, before = parked
+    for wait in ("61", "-1", "soon", "nan", "inf"):
+        assert_error(http.get(f"/v1/asks/{before['ask_id']}", params={"wait": wait}), 422, "invalid_request", "wait")
+    assert_error(http.get("/v1/asks", params={"status": "closed"}), 422, "invalid_request", "status")
+    assert_error(http.get("/v1/asks", params={"limit": "0"}), 422, "invalid_request", "limit")
+
+
+def raw_post(port: int, head: bytes, chunks: Iterator[bytes]) -> tuple[bytes, int]:
+    """Send a request head, then body chunks until the server answers; (answer, bytes sent)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=15)
+    sent, answer = 0, b""
+    try:
+        sock.sendall(head)
+        for chunk in chunks:
+            sock.settimeout(0.02)
+            with contextlib.suppress(TimeoutError, BlockingIOError):
+                answer += sock.recv(65536)
+            if answer:
+                break
+            sock.settimeout(5)
+            try:
+                sock.sendall(chunk)
+            except (BrokenPipeError, ConnectionResetError, TimeoutError):
+                break
+            sent += len(chunk)
+        sock.settimeout(15)
+        with contextlib.suppress(TimeoutError, ConnectionResetError):
+            while b"\r\n\r\n" not in answer and (data := sock.recv(65536)):
+                answer += data
+    finally:
+        sock.close()
+    return answer, sent
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_a_10_mb_body_is_a_413_before_it_is_read(served: Server, conv: str, framing: str) -> None:
+    path = messages_path(conv).encode()
+    head = b"POST " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    if framing == "content-length":
+        head += b"Content-Length: " + str(BIG).encode() + b"\r\n\r\n"
+        chunks = (b"x" * 65_536 for _ in range(BIG // 65_536))
+    else:
+        head += b"Transfer-Encoding: chunked\r\n\r\n"
+        chunks = (b"10000\r\n" + b"x" * 65_536 + b"\r\n" for _ in range(BIG // 65_536))
+    answer, sent = raw_post(served.port, head, chunks)
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:300]
+    assert b'"error":' in answer or answer.endswith(b"\r\n\r\n")
+    assert sent < BIG // 2, f"the server read {sent} of {BIG} bytes before refusing"
+    with served.client() as http:  # and it still serves
+        assert http.post(messages_path(conv), json={"text": "hi"}).json()["kind"] == "pass"
+
+
+def test_a_413_is_json_through_a_normal_client(served: Server, conv: str) -> None:
+    with served.client() as http:
+        response = http.post(messages_path(conv), content=b'{"text": "' + b"x" * BIG + b'"}')
+    assert_error(response, 413, "body_too_large", "limit")

@@ -1,0 +1,102 @@
+"""Callbacks from the durable outbox through real servers: a restart loses none.
+
+The receiver is a small HTTP server on loopback. The first server closes asks while
+the receiver is down (its attempts fail and are rescheduled), is killed with SIGKILL
+before any delivery, and a second server on the same database delivers them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+from live_server import Receiver, free_port, messages_path, wait_until
+
+
+def outbox(path: Any) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT ask_id, attempts, delivered_at, last_error FROM outbox ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_callback_is_delivered_after_a_restart(sqlite_database: Any, start_server: Any) -> None:
+    receiver = Receiver(port=free_port())  # not listening yet: deliveries fail
+    first = start_server(sqlite_database)
+    with first.client() as http:
+        answered = http.post(
+            "/v1/asks",
+            json={
+                "conversation_id": "cb-1",
+                "prompt": "Deploy?",
+                "options": ["Yes", "No"],
+                "callback_url": receiver.url,
+            },
+        ).json()
+        cancelled = http.post(
+            "/v1/asks", json={"conversation_id": "cb-2", "prompt": "Why?", "callback_url": receiver.url}
+        ).json()
+        still_open = http.post(
+            "/v1/asks", json={"conversation_id": "cb-3", "prompt": "Later?", "callback_url": receiver.url}
+        ).json()
+        assert http.post(messages_path("cb-1"), json={"text": "yes"}).json()["kind"] == "selected"
+        assert http.post(messages_path("cb-2"), json={"text": "/cancel"}).json()["kind"] == "cancelled"
+    # The first server tried, failed (receiver down) and rescheduled both; nothing was delivered.
+    wait_until(
+        lambda: (rows := outbox(sqlite_database.path)) and len(rows) == 2 and all(r[1] >= 1 for r in rows),
+        30,
+        "both callbacks to be attempted",
+    )
+    assert all(row[2] is None and row[3] for row in outbox(sqlite_database.path))
+    first.kill()
+
+    receiver.start()
+    try:
+        second = start_server(sqlite_database)
+        got = wait_until(lambda: len(receiver.got()) >= 2 and receiver.got(), 60, "the callbacks to arrive")
+        by_ask = {item.body["ask_id"]: item for item in got}
+        assert set(by_ask) == {answered["ask_id"], cancelled["ask_id"]}  # an open ask has no callback
+        done = by_ask[answered["ask_id"]]
+        assert (done.body["status"], done.body["answer"], done.body["option_index"]) == ("answered", "Yes", 1)
+        assert done.headers["idempotency-key"] == answered["ask_id"]
+        assert done.headers["content-type"] == "application/json"
+        assert by_ask[cancelled["ask_id"]].body["status"] == "cancelled"
+        assert by_ask[cancelled["ask_id"]].headers["idempotency-key"] == cancelled["ask_id"]
+        wait_until(lambda: all(r[2] is not None for r in outbox(sqlite_database.path)), 20, "rows marked delivered")
+
+        # The operator's cancel of the third ask is delivered by the running server too.
+        with second.client() as http:
+            assert http.post(f"/v1/asks/{still_open['ask_id']}/cancel").json()["status"] == "cancelled"
+        wait_until(
+            lambda: any(item.body["ask_id"] == still_open["ask_id"] for item in receiver.got()),
+            30,
+            "the operator cancel's callback",
+        )
+    finally:
+        receiver.stop()
+
+
+def test_a_receiver_that_fails_gets_the_same_callback_again(sqlite_database: Any, start_server: Any) -> None:
+    receiver = Receiver(status=503).start()
+    try:
+        server = start_server(sqlite_database)
+        with server.client() as http:
+            ask = http.post(
+                "/v1/asks",
+                json={"conversation_id": "cb-r", "prompt": "Ok?", "options": ["Ok"], "callback_url": receiver.url},
+            ).json()
+            http.post(messages_path("cb-r"), json={"text": "1"})
+        wait_until(lambda: len(receiver.got()) >= 1, 30, "the first attempt")
+        receiver.status = 200
+        wait_until(lambda: len(receiver.got()) >= 2, 30, "a retry after the 503")
+        attempts = receiver.got()
+        assert {item.headers["idempotency-key"] for item in attempts} == {ask["ask_id"]}
+        assert attempts[0].body == attempts[1].body
+        wait_until(lambda: outbox(sqlite_database.path)[0][2] is not None, 20, "the row marked delivered")
+        delivered = len(receiver.got())
+        time.sleep(2.5)  # a few outbox polls: a delivered row is not sent again
+        assert len(receiver.got()) == delivered
+    finally:
+        receiver.stop()

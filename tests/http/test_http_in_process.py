@@ -1,0 +1,181 @@
+"""Quick in-process checks (httpx ASGITransport) where the test must own the clock.
+
+A manual clock expires asks without sleeping: reads over HTTP close them as
+``expired``; the outbox deliverer sends the expiry callback and backs off on failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from parkgate import Gateway, ManualClock
+from parkgate.demo import UML
+from parkgate.http.app import create_app
+from parkgate.http.outbox import MAX_DELAY_SECONDS, OutboxDeliverer, backoff_delay
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, clock: ManualClock) -> Any:
+    gw = Gateway(f"sqlite:///{tmp_path / 'parkgate.db'}", clock=clock, workflows=[UML], surface="http")
+    yield gw
+    gw.close()
+
+
+@pytest.fixture
+async def http(gateway: Gateway) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(gateway, deliver_callbacks=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://parkgate") as client:
+        yield client
+
+
+class Hook:
+    """A callback receiver behind httpx.MockTransport: answers with ``statuses`` in turn."""
+
+    def __init__(self, *statuses: int) -> None:
+        self.statuses = list(statuses)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        status = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+        return httpx.Response(status)
+
+    def client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.MockTransport(self))
+
+
+async def test_reading_an_ask_past_its_ttl_closes_it_as_expired(http: httpx.AsyncClient, clock: ManualClock) -> None:
+    created = await http.post(
+        "/v1/asks", json={"conversation_id": "ttl", "prompt": "Q?", "options": ["A", "B"], "ttl_seconds": 600}
+    )
+    ask_id = created.json()["ask_id"]
+    clock.advance(timedelta(minutes=5))
+    listed = (await http.get("/v1/asks?status=open")).json()["asks"]
+    assert [(a["ask_id"], a["hours_open"]) for a in listed] == [(ask_id, round(5 / 60, 3))]
+    clock.advance(timedelta(minutes=5, seconds=1))
+    ask = (await http.get(f"/v1/asks/{ask_id}")).json()
+    assert (ask["status"], ask["answer"]) == ("expired", None)
+    assert (await http.get("/v1/asks?status=open")).json() == {"asks": []}
+    reply = (await http.post("/v1/conversations/ttl/messages", json={"text": "1"})).json()
+    assert (reply["kind"], reply["expired_ask_id"], reply["parked"]) == ("pass", None, False)  # already closed
+
+
+async def test_a_message_to_an_expired_ask_passes_with_its_id_and_a_default_is_recorded(
+    http: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    created = await http.post(
+        "/v1/asks",
+        json={"conversation_id": "def", "prompt": "Q?", "options": ["A", "B"], "ttl_seconds": 60, "default": "B"},
+    )
+    ask_id = created.json()["ask_id"]
+    clock.advance(61)
+    reply = (await http.post("/v1/conversations/def/messages", json={"text": "1"})).json()
+    assert (reply["kind"], reply["expired_ask_id"], reply["answer"]) == ("pass", ask_id, None)
+    ask = (await http.get(f"/v1/asks/{ask_id}")).json()
+    assert (ask["status"], ask["answer"]) == ("expired", "B")
+
+
+async def test_a_long_poll_returns_expired_when_the_ttl_passes_during_the_wait(
+    http: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    created = await http.post("/v1/asks", json={"conversation_id": "lp", "prompt": "Q?", "ttl_seconds": 60})
+    ask_id = created.json()["ask_id"]
+    poll = asyncio.create_task(http.get(f"/v1/asks/{ask_id}", params={"wait": 30}))
+    await asyncio.sleep(0.3)
+    assert not poll.done()
+    clock.advance(61)
+    response = await asyncio.wait_for(poll, 20)
+    assert response.json()["status"] == "expired"
+
+
+async def test_an_expiry_callback_is_sent_with_its_idempotency_key(
+    http: httpx.AsyncClient, gateway: Gateway, clock: ManualClock
+) -> None:
+    created = await http.post(
+        "/v1/asks",
+        json={"conversation_id": "cbx", "prompt": "Q?", "ttl_seconds": 60, "callback_url": "http://hooks.test/x"},
+    )
+    ask_id = created.json()["ask_id"]
+    hook = Hook(200)
+    deliverer = OutboxDeliverer(gateway.store, clock, client=hook.client())
+    assert await deliverer.deliver_due() == 0  # nothing closed yet
+    clock.advance(61)
+    await http.get("/v1/asks?status=open")  # the read that expires it
+    assert await deliverer.deliver_due() == 1
+    (sent,) = hook.requests
+    assert sent.headers["idempotency-key"] == ask_id and str(sent.url) == "http://hooks.test/x"
+    body = json.loads(sent.content)
+    assert (body["ask_id"], body["status"], body["outcome"]) == (ask_id, "expired", "expired")
+    assert await deliverer.deliver_due() == 0  # delivered once, not again
+
+
+async def test_a_failed_callback_backs_off_and_is_retried_with_the_same_key(
+    http: httpx.AsyncClient, gateway: Gateway, clock: ManualClock
+) -> None:
+    created = await http.post(
+        "/v1/asks",
+        json={"conversation_id": "cbr", "prompt": "Q?", "options": ["A"], "callback_url": "http://hooks.test/r"},
+    )
+    await http.post("/v1/conversations/cbr/messages", json={"text": "a"})
+    hook = Hook(500, 500, 200)
+    deliverer = OutboxDeliverer(gateway.store, clock, client=hook.client(), base_delay=10, max_delay=25)
+    assert await deliverer.deliver_due() == 0 and len(hook.requests) == 1
+    assert await deliverer.deliver_due() == 0 and len(hook.requests) == 1  # not due before its backoff
+    clock.advance(10)
+    assert await deliverer.deliver_due() == 0 and len(hook.requests) == 2
+    clock.advance(19)
+    assert await deliverer.deliver_due() == 0 and len(hook.requests) == 2  # the second wait doubled to 20 s
+    clock.advance(1)
+    assert await deliverer.deliver_due() == 1 and len(hook.requests) == 3
+    assert {r.headers["idempotency-key"] for r in hook.requests} == {created.json()["ask_id"]}
+    assert [r.headers["x-parkgate-attempt"] for r in hook.requests] == ["1", "2", "3"]
+
+
+async def test_an_unreachable_receiver_is_retried_not_dropped(gateway: Gateway, clock: ManualClock) -> None:
+    gateway.ask("cbu", "Q?", ["A"], callback_url="http://hooks.test/u")
+    gateway.handle("cbu", "1")
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    down = OutboxDeliverer(gateway.store, clock, client=httpx.AsyncClient(transport=httpx.MockTransport(refuse)))
+    assert await down.deliver_due() == 0
+    clock.advance(MAX_DELAY_SECONDS)
+    hook = Hook(204)
+    assert await OutboxDeliverer(gateway.store, clock, client=hook.client()).deliver_due() == 1
+
+
+def test_the_backoff_doubles_and_is_capped() -> None:
+    assert [backoff_delay(n, base=1, cap=60) for n in range(1, 9)] == [1, 2, 4, 8, 16, 32, 60, 60]
+    assert backoff_delay(10_000) == MAX_DELAY_SECONDS
+
+
+async def test_a_bad_content_length_is_a_400_json(http: httpx.AsyncClient) -> None:
+    response = await http.post(
+        "/v1/conversations/x/messages",
+        content=b"{}",
+        headers={"content-length": "many", "content-type": "application/json"},
+    )
+    assert response.status_code == 400 and response.json()["error"] == "bad_request"
+
+
+async def test_the_console_page_carries_the_shared_phrases(http: httpx.AsyncClient) -> None:
+    from parkgate.core.phrases import EXPIRED_NOTICE, STAND_IN_MODEL
+
+    page = await http.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert json.dumps(STAND_IN_MODEL) in page.text and json.dumps(EXPIRED_NOTICE) in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]

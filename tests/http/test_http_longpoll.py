@@ -1,0 +1,82 @@
+"""``GET /v1/asks/{id}?wait=S`` through a real server: it wakes when the ask closes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import httpx
+from live_server import Server, messages_path, wait_until
+
+
+def park(http: httpx.Client, conversation: str) -> str:
+    response = http.post(
+        "/v1/asks", json={"conversation_id": conversation, "prompt": "Ship?", "options": ["Yes", "No"]}
+    )
+    assert response.status_code == 201, response.text
+    return str(response.json()["ask_id"])
+
+
+def test_a_long_poll_wakes_when_the_ask_is_answered(served: Server, conv: str) -> None:
+    wait_seconds = 50
+    with served.client(timeout=90) as http:
+        ask_id = park(http, conv)
+        result: dict[str, Any] = {}
+
+        def poll() -> None:
+            with served.client(timeout=90) as poller:
+                result["response"] = poller.get(f"/v1/asks/{ask_id}", params={"wait": wait_seconds})
+                result["returned"] = time.monotonic()
+
+        started = time.monotonic()
+        thread = threading.Thread(target=poll, daemon=True)
+        thread.start()
+        # The poll is in flight and holds: it has not come back on an open ask.
+        time.sleep(1.0)
+        assert "response" not in result, "the long-poll returned while the ask was still open"
+        answered_at = time.monotonic()
+        reply = http.post(messages_path(conv), json={"text": "2"}).json()
+        assert reply["kind"] == "selected"
+        thread.join(wait_seconds + 30)
+        assert not thread.is_alive()
+    response = result["response"]
+    assert response.status_code == 200, response.text
+    ask = response.json()
+    assert (ask["status"], ask["answer"], ask["option_index"]) == ("answered", "No", 2)
+    # It woke on the answer, not at the end of its wait.
+    assert answered_at <= result["returned"] < started + wait_seconds
+
+
+def test_a_long_poll_on_an_open_ask_returns_it_open_when_the_wait_ends(served: Server, conv: str) -> None:
+    with served.client() as http:
+        ask_id = park(http, conv)
+        started = time.monotonic()
+        response = http.get(f"/v1/asks/{ask_id}", params={"wait": 1.5})
+        assert time.monotonic() - started >= 1.5
+        assert response.status_code == 200 and response.json()["status"] == "open"
+        # A closed ask answers at once, whatever the wait.
+        http.post(f"/v1/asks/{ask_id}/cancel")
+        closed = http.get(f"/v1/asks/{ask_id}", params={"wait": 60}).json()
+        assert closed["status"] == "cancelled"
+
+
+def test_several_long_polls_on_one_ask_all_wake_on_an_operator_cancel(served: Server, conv: str) -> None:
+    with served.client(timeout=90) as http:
+        ask_id = park(http, conv)
+        seen: list[str] = []
+        lock = threading.Lock()
+
+        def poll() -> None:
+            with served.client(timeout=90) as poller:
+                status = poller.get(f"/v1/asks/{ask_id}", params={"wait": 45}).json()["status"]
+                with lock:
+                    seen.append(status)
+
+        threads = [threading.Thread(target=poll, daemon=True) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        time.sleep(1.0)
+        assert http.post(f"/v1/asks/{ask_id}/cancel").json()["status"] == "cancelled"
+        wait_until(lambda: len(seen) == 4, 40, "all four long-polls to return")
+    assert seen == ["cancelled"] * 4
