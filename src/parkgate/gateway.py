@@ -34,6 +34,8 @@ log = logging.getLogger("parkgate")
 
 DEFAULT_TTL = timedelta(hours=6)
 MAX_MESSAGE_CHARS = 16_000
+#: Skill output carries prose around its stopping point, so it may be longer than a reply.
+MAX_SKILL_OUTPUT_CHARS = 256_000
 MAX_ID_CHARS = 200
 #: A unique-key conflict means a racing worker committed first; the retry sees its work.
 CONFLICT_RETRIES = 5
@@ -63,20 +65,20 @@ def _check_unicode(value: str, what: str) -> None:
         raise InputError(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
 
 
-def check_message(text: object) -> str:
+def check_message(text: object, *, limit: int = MAX_MESSAGE_CHARS, what: str = "message") -> str:
     """The message as text, or :class:`InputError` naming why it is not usable."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as error:
-            raise InputError(f"message is not valid UTF-8 (byte {error.start})") from None
+            raise InputError(f"{what} is not valid UTF-8 (byte {error.start})") from None
     if not isinstance(text, str):
-        raise InputError(f"message must be text, not {type(text).__name__}")
+        raise InputError(f"{what} must be text, not {type(text).__name__}")
     if "\x00" in text:
-        raise InputError("message contains a NUL character")
-    if len(text) > MAX_MESSAGE_CHARS:
-        raise InputError(f"message is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS}")
-    _check_unicode(text, "message")
+        raise InputError(f"{what} contains a NUL character")
+    if len(text) > limit:
+        raise InputError(f"{what} is {len(text)} characters; the limit is {limit}")
+    _check_unicode(text, what)
     return text
 
 
@@ -116,7 +118,7 @@ class Gateway:
         self.escalate_after = escalate_after
         self.workflows: dict[str, Workflow] = {flow.name: flow for flow in workflows}
         self.metrics = metrics or Metrics(surface)
-        self.metrics.count_open_with(lambda: len(self.audit()))
+        self.metrics.count_open_with(self._count_open)
         self._closed_event = threading.Condition()
 
     # -- lifecycle -------------------------------------------------------------
@@ -176,7 +178,7 @@ class Gateway:
         Output without a marker is not an error: the reply is ``pass``.
         """
         _check_id(conversation_id, "conversation_id")
-        text = check_message(skill_output)
+        text = check_message(skill_output, limit=MAX_SKILL_OUTPUT_CHARS, what="skill output")
         spec = stopping_point.find(text)
         if spec is None:
             return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False)
@@ -422,6 +424,10 @@ class Gateway:
                     return [ask for ask in found if not ask.is_expired(now)], expired
 
         return self._transact(body)
+
+    def _count_open(self) -> int:
+        with self.store.transaction() as tx:
+            return tx.count_open_asks()
 
     def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing: the clock check's view."""

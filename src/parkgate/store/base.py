@@ -91,6 +91,10 @@ class Transaction(ABC):
     def open_asks(self, limit: int | None = None) -> list[Ask]:
         """Open asks, oldest first (the audit's query, on the partial index)."""
 
+    @abstractmethod
+    def count_open_asks(self) -> int:
+        """How many asks are open (the metrics gauge; no rows are loaded)."""
+
 
 class Store(ABC):
     """A durable home for asks. Implementations: SQLite and PostgreSQL."""

@@ -105,7 +105,12 @@ class PostgresStore(Store):
         try:
             with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
                 yield PostgresTransaction(cur, DIALECT)
-        except psycopg.errors.UniqueViolation as error:
+        except (
+            psycopg.errors.UniqueViolation,
+            psycopg.errors.DeadlockDetected,
+            psycopg.errors.SerializationFailure,
+        ) as error:
+            # A racing worker won; the gateway retries the whole unit and sees its work.
             raise StoreConflict(str(error)) from None
         except (psycopg.OperationalError, PoolTimeout) as error:
             raise _unavailable(error) from None

@@ -208,6 +208,10 @@ class SqlTransaction(Transaction):
             (ask_id, url, payload, t, t),
         )
 
+    def count_open_asks(self) -> int:
+        self._exec("SELECT count(*) FROM asks WHERE status = 'open'")
+        return int(self._cur.fetchone()[0])
+
     def open_asks(self, limit: int | None = None) -> list[Ask]:
         statement = f"SELECT {ASK_COLUMNS} FROM asks WHERE status = 'open' ORDER BY asked_at, id"
         params: tuple[Any, ...] = ()

@@ -71,7 +71,12 @@
       if (ask.kind === "choice") {
         const options = document.createElement("div");
         options.className = "options";
-        options.textContent = ask.options.map((label, i) => i + 1 + ". " + label).join("   ");
+        ask.options.forEach((label, i) => {
+          const option = document.createElement("span");
+          option.className = "option";
+          option.textContent = i + 1 + ". " + label;
+          options.appendChild(option);
+        });
         question.appendChild(options);
       } else {
         const kind = document.createElement("div");
