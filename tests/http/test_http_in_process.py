@@ -179,3 +179,15 @@ async def test_the_console_page_carries_the_shared_phrases(http: httpx.AsyncClie
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert json.dumps(STAND_IN_MODEL) in page.text and json.dumps(EXPIRED_NOTICE) in page.text
     assert "script-src 'self'" in page.headers["content-security-policy"]
+
+
+async def test_an_app_made_from_a_url_serves_the_demo_on_the_http_surface(tmp_path: Path) -> None:
+    app = create_app(db_url=f"sqlite:///{tmp_path / 'own.db'}", token="t", deliver_callbacks=False)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://p", headers={"Authorization": "Bearer t"}) as c:
+        assert (await c.get("/v1/workflows")).json() == {"workflows": ["uml"]}
+        started = await c.post("/v1/workflows/uml/start", json={"conversation_id": "own"})
+        assert started.status_code == 201
+        metrics = (await c.get("/metrics")).text
+        assert 'parkgate_replies_total{kind="asked",surface="http"} 1.0' in metrics
+    app.state.gateway.close()

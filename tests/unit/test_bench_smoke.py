@@ -72,8 +72,9 @@ def test_reply_path_on_postgres_with_threads(pg_url: str) -> None:
 
 
 def test_langgraph_comparison_runs_the_same_script_on_both(tmp_path: Path) -> None:
-    result = langgraph_vs.run(dataclasses.replace(SMOKE, langgraph_conversations=2), tmp_path, log=lambda _: None,
-                              rounds=2)
+    result = langgraph_vs.run(
+        dataclasses.replace(SMOKE, langgraph_conversations=2), tmp_path, log=lambda _: None, rounds=2
+    )
     assert result["conversations_per_side"] == 2
     assert result["langgraph_latency"]["count"] == result["parkgate_latency"]["count"] == 8
     assert result["langgraph_round_trips_per_s"] > 0 and result["parkgate_round_trips_per_s"] > 0

@@ -348,12 +348,12 @@ class GatewayMachine(RuleBasedStateMachine):
     @invariant()
     def stored_open_asks_are_the_models(self) -> None:
         stored = {ask.conversation_id: ask for ask in self.gateway.audit()}
-        assert set(stored) == set(self.model)
+        assert set(stored) == set(self.model), f"open in the file: {sorted(stored)}, model: {sorted(self.model)}"
         for conversation, expected in self.model.items():
             ask = stored[conversation]
             assert ask.id == expected.ask_id and ask.status is AskStatus.OPEN
-            assert ask.mismatches == expected.mismatches
-            assert ask.last_touched == expected.last_touched
+            assert ask.mismatches == expected.mismatches, f"stored {ask.mismatches} misses, expected {expected}"
+            assert ask.last_touched == expected.last_touched, f"stored last_touched {ask.last_touched}, {expected}"
             assert ask.kind is expected.kind and ask.options == expected.options
 
 

@@ -8,8 +8,10 @@ row delivered, anything else (an error status, a refused connection, a timeout)
 reschedules it with exponential backoff capped at ``max_delay``. The rows are durable,
 so a server killed before a delivery delivers it after its restart.
 
-Delivery is at-least-once: a crash between the receiver's 2xx and the row's update, or
-two worker processes picking the same due row, sends a payload twice. Receivers
+Each poll claims its rows with a short lease (:meth:`Store.claim_callbacks`), so
+several worker processes on one database do not send the same row at the same time.
+Delivery is still at-least-once: a crash between the receiver's 2xx and the row's
+update (or a lease that runs out mid-request) sends a payload again. Receivers
 deduplicate on ``Idempotency-Key`` (one ask closes once, so one key per callback).
 """
 
@@ -39,6 +41,9 @@ POLL_INTERVAL_SECONDS = 1.0
 BATCH_SIZE = 50
 CONCURRENCY = 8
 REQUEST_TIMEOUT_SECONDS = 10.0
+#: A claimed row is leased for the request timeout plus this; a worker that dies
+#: mid-delivery leaves it due again once the lease runs out.
+LEASE_MARGIN_SECONDS = 5.0
 USER_AGENT = "parkgate-callback/1"
 
 
@@ -96,7 +101,9 @@ class OutboxDeliverer:
     async def deliver_due(self) -> int:
         """Attempt every due row once; return how many were delivered."""
         now = self.clock.now()
-        rows = await asyncio.to_thread(self.store.due_callbacks, now, BATCH_SIZE)
+        # Leased for longer than one attempt can take: other workers skip these rows.
+        lease_until = now + timedelta(seconds=self.timeout + LEASE_MARGIN_SECONDS)
+        rows = await asyncio.to_thread(self.store.claim_callbacks, now, lease_until, BATCH_SIZE)
         if not rows:
             return 0
         client = self._client

@@ -115,6 +115,15 @@ class Store(ABC):
     @abstractmethod
     def due_callbacks(self, now: datetime, limit: int = 50) -> list[Callback]: ...
 
+    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int = 50) -> list[Callback]:
+        """Due outbox rows, leased to the caller until ``lease_until`` so other workers skip them.
+
+        A claimed row that is neither done nor failed by then (its worker died) is due
+        again: delivery stays at-least-once. Stores without an atomic claim return
+        :meth:`due_callbacks` (several workers may then send one row more than once).
+        """
+        return self.due_callbacks(now, limit)
+
     @abstractmethod
     def callback_done(self, callback_id: int, now: datetime) -> None: ...
 

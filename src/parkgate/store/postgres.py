@@ -156,6 +156,21 @@ class PostgresStore(Store):
             ).fetchall()
         return [Callback(*row) for row in rows]
 
+    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int = 50) -> list[Callback]:
+        # SKIP LOCKED: workers claiming at the same moment take disjoint rows.
+        try:
+            with self._pool.connection() as conn:
+                rows = conn.execute(
+                    "UPDATE outbox SET next_attempt_at = %s WHERE id IN ("
+                    "SELECT id FROM outbox WHERE delivered_at IS NULL AND next_attempt_at <= %s "
+                    "ORDER BY next_attempt_at LIMIT %s FOR UPDATE SKIP LOCKED) "
+                    "RETURNING id, ask_id, url, payload, attempts",
+                    (lease_until, now, limit),
+                ).fetchall()
+        except (psycopg.OperationalError, PoolTimeout) as error:
+            raise _unavailable(error) from None
+        return [Callback(*row) for row in rows]
+
     def callback_done(self, callback_id: int, now: datetime) -> None:
         with self._pool.connection() as conn:
             conn.execute(

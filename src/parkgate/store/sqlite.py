@@ -199,6 +199,20 @@ class SQLiteStore(Store):
         )
         return [Callback(*row) for row in rows]
 
+    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int = 50) -> list[Callback]:
+        # BEGIN IMMEDIATE (in transaction()): one claimer at a time, so claims never overlap.
+        with self.transaction():
+            conn = self._connection()
+            rows = conn.execute(
+                "SELECT id, ask_id, url, payload, attempts FROM outbox "
+                "WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+                (_encode(now), limit),
+            ).fetchall()
+            conn.executemany(
+                "UPDATE outbox SET next_attempt_at = ? WHERE id = ?", [(_encode(lease_until), row[0]) for row in rows]
+            )
+        return [Callback(*row) for row in rows]
+
     def callback_done(self, callback_id: int, now: datetime) -> None:
         with self.transaction():
             self._connection().execute(
