@@ -23,9 +23,16 @@ from bench.common import RESULTS_DIR, SCALES, machine_info, postgres_reachable, 
 BENCHMARKS = ("reply", "langgraph", "scale", "http")
 
 
-def run_all(scale_name: str, only: tuple[str, ...], use_postgres: bool, conversations: int | None = None,
-            log: Any = print, modes: tuple[str, ...] | None = None, scale_levels: tuple[int, ...] | None = None,
-            scale_engines: tuple[str, ...] = ("sqlite", "postgres")) -> dict[str, Any]:
+def run_all(
+    scale_name: str,
+    only: tuple[str, ...],
+    use_postgres: bool,
+    conversations: int | None = None,
+    log: Any = print,
+    modes: tuple[str, ...] | None = None,
+    scale_levels: tuple[int, ...] | None = None,
+    scale_engines: tuple[str, ...] = ("sqlite", "postgres"),
+) -> dict[str, Any]:
     """Run the chosen benchmarks at ``scale_name``; the results as one JSON-ready dict."""
     from bench import http_load, langgraph_vs, reply_path, scale
 
@@ -82,8 +89,10 @@ def render(results: dict[str, Any]) -> str:
     lg = results.get("langgraph")
     if lg:
         lines.append("")
-        lines.append(f"2. vs LangGraph {lg['langgraph_version']} + SqliteSaver (4 round trips x "
-                     f"{lg['conversations_per_side']} conversations; goal >= 10x)")
+        lines.append(
+            f"2. vs LangGraph {lg['langgraph_version']} + SqliteSaver (4 round trips x "
+            f"{lg['conversations_per_side']} conversations; goal >= 10x)"
+        )
         pg_lat, lg_lat = lg["parkgate_latency"], lg["langgraph_latency"]
         lines.append(
             f"parkgate {lg['parkgate_round_trips_per_s']:.0f} round trips/s (p50 {pg_lat['p50_ms']:.2f} ms)"
@@ -94,8 +103,9 @@ def render(results: dict[str, Any]) -> str:
     if sc:
         lines.append("")
         lines.append("3. Scale: parked conversations -> time (growth vs the first level)")
-        lines.append(f"{'store':9} {'parked':>10} {'audit 100':>16} {'handle p50':>16} {'expiry read p50':>16} "
-                     f"{'peak RSS':>14}")
+        lines.append(
+            f"{'store':9} {'parked':>10} {'audit 100':>16} {'handle p50':>16} {'expiry read p50':>16} {'peak RSS':>14}"
+        )
         for engine in sc["engines"]:
             for p in engine["probes"]:
                 g = p["growth"]
@@ -113,8 +123,10 @@ def render(results: dict[str, Any]) -> str:
             lines.append(f"4. HTTP: skipped ({http['skipped']})")
         else:
             lines.append("4. HTTP POST /v1/conversations/{id}/messages via parkgate serve (PostgreSQL)")
-            lines.append(f"{'workers':>7} {'req/s':>7} {'p50':>9} {'p99':>9} {'healthz/s':>9} {'in-proc/s':>9} "
-                         f"{'vs healthz':>10} {'vs in-proc':>10}")
+            lines.append(
+                f"{'workers':>7} {'req/s':>7} {'p50':>9} {'p99':>9} {'healthz/s':>9} {'in-proc/s':>9} "
+                f"{'vs healthz':>10} {'vs in-proc':>10}"
+            )
             for c in http["configs"]:
                 m = c["messages"]
                 lines.append(
@@ -130,8 +142,9 @@ def render(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point of ``python -m bench``."""
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
     parser.add_argument("--only", default=",".join(BENCHMARKS), help="comma-separated: " + ",".join(BENCHMARKS))
     parser.add_argument("--conversations", type=int, default=None, help="benchmark 1's conversation count")

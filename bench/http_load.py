@@ -54,8 +54,18 @@ def start_server(db_url: str, schema: str, workers: int, port: int, log_path: Pa
     env = {**os.environ, "PARKGATE_PG_SCHEMA": schema}
     env.pop("PARKGATE_TOKEN", None)
     command = [
-        sys.executable, "-m", "parkgate", "serve", "--db", db_url,
-        "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
+        sys.executable,
+        "-m",
+        "parkgate",
+        "serve",
+        "--db",
+        db_url,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
     ]
     with open(log_path, "wb") as out:
         return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -93,8 +103,13 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
-async def _drive(base: str, make: Callable[[int], tuple[str, str, dict[str, Any] | None]], count: int,
-                 seconds: float, concurrency: int) -> dict[str, Any]:
+async def _drive(
+    base: str,
+    make: Callable[[int], tuple[str, str, dict[str, Any] | None]],
+    count: int,
+    seconds: float,
+    concurrency: int,
+) -> dict[str, Any]:
     """Send up to ``count`` requests (for at most ``seconds``), ``concurrency`` at a time."""
     import httpx
 
@@ -158,8 +173,12 @@ def _in_process(gateway: Any, conversations: list[str], count: int, seconds: flo
         gateway.handle(rng.choice(conversations), TEXTS[index % len(TEXTS)], f"p{tag}-{index}")
         latencies.append(time.perf_counter_ns() - began)
     wall = time.perf_counter() - started
-    return {"requests": len(latencies), "wall_s": wall, "requests_per_s": ratio(len(latencies), wall),
-            "latency": latency_summary(latencies)}
+    return {
+        "requests": len(latencies),
+        "wall_s": wall,
+        "requests_per_s": ratio(len(latencies), wall),
+        "latency": latency_summary(latencies),
+    }
 
 
 def run_workers(pg_url: str, workers: int, scale: Any, work: Path, log: Callable[[str], None]) -> dict[str, Any]:
@@ -241,8 +260,13 @@ def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run(scale: Any, work: Path, pg_url: str | None, log: Callable[[str], None] = print,
-        worker_counts: tuple[int, ...] = (1, 4)) -> dict[str, Any]:
+def run(
+    scale: Any,
+    work: Path,
+    pg_url: str | None,
+    log: Callable[[str], None] = print,
+    worker_counts: tuple[int, ...] = (1, 4),
+) -> dict[str, Any]:
     """Benchmark 4 for each worker count (PostgreSQL only; skipped without it)."""
     if not pg_url:
         return {"skipped": "PostgreSQL is not reachable"}

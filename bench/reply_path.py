@@ -105,8 +105,15 @@ def _raw_loop(target: StoreTarget, store: Any) -> Callable[[Sequence[str], list[
     return pg_loop
 
 
-def _gateway_ops(gateway: Any, plan: Plan, indices: Sequence[int], handle_ns: list[int], ask_ns: list[int],
-                 kinds: Counter[str], wrong: list[str]) -> int:
+def _gateway_ops(
+    gateway: Any,
+    plan: Plan,
+    indices: Sequence[int],
+    handle_ns: list[int],
+    ask_ns: list[int],
+    kinds: Counter[str],
+    wrong: list[str],
+) -> int:
     """Run the mix for ``indices`` (interleaved in chunks); return the number of calls."""
     clock = time.perf_counter_ns
     calls = 0
@@ -226,8 +233,20 @@ def _park_raw_targets(gateway: Any, workers: int) -> list[list[str]]:
             for j in range(RAW_TARGETS_PER_WORKER):
                 run_id, ask_id, moment = uuid.uuid4().hex, uuid.uuid4().hex, now + timedelta(microseconds=j)
                 tx.save_run(Run(run_id, f"raw-{w}-{j}", None, "running", None, {}, ask_id, moment, moment))
-                tx.insert_ask(Ask(ask_id, f"raw-{w}-{j}", run_id, AskKind.CHOICE, CHOICE_PROMPT, OPTIONS,
-                                  AskStatus.OPEN, moment, moment, 6 * 3600.0))
+                tx.insert_ask(
+                    Ask(
+                        ask_id,
+                        f"raw-{w}-{j}",
+                        run_id,
+                        AskKind.CHOICE,
+                        CHOICE_PROMPT,
+                        OPTIONS,
+                        AskStatus.OPEN,
+                        moment,
+                        moment,
+                        6 * 3600.0,
+                    )
+                )
                 mine.append(ask_id)
             ids.append(mine)
     return ids
@@ -321,8 +340,9 @@ def summarise(results: list[dict[str, Any]], mode: str, workers: int, engine: st
     }
 
 
-def run(scale: Any, work: Path, pg_url: str | None, log: Callable[[str], None] = print,
-        modes: Sequence[str] = MODES) -> dict[str, Any]:
+def run(
+    scale: Any, work: Path, pg_url: str | None, log: Callable[[str], None] = print, modes: Sequence[str] = MODES
+) -> dict[str, Any]:
     """All cells: SQLite and (when ``pg_url``) PostgreSQL, each in every mode."""
     engines = ["sqlite"] + (["postgres"] if pg_url else [])
     cells = []

@@ -31,9 +31,13 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """The system Chromium, headless, driven by Playwright."""
+    """The system Chromium, headless, driven by Playwright.
+
+    Module-scoped on purpose: Playwright's sync API keeps an asyncio loop running in
+    this thread while it is open, which would break every async test that runs later.
+    """
     if not Path(CHROMIUM).exists():
         reason = f"Chromium not found at {CHROMIUM}; the web console was NOT tested in a browser"
         if os.environ.get("CI", "").lower() == "true":

@@ -237,7 +237,6 @@ def test_postgres_away_gives_503_json_and_the_server_recovers_by_itself(
                 assert down.status_code == 503, down.text
                 error = down.json()
                 assert error["error"] and error["detail"] and "Traceback" not in down.text
-                assert http.get(f"/v1/asks/{ask_id}").status_code == 503
             finally:
                 faults_lock.ctl("start")
             faults_lock.wait_ready()
