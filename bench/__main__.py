@@ -116,6 +116,12 @@ def render(results: dict[str, Any]) -> str:
                     f" {p['expiry_read_p50_ms']:7.2f}ms x{g['expiry_read_p50_ms']:5.2f}"
                     f" {p['peak_rss_kib'] / 1024:5.0f}MiB x{g['peak_rss_kib']:4.2f}"
                 )
+                if "handle_p50_ms_vs_reference" in g:
+                    lines.append(
+                        f"{'':9} {'vs 1k ref':>10} {'':9}x{g['audit_oldest_100_ms_vs_reference']:5.2f}"
+                        f" {'':9}x{g['handle_p50_ms_vs_reference']:5.2f}"
+                        f" {'':9}x{g['expiry_read_p50_ms_vs_reference']:5.2f}"
+                    )
     http = results.get("http")
     if http:
         lines.append("")

@@ -77,7 +77,10 @@ def as_timedelta(value: timedelta | float, what: str) -> timedelta:
     """A duration given as a timedelta or a number of seconds; must be positive."""
     if isinstance(value, bool) or not isinstance(value, (timedelta, int, float)):
         raise ValueError(f"{what} must be a timedelta or a number of seconds")
-    duration = value if isinstance(value, timedelta) else timedelta(seconds=value)
+    try:
+        duration = value if isinstance(value, timedelta) else timedelta(seconds=value)
+    except (OverflowError, ValueError):
+        raise ValueError(f"{what} of {value!r} seconds is out of range") from None
     if duration <= timedelta(0):
         raise ValueError(f"{what} must be positive")
     return duration

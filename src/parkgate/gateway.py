@@ -215,10 +215,14 @@ class Gateway:
                 ttl = as_timedelta(ttl, "ttl")
             except ValueError as error:
                 raise InputError(str(error)) from None
-        if default is not None and spec.kind is AskKind.CHOICE and default not in spec.options:
-            raise InputError(f"default {default!r} is not one of the options")
-        if callback_url is not None and not callback_url.startswith(("http://", "https://")):
-            raise InputError("callback_url must be an http:// or https:// URL")
+        if default is not None:
+            check_message(default, what="default")
+            if spec.kind is AskKind.CHOICE and default not in spec.options:
+                raise InputError(f"default {default!r} is not one of the options")
+        if callback_url is not None:
+            check_message(callback_url, limit=2048, what="callback_url")
+            if not callback_url.startswith(("http://", "https://")) or any(ord(c) < 33 for c in callback_url):
+                raise InputError("callback_url must be an http:// or https:// URL")
         now = self.clock.now()
         run_id = run_id or _new_id()
 

@@ -68,6 +68,14 @@ def _canonical_prompt(prompt: str) -> str:
     return "\n".join(out)
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None = None) -> AskSpec:
     """Validate and canonicalise an ask. Raises :class:`StoppingPointError`."""
     try:
@@ -83,6 +91,8 @@ def make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None = 
         raise StoppingPointError(f"prompt is {len(text)} characters; the limit is {MAX_PROMPT_CHARS}")
     if "\x00" in text:
         raise StoppingPointError("prompt contains a NUL character")
+    if not _encodable(text):
+        raise StoppingPointError("prompt is not valid Unicode (it holds a lone surrogate)")
     for number, line in enumerate(text.split("\n"), start=1):
         if _OPEN.match(line) or _CLOSE.match(line):  # it would end or nest the rendered marker
             raise StoppingPointError(f"prompt line {number} is a stopping-point marker ({line.strip()!r})")
@@ -107,6 +117,8 @@ def make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None = 
             raise StoppingPointError(f"option {position} is empty")
         if "\x00" in tidy:
             raise StoppingPointError(f"option {position} contains a NUL character")
+        if not _encodable(tidy):
+            raise StoppingPointError(f"option {position} is not valid Unicode (it holds a lone surrogate)")
         if len(tidy) > MAX_LABEL_CHARS:
             raise StoppingPointError(f"option {position} is longer than {MAX_LABEL_CHARS} characters")
         key = normalise(tidy)
