@@ -105,25 +105,16 @@ def postgres_reachable(url: str) -> str | None:
 
 def new_schema(url: str, prefix: str = "bench") -> str:
     """Create a uniquely named schema (the caller drops it with :func:`drop_schema`)."""
-    import psycopg
-    from psycopg import sql as pgsql
+    from parkgate.store.postgres import create_schema
 
-    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(pgsql.SQL("CREATE SCHEMA {}").format(pgsql.Identifier(name)))
-    return name
+    return create_schema(url, prefix)
 
 
 def drop_schema(url: str, name: str) -> None:
     """Drop a schema made by :func:`new_schema`; quiet if the server has gone."""
-    import psycopg
-    from psycopg import sql as pgsql
+    from parkgate.store.postgres import drop_schema as drop
 
-    try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(name)))
-    except psycopg.Error:
-        pass
+    drop(url, name)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ Fixtures:
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,6 +34,8 @@ from psycopg import sql as pgsql
 from parkgate import Gateway, ManualClock
 from parkgate.demo import UML
 from parkgate.store import Store
+from parkgate.store.postgres import create_schema as _create_schema
+from parkgate.store.postgres import drop_schema
 
 PG_URL_ENV = "PARKGATE_TEST_POSTGRES_URL"
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -84,16 +85,7 @@ def require_postgres(url: str | None = None) -> str:
 
 def create_schema(url: str) -> str:
     """Create a uniquely named, empty schema and return its name."""
-    name = f"pgt_{os.getpid()}_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(pgsql.SQL("CREATE SCHEMA {}").format(pgsql.Identifier(name)))
-    return name
-
-
-def drop_schema(url: str, name: str) -> None:
-    """Drop a schema made by :func:`create_schema` with everything in it."""
-    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
-        conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(name)))
+    return _create_schema(url, "pgt")
 
 
 @dataclass(frozen=True)

@@ -13,16 +13,15 @@ import shutil
 import subprocess
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg import sql as pgsql
 
 from parkgate.clock import ManualClock
+from parkgate.store.postgres import create_schema, drop_schema
 
 from ._support import T0, StoreSpec
 
@@ -44,19 +43,7 @@ def postgres_or_skip(url: str = PG_URL) -> str:
 
 def new_schema(url: str) -> str:
     """Create a uniquely named schema; the caller drops it with :func:`drop_schema`."""
-    name = f"rel_{os.getpid()}_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(pgsql.SQL("CREATE SCHEMA {}").format(pgsql.Identifier(name)))
-    return name
-
-
-def drop_schema(url: str, name: str) -> None:
-    """Drop a schema made by :func:`new_schema` (quietly, if the server is reachable)."""
-    try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(name)))
-    except psycopg.Error:
-        pass
+    return create_schema(url, "rel")
 
 
 @pytest.fixture

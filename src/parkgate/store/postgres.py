@@ -186,3 +186,30 @@ class PostgresStore(Store):
 
     def close(self) -> None:
         self._pool.close()
+
+
+def create_schema(url: str, prefix: str = "parkgate") -> str:
+    """Create a new, uniquely named schema and return its name.
+
+    For a store of its own inside a shared database (a test run, a tenant): pass the
+    name to ``PostgresStore(url, schema=...)`` and :func:`drop_schema` it afterwards.
+    """
+    import os
+    import uuid
+
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:10]}"
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(pgsql.SQL("CREATE SCHEMA {}").format(pgsql.Identifier(name)))
+    except psycopg.OperationalError as error:
+        raise _unavailable(error) from None
+    return name
+
+
+def drop_schema(url: str, name: str) -> None:
+    """Drop ``name`` with everything in it; quiet when the server is out of reach."""
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(name)))
+    except psycopg.OperationalError:
+        pass
