@@ -35,13 +35,6 @@ def test_bad_ask_arguments_are_clear_errors_and_park_nothing(
     assert gw.audit() == []
 
 
-def test_invisible_only_text_is_a_miss_in_a_text_ask(gw: Gateway) -> None:
-    gw.ask("c", "Describe the change.")
-    assert gw.handle("c", "\u200b\u200f").kind is ReplyKind.RETRY
-    assert gw.handle("c", "  \u2060 ").kind is ReplyKind.RETRY
-    assert gw.handle("c", "fixed it").kind is ReplyKind.ANSWERED
-
-
 def test_a_long_callback_url_is_accepted(gw: Gateway) -> None:
     url = "http://127.0.0.1:9/hook?" + "a" * 1000
     assert gw.ask("c", "Q?", ["A"], callback_url=url).kind is ReplyKind.ASKED

@@ -43,11 +43,6 @@ def normalise(text: str) -> str:
     return " ".join(folded.split()).casefold()
 
 
-def _visible(word: str) -> bool:
-    """True when ``word`` has a character that is not an invisible format mark (Cf)."""
-    return any(unicodedata.category(ch) != "Cf" for ch in word)
-
-
 def _control_verdict(word: str) -> Verdict | None:
     if word in RESHOW_WORDS:
         return Verdict.RESHOW
@@ -75,7 +70,7 @@ def match(kind: AskKind, options: tuple[str, ...] | list[str], text: str) -> Mat
     if command is not None:  # the slash door is never shadowed, not even by a label "／stop"
         return Match(command)
     if kind is AskKind.TEXT:
-        if not _visible(word):  # nothing but whitespace or invisible marks is no answer
+        if not word:
             return Match(Verdict.MISMATCH)
         return Match(Verdict.ANSWER, bare_control_word=word in CONTROL_WORDS)
     number = _as_number(word, len(options))
