@@ -229,21 +229,15 @@ def interleaved_plan(asks: dict[str, Ask], workers: int, seed: int) -> list[list
     share of every conversation's messages (in a seeded order), so several clients
     hit the same conversation at the same moment: the race is real, not incidental.
     """
-    rng = random.Random(seed)
-    plans: list[list[Message]] = [[] for _ in range(workers)]
-    order = sorted(asks)
-    rng.shuffle(order)
-    for conversation in order:
-        script = list(enumerate(script_for(asks[conversation])))
-        rng.shuffle(script)
-        offset = rng.randrange(workers)
-        for j, (k, text) in enumerate(script):
-            plans[(j + offset) % workers].append(Message(conversation, text, f"{conversation}/m{k}"))
-    return plans
+    return _deal(asks, workers, seed, redeliver=False)
 
 
 def redelivery_plan(asks: dict[str, Ask], workers: int, seed: int) -> list[list[Message]]:
     """Like :func:`interleaved_plan`, but each message is delivered 1-3 times, by different clients."""
+    return _deal(asks, workers, seed, redeliver=True)
+
+
+def _deal(asks: dict[str, Ask], workers: int, seed: int, *, redeliver: bool) -> list[list[Message]]:
     rng = random.Random(seed)
     plans: list[list[Message]] = [[] for _ in range(workers)]
     order = sorted(asks)
@@ -254,7 +248,7 @@ def redelivery_plan(asks: dict[str, Ask], workers: int, seed: int) -> list[list[
         offset = rng.randrange(workers)
         for j, (k, text) in enumerate(script):
             message = Message(conversation, text, f"{conversation}/m{k}")
-            for copy in range(rng.randint(1, 3)):
+            for copy in range(rng.randint(1, 3) if redeliver else 1):
                 plans[(j + offset + copy) % workers].append(message)
     return plans
 
