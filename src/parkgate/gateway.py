@@ -9,6 +9,7 @@ sweeper), lets the state machine decide, writes, and commits. Every path returns
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import re
@@ -615,16 +616,7 @@ def _reply_for(result: Step) -> Reply:
 
 
 def _with_text(reply: Reply, text: str, *, parked: bool, followup: Reply | None = None) -> Reply:
-    return Reply(
-        kind=reply.kind,
-        text=text,
-        parked=parked,
-        ask_id=reply.ask_id,
-        answer=reply.answer,
-        option_index=reply.option_index,
-        run_id=reply.run_id,
-        followup=followup,
-    )
+    return dataclasses.replace(reply, text=text, parked=parked, followup=followup)
 
 
 def _save_run(
