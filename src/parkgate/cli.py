@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 import click
 from rich.console import Console
@@ -54,6 +55,18 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(seconds=float(found.group(1)) * _UNITS[found.group(2)])
 
 
+def _pg_timeout_option(_: click.Context, __: click.Parameter, value: str | None) -> float | None:
+    """``serve --pg-timeout``: checked here, so a bad value is a usage error, not a worker crash."""
+    if value is None:
+        return None  # the server's default (parkgate.http.app.SERVER_PG_TIMEOUT_SECONDS)
+    from parkgate.http.app import parse_pg_timeout
+
+    try:
+        return parse_pg_timeout(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
 @contextmanager
 def _gateway(db_url: str, surface: str = "cli") -> Iterator[Gateway]:
     try:
@@ -78,14 +91,32 @@ def main() -> None:
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64))
 @click.option("--token", envvar="PARKGATE_TOKEN", default=None, help="Bearer token for /v1 (env PARKGATE_TOKEN).")
-def serve(db_url: str, host: str, port: int, workers: int, token: str | None) -> None:
-    """Run the HTTP gateway (with the web console and the demo workflow)."""
+@click.option(
+    "--pg-timeout",
+    "pg_timeout",
+    envvar="PARKGATE_PG_TIMEOUT",
+    default=None,
+    callback=_pg_timeout_option,
+    metavar="SECONDS",
+    help="PostgreSQL only: seconds a request waits for a database connection before it gets "
+    "a 503 (default 3; env PARKGATE_PG_TIMEOUT).",
+)
+def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg_timeout: float | None) -> None:
+    """Run the HTTP gateway (with the web console and the demo workflow).
+
+    With PostgreSQL, PARKGATE_PG_SCHEMA picks the schema: the migration run here and
+    every worker use it.
+    """
+    from parkgate.http.server import configure, migrate_configured_store
     from parkgate.http.server import serve as run_server
 
-    with _gateway(db_url):  # migrate (and fail clearly) before the workers start
-        pass
+    configure(db_url, token, pg_timeout)
+    try:  # migrate (and fail clearly) in the store the workers will open, before they start
+        migrate_configured_store()
+    except StoreError as error:
+        raise click.ClickException(str(error)) from None
     click.echo(f"parkgate serving {db_url} on http://{host}:{port}/ (console at /, API at /v1, docs at /docs)")
-    run_server(db_url, host, port, workers, token)
+    run_server(db_url, host, port, workers, token, pg_timeout)
 
 
 def _print_reply(out: Console, reply: Reply) -> None:
@@ -213,13 +244,14 @@ def doorcheck_verdict(lines: list[dict[str, Any]]) -> str | None:
 )
 @click.option("--url", default=None, help="A live gateway's base URL (http://host:port) instead of in-process.")
 @click.option("--token", envvar="PARKGATE_TOKEN", default=None, help="Bearer token for --url.")
-def doorcheck(db_url: str | None, url: str | None, token: str | None) -> None:
+@click.option("--conversation", default=None, help="Conversation id to check in (default: a new one).")
+def doorcheck(db_url: str | None, url: str | None, token: str | None, conversation: str | None) -> None:
     """The door check: four non-answers then 'cancel' to a fresh demo ask.
 
     Prints one JSON line per reply; exits 1 unless the reply changes shape by the
     3rd/4th line and the conversation ends unparked.
     """
-    conversation_id = f"doorcheck-{uuid.uuid4().hex[:8]}"
+    conversation_id = conversation or f"doorcheck-{uuid.uuid4().hex[:8]}"
     if url:
         lines = _doorcheck_http(url.rstrip("/"), token, conversation_id)
     else:
@@ -235,6 +267,16 @@ def doorcheck(db_url: str | None, url: str | None, token: str | None) -> None:
     click.echo("doorcheck passed: the reply escalated and the exit left the conversation unparked", err=True)
 
 
+def path_segment(value: str) -> str:
+    """``value`` as one URL path segment: every reserved character percent-encoded.
+
+    ``/``, ``?``, ``#``, ``%``, spaces and non-ASCII are encoded, and so is a segment that
+    is only ``.`` or ``..`` (a client would otherwise resolve it as a dot segment).
+    """
+    quoted = quote(value, safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
+
+
 def _doorcheck_http(base: str, token: str | None, conversation_id: str) -> list[dict[str, Any]]:
     import httpx
 
@@ -245,7 +287,8 @@ def _doorcheck_http(base: str, token: str | None, conversation_id: str) -> list[
             started.raise_for_status()
 
             def send(text: str) -> dict[str, Any]:
-                response = client.post(f"/v1/conversations/{conversation_id}/messages", json={"text": text})
+                path = f"/v1/conversations/{path_segment(conversation_id)}/messages"
+                response = client.post(path, json={"text": text})
                 response.raise_for_status()
                 data: dict[str, Any] = response.json()
                 return data

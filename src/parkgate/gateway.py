@@ -225,11 +225,15 @@ class Gateway:
             if not callback_url.startswith(("http://", "https://")):
                 raise InputError("callback_url must be an http:// or https:// URL")
         now = self.clock.now()
+        given_run = run_id is not None
         run_id = run_id or _new_id()
 
         def body(tx: Transaction) -> tuple[Reply, list[_Closed]]:
             closed = self._clear_for_new_ask(tx, conversation_id, replace, now)
-            run = tx.run(run_id) or Run(run_id, conversation_id, None, "running", None, {}, None, now, now)
+            # A new run id needs no read: only a caller's own run id can name an existing run.
+            run = (tx.run(run_id) if given_run else None) or Run(
+                run_id, conversation_id, None, "running", None, {}, None, now, now
+            )
             if run.conversation_id != conversation_id:
                 raise InputError(f"run {run_id} belongs to another conversation")
             ask = self._new_ask(run, spec, now, ttl, default, callback_url, phase)
@@ -294,21 +298,17 @@ class Gateway:
         now = self.clock.now()
 
         def body(tx: Transaction) -> tuple[Reply, list[_Closed]]:
-            if message_id is not None:
-                earlier = tx.reply_for(conversation_id, message_id)
-                if earlier is not None:
-                    return Reply.from_json(earlier), []
-            reply, closed = self._decide(tx, conversation_id, message, now)
+            earlier, ask = tx.message_context(conversation_id, message_id)
+            if earlier is not None:
+                return Reply.from_json(earlier), []
+            reply, closed = self._decide(tx, ask, message, now)
             if message_id is not None:
                 tx.remember_reply(conversation_id, message_id, reply.to_json(), now)
             return reply, closed
 
         return self._transact(body)
 
-    def _decide(
-        self, tx: Transaction, conversation_id: str, message: str, now: datetime
-    ) -> tuple[Reply, list[_Closed]]:
-        ask = tx.open_ask(conversation_id)
+    def _decide(self, tx: Transaction, ask: Ask | None, message: str, now: datetime) -> tuple[Reply, list[_Closed]]:
         if ask is None:
             return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False), []
         if ask.is_expired(now):
@@ -326,8 +326,11 @@ class Gateway:
 
     def _advance(self, tx: Transaction, answered: Ask, reply: Reply, now: datetime) -> Reply:
         """After a selection/answer: a workflow run asks its next phase or finishes."""
+        if answered.phase is None:  # a plain ask: its run stays running, with nothing pending
+            tx.set_run_state(answered.run_id, "running", None, None, now)
+            return reply
         run = tx.run(answered.run_id)
-        if run is None or run.workflow is None or answered.phase is None:
+        if run is None or run.workflow is None:
             if run is not None:
                 _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=None)
             return reply
@@ -357,16 +360,12 @@ class Gateway:
         if ask.default is None:
             self._finish_run(tx, result.ask, now, outcome="expired")
         else:
-            run = tx.run(ask.run_id)
-            if run is not None:
-                _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=None)
+            tx.set_run_state(ask.run_id, "running", None, None, now)
         return _Closed(result.ask, idle_minutes=ask.idle_minutes(now))
 
     def _finish_run(self, tx: Transaction, ask: Ask, now: datetime, outcome: str) -> None:
         """Close the run's pending ask as complete: a run is never left 'running'."""
-        run = tx.run(ask.run_id)
-        if run is not None:
-            _save_run(tx, run, now, status="complete", outcome=outcome, pending_ask_id=None)
+        tx.set_run_state(ask.run_id, "complete", outcome, None, now)
 
     # -- reads -----------------------------------------------------------------
     def get(self, ask_id: str) -> Ask:

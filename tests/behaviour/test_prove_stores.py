@@ -15,7 +15,7 @@ import pytest
 from parkgate import Gateway, prove
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskStatus
-from parkgate.store.sql import SqlTransaction
+from parkgate.store.sqlite import SQLiteTransaction
 
 # 4 asks x 6 mismatch counts x 2 expiries; (29 + 29 + 26 + 28) inputs per count and expiry.
 STATES, TRANSITIONS = 48, 1344
@@ -51,9 +51,9 @@ def test_a_rerun_on_the_same_store_still_agrees(tmp_path: Path, monkeypatch: pyt
 
 
 def test_a_store_that_loses_a_cancel_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_save = SqlTransaction.save_ask
+    real_save = SQLiteTransaction.save_ask
 
-    def forgets_cancels(self: SqlTransaction, ask: Ask) -> None:
+    def forgets_cancels(self: SQLiteTransaction, ask: Ask) -> None:
         if ask.status is AskStatus.CANCELLED:
             return  # the row stays open: the conversation would stay parked
         real_save(self, ask)
@@ -62,7 +62,7 @@ def test_a_store_that_loses_a_cancel_is_caught(tmp_path: Path, monkeypatch: pyte
         c for c in prove.enumerate_cases() if c.input_class is prove.InputClass.SLASH_CONTROL and c.mismatches in (0, 4)
     ]
     monkeypatch.setattr(prove, "enumerate_cases", lambda escalate_after=3: slash_cancels)
-    monkeypatch.setattr(SqlTransaction, "save_ask", forgets_cancels)
+    monkeypatch.setattr(SQLiteTransaction, "save_ask", forgets_cancels)
     report = prove.check_store(f"sqlite:///{tmp_path / 'broken.db'}")
     assert report.failures
     assert any("store and pure machine disagree on status" in f for f in report.failures)

@@ -84,14 +84,24 @@ class StoreSpec:
     def instrument_commit_order(self) -> None:
         """Make the commit order of inbound messages readable afterwards.
 
-        SQLite: the ``rowid`` of ``inbound_messages`` (assigned under the write lock that
-        ``BEGIN IMMEDIATE`` holds until COMMIT). PostgreSQL: a sequence column this test
-        adds to its own throwaway schema; ``nextval`` runs inside the message's
-        transaction after the conversation's ask row is locked ``FOR UPDATE``, so per
-        conversation (and per client, whose calls do not overlap) it follows commit order.
+        SQLite: a trigger numbers each recorded message in a side table of this test's
+        own file (``inbound_messages`` has no rowid); the number is assigned under the
+        write lock that ``BEGIN IMMEDIATE`` holds until COMMIT. PostgreSQL: a sequence
+        column this test adds to its own throwaway schema; ``nextval`` runs inside the
+        message's transaction after the conversation's lock is taken, so per conversation
+        (and per client, whose calls do not overlap) it follows commit order.
         """
         if self.engine == "postgres":
             self.query("ALTER TABLE inbound_messages ADD COLUMN commit_seq BIGSERIAL")
+            return
+        self.query(
+            "CREATE TABLE commit_seq_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+            "conversation_id TEXT NOT NULL, message_id TEXT NOT NULL)"
+        )
+        self.query(
+            "CREATE TRIGGER commit_seq_number AFTER INSERT ON inbound_messages BEGIN "
+            "INSERT INTO commit_seq_log (conversation_id, message_id) VALUES (new.conversation_id, new.message_id); END"
+        )
 
     def commit_order(self) -> list[tuple[str, str, str]]:
         """(conversation_id, message_id, stored reply JSON) in the order they committed."""
@@ -99,10 +109,16 @@ class StoreSpec:
 
     def commit_log(self) -> list[tuple[str, str, str, datetime]]:
         """Like :meth:`commit_order`, with each message's ``received_at`` (its "now")."""
-        column = "commit_seq" if self.engine == "postgres" else "rowid"
-        rows = self.query(
-            f"SELECT conversation_id, message_id, reply, received_at FROM inbound_messages ORDER BY {column}"
-        )
+        if self.engine == "postgres":
+            statement = (
+                "SELECT conversation_id, message_id, reply, received_at FROM inbound_messages ORDER BY commit_seq"
+            )
+        else:
+            statement = (
+                "SELECT i.conversation_id, i.message_id, i.reply, i.received_at FROM inbound_messages AS i "
+                "JOIN commit_seq_log AS l USING (conversation_id, message_id) ORDER BY l.seq"
+            )
+        rows = self.query(statement)
         return [(str(a), str(b), str(c), _as_time(d)) for a, b, c, d in rows]
 
     def count(self, table: str) -> int:

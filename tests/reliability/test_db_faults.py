@@ -118,6 +118,7 @@ def test_contention_with_a_tiny_busy_timeout_loses_no_message(sqlite_spec: Store
     """8 processes on one file, 1 ms busy timeout: refusals happen, re-sends apply once."""
     gateway = sqlite_spec.gateway()
     try:
+        sqlite_spec.instrument_commit_order()
         initial = park_conversations(gateway, 50, "contend")
         plans = interleaved_plan(initial, 8, seed=31)
         sent = run_in_processes(sqlite_spec, plans, busy_timeout_ms=1)

@@ -22,8 +22,21 @@ def render_question(ask: Ask) -> str:
         return f"{ask.prompt}\n{P.TEXT_QUESTION_FOOTER}"
     lines = [ask.prompt, ""]
     lines.extend(f"{i}. {label}" for i, label in enumerate(ask.options, start=1))
-    lines.extend(["", P.CHOICE_MENU_FOOTER])
+    lines.extend(["", P.CHOICE_MENU_FOOTER if bare_exits_work(ask) else P.CHOICE_MENU_FOOTER_SLASHED])
     return "\n".join(lines)
+
+
+def bare_exits_work(ask: Ask) -> bool:
+    """True when the bare ``menu`` and ``cancel`` still leave this ask.
+
+    An option label beats a bare control word, so in a menu with an option "Menu" (or
+    "CANCEL", or any label equal to one after normalisation) the bare word selects that
+    option; only the slash forms still leave, and the footer must name those.
+    """
+    return (
+        match(ask.kind, ask.options, P.MENU_WORD).verdict is Verdict.RESHOW
+        and match(ask.kind, ask.options, P.CANCEL_WORD).verdict is Verdict.CANCEL
+    )
 
 
 def expire(ask: Ask, now: datetime) -> Step:
@@ -44,9 +57,7 @@ def _index_of(ask: Ask, answer: str | None) -> int | None:
     return ask.options.index(answer) + 1 if answer in ask.options else None
 
 
-def step(
-    ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCALATE_AFTER
-) -> Step:
+def step(ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCALATE_AFTER) -> Step:
     """Decide what ``text`` does to the open ``ask`` at ``now``.
 
     An ask idle past its TTL is expired first (reply ``pass``); otherwise the input
@@ -60,7 +71,6 @@ def step(
         return expire(ask, now)
     verdict = match(ask.kind, ask.options, text)
     touched = ask.evolve(last_touched=now)
-    question = render_question(ask)
     if verdict.verdict is Verdict.SELECT:
         assert verdict.option_index is not None
         label = ask.options[verdict.option_index - 1]
@@ -88,16 +98,14 @@ def step(
             line = P.PHRASES[ReplyKind.ANSWERED]
         return Step(ReplyKind.ANSWERED, line, closed, text)
     if verdict.verdict is Verdict.RESHOW:
-        return Step(ReplyKind.RESHOWN, P.PHRASES[ReplyKind.RESHOWN].format(menu=question), touched)
+        return Step(ReplyKind.RESHOWN, P.PHRASES[ReplyKind.RESHOWN].format(menu=render_question(ask)), touched)
     if verdict.verdict is Verdict.CANCEL:
-        closed = touched.evolve(
-            status=AskStatus.CANCELLED, outcome=AskStatus.CANCELLED.value, answered_at=now
-        )
+        closed = touched.evolve(status=AskStatus.CANCELLED, outcome=AskStatus.CANCELLED.value, answered_at=now)
         return Step(ReplyKind.CANCELLED, P.PHRASES[ReplyKind.CANCELLED], closed)
     misses = ask.mismatches + 1
     missed = touched.evolve(mismatches=misses)
     kind = ReplyKind.ESCALATED if misses >= escalate_after else ReplyKind.RETRY
-    return Step(kind, _miss_line(ask, kind, misses, question), missed)
+    return Step(kind, _miss_line(ask, kind, misses, render_question(ask)), missed)
 
 
 def _miss_line(ask: Ask, kind: ReplyKind, misses: int, question: str) -> str:

@@ -42,8 +42,14 @@ RESHOW_WORDS: frozenset[str] = frozenset({"menu", "options"})
 CANCEL_WORDS: frozenset[str] = frozenset({"cancel", "exit", "quit", "stop", "nevermind"})
 CONTROL_WORDS: frozenset[str] = RESHOW_WORDS | CANCEL_WORDS
 
-# The exits named in every escalated line and in every text question.
-EXITS_HINT = "type menu to see the options again, or cancel to drop it"
+# The words a choice menu's footer names as its exits, bare while no option label takes them.
+MENU_WORD = "menu"
+CANCEL_WORD = "cancel"
+
+# The exits named in every escalated line of a choice ask, and in every text question.
+# Both name the slash forms: they work in every ask whatever its labels, where a bare
+# word loses to an option with that label.
+EXITS_HINT = "type /" + MENU_WORD + " to see the options again, or /" + CANCEL_WORD + " to drop it"
 TEXT_EXITS_HINT = "type /cancel to drop this question, /menu to see it again"
 
 # One template per reply kind that carries text. ``{menu}`` is the rendered ask.
@@ -54,9 +60,7 @@ PHRASES: dict[ReplyKind, str] = {
     ReplyKind.ANSWERED: "Got it.",
     ReplyKind.RETRY: "That did not match any option. Reply with a number from 1 to {n}.\n{menu}",
     ReplyKind.ESCALATED: (
-        "Still no match ({tries} tries). Reply with a number from 1 to {n}, "
-        + EXITS_HINT
-        + ".\n{menu}"
+        "Still no match ({tries} tries). Reply with a number from 1 to {n}, " + EXITS_HINT + ".\n{menu}"
     ),
     ReplyKind.RESHOWN: "{menu}",
     ReplyKind.CANCELLED: "Dropped the menu, nothing ran.",
@@ -66,12 +70,12 @@ PHRASES: dict[ReplyKind, str] = {
 TEXT_RETRY = "Please type an answer ({hint}).\n{menu}"
 TEXT_ESCALATED = "Still no answer ({tries} tries). Type your answer, or " + TEXT_EXITS_HINT + ".\n{menu}"
 # Shown when a text answer is exactly a bare control word: taken as data, door named.
-TEXT_CONTROL_WORD_TAKEN = (
-    'Got it: took "{answer}" as your answer. (To drop a question, type /cancel.)'
-)
+TEXT_CONTROL_WORD_TAKEN = 'Got it: took "{answer}" as your answer. (To drop a question, type /cancel.)'
 # Rendering pieces.
 TEXT_QUESTION_FOOTER = "(" + TEXT_EXITS_HINT + ")"
-CHOICE_MENU_FOOTER = "Reply with a number, or menu / cancel."
+CHOICE_MENU_FOOTER = "Reply with a number, or " + MENU_WORD + " / " + CANCEL_WORD + "."
+# The footer when an option label takes the bare "menu" or "cancel" (only the slash forms leave).
+CHOICE_MENU_FOOTER_SLASHED = "Reply with a number, or /" + MENU_WORD + " / /" + CANCEL_WORD + "."
 # Shown by surfaces when a read found an expired ask.
 EXPIRED_NOTICE = "That question timed out after {hours} h idle and was closed."
 # What an expired ask with a default records as its outcome note.

@@ -64,6 +64,12 @@ HEALTH_TIMEOUT_SECONDS = 3.0
 ENV_DB = "PARKGATE_DB"
 ENV_TOKEN = "PARKGATE_TOKEN"
 ENV_PG_SCHEMA = "PARKGATE_PG_SCHEMA"
+ENV_PG_TIMEOUT = "PARKGATE_PG_TIMEOUT"
+#: How long the server waits for a PostgreSQL connection, in seconds, before a request gets
+#: its 503 (the library's :class:`~parkgate.store.postgres.PostgresStore` waits 10 s).
+SERVER_PG_TIMEOUT_SECONDS = 3.0
+#: The longest acquisition timeout the server accepts, in seconds.
+MAX_PG_TIMEOUT_SECONDS = 600.0
 CONSOLE_DIR = Path(__file__).parent / "console"
 
 ASGIApp = Callable[
@@ -421,7 +427,7 @@ def create_app(
     """
     owned = gateway is None
     if gateway is None:
-        gateway = Gateway(db_url or DEFAULT_URL, workflows=WORKFLOWS.values(), surface="http")
+        gateway = Gateway(store=open_server_store(db_url), workflows=WORKFLOWS.values(), surface="http")
     gw: Gateway = gateway
     for flow in WORKFLOWS.values():
         gw.workflows.setdefault(flow.name, flow)
@@ -688,22 +694,56 @@ def _env(name: str) -> str | None:
     return value or None
 
 
+def parse_pg_timeout(value: str | float) -> float:
+    """A PostgreSQL acquisition timeout in seconds: a number above 0 and at most 600."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not 0 < seconds <= MAX_PG_TIMEOUT_SECONDS:  # also refuses nan
+        raise ValueError(
+            f"the PostgreSQL timeout must be a number of seconds above 0 and at most "
+            f"{MAX_PG_TIMEOUT_SECONDS:g}, not {value!r}"
+        )
+    return seconds
+
+
+def open_server_store(url: str | None = None, *, schema: str | None = None, pg_timeout: float | None = None) -> Store:
+    """The store the HTTP server runs on (the one place the server opens its store).
+
+    On PostgreSQL, ``schema`` picks the schema, and a request waits at most
+    ``pg_timeout`` seconds (default :data:`SERVER_PG_TIMEOUT_SECONDS`) for a connection
+    before it fails with :class:`StoreUnavailable` (a 503): during an outage a request
+    fails fast instead of hanging. Both are ignored on SQLite. Opening migrates.
+    """
+    url = url or DEFAULT_URL
+    if not url.startswith(("postgres://", "postgresql://")):
+        return open_store(url)
+    timeout = SERVER_PG_TIMEOUT_SECONDS if pg_timeout is None else parse_pg_timeout(pg_timeout)
+    return open_store(url, schema=schema, timeout=timeout)
+
+
 def store_from_env() -> Store:
     """The store ``PARKGATE_DB`` names (default ``sqlite:///parkgate.db``).
 
-    ``PARKGATE_PG_SCHEMA`` puts a PostgreSQL store in that schema.
+    ``PARKGATE_PG_SCHEMA`` puts a PostgreSQL store in that schema, and
+    ``PARKGATE_PG_TIMEOUT`` (seconds, default 3) bounds the wait for a connection.
+    ``parkgate serve`` migrates through this before it starts its workers, and every
+    worker opens its store through it, so both land in the same schema.
     """
-    url = _env(ENV_DB) or DEFAULT_URL
-    schema = _env(ENV_PG_SCHEMA)
-    if schema and url.startswith(("postgres://", "postgresql://")):
-        return open_store(url, schema=schema)
-    return open_store(url)
+    timeout = _env(ENV_PG_TIMEOUT)
+    try:
+        pg_timeout = None if timeout is None else parse_pg_timeout(timeout)
+    except ValueError as error:
+        raise ValueError(f"{ENV_PG_TIMEOUT}: {error}") from None
+    return open_server_store(_env(ENV_DB), schema=_env(ENV_PG_SCHEMA), pg_timeout=pg_timeout)
 
 
 def app_from_env() -> FastAPI:
     """The app factory for ``uvicorn --factory parkgate.http.app:app_from_env``.
 
-    Reads ``PARKGATE_DB``, ``PARKGATE_TOKEN`` and ``PARKGATE_PG_SCHEMA``.
+    Reads ``PARKGATE_DB``, ``PARKGATE_TOKEN``, ``PARKGATE_PG_SCHEMA`` and
+    ``PARKGATE_PG_TIMEOUT`` (see :func:`store_from_env`).
     """
     gateway = Gateway(store=store_from_env(), workflows=WORKFLOWS.values(), surface="http")
     try:
@@ -723,5 +763,6 @@ __all__ = [
     "StartIn",
     "app_from_env",
     "create_app",
+    "open_server_store",
     "store_from_env",
 ]

@@ -59,6 +59,18 @@ class Transaction(ABC):
     def open_ask(self, conversation_id: str) -> Ask | None:
         """The conversation's open ask, locked for this transaction."""
 
+    def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
+        """Both reads of an inbound message: ``(stored reply, None)`` for a ``message_id``
+        seen before, else ``(None, the conversation's open ask, locked)``.
+
+        SQL stores answer with one statement; this default makes the two calls.
+        """
+        if message_id is not None:
+            earlier = self.reply_for(conversation_id, message_id)
+            if earlier is not None:
+                return earlier, None
+        return None, self.open_ask(conversation_id)
+
     @abstractmethod
     def ask(self, ask_id: str) -> Ask | None:
         """Any ask by id (open or closed), locked for this transaction."""
@@ -76,6 +88,16 @@ class Transaction(ABC):
     @abstractmethod
     def save_run(self, run: Run) -> None:
         """Insert or update ``run``."""
+
+    @abstractmethod
+    def set_run_state(
+        self, run_id: str, status: str, outcome: str | None, pending_ask_id: str | None, now: datetime
+    ) -> None:
+        """Update a run's status, outcome and pending ask without reading it first.
+
+        For a run whose other fields do not change (a plain ask's run); an unknown id
+        changes nothing.
+        """
 
     @abstractmethod
     def reply_for(self, conversation_id: str, message_id: str) -> str | None:

@@ -8,6 +8,7 @@ unique partial index keeps a conversation to one open ask, and the primary key o
 
 from __future__ import annotations
 
+import select
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -51,12 +52,35 @@ class PostgresTransaction(SqlTransaction):
     means the ``SELECT`` that follows starts after the previous holder committed.
     """
 
-    def open_ask(self, conversation_id: str) -> Ask | None:
+    def _lock_conversation(self, conversation_id: str) -> None:
         self._exec(
             "SELECT pg_advisory_xact_lock(?::int4, hashtext(?::text))", (CONVERSATION_LOCK_CLASS, conversation_id)
         )
+
+    def open_ask(self, conversation_id: str) -> Ask | None:
+        self._lock_conversation(conversation_id)
         return super().open_ask(conversation_id)
 
+    def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
+        if message_id is None:
+            return None, self.open_ask(conversation_id)
+        self._lock_conversation(conversation_id)
+        return super().message_context(conversation_id, message_id)
+
+
+def check_idle_connection(conn: psycopg.Connection[Any]) -> None:
+    """The pool's check on every checkout, without a round trip on a healthy connection.
+
+    An idle connection has nothing to read: if its socket is readable, the server spoke
+    out of turn (the termination notice of a restart, or end of file), and the full
+    check (an empty query) confirms it and raises, so the pool drops it instead of
+    handing it out. A connection that is merely idle costs one ``poll``, not a query.
+    """
+    if conn.closed or conn.broken:
+        raise psycopg.OperationalError("the connection is closed")
+    ready = select.select([conn.fileno()], [], [], 0)[0]
+    if ready:
+        ConnectionPool.check_connection(conn)
 
 
 def _unavailable(error: Exception) -> StoreUnavailable:
@@ -80,7 +104,6 @@ class PostgresStore(Store):
         def configure(conn: psycopg.Connection[Any]) -> None:
             if schema:
                 conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
-                conn.commit()
 
         self._pool = ConnectionPool(
             url,
@@ -89,8 +112,11 @@ class PostgresStore(Store):
             configure=configure,
             open=False,
             timeout=timeout,
+            # Transactions are explicit BEGIN ... COMMIT (see transaction()); anything else
+            # run on a pooled connection is one statement that commits itself.
+            kwargs={"autocommit": True},
             # Drop connections that died with a server restart instead of handing them out.
-            check=ConnectionPool.check_connection,
+            check=check_idle_connection,
         )
         try:
             self._pool.open(wait=True, timeout=timeout)
@@ -103,8 +129,21 @@ class PostgresStore(Store):
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         try:
-            with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                yield PostgresTransaction(cur, DIALECT)
+            with self._pool.connection() as conn:
+                try:
+                    # Pipeline mode: statements whose results nobody reads (BEGIN, the lock,
+                    # the writes, COMMIT) travel with the next one that is read, so a message
+                    # costs two round trips (BEGIN, lock and read; writes and COMMIT) instead
+                    # of one per statement. BEGIN and COMMIT are sent as statements because
+                    # psycopg's transaction() would sync the pipeline at each of them.
+                    with conn.pipeline(), conn.cursor() as cur:
+                        cur.execute(b"BEGIN")
+                        yield PostgresTransaction(cur, DIALECT)
+                        cur.execute(b"COMMIT")
+                except BaseException:
+                    if not conn.broken:
+                        conn.rollback()  # no-op when the failure already ended the transaction
+                    raise
         except (
             psycopg.errors.UniqueViolation,
             psycopg.errors.DeadlockDetected,

@@ -21,9 +21,7 @@ ASK_COLUMNS = (
     "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
     "default_answer, callback_url"
 )
-RUN_COLUMNS = (
-    "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at"
-)
+RUN_COLUMNS = "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at"
 
 
 @dataclass(frozen=True)
@@ -34,7 +32,16 @@ class Dialect:
     decode_time: Callable[[Any], datetime]
 
     def sql(self, statement: str) -> str:
-        return statement if self.placeholder == "?" else statement.replace("?", self.placeholder)
+        if self.placeholder == "?":
+            return statement
+        rewritten = _rewritten.get(statement)
+        if rewritten is None:
+            rewritten = _rewritten[statement] = statement.replace("?", self.placeholder)
+        return rewritten
+
+
+#: Statements are a fixed set of literals, so their rewrite for "%s" drivers is cached.
+_rewritten: dict[str, str] = {}
 
 
 _options_cache: dict[str, tuple[str, ...]] = {}
@@ -57,7 +64,7 @@ class SqlTransaction(Transaction):
         self._d = dialect
 
     def _exec(self, statement: str, params: Sequence[Any] = ()) -> Any:
-        return self._cur.execute(self._d.sql(statement), tuple(params))
+        return self._cur.execute(self._d.sql(statement), params)
 
     def _ask_from_row(self, row: Sequence[Any]) -> Ask:
         t = self._d.decode_time
@@ -84,12 +91,28 @@ class SqlTransaction(Transaction):
 
     def open_ask(self, conversation_id: str) -> Ask | None:
         self._exec(
-            f"SELECT {ASK_COLUMNS} FROM asks WHERE conversation_id = ? AND status = 'open'"
-            + self._d.lock_suffix,
+            f"SELECT {ASK_COLUMNS} FROM asks WHERE conversation_id = ? AND status = 'open'" + self._d.lock_suffix,
             (conversation_id,),
         )
         row = self._cur.fetchone()
         return self._ask_from_row(row) if row else None
+
+    def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
+        if message_id is None:
+            return None, self.open_ask(conversation_id)
+        # One statement for both reads of a message: its stored reply (a redelivery) and
+        # the conversation's open ask, locked. The LEFT JOIN keeps the row when no ask is open.
+        self._exec(
+            "SELECT (SELECT reply FROM inbound_messages WHERE conversation_id = ? AND message_id = ?), a.* "
+            f"FROM (SELECT 1) AS one LEFT JOIN (SELECT {ASK_COLUMNS} FROM asks "
+            "WHERE conversation_id = ? AND status = 'open'" + self._d.lock_suffix + ") AS a ON 1 = 1",
+            (conversation_id, message_id, conversation_id),
+        )
+        row = self._cur.fetchone()
+        earlier = row[0]
+        if earlier is not None:
+            return str(earlier), None
+        return None, (self._ask_from_row(row[1:]) if row[1] is not None else None)
 
     def ask(self, ask_id: str) -> Ask | None:
         self._exec(f"SELECT {ASK_COLUMNS} FROM asks WHERE id = ?" + self._d.lock_suffix, (ask_id,))
@@ -124,26 +147,6 @@ class SqlTransaction(Transaction):
 
     def save_ask(self, ask: Ask) -> None:
         t = self._d.encode_time
-        if ask.status is AskStatus.OPEN:
-            # An ask that stays open (a bounce, a re-show): leave `status` out of the SET so
-            # SQLite does not rewrite the two partial indexes keyed on it on every message.
-            # The row is still open (locked in this transaction), so the result is the same;
-            # if it is not, the full UPDATE below writes every field as before.
-            self._exec(
-                "UPDATE asks SET outcome = ?, answer = ?, option_index = ?, last_touched = ?, "
-                "answered_at = ?, mismatches = ? WHERE id = ? AND status = 'open'",
-                (
-                    ask.outcome,
-                    ask.answer,
-                    ask.option_index,
-                    t(ask.last_touched),
-                    t(ask.answered_at) if ask.answered_at else None,
-                    ask.mismatches,
-                    ask.id,
-                ),
-            )
-            if self._cur.rowcount == 1:
-                return
         self._exec(
             "UPDATE asks SET status = ?, outcome = ?, answer = ?, option_index = ?, "
             "last_touched = ?, answered_at = ?, mismatches = ? WHERE id = ?",
@@ -185,6 +188,14 @@ class SqlTransaction(Transaction):
                 t(run.created_at),
                 t(run.updated_at),
             ),
+        )
+
+    def set_run_state(
+        self, run_id: str, status: str, outcome: str | None, pending_ask_id: str | None, now: datetime
+    ) -> None:
+        self._exec(
+            "UPDATE runs SET status = ?, outcome = ?, pending_ask_id = ?, updated_at = ? WHERE id = ?",
+            (status, outcome, pending_ask_id, self._d.encode_time(now), run_id),
         )
 
     def reply_for(self, conversation_id: str, message_id: str) -> str | None:

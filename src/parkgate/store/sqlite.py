@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from parkgate.core.model import Ask
+from parkgate.core.phrases import AskStatus
 from parkgate.store.base import (
     Callback,
     Store,
@@ -40,13 +42,61 @@ DIALECT = Dialect(placeholder="?", lock_suffix="", encode_time=_encode, decode_t
 BUSY_TIMEOUT_MS = 10_000
 
 
-def path_from_url(url: str) -> Path:
-    """``sqlite:///rel.db``, ``sqlite:////abs.db`` or a bare path."""
+class SQLiteTransaction(SqlTransaction):
+    def save_ask(self, ask: Ask) -> None:
+        if ask.status is AskStatus.OPEN:
+            # An ask that stays open (a bounce, a re-show): leave `status` out of the SET so
+            # SQLite does not rewrite the two partial indexes keyed on it on every message.
+            # The row is still open (this transaction holds the write lock), so the result
+            # is the same; if it is not, the full UPDATE writes every field.
+            t = self._d.encode_time
+            self._exec(
+                "UPDATE asks SET outcome = ?, answer = ?, option_index = ?, last_touched = ?, "
+                "answered_at = ?, mismatches = ? WHERE id = ? AND status = 'open'",
+                (
+                    ask.outcome,
+                    ask.answer,
+                    ask.option_index,
+                    t(ask.last_touched),
+                    t(ask.answered_at) if ask.answered_at else None,
+                    ask.mismatches,
+                    ask.id,
+                ),
+            )
+            if self._cur.rowcount == 1:
+                return
+        super().save_ask(ask)
+
+
+#: ``PRAGMA synchronous`` settings a store may use. ``full`` (the default) syncs the WAL
+#: on every commit, so an acknowledged reply survives a power cut, as a PostgreSQL commit
+#: with ``synchronous_commit = on`` does. ``normal`` syncs only at checkpoints: faster, and
+#: the file is never corrupted, but the last commits before a power cut may be lost.
+SYNCHRONOUS = ("full", "normal")
+
+
+def parse_url(url: str) -> tuple[Path, dict[str, str]]:
+    """``sqlite:///rel.db``, ``sqlite:////abs.db`` or a bare path, and the URL's options.
+
+    A ``sqlite:`` URL may carry ``?synchronous=full|normal``; a bare path is taken as it is.
+    """
     if url.startswith("sqlite:///"):
-        return Path(url[len("sqlite:///") :])
+        location, _, query = url[len("sqlite:///") :].partition("?")
+        options: dict[str, str] = {}
+        for pair in filter(None, query.split("&")):
+            key, _, value = pair.partition("=")
+            if key != "synchronous":
+                raise StoreError(f"unknown option {key!r} in SQLite URL {url!r}: the one option is synchronous")
+            options[key] = value
+        return Path(location), options
     if url.startswith("sqlite://"):
         raise StoreError(f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////absolute.db")
-    return Path(url)
+    return Path(url), {}
+
+
+def path_from_url(url: str) -> Path:
+    """The database file a URL names (see :func:`parse_url`)."""
+    return parse_url(url)[0]
 
 
 def _read_only_storage(path: Path) -> bool:
@@ -77,9 +127,18 @@ def _classify(error: sqlite3.Error, path: Path) -> StoreError:
 
 
 class SQLiteStore(Store):
-    def __init__(self, url: str = "sqlite:///parkgate.db", *, migrate: bool = True) -> None:
+    """Asks in one SQLite file (WAL mode). ``synchronous`` is ``"full"`` (default) or
+    ``"normal"`` (see :data:`SYNCHRONOUS`); the URL's ``?synchronous=`` sets it too."""
+
+    def __init__(
+        self, url: str = "sqlite:///parkgate.db", *, migrate: bool = True, synchronous: str | None = None
+    ) -> None:
         self.url = url
-        self.path = path_from_url(url)
+        self.path, options = parse_url(url)
+        chosen = (synchronous or options.get("synchronous") or "full").lower()
+        if chosen not in SYNCHRONOUS:
+            raise StoreError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {chosen!r}")
+        self.synchronous = chosen
         if self.path.is_dir():
             raise StoreError(f"{self.path} is a folder, not a database file")
         if not self.path.parent.exists():
@@ -106,7 +165,7 @@ class SQLiteStore(Store):
                 conn.execute("PRAGMA foreign_keys = ON")
                 if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                     conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
             except sqlite3.Error as error:
                 if conn is not None:
                     conn.close()
@@ -145,7 +204,7 @@ class SQLiteStore(Store):
         except sqlite3.Error as error:
             raise _classify(error, self.path) from None
         try:
-            yield SqlTransaction(conn.cursor(), DIALECT)
+            yield SQLiteTransaction(conn.cursor(), DIALECT)
             conn.execute("COMMIT")
         except sqlite3.Error as error:
             if conn.in_transaction:

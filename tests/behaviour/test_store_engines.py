@@ -1,0 +1,149 @@
+"""Engine-specific promises of the two stores.
+
+SQLite: commits are durable by default (``synchronous = FULL``), ``normal`` is an
+explicit choice, and a version-1 file is upgraded in place with nothing lost.
+PostgreSQL: a transaction is pipelined (BEGIN ... COMMIT of its own), so a failure in
+the middle must still roll everything back and leave the pooled connection usable, and
+a pooled connection the server has dropped is replaced, not handed out.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from parkgate import Gateway
+from parkgate.clock import ManualClock
+from parkgate.core.phrases import ReplyKind
+from parkgate.store import Run, StoreConflict, StoreError, open_store
+from parkgate.store.base import iter_migrations
+from parkgate.store.postgres import PostgresStore
+from parkgate.store.sqlite import SQLiteStore, _statements
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def _synchronous(store: SQLiteStore) -> int:
+    return int(store._connection().execute("PRAGMA synchronous").fetchone()[0])
+
+
+# -- SQLite durability --------------------------------------------------------------
+def test_sqlite_commits_are_synced_by_default(tmp_path: Path) -> None:
+    with SQLiteStore(f"sqlite:///{tmp_path / 'p.db'}") as store:
+        assert store.synchronous == "full"
+        assert _synchronous(store) == 2  # FULL
+
+
+def test_sqlite_normal_durability_is_chosen_by_url_or_keyword(tmp_path: Path) -> None:
+    with open_store(f"sqlite:///{tmp_path / 'a.db'}?synchronous=normal") as store:
+        assert isinstance(store, SQLiteStore)
+        assert _synchronous(store) == 1  # NORMAL
+        assert store.path == tmp_path / "a.db"
+    with SQLiteStore(f"sqlite:///{tmp_path / 'b.db'}", synchronous="NORMAL") as store:
+        assert _synchronous(store) == 1
+    assert not (tmp_path / "a.db?synchronous=normal").exists()
+
+
+@pytest.mark.parametrize(
+    ("url_tail", "options", "says"),
+    [
+        ("?synchronous=off", {}, "synchronous must be one of full, normal"),
+        ("", {"synchronous": "extra"}, "synchronous must be one of full, normal"),
+        ("?journal=delete", {}, "unknown option 'journal'"),
+    ],
+)
+def test_sqlite_bad_durability_options_are_refused_before_any_file_is_made(
+    tmp_path: Path, url_tail: str, options: dict[str, str], says: str
+) -> None:
+    with pytest.raises(StoreError, match=says):
+        SQLiteStore(f"sqlite:///{tmp_path / 'x.db'}{url_tail}", **options)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_version_1_sqlite_file_is_upgraded_with_its_messages_kept(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    url = f"sqlite:///{path}"
+    # A file as the first release left it: only migration 1 applied, one conversation
+    # parked and one message already answered (its reply stored for redelivery).
+    with Gateway(url, clock=ManualClock(T0)) as gateway:
+        asked = gateway.ask("c-1", "Deploy?", ["Deploy", "Hold"])
+        first = gateway.handle("c-1", "maybe", message_id="m-1")
+    assert first.kind is ReplyKind.RETRY
+    conn = sqlite3.connect(path, isolation_level=None)
+    rows = conn.execute("SELECT conversation_id, message_id, reply, received_at FROM inbound_messages").fetchall()
+    conn.execute("DROP TABLE inbound_messages")
+    for version, script in iter_migrations("sqlite"):
+        if version == 1:
+            statement = next(s for s in _statements(script) if s.startswith("CREATE TABLE inbound_messages"))
+            conn.execute(statement)
+    conn.executemany("INSERT INTO inbound_messages VALUES (?, ?, ?, ?)", rows)
+    conn.execute("DELETE FROM schema_migrations WHERE version > 1")
+    assert conn.execute("SELECT wr FROM pragma_table_list('inbound_messages')").fetchone()[0] == 0
+    conn.close()
+
+    with Gateway(url, clock=ManualClock(T0)) as gateway:
+        assert gateway.store.schema_version() == 2
+        # The redelivered message still gets its first reply, and changes nothing.
+        assert gateway.handle("c-1", "Deploy", message_id="m-1") == first
+        assert gateway.get(asked.ask_id or "").mismatches == 1
+        assert gateway.handle("c-1", "Deploy", message_id="m-2").kind is ReplyKind.SELECTED
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT wr FROM pragma_table_list('inbound_messages')").fetchone()[0] == 1
+    assert conn.execute("SELECT count(*) FROM inbound_messages").fetchone()[0] == 2
+    conn.close()
+
+
+# -- PostgreSQL pipelined transactions ------------------------------------------------
+@pytest.fixture
+def one_connection_store(pg_url: str, pg_schema: str) -> PostgresStore:
+    """A store whose pool holds exactly one connection: every test call reuses it."""
+    store = PostgresStore(pg_url, schema=pg_schema, min_size=1, max_size=1, timeout=5)
+    yield store  # type: ignore[misc]
+    store.close()
+
+
+def _run(n: str) -> Run:
+    return Run(n, f"conv-{n}", None, "running", None, {}, None, T0, T0)
+
+
+def test_postgres_an_error_mid_transaction_rolls_back_and_the_connection_serves_on(
+    one_connection_store: PostgresStore,
+) -> None:
+    store = one_connection_store
+    with pytest.raises(RuntimeError, match="the caller changed its mind"), store.transaction() as tx:
+        tx.save_run(_run("r-1"))
+        raise RuntimeError("the caller changed its mind")
+    with pytest.raises(StoreConflict), store.transaction() as tx:
+        tx.save_run(_run("r-2"))
+        tx.remember_reply("c", "m", "{}", T0)
+        tx.remember_reply("c", "m", "{}", T0)  # the primary key says no
+    with store.transaction() as tx:
+        assert tx.run("r-1") is None and tx.run("r-2") is None  # nothing of either survived
+        assert tx.reply_for("c", "m") is None
+        tx.save_run(_run("r-3"))
+    with store.transaction() as tx:
+        assert tx.run("r-3") is not None
+
+
+def test_postgres_a_pooled_connection_the_server_dropped_is_replaced(
+    one_connection_store: PostgresStore, pg_url: str
+) -> None:
+    store = one_connection_store
+    gateway = Gateway(store=store, clock=ManualClock(T0))
+    conversation = f"drop-{uuid.uuid4().hex[:8]}"
+    gateway.ask(conversation, "Deploy?", ["Deploy", "Hold"])
+    with store._pool.connection() as conn:
+        pid = conn.info.backend_pid
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+        # Wait until the server has really closed it, as a restart would.
+        admin.execute("SELECT pg_sleep(0.2)")
+    reply = gateway.handle(conversation, "1", message_id="after-drop")
+    assert reply.kind is ReplyKind.SELECTED and reply.answer == "Deploy"
+    with store._pool.connection() as conn:
+        assert conn.info.backend_pid != pid

@@ -1,0 +1,160 @@
+"""``parkgate serve`` opens its store the way its workers will: same schema, same timeout.
+
+The uvicorn step is replaced by a stand-in that records what a worker would open (a
+worker builds its app with ``app_from_env``, which opens its store with
+``store_from_env``); everything before it (settings, migration) runs for real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+import uvicorn
+from click.testing import CliRunner
+
+from parkgate.cli import main
+from parkgate.http import server
+from parkgate.http.app import (
+    ENV_DB,
+    ENV_PG_SCHEMA,
+    ENV_PG_TIMEOUT,
+    ENV_TOKEN,
+    SERVER_PG_TIMEOUT_SECONDS,
+    store_from_env,
+)
+from parkgate.store.postgres import PostgresStore, create_schema, drop_schema
+
+PARKGATE_TABLES = {"asks", "runs", "inbound_messages", "outbox", "schema_migrations"}
+
+
+def tables_in(url: str, schema: str) -> set[str]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,))
+        return {str(row[0]) for row in rows}
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """The server's variables unset, and restored after the test (serve writes os.environ)."""
+    for name in (ENV_DB, ENV_TOKEN, ENV_PG_SCHEMA, ENV_PG_TIMEOUT):
+        monkeypatch.setenv(name, "placeholder")  # recorded, so it is restored at teardown
+        monkeypatch.delenv(name)
+    return monkeypatch
+
+
+@pytest.fixture
+def workers(clean_env: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
+    """Replace uvicorn: record the call and what a worker opens as its store."""
+    seen: list[dict[str, Any]] = []
+
+    def fake_uvicorn_run(app: str, **options: Any) -> None:
+        assert app == server.APP_FACTORY and options["factory"] is True
+        store = store_from_env()  # what app_from_env does first in every worker
+        try:
+            seen.append(
+                {
+                    "schema": getattr(store, "schema", None),
+                    "timeout": store._pool.timeout if isinstance(store, PostgresStore) else None,
+                    "version": store.schema_version(),
+                    "workers": options["workers"],
+                }
+            )
+        finally:
+            store.close()
+
+    clean_env.setattr(uvicorn, "run", fake_uvicorn_run)
+    yield seen
+
+
+@pytest.fixture
+def decoy(pg_url: str) -> Iterator[tuple[str, str]]:
+    """A second schema, and ``pg_url`` with it as the session's default search_path.
+
+    A migration that ignores PARKGATE_PG_SCHEMA lands in the decoy (as it would land in
+    ``public`` on a default URL), so a regression never writes to the shared ``public``.
+    Every test here that runs ``serve`` on PostgreSQL uses this URL.
+    """
+    name = create_schema(pg_url, "pgdecoy")
+    separator = "&" if "?" in pg_url else "?"
+    try:
+        yield f"{pg_url}{separator}options=-csearch_path%3D{name}", name
+    finally:
+        drop_schema(pg_url, name)
+
+
+@pytest.mark.postgres
+def test_serve_migrates_into_the_schema_its_workers_use(
+    pg_url: str, pg_schema: str, decoy: tuple[str, str], clean_env: pytest.MonkeyPatch, workers: list[dict[str, Any]]
+) -> None:
+    url, decoy_schema = decoy
+    clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
+    assert tables_in(pg_url, pg_schema) == set()
+    result = CliRunner().invoke(main, ["serve", "--db", url, "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    assert tables_in(pg_url, pg_schema) >= PARKGATE_TABLES  # migrated where the workers look
+    assert tables_in(pg_url, decoy_schema) == set()  # and nowhere else
+    assert [(w["schema"], w["workers"]) for w in workers] == [(pg_schema, 2)]
+    assert workers[0]["version"] >= 1  # the worker finds the schema already migrated
+
+
+@pytest.mark.postgres
+def test_serve_gives_its_workers_a_short_pg_timeout_by_default(
+    pg_schema: str, decoy: tuple[str, str], clean_env: pytest.MonkeyPatch, workers: list[dict[str, Any]]
+) -> None:
+    clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
+    result = CliRunner().invoke(main, ["serve", "--db", decoy[0]])
+    assert result.exit_code == 0, result.output
+    assert [w["timeout"] for w in workers] == [SERVER_PG_TIMEOUT_SECONDS] == [3.0]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("args", "env", "expected"), [(["--pg-timeout", "1.5"], None, 1.5), ([], "0.75", 0.75)])
+def test_the_operator_sets_the_pg_timeout_by_option_or_environment(
+    pg_schema: str,
+    decoy: tuple[str, str],
+    clean_env: pytest.MonkeyPatch,
+    workers: list[dict[str, Any]],
+    args: list[str],
+    env: str | None,
+    expected: float,
+) -> None:
+    clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
+    if env is not None:
+        clean_env.setenv(ENV_PG_TIMEOUT, env)
+    result = CliRunner().invoke(main, ["serve", "--db", decoy[0], *args])
+    assert result.exit_code == 0, result.output
+    assert [w["timeout"] for w in workers] == [expected]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "601", "soon", ""])
+def test_a_bad_pg_timeout_is_a_usage_error_before_anything_starts(
+    value: str, tmp_path: Any, workers: list[dict[str, Any]]
+) -> None:
+    db = tmp_path / "never.db"
+    result = CliRunner().invoke(main, ["serve", "--db", f"sqlite:///{db}", "--pg-timeout", value])
+    assert result.exit_code == 2, result.output
+    assert "--pg-timeout" in result.output and "seconds" in result.output
+    assert workers == [] and not db.exists()
+
+
+def test_serve_help_names_the_pg_timeout_and_its_default() -> None:
+    result = CliRunner().invoke(main, ["serve", "--help"])
+    assert result.exit_code == 0
+    flat = " ".join(result.output.split())
+    assert "--pg-timeout" in flat and "PARKGATE_PG_TIMEOUT" in flat
+    assert f"default {SERVER_PG_TIMEOUT_SECONDS:g}" in flat
+
+
+def test_serve_on_sqlite_migrates_the_file_and_ignores_the_pg_settings(
+    tmp_path: Any, clean_env: pytest.MonkeyPatch, workers: list[dict[str, Any]]
+) -> None:
+    clean_env.setenv(ENV_PG_SCHEMA, "not_used_here")
+    db = tmp_path / "s.db"
+    result = CliRunner().invoke(main, ["serve", "--db", f"sqlite:///{db}", "--pg-timeout", "2"])
+    assert result.exit_code == 0, result.output
+    assert db.exists()
+    assert [(w["schema"], w["timeout"]) for w in workers] == [(None, None)]
+    assert workers[0]["version"] >= 1
