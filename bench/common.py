@@ -124,6 +124,13 @@ class StoreTarget:
     engine: str  # "sqlite" | "postgres"
     url: str
     schema: str | None = None
+    #: SQLite's durability (``full``, the store's default, or ``normal``); None on PostgreSQL.
+    synchronous: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The store as the tables name it: ``sqlite (full)``, ``sqlite (normal)``, ``postgres``."""
+        return f"sqlite ({self.synchronous or 'full'})" if self.engine == "sqlite" else self.engine
 
     def open(self, **options: Any) -> Any:
         """Open the parkgate store this target names (migrated)."""
@@ -133,16 +140,18 @@ class StoreTarget:
             return PostgresStore(self.url, schema=self.schema, **options)
         from parkgate.store.sqlite import SQLiteStore
 
-        return SQLiteStore(self.url)
+        return SQLiteStore(self.url, synchronous=self.synchronous)
 
 
 @contextmanager
-def store_target(engine: str, workdir: Path, pg_url: str, label: str) -> Iterator[StoreTarget]:
+def store_target(
+    engine: str, workdir: Path, pg_url: str, label: str, synchronous: str = "full"
+) -> Iterator[StoreTarget]:
     """A fresh, empty place for one cell; removed afterwards."""
     if engine == "sqlite":
         path = workdir / f"{label}-{uuid.uuid4().hex[:6]}.db"
         try:
-            yield StoreTarget("sqlite", f"sqlite:///{path}")
+            yield StoreTarget("sqlite", f"sqlite:///{path}", synchronous=synchronous)
         finally:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)

@@ -6,8 +6,9 @@ question and, on a resume value that is not an option, routes back to itself so 
 interrupts again; each round trip is one ``invoke`` (the first starts the thread, the
 rest resume it with ``Command(resume=...)``), checkpointed by ``SqliteSaver`` on a file.
 parkgate: ``Gateway.ask`` then three ``Gateway.handle`` calls on a SQLite file. Both
-files sit in the same folder, both connections use WAL with ``synchronous=NORMAL``
-(parkgate's setting), and both sides run in alternating rounds in the same process.
+files sit in the same folder, both connections use WAL with the same ``synchronous``
+setting (``full``, parkgate's default, and again with ``normal``), and both sides run
+in alternating rounds in the same process.
 """
 
 from __future__ import annotations
@@ -62,14 +63,14 @@ def build_graph(checkpointer: Any) -> Any:
     return graph.compile(checkpointer=checkpointer)
 
 
-def _langgraph_side(path: Path) -> tuple[Callable[[str], list[int]], Callable[[], None]]:
+def _langgraph_side(path: Path, synchronous: str) -> tuple[Callable[[str], list[int]], Callable[[], None]]:
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.types import Command
 
     conn = sqlite3.connect(path, check_same_thread=False)
     saver = SqliteSaver(conn)
     saver.setup()  # WAL
-    conn.execute("PRAGMA synchronous = NORMAL")  # parkgate's durability setting, for a like-for-like file
+    conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")  # parkgate's setting: like for like
     graph = build_graph(saver)
 
     def conversation(thread_id: str) -> list[int]:
@@ -95,10 +96,10 @@ def _langgraph_side(path: Path) -> tuple[Callable[[str], list[int]], Callable[[]
     return conversation, conn.close
 
 
-def _parkgate_side(path: Path) -> tuple[Callable[[str], list[int]], Callable[[], None]]:
+def _parkgate_side(path: Path, synchronous: str) -> tuple[Callable[[str], list[int]], Callable[[], None]]:
     from parkgate import Gateway, ReplyKind
 
-    gateway = Gateway(f"sqlite:///{path}")
+    gateway = Gateway(f"sqlite:///{path}?synchronous={synchronous}")
     expected = (ReplyKind.RETRY, ReplyKind.RETRY, ReplyKind.SELECTED)
 
     def conversation(thread_id: str) -> list[int]:
@@ -118,16 +119,21 @@ def _parkgate_side(path: Path) -> tuple[Callable[[str], list[int]], Callable[[],
     return conversation, gateway.close
 
 
-def run(scale: Any, work: Path, log: Callable[[str], None] = print, rounds: int = 4) -> dict[str, Any]:
+def run(
+    scale: Any, work: Path, log: Callable[[str], None] = print, rounds: int = 4, synchronous: str = "full"
+) -> dict[str, Any]:
     """Round trips per second for each side (alternating rounds) and parkgate/LangGraph."""
     import langgraph
 
     sides = {
-        "langgraph": _langgraph_side(work / "langgraph.db"),
-        "parkgate": _parkgate_side(work / "parkgate.db"),
+        "langgraph": _langgraph_side(work / f"langgraph-{synchronous}.db", synchronous),
+        "parkgate": _parkgate_side(work / f"parkgate-{synchronous}.db", synchronous),
     }
     per_round = max(1, scale.langgraph_conversations // rounds)
-    log(f"  vs LangGraph: {per_round * rounds} conversations per side, 4 round trips each ...")
+    log(
+        f"  vs LangGraph (synchronous={synchronous}): {per_round * rounds} conversations per side, "
+        "4 round trips each ..."
+    )
     totals = {name: [0, 0.0] for name in sides}
     latencies: dict[str, list[int]] = {name: [] for name in sides}
     round_ratios = []
@@ -150,6 +156,7 @@ def run(scale: Any, work: Path, log: Callable[[str], None] = print, rounds: int 
             close()
     rates = {name: ratio(count, wall) for name, (count, wall) in totals.items()}
     result = {
+        "synchronous": synchronous,
         "conversations_per_side": per_round * rounds,
         "round_trips_per_conversation": 4,
         "langgraph_version": getattr(langgraph, "__version__", _dist_version("langgraph")),

@@ -1,6 +1,7 @@
 """Profile the reply path: the benchmark's mix under cProfile, top functions printed.
 
-``python -m bench.profile_reply [--store sqlite|postgres] [--conversations N] [--sort tottime]``
+``python -m bench.profile_reply [--store sqlite|postgres] [--synchronous full|normal]
+[--conversations N] [--sort tottime]``
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from bench.common import postgres_url, store_target, workdir
 from bench.reply_path import Plan, _gateway_ops
 
 
-def profile(engine: str, conversations: int, sort: str, limit: int, pg_url: str) -> str:
+def profile(engine: str, conversations: int, sort: str, limit: int, pg_url: str, synchronous: str = "full") -> str:
     """Run ``conversations`` scripts through one gateway under cProfile; the stats as text."""
     from parkgate import Gateway
 
-    with workdir() as work, store_target(engine, work, pg_url, "profile") as target:
+    with workdir() as work, store_target(engine, work, pg_url, "profile", synchronous=synchronous) as target:
         gateway = Gateway(store=target.open())
         try:
             plan = Plan(0, (tuple(range(conversations)),), ("",))
@@ -42,9 +43,10 @@ def main() -> None:
     parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--conversations", type=int, default=1000)
     parser.add_argument("--sort", default="tottime")
+    parser.add_argument("--synchronous", choices=["full", "normal"], default="full", help="SQLite's durability")
     parser.add_argument("--limit", type=int, default=35)
     args = parser.parse_args()
-    print(profile(args.store, args.conversations, args.sort, args.limit, postgres_url()))
+    print(profile(args.store, args.conversations, args.sort, args.limit, postgres_url(), args.synchronous))
 
 
 if __name__ == "__main__":

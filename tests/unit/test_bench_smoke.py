@@ -53,12 +53,13 @@ def test_the_mix_has_the_shares_the_readme_states() -> None:
     assert 0.09 < flavours["text"] / 10_000 < 0.11
 
 
-@pytest.mark.parametrize("mode", ["single", "processes"])
-def test_reply_path_on_sqlite(tmp_path: Path, mode: str) -> None:
-    target = StoreTarget("sqlite", f"sqlite:///{tmp_path / 'reply.db'}")
+@pytest.mark.parametrize(("mode", "synchronous"), [("single", "full"), ("processes", "normal")])
+def test_reply_path_on_sqlite(tmp_path: Path, mode: str, synchronous: str) -> None:
+    target = StoreTarget("sqlite", f"sqlite:///{tmp_path / 'reply.db'}", synchronous=synchronous)
     cell = reply_path.run_cell(target, mode, conversations=12, rounds=2, workers=2)
     _check_cell(cell, 12, 1 if mode == "single" else 2)
     assert cell["label"] == ("1 process" if mode == "single" else "2 processes")
+    assert cell["store"] == f"sqlite ({synchronous})"
 
 
 @pytest.mark.postgres
@@ -160,6 +161,9 @@ def test_python_m_bench_writes_json_and_prints_the_table(tmp_path: Path, capsys:
     data = json.loads(out.read_text())
     assert data["scale_name"] == "smoke"
     assert {"date", "cpu", "cores", "python", "sqlite"} <= set(data["machine"])
-    assert data["langgraph"]["ratio"] > 0
+    # Both durabilities, each the same on both sides, the store's default first.
+    assert [side["synchronous"] for side in data["langgraph"]] == ["full", "normal"]
+    assert all(side["ratio"] > 0 for side in data["langgraph"])
     printed = capsys.readouterr().out
     assert "vs LangGraph" in printed and f"wrote {out}" in printed
+    assert "synchronous=full" in printed and "synchronous=normal" in printed

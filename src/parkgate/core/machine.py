@@ -6,6 +6,7 @@ Pure: the caller supplies ``now``; nothing here reads a clock or touches storage
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 
 from parkgate.core import phrases as P
 from parkgate.core.matcher import Verdict, match
@@ -33,9 +34,15 @@ def bare_exits_work(ask: Ask) -> bool:
     "CANCEL", or any label equal to one after normalisation) the bare word selects that
     option; only the slash forms still leave, and the footer must name those.
     """
+    return _bare_exits_work(ask.kind, ask.options)
+
+
+@lru_cache(maxsize=4096)
+def _bare_exits_work(kind: AskKind, options: tuple[str, ...]) -> bool:
+    # Asked by the matcher itself, so the footer can never disagree with what a reply does.
     return (
-        match(ask.kind, ask.options, P.MENU_WORD).verdict is Verdict.RESHOW
-        and match(ask.kind, ask.options, P.CANCEL_WORD).verdict is Verdict.CANCEL
+        match(kind, options, P.MENU_WORD).verdict is Verdict.RESHOW
+        and match(kind, options, P.CANCEL_WORD).verdict is Verdict.CANCEL
     )
 
 
@@ -70,11 +77,12 @@ def step(ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCAL
     if ask.is_expired(now):
         return expire(ask, now)
     verdict = match(ask.kind, ask.options, text)
-    touched = ask.evolve(last_touched=now)
+    # Every branch touches the ask (last_touched = now) in the one copy it makes.
     if verdict.verdict is Verdict.SELECT:
         assert verdict.option_index is not None
         label = ask.options[verdict.option_index - 1]
-        closed = touched.evolve(
+        closed = ask.evolve(
+            last_touched=now,
             status=AskStatus.ANSWERED,
             outcome="selected",
             answer=label,
@@ -85,7 +93,8 @@ def step(ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCAL
         line = P.PHRASES[ReplyKind.SELECTED].format(index=verdict.option_index, answer=label)
         return Step(ReplyKind.SELECTED, line, closed, label, verdict.option_index)
     if verdict.verdict is Verdict.ANSWER:
-        closed = touched.evolve(
+        closed = ask.evolve(
+            last_touched=now,
             status=AskStatus.ANSWERED,
             outcome="answered",
             answer=text,
@@ -98,12 +107,15 @@ def step(ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCAL
             line = P.PHRASES[ReplyKind.ANSWERED]
         return Step(ReplyKind.ANSWERED, line, closed, text)
     if verdict.verdict is Verdict.RESHOW:
+        touched = ask.evolve(last_touched=now)
         return Step(ReplyKind.RESHOWN, P.PHRASES[ReplyKind.RESHOWN].format(menu=render_question(ask)), touched)
     if verdict.verdict is Verdict.CANCEL:
-        closed = touched.evolve(status=AskStatus.CANCELLED, outcome=AskStatus.CANCELLED.value, answered_at=now)
+        closed = ask.evolve(
+            last_touched=now, status=AskStatus.CANCELLED, outcome=AskStatus.CANCELLED.value, answered_at=now
+        )
         return Step(ReplyKind.CANCELLED, P.PHRASES[ReplyKind.CANCELLED], closed)
     misses = ask.mismatches + 1
-    missed = touched.evolve(mismatches=misses)
+    missed = ask.evolve(last_touched=now, mismatches=misses)
     kind = ReplyKind.ESCALATED if misses >= escalate_after else ReplyKind.RETRY
     return Step(kind, _miss_line(ask, kind, misses, render_question(ask)), missed)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind
 
@@ -76,10 +77,23 @@ def match(kind: AskKind, options: tuple[str, ...] | list[str], text: str) -> Mat
     number = _as_number(word, len(options))
     if number is not None:
         return Match(Verdict.SELECT, option_index=number)
-    for position, label in enumerate(options, start=1):
-        if normalise(label) == word:
-            return Match(Verdict.SELECT, option_index=position)
+    position = _label_positions(tuple(options)).get(word)
+    if position is not None:
+        return Match(Verdict.SELECT, option_index=position)
     bare = _control_verdict(word)
     if bare is not None:
         return Match(bare)
     return Match(Verdict.MISMATCH)
+
+
+@lru_cache(maxsize=4096)
+def _label_positions(options: tuple[str, ...]) -> dict[str, int]:
+    """Normalised label -> its 1-based position (the first, if two normalise alike).
+
+    An ask's options never change, so each distinct list is normalised once, not once
+    per reply. The dict is only read.
+    """
+    positions: dict[str, int] = {}
+    for position, label in enumerate(options, start=1):
+        positions.setdefault(normalise(label), position)
+    return positions

@@ -45,6 +45,9 @@ _rewritten: dict[str, str] = {}
 
 
 _options_cache: dict[str, tuple[str, ...]] = {}
+#: Stored value -> enum member, by dict lookup (an Enum call costs more, on every row read).
+_KINDS: dict[str, AskKind] = {member.value: member for member in AskKind}
+_STATUSES: dict[str, AskStatus] = {member.value: member for member in AskStatus}
 
 
 def _decode_options(raw: str) -> tuple[str, ...]:
@@ -72,10 +75,10 @@ class SqlTransaction(Transaction):
             id=row[0],
             conversation_id=row[1],
             run_id=row[2],
-            kind=AskKind(row[3]),
+            kind=_KINDS[row[3]],
             prompt=row[4],
             options=_decode_options(row[5]),
-            status=AskStatus(row[6]),
+            status=_STATUSES[row[6]],
             outcome=row[7],
             answer=row[8],
             option_index=row[9],

@@ -31,7 +31,9 @@ from parkgate.store.sql import Dialect, SqlTransaction
 
 
 def _encode(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+    if moment.tzinfo is not UTC:  # the clock's times are UTC already; convert only others
+        moment = moment.astimezone(UTC)
+    return moment.isoformat(timespec="microseconds")
 
 
 def _decode(raw: str) -> datetime:
