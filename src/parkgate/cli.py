@@ -1,7 +1,8 @@
 """The ``parkgate`` command: serve, chat, asks, doorcheck, migrate, prove.
 
 ``--db`` (or ``PARKGATE_DB``) chooses the store everywhere: ``sqlite:///parkgate.db``
-(the default), a file path, or ``postgresql://...``.
+(the default), a file path, or ``postgresql://...``; with PostgreSQL,
+``PARKGATE_PG_SCHEMA`` picks the schema for every command, as it does for the server.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from parkgate.demo import WORKFLOWS
 from parkgate.errors import InputError, ParkgateError
 from parkgate.gateway import Gateway, ask_to_dict
 from parkgate.reply import Reply
-from parkgate.store import DEFAULT_URL, StoreError
+from parkgate.store import DEFAULT_URL, StoreError, open_deployed_store
 
 db_option = click.option(
     "--db",
@@ -70,7 +71,7 @@ def _pg_timeout_option(_: click.Context, __: click.Parameter, value: str | None)
 @contextmanager
 def _gateway(db_url: str, surface: str = "cli") -> Iterator[Gateway]:
     try:
-        gateway = Gateway(db_url, workflows=WORKFLOWS.values(), surface=surface)
+        gateway = Gateway(store=open_deployed_store(db_url), workflows=WORKFLOWS.values(), surface=surface)
     except StoreError as error:
         raise click.ClickException(str(error)) from None
     try:
@@ -302,10 +303,8 @@ def _doorcheck_http(base: str, token: str | None, conversation_id: str) -> list[
 @db_option
 def migrate(db_url: str) -> None:
     """Apply pending schema migrations and print the schema version."""
-    from parkgate.store import open_store
-
     try:
-        store = open_store(db_url, migrate=False)
+        store = open_deployed_store(db_url, migrate=False)
         applied = store.migrate()
         version = store.schema_version()
         store.close()

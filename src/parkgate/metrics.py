@@ -54,4 +54,6 @@ class Metrics:
     def close(self, outcome: str, seconds_open: float | None = None) -> None:
         self.closed.labels(outcome, self.surface).inc()
         if seconds_open is not None:
-            self.time_to_answer.labels(self.surface).observe(seconds_open)
+            # A clock stepped backwards (an NTP correction) can make answered_at precede
+            # asked_at; a negative duration would corrupt the histogram's sum, so it counts as 0.
+            self.time_to_answer.labels(self.surface).observe(max(0.0, seconds_open))

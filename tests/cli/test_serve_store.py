@@ -158,3 +158,24 @@ def test_serve_on_sqlite_migrates_the_file_and_ignores_the_pg_settings(
     assert db.exists()
     assert [(w["schema"], w["timeout"]) for w in workers] == [(None, None)]
     assert workers[0]["version"] >= 1
+
+
+@pytest.mark.postgres
+def test_migrate_and_asks_use_the_same_schema_as_the_server(
+    pg_url: str, pg_schema: str, decoy: tuple[str, str], clean_env: pytest.MonkeyPatch
+) -> None:
+    url, decoy_schema = decoy
+    clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
+    migrated = CliRunner().invoke(main, ["migrate", "--db", url])
+    assert migrated.exit_code == 0, migrated.output
+    assert tables_in(pg_url, pg_schema) >= PARKGATE_TABLES
+    assert tables_in(pg_url, decoy_schema) == set()
+    # An ask parked in the deployment's schema is what `parkgate asks` lists.
+    from parkgate import Gateway
+
+    with Gateway(store=PostgresStore(pg_url, schema=pg_schema)) as gateway:
+        gateway.ask("schema-chat", "Deploy?", ["Deploy", "Hold"])
+    listed = CliRunner().invoke(main, ["asks", "--db", url, "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert "schema-chat" in listed.output
+    assert tables_in(pg_url, decoy_schema) == set()

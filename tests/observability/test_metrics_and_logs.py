@@ -60,6 +60,17 @@ def test_time_to_answer_is_observed_and_open_asks_are_gauged(gateway: Gateway) -
     assert sample(gateway, "parkgate_time_to_answer_seconds_bucket", surface="test", le="30.0") == 0
 
 
+def test_a_clock_stepped_backwards_never_records_a_negative_time_to_answer(gateway: Gateway) -> None:
+    clock = gateway.clock
+    assert isinstance(clock, ManualClock)
+    gateway.ask("a", "Deploy?", ["Yes", "No"])
+    clock.set(clock.now() - timedelta(minutes=5))  # an NTP step back between ask and answer
+    reply = gateway.handle("a", "yes")
+    assert reply.kind is ReplyKind.SELECTED
+    assert sample(gateway, "parkgate_time_to_answer_seconds_count", surface="test") == 1
+    assert sample(gateway, "parkgate_time_to_answer_seconds_sum", surface="test") == 0
+
+
 def test_an_expiry_is_counted_and_logs_one_structured_line_with_the_idle_minutes(
     gateway: Gateway, caplog: pytest.LogCaptureFixture
 ) -> None:

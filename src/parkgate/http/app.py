@@ -49,7 +49,7 @@ from parkgate.errors import AskAlreadyOpen, InputError, UnknownAsk, UnknownWorkf
 from parkgate.gateway import MAX_ID_CHARS, MAX_MESSAGE_CHARS, Gateway, ask_to_dict
 from parkgate.http.outbox import OutboxDeliverer
 from parkgate.reply import Reply
-from parkgate.store import DEFAULT_URL, Store, StoreError, StoreUnavailable, open_store
+from parkgate.store import DEFAULT_URL, ENV_PG_SCHEMA, Store, StoreError, StoreUnavailable, open_store
 
 log = logging.getLogger("parkgate.http")
 
@@ -63,7 +63,6 @@ MAX_TTL_SECONDS = 10 * 365 * 24 * 3600.0
 HEALTH_TIMEOUT_SECONDS = 3.0
 ENV_DB = "PARKGATE_DB"
 ENV_TOKEN = "PARKGATE_TOKEN"
-ENV_PG_SCHEMA = "PARKGATE_PG_SCHEMA"
 ENV_PG_TIMEOUT = "PARKGATE_PG_TIMEOUT"
 #: How long the server waits for a PostgreSQL connection, in seconds, before a request gets
 #: its 503 (the library's :class:`~parkgate.store.postgres.PostgresStore` waits 10 s).

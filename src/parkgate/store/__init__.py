@@ -5,6 +5,9 @@ from __future__ import annotations
 from parkgate.store.base import Run, Store, StoreConflict, StoreError, StoreUnavailable, Transaction
 
 DEFAULT_URL = "sqlite:///parkgate.db"
+#: The environment variable that puts a deployment's PostgreSQL store in a schema of its
+#: own; the server's workers and every CLI command that opens a store honour it.
+ENV_PG_SCHEMA = "PARKGATE_PG_SCHEMA"
 
 
 def open_store(url: str = DEFAULT_URL, **options: object) -> Store:
@@ -22,13 +25,29 @@ def open_store(url: str = DEFAULT_URL, **options: object) -> Store:
     return SQLiteStore(url, **options)  # type: ignore[arg-type]
 
 
+def open_deployed_store(url: str = DEFAULT_URL, **options: object) -> Store:
+    """:func:`open_store`, in the schema ``PARKGATE_PG_SCHEMA`` names for a PostgreSQL URL.
+
+    For the programs a deployment runs (the CLI, the server), so that all of them open
+    the same tables. ``options`` (including an explicit ``schema``) win over the variable.
+    """
+    import os
+
+    schema = os.environ.get(ENV_PG_SCHEMA, "").strip()
+    if schema and url.startswith(("postgres://", "postgresql://")):
+        options.setdefault("schema", schema)
+    return open_store(url, **options)
+
+
 __all__ = [
     "DEFAULT_URL",
+    "ENV_PG_SCHEMA",
     "Run",
     "Store",
     "StoreConflict",
     "StoreError",
     "StoreUnavailable",
     "Transaction",
+    "open_deployed_store",
     "open_store",
 ]
