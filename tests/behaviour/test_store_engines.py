@@ -78,9 +78,10 @@ def test_a_version_1_sqlite_file_is_upgraded_with_its_messages_kept(tmp_path: Pa
     rows = conn.execute("SELECT conversation_id, message_id, reply, received_at FROM inbound_messages").fetchall()
     conn.execute("DROP TABLE inbound_messages")
     for version, script in iter_migrations("sqlite"):
-        if version == 1:
-            statement = next(s for s in _statements(script) if s.startswith("CREATE TABLE inbound_messages"))
-            conn.execute(statement)
+        if version == 1:  # what version 2 changed, put back as version 1 made it
+            for statement in _statements(script):
+                if statement.startswith(("CREATE TABLE inbound_messages", "CREATE INDEX asks_by_run")):
+                    conn.execute(statement)
     conn.executemany("INSERT INTO inbound_messages VALUES (?, ?, ?, ?)", rows)
     conn.execute("DELETE FROM schema_migrations WHERE version > 1")
     assert conn.execute("SELECT wr FROM pragma_table_list('inbound_messages')").fetchone()[0] == 0
@@ -94,6 +95,7 @@ def test_a_version_1_sqlite_file_is_upgraded_with_its_messages_kept(tmp_path: Pa
         assert gateway.handle("c-1", "Deploy", message_id="m-2").kind is ReplyKind.SELECTED
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT wr FROM pragma_table_list('inbound_messages')").fetchone()[0] == 1
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'asks_by_run'").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM inbound_messages").fetchone()[0] == 2
     conn.close()
 
@@ -147,3 +149,20 @@ def test_postgres_a_pooled_connection_the_server_dropped_is_replaced(
     assert reply.kind is ReplyKind.SELECTED and reply.answer == "Deploy"
     with store._pool.connection() as conn:
         assert conn.info.backend_pid != pid
+
+
+def test_a_version_1_postgres_schema_is_upgraded_in_place(pg_url: str, pg_schema: str) -> None:
+    with Gateway(store=PostgresStore(pg_url, schema=pg_schema), clock=ManualClock(T0)) as gateway:
+        gateway.ask("c-1", "Deploy?", ["Deploy", "Hold"])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{pg_schema}"')
+        conn.execute("CREATE INDEX asks_by_run ON asks (run_id)")  # as version 1 made it
+        conn.execute("DELETE FROM schema_migrations WHERE version > 1")
+    with Gateway(store=PostgresStore(pg_url, schema=pg_schema), clock=ManualClock(T0)) as gateway:
+        assert gateway.store.schema_version() == 2
+        assert gateway.handle("c-1", "1").kind is ReplyKind.SELECTED  # the parked ask survived
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        found = conn.execute(
+            "SELECT count(*) FROM pg_indexes WHERE schemaname = %s AND indexname = 'asks_by_run'", (pg_schema,)
+        ).fetchone()
+    assert found == (0,)

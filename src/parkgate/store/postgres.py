@@ -78,9 +78,17 @@ def check_idle_connection(conn: psycopg.Connection[Any]) -> None:
     """
     if conn.closed or conn.broken:
         raise psycopg.OperationalError("the connection is closed")
-    ready = select.select([conn.fileno()], [], [], 0)[0]
-    if ready:
+    if _readable(conn.fileno()):
         ConnectionPool.check_connection(conn)
+
+
+def _readable(fd: int) -> bool:
+    """Whether ``fd`` has something to read, without waiting (poll: any fd number)."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])  # Windows: no poll(); select() suffices
 
 
 def _unavailable(error: Exception) -> StoreUnavailable:

@@ -67,7 +67,12 @@ class SqlTransaction(Transaction):
         self._d = dialect
 
     def _exec(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        """Run a statement whose result the caller reads (on ``self._cur``)."""
         return self._cur.execute(self._d.sql(statement), params)
+
+    def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
+        """Run a statement whose result nobody reads; an engine may defer it (see PostgreSQL)."""
+        self._exec(statement, params)
 
     def _ask_from_row(self, row: Sequence[Any]) -> Ask:
         t = self._d.decode_time
@@ -124,7 +129,7 @@ class SqlTransaction(Transaction):
 
     def insert_ask(self, ask: Ask) -> None:
         t = self._d.encode_time
-        self._exec(
+        self._write(
             f"INSERT INTO asks ({ASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 ask.id,
@@ -150,7 +155,7 @@ class SqlTransaction(Transaction):
 
     def save_ask(self, ask: Ask) -> None:
         t = self._d.encode_time
-        self._exec(
+        self._write(
             "UPDATE asks SET status = ?, outcome = ?, answer = ?, option_index = ?, "
             "last_touched = ?, answered_at = ?, mismatches = ? WHERE id = ?",
             (
@@ -175,7 +180,7 @@ class SqlTransaction(Transaction):
 
     def save_run(self, run: Run) -> None:
         t = self._d.encode_time
-        self._exec(
+        self._write(
             f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome, "
             "context = excluded.context, pending_ask_id = excluded.pending_ask_id, "
@@ -196,7 +201,7 @@ class SqlTransaction(Transaction):
     def set_run_state(
         self, run_id: str, status: str, outcome: str | None, pending_ask_id: str | None, now: datetime
     ) -> None:
-        self._exec(
+        self._write(
             "UPDATE runs SET status = ?, outcome = ?, pending_ask_id = ?, updated_at = ? WHERE id = ?",
             (status, outcome, pending_ask_id, self._d.encode_time(now), run_id),
         )
@@ -210,14 +215,14 @@ class SqlTransaction(Transaction):
         return str(row[0]) if row else None
 
     def remember_reply(self, conversation_id: str, message_id: str, reply: str, now: datetime) -> None:
-        self._exec(
+        self._write(
             "INSERT INTO inbound_messages (conversation_id, message_id, reply, received_at) VALUES (?, ?, ?, ?)",
             (conversation_id, message_id, reply, self._d.encode_time(now)),
         )
 
     def enqueue_callback(self, ask_id: str, url: str, payload: str, now: datetime) -> None:
         t = self._d.encode_time(now)
-        self._exec(
+        self._write(
             "INSERT INTO outbox (ask_id, url, payload, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?)",
             (ask_id, url, payload, t, t),
         )
