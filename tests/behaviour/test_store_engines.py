@@ -9,6 +9,7 @@ a pooled connection the server has dropped is replaced, not handed out.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import uuid
 from datetime import UTC, datetime
@@ -114,22 +115,28 @@ def _run(n: str) -> Run:
 
 
 def test_postgres_an_error_mid_transaction_rolls_back_and_the_connection_serves_on(
-    one_connection_store: PostgresStore,
+    one_connection_store: PostgresStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = one_connection_store
     with pytest.raises(RuntimeError, match="the caller changed its mind"), store.transaction() as tx:
         tx.save_run(_run("r-1"))
+        assert tx.run("r-1") is not None  # sent, and visible inside the transaction
         raise RuntimeError("the caller changed its mind")
     with pytest.raises(StoreConflict), store.transaction() as tx:
         tx.save_run(_run("r-2"))
         tx.remember_reply("c", "m", "{}", T0)
         tx.remember_reply("c", "m", "{}", T0)  # the primary key says no
+    with pytest.raises(psycopg.ProgrammingError), store.transaction() as tx:  # refused by the driver itself
+        tx.save_run(_run("r-4"))
+        tx.run("r-4")
+        tx.set_run_state("r-4", object(), None, None, T0)  # type: ignore[arg-type]
     with store.transaction() as tx:
-        assert tx.run("r-1") is None and tx.run("r-2") is None  # nothing of either survived
+        assert tx.run("r-1") is None and tx.run("r-2") is None and tx.run("r-4") is None  # nothing survived
         assert tx.reply_for("c", "m") is None
         tx.save_run(_run("r-3"))
     with store.transaction() as tx:
         assert tx.run("r-3") is not None
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def test_postgres_a_pooled_connection_the_server_dropped_is_replaced(

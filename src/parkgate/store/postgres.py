@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import select
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg import pq
 from psycopg import sql as pgsql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -139,15 +140,24 @@ class PostgresStore(Store):
         try:
             with self._pool.connection() as conn:
                 try:
-                    # Pipeline mode: statements whose results nobody reads (BEGIN, the lock,
-                    # the writes, COMMIT) travel with the next one that is read, so a message
-                    # costs two round trips (BEGIN, lock and read; writes and COMMIT) instead
-                    # of one per statement. BEGIN and COMMIT are sent as statements because
-                    # psycopg's transaction() would sync the pipeline at each of them.
+                    # One pipeline is one transaction. In pipeline mode a read flushes what
+                    # is queued (the lock, earlier writes) without a Sync, and PostgreSQL runs
+                    # every statement up to the Sync at the end as one implicit transaction,
+                    # committed by that Sync or rolled back on any error. So a message costs
+                    # two round trips (lock and read; writes and commit) and no BEGIN/COMMIT
+                    # statements; each statement still gets its own snapshot (READ COMMITTED).
                     with conn.pipeline(), conn.cursor() as cur:
-                        cur.execute(b"BEGIN")
-                        yield PostgresTransaction(cur, DIALECT)
-                        cur.execute(b"COMMIT")
+                        try:
+                            yield PostgresTransaction(cur, DIALECT)
+                        except BaseException:
+                            # The closing Sync would commit what was already sent, so abort
+                            # first (inside an implicit transaction ROLLBACK aborts it). After
+                            # a server error the pipeline is aborted already: the server skips
+                            # everything up to the Sync, which then rolls back.
+                            if conn.pgconn.pipeline_status != pq.PipelineStatus.ABORTED:
+                                with suppress(psycopg.Error):
+                                    cur.execute(b"ROLLBACK")
+                            raise
                 except BaseException:
                     if not conn.broken:
                         conn.rollback()  # no-op when the failure already ended the transaction
