@@ -114,7 +114,7 @@ async def _drive(
     import httpx
 
     latencies: list[int] = []
-    statuses: Counter[int] = Counter()
+    statuses: Counter[int | str] = Counter()
     kinds: Counter[str] = Counter()
     next_index = 0
     deadline = time.perf_counter() + seconds
@@ -129,7 +129,13 @@ async def _drive(
                 next_index += 1
                 method, path, body = make(index)
                 began = time.perf_counter_ns()
-                response = await client.request(method, path, json=body)
+                try:
+                    response = await client.request(method, path, json=body)
+                except httpx.TransportError as error:
+                    # A dropped connection is a result to report (under "statuses"), not a
+                    # reason to lose the whole run's figures.
+                    statuses[f"transport error ({type(error).__name__})"] += 1
+                    continue
                 latencies.append(time.perf_counter_ns() - began)
                 statuses[response.status_code] += 1
                 if body is not None and response.status_code == 200:
@@ -143,7 +149,7 @@ async def _drive(
         "wall_s": wall,
         "requests_per_s": ratio(len(latencies), wall),
         "latency": latency_summary(latencies),
-        "statuses": {str(code): n for code, n in sorted(statuses.items())},
+        "statuses": {str(code): n for code, n in sorted(statuses.items(), key=lambda item: str(item[0]))},
         "kinds": dict(kinds),
     }
 
