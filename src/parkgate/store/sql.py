@@ -21,6 +21,8 @@ ASK_COLUMNS = (
     "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
     "default_answer, callback_url"
 )
+#: What a step may change in an ask besides its status (``save_ask`` writes these).
+MUTABLE_ASK_SET = "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?"
 RUN_COLUMNS = "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at"
 
 
@@ -154,20 +156,21 @@ class SqlTransaction(Transaction):
         )
 
     def save_ask(self, ask: Ask) -> None:
-        t = self._d.encode_time
         self._write(
-            "UPDATE asks SET status = ?, outcome = ?, answer = ?, option_index = ?, "
-            "last_touched = ?, answered_at = ?, mismatches = ? WHERE id = ?",
-            (
-                ask.status.value,
-                ask.outcome,
-                ask.answer,
-                ask.option_index,
-                t(ask.last_touched),
-                t(ask.answered_at) if ask.answered_at else None,
-                ask.mismatches,
-                ask.id,
-            ),
+            f"UPDATE asks SET status = ?, {MUTABLE_ASK_SET} WHERE id = ?",
+            (ask.status.value, *self._mutable_fields(ask), ask.id),
+        )
+
+    def _mutable_fields(self, ask: Ask) -> tuple[Any, ...]:
+        """The values of :data:`MUTABLE_ASK_SET`, in its order."""
+        t = self._d.encode_time
+        return (
+            ask.outcome,
+            ask.answer,
+            ask.option_index,
+            t(ask.last_touched),
+            t(ask.answered_at) if ask.answered_at else None,
+            ask.mismatches,
         )
 
     def run(self, run_id: str) -> Run | None:

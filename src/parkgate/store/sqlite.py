@@ -27,7 +27,7 @@ from parkgate.store.base import (
     Transaction,
     iter_migrations,
 )
-from parkgate.store.sql import Dialect, SqlTransaction
+from parkgate.store.sql import MUTABLE_ASK_SET, Dialect, SqlTransaction
 
 
 def _encode(moment: datetime) -> str:
@@ -51,19 +51,9 @@ class SQLiteTransaction(SqlTransaction):
             # SQLite does not rewrite the two partial indexes keyed on it on every message.
             # The row is still open (this transaction holds the write lock), so the result
             # is the same; if it is not, the full UPDATE writes every field.
-            t = self._d.encode_time
             self._exec(
-                "UPDATE asks SET outcome = ?, answer = ?, option_index = ?, last_touched = ?, "
-                "answered_at = ?, mismatches = ? WHERE id = ? AND status = 'open'",
-                (
-                    ask.outcome,
-                    ask.answer,
-                    ask.option_index,
-                    t(ask.last_touched),
-                    t(ask.answered_at) if ask.answered_at else None,
-                    ask.mismatches,
-                    ask.id,
-                ),
+                f"UPDATE asks SET {MUTABLE_ASK_SET} WHERE id = ? AND status = 'open'",
+                (*self._mutable_fields(ask), ask.id),
             )
             if self._cur.rowcount == 1:
                 return
