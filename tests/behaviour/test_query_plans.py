@@ -8,6 +8,7 @@ closed asks and a few open ones, so that a full scan would be the wrong plan.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +81,7 @@ def _plans(location: StoreLocation) -> dict[str, str]:
                 conn.cursor(),
                 postgres.DIALECT,
                 lambda stmt, params: _pg_explain(conn, stmt, params),
-                postgres.PostgresTransaction,
+                lambda cursor, _dialect: postgres.PostgresTransaction(cursor),  # remembers nothing: reads
             )
     import sqlite3
 
@@ -102,7 +103,9 @@ def _pg_explain(conn: psycopg.Connection[Any], statement: str, params: tuple[Any
     return "\n".join(row[0] for row in conn.execute(("EXPLAIN " + statement).encode(), params))
 
 
-def _explain(cursor: Any, dialect: Dialect, explain: Any, transaction: type[SqlTransaction]) -> dict[str, str]:
+def _explain(
+    cursor: Any, dialect: Dialect, explain: Any, transaction: Callable[[Any, Dialect], SqlTransaction]
+) -> dict[str, str]:
     plans: dict[str, str] = {}
     for purpose, read in {
         "open ask of a conversation": lambda tx: tx.open_ask("conv-500"),

@@ -103,9 +103,9 @@ def test_db_comes_from_the_environment(db: str) -> None:
 def test_migrate_reports_the_schema_version(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
     first = CliRunner().invoke(main, ["migrate", "--db", url])
-    assert first.exit_code == 0 and "applied migration(s) 1, 2" in first.output
+    assert first.exit_code == 0 and "applied migration(s) 1, 2, 3" in first.output
     second = CliRunner().invoke(main, ["migrate", "--db", url])
-    assert "up to date at schema version 2" in second.output
+    assert "up to date at schema version 3" in second.output
 
 
 def test_a_file_that_is_not_a_parkgate_database_is_a_clear_error_and_left_alone(tmp_path: Path) -> None:

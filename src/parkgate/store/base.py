@@ -57,7 +57,13 @@ class Transaction(ABC):
 
     @abstractmethod
     def open_ask(self, conversation_id: str) -> Ask | None:
-        """The conversation's open ask, locked for this transaction."""
+        """The conversation's open ask, locked for this transaction.
+
+        A store may answer this (and :meth:`message_context`) from what its process last
+        committed, checking the answer only at commit: then a wrong answer makes the
+        commit raise :class:`StoreConflict` and nothing is written, so the caller's unit
+        of work must be one that it retries (as the gateway's are).
+        """
 
     def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
         """Both reads of an inbound message: ``(stored reply, None)`` for a ``message_id``

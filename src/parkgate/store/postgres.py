@@ -29,6 +29,7 @@ from parkgate.store.base import (
     Transaction,
     iter_migrations,
 )
+from parkgate.store.recent import DEFAULT_SIZE, STALE, UNSEEN, Marker, RecentOpenAsks
 from parkgate.store.sql import Dialect, SqlTransaction
 
 
@@ -51,22 +52,88 @@ class PostgresTransaction(SqlTransaction):
     statement's snapshot cannot see the new one, so it would answer ``pass`` while an
     ask is open. Taking a transaction-scoped advisory lock on the conversation first
     means the ``SELECT`` that follows starts after the previous holder committed.
+
+    When ``recent`` remembers the conversation, the read is skipped: the remembered
+    open ask is returned at once, and ``parkgate_claim`` is queued to take the same
+    locks and abort the transaction at commit unless the conversation still is exactly
+    so (see :mod:`parkgate.store.recent`). The message then costs one round trip.
     """
 
+    def __init__(self, cursor: Any, recent: RecentOpenAsks | None = None) -> None:
+        super().__init__(cursor, DIALECT)
+        self._recent = recent if recent is not None and recent.size else None
+        #: conversation -> its open ask (None: none) as this transaction leaves it.
+        self.states: dict[str, Ask | None] = {}
+        #: Whether a read was answered from memory (and so is checked only at commit).
+        self.guessed = False
+
     def _lock_conversation(self, conversation_id: str) -> None:
-        self._exec(
+        self._write(
             "SELECT pg_advisory_xact_lock(?::int4, hashtext(?::text))", (CONVERSATION_LOCK_CLASS, conversation_id)
         )
 
+    def _guess(self, conversation_id: str, message_id: str | None, *, parking: bool) -> Ask | Marker | None:
+        """The remembered open ask, with its check queued; a marker when it must be read.
+
+        Parking a new ask where this process has seen nothing guesses "none open": that
+        is the usual case, and a wrong guess costs one retry.
+        """
+        if self._recent is None:
+            return STALE
+        known = self._recent.get(conversation_id)
+        if known is UNSEEN and parking:
+            known = None
+        if isinstance(known, Marker):
+            return known
+        self._write(
+            "SELECT parkgate_claim(?, ?, ?, ?, ?)",
+            (
+                conversation_id,
+                message_id,
+                known.id if known else None,
+                known.last_touched if known else None,
+                known.mismatches if known else None,
+            ),
+        )
+        self.guessed = True
+        self.states[conversation_id] = known
+        return known
+
+    def confirm(self) -> None:
+        """Queue the last statement of a transaction that guessed: it fails the commit
+        (serialization_failure) if ``parkgate_claim`` found the guess wrong."""
+        if self.guessed:
+            self._write("SELECT parkgate_confirm_claim()")
+
     def open_ask(self, conversation_id: str) -> Ask | None:
+        known = self._guess(conversation_id, None, parking=True)
+        if not isinstance(known, Marker):
+            return known
         self._lock_conversation(conversation_id)
-        return super().open_ask(conversation_id)
+        found = SqlTransaction.open_ask(self, conversation_id)
+        self.states[conversation_id] = found
+        return found
 
     def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
-        if message_id is None:
-            return None, self.open_ask(conversation_id)
+        known = self._guess(conversation_id, message_id, parking=False)
+        if not isinstance(known, Marker):
+            return None, known
         self._lock_conversation(conversation_id)
-        return super().message_context(conversation_id, message_id)
+        if message_id is None:
+            earlier, found = None, SqlTransaction.open_ask(self, conversation_id)
+        else:
+            earlier, found = super().message_context(conversation_id, message_id)
+        if earlier is None:
+            self.states[conversation_id] = found
+        return earlier, found
+
+    def insert_ask(self, ask: Ask) -> None:
+        super().insert_ask(ask)
+        self.states[ask.conversation_id] = ask
+
+    def save_ask(self, ask: Ask) -> None:
+        super().save_ask(ask)
+        self.states[ask.conversation_id] = ask if ask.is_open else None
 
 
 def check_idle_connection(conn: psycopg.Connection[Any]) -> None:
@@ -92,11 +159,45 @@ def _readable(fd: int) -> bool:
     return bool(select.select([fd], [], [], 0)[0])  # Windows: no poll(); select() suffices
 
 
+_RETRYABLE = (
+    psycopg.errors.UniqueViolation,
+    psycopg.errors.DeadlockDetected,
+    psycopg.errors.SerializationFailure,
+    psycopg.errors.InvalidSqlStatementName,
+)
+
+
+def _translate(error: BaseException, *, guessed: bool) -> StoreError | None:
+    """The store's error for a failed transaction; ``None`` to let ``error`` through."""
+    if isinstance(error, _RETRYABLE):
+        # A racing worker won, or a remembered state was out of date (parkgate_claim), or
+        # a connection's prepared statements fell out of step: nothing was written, and
+        # the gateway retries the whole unit, which then reads what is really there.
+        return StoreConflict(str(error))
+    if isinstance(error, (psycopg.OperationalError, PoolTimeout)):
+        return _unavailable(error)
+    if isinstance(error, psycopg.errors.ReadOnlySqlTransaction):
+        return StoreError(f"PostgreSQL refused the write: {error}")
+    if guessed and isinstance(error, Exception) and not isinstance(error, StoreError):
+        # The caller gave up (an ask already open, say) on a state answered from memory
+        # and never checked: that may be stale, so retry with a real read, which raises
+        # the caller's error again if it stands.
+        return StoreConflict(f"retrying with a real read after {type(error).__name__}: {error}")
+    return None
+
+
 def _unavailable(error: Exception) -> StoreUnavailable:
     return StoreUnavailable(f"PostgreSQL is unreachable right now; try again ({error})".strip())
 
 
 class PostgresStore(Store):
+    """Asks in PostgreSQL, shared by any number of gateway processes on any hosts.
+
+    ``remember`` is how many conversations this process remembers the open ask of, so
+    that a message there is decided without a read: one round trip instead of two
+    (see :mod:`parkgate.store.recent`); 0 reads every time.
+    """
+
     def __init__(
         self,
         url: str,
@@ -106,9 +207,11 @@ class PostgresStore(Store):
         max_size: int = 10,
         migrate: bool = True,
         timeout: float = 10.0,
+        remember: int = DEFAULT_SIZE,
     ) -> None:
         self.url = url
         self.schema = schema
+        self.recent = RecentOpenAsks(remember)
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             if schema:
@@ -137,6 +240,7 @@ class PostgresStore(Store):
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
+        tx: PostgresTransaction | None = None
         try:
             with self._pool.connection() as conn:
                 try:
@@ -144,35 +248,56 @@ class PostgresStore(Store):
                     # is queued (the lock, earlier writes) without a Sync, and PostgreSQL runs
                     # every statement up to the Sync at the end as one implicit transaction,
                     # committed by that Sync or rolled back on any error. So a message costs
-                    # two round trips (lock and read; writes and commit) and no BEGIN/COMMIT
-                    # statements; each statement still gets its own snapshot (READ COMMITTED).
-                    with conn.pipeline(), conn.cursor() as cur:
-                        try:
-                            yield PostgresTransaction(cur, DIALECT)
-                        except BaseException:
-                            # The closing Sync would commit what was already sent, so abort
-                            # first (inside an implicit transaction ROLLBACK aborts it). After
-                            # a server error the pipeline is aborted already: the server skips
-                            # everything up to the Sync, which then rolls back.
-                            if conn.pgconn.pipeline_status != pq.PipelineStatus.ABORTED:
-                                with suppress(psycopg.Error):
-                                    cur.execute(b"ROLLBACK")
+                    # two round trips (lock and read; writes and commit), or one when its
+                    # read is answered from memory, and no BEGIN/COMMIT statements; each
+                    # statement still gets its own snapshot (READ COMMITTED).
+                    failed: psycopg.Error | None = None
+                    try:
+                        with conn.pipeline(), conn.cursor() as cur:
+                            tx = PostgresTransaction(cur, self.recent)
+                            try:
+                                yield tx
+                                tx.confirm()
+                            except BaseException as error:
+                                aborted = conn.pgconn.pipeline_status == pq.PipelineStatus.ABORTED
+                                if aborted and isinstance(error, psycopg.Error):
+                                    # A statement failed on the server (a stale parkgate_claim,
+                                    # a unique key) and its error surfaced mid-body: the server
+                                    # skips the rest and the Sync rolls back. Leave the pipeline
+                                    # with no exception in flight (psycopg would log one) and
+                                    # raise after.
+                                    failed = error
+                                else:
+                                    # The closing Sync would commit what was already sent, so
+                                    # abort first (in an implicit transaction ROLLBACK aborts it).
+                                    if not aborted:
+                                        with suppress(psycopg.Error):
+                                            cur.execute(b"ROLLBACK")
+                                    raise
+                    except psycopg.Error:
+                        if failed is None:
                             raise
-                except BaseException:
-                    if not conn.broken:
+                    if failed is not None:
+                        raise failed
+                except BaseException as error:
+                    if isinstance(error, psycopg.errors.InvalidSqlStatementName):
+                        # psycopg counts a statement as prepared that the server never
+                        # prepared: its PREPARE was queued behind a statement that failed
+                        # (a stale parkgate_claim) and skipped. Only a new connection, with
+                        # an empty cache on both sides, is sure to agree; the pool makes one.
+                        conn.close()
+                    elif not conn.broken:
                         conn.rollback()  # no-op when the failure already ended the transaction
                     raise
-        except (
-            psycopg.errors.UniqueViolation,
-            psycopg.errors.DeadlockDetected,
-            psycopg.errors.SerializationFailure,
-        ) as error:
-            # A racing worker won; the gateway retries the whole unit and sees its work.
-            raise StoreConflict(str(error)) from None
-        except (psycopg.OperationalError, PoolTimeout) as error:
-            raise _unavailable(error) from None
-        except psycopg.errors.ReadOnlySqlTransaction as error:
-            raise StoreError(f"PostgreSQL refused the write: {error}") from None
+        except BaseException as error:
+            if tx is not None:
+                self.recent.failed(tx.states)
+            translated = _translate(error, guessed=tx is not None and tx.guessed)
+            if translated is None:
+                raise
+            raise translated from None
+        assert tx is not None  # the body ran: the pool gave a connection
+        self.recent.committed(tx.states)
 
     def schema_version(self) -> int:
         with self._pool.connection() as conn:

@@ -1,0 +1,50 @@
+-- parkgate schema v3 (PostgreSQL): parkgate_claim and parkgate_confirm_claim, the check
+-- that lets a message be decided from what this process last committed, in one round trip.
+--
+-- Such a message's pipeline is: parkgate_claim, the writes, parkgate_confirm_claim,
+-- Sync. The claim takes the conversation's lock (the same advisory lock and row lock a
+-- reading transaction takes) and checks that the conversation is exactly as the caller
+-- decided it was: the given open ask (id, last touch and miss count: the only fields of
+-- an open ask a step changes), or none open when expected_id is NULL, and the message
+-- id not seen before. If not, it only notes so, in a setting local to the transaction;
+-- the confirmation at the end then fails with serialization_failure (SQLSTATE 40001),
+-- everything rolls back, and the store retries the message with a real read.
+--
+-- Why not fail at once: the server would skip every statement queued behind the claim,
+-- and a skipped first PREPARE leaves the driver's prepared-statement cache naming a
+-- statement the server never made. Failing last skips nothing.
+--
+-- Every statement of a VOLATILE function takes a new snapshot, so the SELECTs after the
+-- lock see what the previous holder of the lock committed.
+CREATE OR REPLACE FUNCTION parkgate_claim(
+    conv TEXT, msg TEXT, expected_id TEXT, expected_touched TIMESTAMPTZ, expected_misses INTEGER
+) RETURNS void LANGUAGE plpgsql VOLATILE AS $claim$
+DECLARE
+    found_id TEXT;
+    found_touched TIMESTAMPTZ;
+    found_misses INTEGER;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1885434467, hashtext(conv));  -- CONVERSATION_LOCK_CLASS
+    SELECT id, last_touched, mismatches INTO found_id, found_touched, found_misses
+        FROM asks WHERE conversation_id = conv AND status = 'open' FOR UPDATE;
+    IF found_id IS DISTINCT FROM expected_id
+        OR found_touched IS DISTINCT FROM expected_touched
+        OR found_misses IS DISTINCT FROM expected_misses
+        OR (msg IS NOT NULL AND EXISTS (
+            SELECT 1 FROM inbound_messages WHERE conversation_id = conv AND message_id = msg
+        )) THEN
+        PERFORM set_config('parkgate.stale_claim', conv, true);
+    END IF;
+END
+$claim$;
+
+CREATE OR REPLACE FUNCTION parkgate_confirm_claim() RETURNS void LANGUAGE plpgsql VOLATILE AS $confirm$
+DECLARE
+    stale TEXT := coalesce(current_setting('parkgate.stale_claim', true), '');
+BEGIN
+    IF stale <> '' THEN
+        RAISE EXCEPTION 'parkgate: conversation % changed since this process last saw it', stale
+            USING ERRCODE = 'serialization_failure';
+    END IF;
+END
+$confirm$;

@@ -1,0 +1,3 @@
+-- parkgate schema v3 (SQLite): nothing changes. Version 3 adds parkgate_claim on
+-- PostgreSQL, where a round trip is worth saving; SQLite reads in-process. Both engines
+-- keep the same version numbers so `parkgate migrate` reports alike on either.
