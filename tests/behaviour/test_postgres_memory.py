@@ -71,7 +71,7 @@ def _reads(transaction: list[str]) -> list[str]:
     return [s for s in transaction if s.lstrip().upper().startswith("SELECT") and not any(c in s for c in checks)]
 
 
-def test_a_message_where_this_process_parked_is_decided_without_a_read(
+def test_a_message_where_this_process_parked_is_one_statement(
     processes: tuple[Gateway, Gateway], statements: list[list[str]]
 ) -> None:
     here, _ = processes
@@ -79,12 +79,22 @@ def test_a_message_where_this_process_parked_is_decided_without_a_read(
     statements.clear()
     for text, kind in (("what?", ReplyKind.RETRY), ("menu", ReplyKind.RESHOWN), ("2", ReplyKind.SELECTED)):
         assert here.handle("c-1", text, message_id=f"m-{text}").kind is kind
-    assert len(statements) == 3
-    for sent in statements:
-        assert "parkgate_claim(" in sent[0], sent  # the check goes first, in the same round trip
-        assert "parkgate_confirm_claim()" in sent[-1], sent  # and its verdict last, before the commit
-        assert _reads(sent) == [], f"a read before the commit: {sent}"
+    # The check, the ask's new state, the run's (on the selection) and the stored reply.
+    assert [[s.split("(")[0] for s in sent] for sent in statements] == [["SELECT parkgate_step"]] * 3
     assert here.get(asked.ask_id or "").answer == "Hold"
+    assert here.run(asked.run_id or "") is not None
+
+
+def test_other_writes_after_a_guess_go_between_the_claim_and_its_confirmation(
+    processes: tuple[Gateway, Gateway], statements: list[list[str]]
+) -> None:
+    here, _ = processes
+    statements.clear()
+    here.ask("c-1", "Ship it?", OPTIONS)  # never seen here: guessed "none open"
+    (sent,) = statements
+    assert "parkgate_claim(" in sent[0] and "parkgate_confirm_claim()" in sent[-1], sent
+    assert _reads(sent) == [], f"a read before the commit: {sent}"
+    assert any(s.startswith("INSERT INTO asks") for s in sent)
 
 
 def test_a_conversation_this_process_has_not_seen_is_read_first(

@@ -9,7 +9,7 @@ unique partial index keeps a conversation to one open ask, and the primary key o
 from __future__ import annotations
 
 import select
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from typing import Any
@@ -53,10 +53,13 @@ class PostgresTransaction(SqlTransaction):
     ask is open. Taking a transaction-scoped advisory lock on the conversation first
     means the ``SELECT`` that follows starts after the previous holder committed.
 
-    When ``recent`` remembers the conversation, the read is skipped: the remembered
-    open ask is returned at once, and ``parkgate_claim`` is queued to take the same
-    locks and abort the transaction at commit unless the conversation still is exactly
-    so (see :mod:`parkgate.store.recent`). The message then costs one round trip.
+    When ``recent`` remembers the conversation, the read is skipped: the remembered open
+    ask is returned at once (see :mod:`parkgate.store.recent`), and the writes are held
+    back until :meth:`finish`. Then they go in one round trip, checked by migration 3's
+    functions: the usual message (the ask's new state, its run's, the stored reply) as
+    the single statement ``parkgate_step``; anything else as ``parkgate_claim``, the
+    writes, and ``parkgate_confirm_claim``. Either way the commit fails with
+    serialization_failure, writing nothing, unless the conversation was as remembered.
     """
 
     def __init__(self, cursor: Any, recent: RecentOpenAsks | None = None) -> None:
@@ -66,44 +69,89 @@ class PostgresTransaction(SqlTransaction):
         self.states: dict[str, Ask | None] = {}
         #: Whether a read was answered from memory (and so is checked only at commit).
         self.guessed = False
+        #: The claim's parameters, and the writes held back behind it (None: sending).
+        self._claim: tuple[Any, ...] = ()
+        self._held: list[tuple[str, Sequence[Any]]] | None = None
+        #: The held writes that fold into parkgate_step, by part ("ask", "run", "reply").
+        self._parts: list[tuple[str, tuple[Any, ...]]] = []
 
+    # -- sending ---------------------------------------------------------------------
+    def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
+        if self._held is not None:
+            self._held.append((statement, params))
+        else:
+            super()._write(statement, params)
+
+    def _exec(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        """A read: whatever is held back goes first, in order."""
+        if self._held is not None:
+            self._release()
+        return super()._exec(statement, params)
+
+    def _release(self) -> None:
+        held, self._held = self._held or [], None
+        self._write(_CLAIM, self._claim)
+        for statement, params in held:
+            self._write(statement, params)
+
+    def finish(self) -> None:
+        """Send what a guess held back, checked; called once, before the commit."""
+        if not self.guessed:
+            return
+        if self._held is not None:
+            folded = self._folded()
+            if folded is not None:
+                self._held = None
+                self._write(_STEP, folded)
+                return
+            self._release()
+        self._write("SELECT parkgate_confirm_claim()")
+
+    def _folded(self) -> tuple[Any, ...] | None:
+        """``parkgate_step``'s parameters when the held writes are exactly the usual ones."""
+        parts = dict(self._parts)
+        if self._held is None or len(self._held) != len(self._parts) or len(parts) != len(self._parts):
+            return None  # something else was written too (or a part twice)
+        conversation_id, message_id, expected_id = self._claim[:3]
+        ask: Ask | None = parts.get("ask", (None,))[0]
+        if ask is None or ask.id != expected_id:
+            return None
+        run = parts.get("run", (None, None, None, None, None))
+        reply = parts.get("reply", (conversation_id, message_id, None, None))
+        if reply[:2] != (conversation_id, message_id):
+            return None
+        return (*self._claim, ask.status.value, *self._mutable_fields(ask), *run, *reply[2:])
+
+    # -- reads that may be answered from memory --------------------------------------------
     def _lock_conversation(self, conversation_id: str) -> None:
         self._write(
             "SELECT pg_advisory_xact_lock(?::int4, hashtext(?::text))", (CONVERSATION_LOCK_CLASS, conversation_id)
         )
 
     def _guess(self, conversation_id: str, message_id: str | None, *, parking: bool) -> Ask | Marker | None:
-        """The remembered open ask, with its check queued; a marker when it must be read.
+        """The remembered open ask (its writes then held back); a marker when it must be read.
 
         Parking a new ask where this process has seen nothing guesses "none open": that
         is the usual case, and a wrong guess costs one retry.
         """
-        if self._recent is None:
-            return STALE
+        if self._recent is None or self.guessed:
+            return STALE  # one guess per transaction: the claim checks one conversation
         known = self._recent.get(conversation_id)
         if known is UNSEEN and parking:
             known = None
         if isinstance(known, Marker):
             return known
-        self._write(
-            "SELECT parkgate_claim(?, ?, ?, ?, ?)",
-            (
-                conversation_id,
-                message_id,
-                known.id if known else None,
-                known.last_touched if known else None,
-                known.mismatches if known else None,
-            ),
+        self._claim = (
+            conversation_id,
+            message_id,
+            known.id if known else None,
+            known.last_touched if known else None,
+            known.mismatches if known else None,
         )
+        self._held = []
         self.guessed = True
         self.states[conversation_id] = known
         return known
-
-    def confirm(self) -> None:
-        """Queue the last statement of a transaction that guessed: it fails the commit
-        (serialization_failure) if ``parkgate_claim`` found the guess wrong."""
-        if self.guessed:
-            self._write("SELECT parkgate_confirm_claim()")
 
     def open_ask(self, conversation_id: str) -> Ask | None:
         known = self._guess(conversation_id, None, parking=True)
@@ -127,13 +175,37 @@ class PostgresTransaction(SqlTransaction):
             self.states[conversation_id] = found
         return earlier, found
 
+    # -- writes (remembered, and noted for folding) ------------------------------------------
+    def _part(self, name: str, values: tuple[Any, ...]) -> None:
+        if self._held is not None:
+            self._parts.append((name, values))
+
     def insert_ask(self, ask: Ask) -> None:
         super().insert_ask(ask)
         self.states[ask.conversation_id] = ask
 
     def save_ask(self, ask: Ask) -> None:
+        self._part("ask", (ask,))
         super().save_ask(ask)
         self.states[ask.conversation_id] = ask if ask.is_open else None
+
+    def set_run_state(
+        self, run_id: str, status: str, outcome: str | None, pending_ask_id: str | None, now: datetime
+    ) -> None:
+        self._part("run", (run_id, status, outcome, pending_ask_id, now))
+        super().set_run_state(run_id, status, outcome, pending_ask_id, now)
+
+    def remember_reply(self, conversation_id: str, message_id: str, reply: str, now: datetime) -> None:
+        self._part("reply", (conversation_id, message_id, reply, now))
+        super().remember_reply(conversation_id, message_id, reply, now)
+
+
+_CLAIM = "SELECT parkgate_claim(?::text, ?::text, ?::text, ?::timestamptz, ?::int4)"
+_STEP = (
+    "SELECT parkgate_step(?::text, ?::text, ?::text, ?::timestamptz, ?::int4, "
+    "?::text, ?::text, ?::text, ?::int4, ?::timestamptz, ?::timestamptz, ?::int4, "
+    "?::text, ?::text, ?::text, ?::text, ?::timestamptz, ?::text, ?::timestamptz)"
+)
 
 
 def check_idle_connection(conn: psycopg.Connection[Any]) -> None:
@@ -257,7 +329,7 @@ class PostgresStore(Store):
                             tx = PostgresTransaction(cur, self.recent)
                             try:
                                 yield tx
-                                tx.confirm()
+                                tx.finish()
                             except BaseException as error:
                                 aborted = conn.pgconn.pipeline_status == pq.PipelineStatus.ABORTED
                                 if aborted and isinstance(error, psycopg.Error):

@@ -48,3 +48,33 @@ BEGIN
     END IF;
 END
 $confirm$;
+
+-- The usual message in one statement: the claim, the ask's new state, its run's (when
+-- run_id is given), and the stored reply (when reply is given), as the store would send
+-- them one by one. Being the only statement, it can fail at once: nothing is queued
+-- behind it.
+CREATE OR REPLACE FUNCTION parkgate_step(
+    conv TEXT, msg TEXT, expected_id TEXT, expected_touched TIMESTAMPTZ, expected_misses INTEGER,
+    new_status TEXT, new_outcome TEXT, new_answer TEXT, new_option_index INTEGER,
+    new_last_touched TIMESTAMPTZ, new_answered_at TIMESTAMPTZ, new_mismatches INTEGER,
+    run TEXT, run_status TEXT, run_outcome TEXT, run_pending_ask_id TEXT, run_updated_at TIMESTAMPTZ,
+    reply TEXT, received_at TIMESTAMPTZ
+) RETURNS void LANGUAGE plpgsql VOLATILE AS $step$
+BEGIN
+    PERFORM parkgate_claim(conv, msg, expected_id, expected_touched, expected_misses);
+    PERFORM parkgate_confirm_claim();
+    UPDATE asks SET status = new_status, outcome = new_outcome, answer = new_answer,
+        option_index = new_option_index, last_touched = new_last_touched,
+        answered_at = new_answered_at, mismatches = new_mismatches
+        WHERE id = expected_id;
+    IF run IS NOT NULL THEN
+        UPDATE runs SET status = run_status, outcome = run_outcome, pending_ask_id = run_pending_ask_id,
+            updated_at = run_updated_at
+            WHERE id = run;
+    END IF;
+    IF reply IS NOT NULL THEN
+        INSERT INTO inbound_messages (conversation_id, message_id, reply, received_at)
+            VALUES (conv, msg, reply, received_at);
+    END IF;
+END
+$step$;
