@@ -47,19 +47,30 @@ def processes(pg_url: str, pg_schema: str, clock: ManualClock) -> Iterator[tuple
         gateway.close()
 
 
+class _RecordingCursor:
+    """A cursor that notes every statement it sends, and is otherwise the cursor."""
+
+    def __init__(self, cursor: Any, sent: list[str]) -> None:
+        self._cursor = cursor
+        self._sent = sent
+
+    def execute(self, statement: Any, params: Any = ()) -> Any:
+        self._sent.append(statement.decode() if isinstance(statement, bytes) else statement)
+        return self._cursor.execute(statement, params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+
 @pytest.fixture
 def statements(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """Every statement each PostgreSQL transaction sends, one list per transaction."""
     sent: list[list[str]] = []
 
     class Recording(postgres.PostgresTransaction):
-        def __init__(self, cursor: Any, recent: Any = None) -> None:
-            super().__init__(cursor, recent)
+        def __init__(self, cursor: Any, *args: Any) -> None:
             sent.append([])
-
-        def _exec(self, statement: str, params: Any = ()) -> Any:
-            sent[-1].append(statement)
-            return super()._exec(statement, params)
+            super().__init__(_RecordingCursor(cursor, sent[-1]), *args)
 
     monkeypatch.setattr(postgres, "PostgresTransaction", Recording)
     return sent
@@ -85,16 +96,31 @@ def test_a_message_where_this_process_parked_is_one_statement(
     assert here.run(asked.run_id or "") is not None
 
 
-def test_other_writes_after_a_guess_go_between_the_claim_and_its_confirmation(
+def test_parking_where_nothing_is_remembered_open_sends_only_its_writes(
     processes: tuple[Gateway, Gateway], statements: list[list[str]]
 ) -> None:
     here, _ = processes
     statements.clear()
     here.ask("c-1", "Ship it?", OPTIONS)  # never seen here: guessed "none open"
     (sent,) = statements
+    # No lock, no read, no claim: the unique index on open asks is the check. The run and
+    # the ask are written by one statement.
+    (statement,) = sent
+    assert statement.startswith("WITH w0 AS (INSERT INTO runs") and ") INSERT INTO asks" in statement
+
+
+def test_other_writes_after_a_guess_go_between_the_claim_and_its_confirmation(
+    processes: tuple[Gateway, Gateway], statements: list[list[str]]
+) -> None:
+    here, _ = processes
+    first = here.ask("c-1", "Ship it?", OPTIONS)
+    statements.clear()
+    second = here.ask("c-1", "Roll back?", OPTIONS, replace=True)  # closes the remembered ask, parks anew
+    (sent,) = statements
     assert "parkgate_claim(" in sent[0] and "parkgate_confirm_claim()" in sent[-1], sent
     assert _reads(sent) == [], f"a read before the commit: {sent}"
-    assert any(s.startswith("INSERT INTO asks") for s in sent)
+    assert here.get(first.ask_id or "").outcome == "replaced"
+    assert [ask.id for ask in here.audit()] == [second.ask_id]
 
 
 def test_a_conversation_this_process_has_not_seen_is_read_first(

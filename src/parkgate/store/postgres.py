@@ -9,9 +9,10 @@ unique partial index keeps a conversation to one open ask, and the primary key o
 from __future__ import annotations
 
 import select
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import psycopg
@@ -62,8 +63,12 @@ class PostgresTransaction(SqlTransaction):
     serialization_failure, writing nothing, unless the conversation was as remembered.
     """
 
-    def __init__(self, cursor: Any, recent: RecentOpenAsks | None = None) -> None:
+    def __init__(
+        self, cursor: Any, recent: RecentOpenAsks | None = None, enter_pipeline: Callable[[], None] | None = None
+    ) -> None:
         super().__init__(cursor, DIALECT)
+        #: Called before every statement but the folded one (see PostgresStore.transaction).
+        self._enter_pipeline = enter_pipeline or (lambda: None)
         self._recent = recent if recent is not None and recent.size else None
         #: conversation -> its open ask (None: none) as this transaction leaves it.
         self.states: dict[str, Ask | None] = {}
@@ -74,6 +79,8 @@ class PostgresTransaction(SqlTransaction):
         self._held: list[tuple[str, Sequence[Any]]] | None = None
         #: The held writes that fold into parkgate_step, by part ("ask", "run", "reply").
         self._parts: list[tuple[str, tuple[Any, ...]]] = []
+        #: Whether a new ask is parked in the conversation the claim is about.
+        self._parks_in_claimed = False
 
     # -- sending ---------------------------------------------------------------------
     def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
@@ -83,14 +90,16 @@ class PostgresTransaction(SqlTransaction):
             super()._write(statement, params)
 
     def _exec(self, statement: str, params: Sequence[Any] = ()) -> Any:
-        """A read: whatever is held back goes first, in order."""
+        """Every statement but the folded one: whatever is held back goes first, in order."""
         if self._held is not None:
             self._release()
+        self._enter_pipeline()
         return super()._exec(statement, params)
 
-    def _release(self) -> None:
+    def _release(self, *, claim: bool = True) -> None:
         held, self._held = self._held or [], None
-        self._write(_CLAIM, self._claim)
+        if claim:
+            self._write(_CLAIM, self._claim)
         for statement, params in held:
             self._write(statement, params)
 
@@ -101,8 +110,17 @@ class PostgresTransaction(SqlTransaction):
         if self._held is not None:
             folded = self._folded()
             if folded is not None:
+                # Alone, outside a pipeline: one round trip that commits by itself.
                 self._held = None
-                self._write(_STEP, folded)
+                SqlTransaction._exec(self, _STEP, folded)
+                return
+            if self._claim[2] is None and self._parks_in_claimed:
+                # A new ask where nothing was open: the unique index on open asks is the
+                # check. Its INSERT fails (a conflict, retried with a read) if one is open.
+                # The writes go as one statement, outside a pipeline: each but the last as
+                # a data-modifying WITH (PostgreSQL runs every one of those).
+                held, self._held = self._held, None
+                SqlTransaction._exec(self, *_as_one_statement(held))
                 return
             self._release()
         self._write("SELECT parkgate_confirm_claim()")
@@ -181,6 +199,8 @@ class PostgresTransaction(SqlTransaction):
             self._parts.append((name, values))
 
     def insert_ask(self, ask: Ask) -> None:
+        if self._held is not None and self._claim and ask.conversation_id == self._claim[0]:
+            self._parks_in_claimed = True
         super().insert_ask(ask)
         self.states[ask.conversation_id] = ask
 
@@ -198,6 +218,15 @@ class PostgresTransaction(SqlTransaction):
     def remember_reply(self, conversation_id: str, message_id: str, reply: str, now: datetime) -> None:
         self._part("reply", (conversation_id, message_id, reply, now))
         super().remember_reply(conversation_id, message_id, reply, now)
+
+
+def _as_one_statement(writes: Sequence[tuple[str, Sequence[Any]]]) -> tuple[str, tuple[Any, ...]]:
+    """INSERT/UPDATE statements as one: ``WITH w0 AS (first), ... last`` and all their parameters."""
+    *before, (last, last_params) = writes
+    if not before:
+        return last, tuple(last_params)
+    ctes = ", ".join(f"w{n} AS ({statement})" for n, (statement, _) in enumerate(before))
+    return f"WITH {ctes} {last}", tuple(value for _, params in writes for value in params)
 
 
 _CLAIM = "SELECT parkgate_claim(?::text, ?::text, ?::text, ?::timestamptz, ?::int4)"
@@ -237,6 +266,12 @@ _RETRYABLE = (
     psycopg.errors.SerializationFailure,
     psycopg.errors.InvalidSqlStatementName,
 )
+
+
+def _enter_pipeline(conn: psycopg.Connection[Any], stack: ExitStack) -> None:
+    """Put ``conn`` in pipeline mode until ``stack`` closes (once: later calls do nothing)."""
+    if conn.pgconn.pipeline_status == pq.PipelineStatus.OFF:
+        stack.enter_context(conn.pipeline())
 
 
 def _translate(error: BaseException, *, guessed: bool) -> StoreError | None:
@@ -322,17 +357,20 @@ class PostgresStore(Store):
                     # committed by that Sync or rolled back on any error. So a message costs
                     # two round trips (lock and read; writes and commit), or one when its
                     # read is answered from memory, and no BEGIN/COMMIT statements; each
-                    # statement still gets its own snapshot (READ COMMITTED).
+                    # statement still gets its own snapshot (READ COMMITTED). The pipeline is
+                    # entered at the first statement sent: a guessed message that folds into
+                    # the one statement parkgate_step needs none (autocommit commits it).
                     failed: psycopg.Error | None = None
                     try:
-                        with conn.pipeline(), conn.cursor() as cur:
-                            tx = PostgresTransaction(cur, self.recent)
+                        with ExitStack() as stack:
+                            cur = stack.enter_context(conn.cursor())
+                            tx = PostgresTransaction(cur, self.recent, partial(_enter_pipeline, conn, stack))
                             try:
                                 yield tx
                                 tx.finish()
                             except BaseException as error:
-                                aborted = conn.pgconn.pipeline_status == pq.PipelineStatus.ABORTED
-                                if aborted and isinstance(error, psycopg.Error):
+                                status = conn.pgconn.pipeline_status
+                                if status == pq.PipelineStatus.ABORTED and isinstance(error, psycopg.Error):
                                     # A statement failed on the server (a stale parkgate_claim,
                                     # a unique key) and its error surfaced mid-body: the server
                                     # skips the rest and the Sync rolls back. Leave the pipeline
@@ -342,7 +380,7 @@ class PostgresStore(Store):
                                 else:
                                     # The closing Sync would commit what was already sent, so
                                     # abort first (in an implicit transaction ROLLBACK aborts it).
-                                    if not aborted:
+                                    if status == pq.PipelineStatus.ON:
                                         with suppress(psycopg.Error):
                                             cur.execute(b"ROLLBACK")
                                     raise

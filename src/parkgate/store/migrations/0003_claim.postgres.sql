@@ -49,10 +49,14 @@ BEGIN
 END
 $confirm$;
 
--- The usual message in one statement: the claim, the ask's new state, its run's (when
--- run_id is given), and the stored reply (when reply is given), as the store would send
--- them one by one. Being the only statement, it can fail at once: nothing is queued
--- behind it.
+-- The usual message in one statement: the ask's new state, its run's (when run is
+-- given) and the stored reply (when reply is given), as the store would write them one
+-- by one. No lock is taken first: the UPDATE is the check. It changes the ask only if
+-- it is still open exactly as remembered; a concurrent writer holds the row until it
+-- commits, and then the UPDATE re-checks that writer's version and finds no match. A
+-- message seen before fails on the primary key of inbound_messages. Either way the
+-- statement fails whole with nothing written; being the only statement, it can fail at
+-- once, since nothing is queued behind it.
 CREATE OR REPLACE FUNCTION parkgate_step(
     conv TEXT, msg TEXT, expected_id TEXT, expected_touched TIMESTAMPTZ, expected_misses INTEGER,
     new_status TEXT, new_outcome TEXT, new_answer TEXT, new_option_index INTEGER,
@@ -61,12 +65,15 @@ CREATE OR REPLACE FUNCTION parkgate_step(
     reply TEXT, received_at TIMESTAMPTZ
 ) RETURNS void LANGUAGE plpgsql VOLATILE AS $step$
 BEGIN
-    PERFORM parkgate_claim(conv, msg, expected_id, expected_touched, expected_misses);
-    PERFORM parkgate_confirm_claim();
     UPDATE asks SET status = new_status, outcome = new_outcome, answer = new_answer,
         option_index = new_option_index, last_touched = new_last_touched,
         answered_at = new_answered_at, mismatches = new_mismatches
-        WHERE id = expected_id;
+        WHERE id = expected_id AND status = 'open'
+            AND last_touched = expected_touched AND mismatches = expected_misses;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'parkgate: conversation % changed since this process last saw it', conv
+            USING ERRCODE = 'serialization_failure';
+    END IF;
     IF run IS NOT NULL THEN
         UPDATE runs SET status = run_status, outcome = run_outcome, pending_ask_id = run_pending_ask_id,
             updated_at = run_updated_at
