@@ -1,5 +1,6 @@
 """A stateful property test: random asks, inputs, clock moves and restarts against a real
-:class:`parkgate.Gateway` on a temporary SQLite file, checked against a small model.
+:class:`parkgate.Gateway` on a temporary SQLite file, checked against a small model; and
+the same through two gateways taking turns on one PostgreSQL schema.
 
 Invariants, after every step:
 - every reply has a :class:`ReplyKind`, and it is the kind the matching rules predict;
@@ -29,6 +30,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from parkgate import AskAlreadyOpen, AskKind, AskStatus, Gateway, InputError, ManualClock, Reply, ReplyKind
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
+from parkgate.store.postgres import PostgresStore, create_schema, drop_schema
+from parkgate.store.recent import DEFAULT_SIZE
 
 GATEWAY_TTL = timedelta(minutes=10)
 SHORT_TTL = timedelta(minutes=1)
@@ -364,3 +367,68 @@ GatewayMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_gateway_stateful = GatewayMachine.TestCase
+
+
+class TwoProcessesOnPostgres(GatewayMachine):
+    """The same rules through two gateways with stores of their own, as two processes on
+    one PostgreSQL schema, switching between them at random.
+
+    Each decides a message from what it last committed (the second remembers a single
+    conversation, so it also forgets), so every switch leaves the other's memory stale:
+    a wrong guess must cost a retry and never a wrong reply or a wrong stored ask.
+    """
+
+    def __init__(self) -> None:
+        from conftest import require_postgres  # fails under CI=true, skips elsewhere
+
+        self.pg_url = require_postgres()
+        self.pg_schema = create_schema(self.pg_url, "parkgate_stateful")
+        self.pair: list[Gateway] = []
+        super().__init__()
+
+    def _open(self) -> Gateway:
+        self.pair = [
+            Gateway(
+                store=PostgresStore(self.pg_url, schema=self.pg_schema, remember=remember, max_size=2),
+                ttl=GATEWAY_TTL,
+                clock=self.clock,
+                escalate_after=ESCALATE_AFTER,
+            )
+            for remember in (DEFAULT_SIZE, 1)
+        ]
+        return self.pair[0]
+
+    @rule(which=st.integers(0, 1))
+    def switch_process(self, which: int) -> None:
+        self.gateway = self.pair[which]
+
+    @rule(conversation=st.sampled_from(CONVERSATIONS), data=st.data(), with_id=st.booleans())
+    def send_through_the_other_process(self, conversation: str, data: st.DataObject, with_id: bool) -> None:
+        """One message through the other gateway: this one's memory of the conversation goes stale."""
+        here = self.gateway
+        self.gateway = self.pair[1] if here is self.pair[0] else self.pair[0]
+        try:
+            self.send_anything(conversation, data, with_id)
+        finally:
+            self.gateway = here
+
+    @rule()
+    def restart(self) -> None:
+        for gateway in self.pair:
+            gateway.close()
+        self.gateway = self._open()
+
+    def teardown(self) -> None:
+        for gateway in self.pair:
+            gateway.close()
+        drop_schema(self.pg_url, self.pg_schema)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+TwoProcessesOnPostgres.TestCase.settings = settings(
+    max_examples=40,
+    stateful_step_count=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+test_two_processes_on_postgres = pytest.mark.postgres(TwoProcessesOnPostgres.TestCase)
