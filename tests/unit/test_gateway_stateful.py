@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 from parkgate import AskAlreadyOpen, AskKind, AskStatus, Gateway, InputError, ManualClock, Reply, ReplyKind
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
@@ -378,10 +378,8 @@ class TwoProcessesOnPostgres(GatewayMachine):
     a wrong guess must cost a retry and never a wrong reply or a wrong stored ask.
     """
 
-    def __init__(self) -> None:
-        from conftest import require_postgres  # fails under CI=true, skips elsewhere
-
-        self.pg_url = require_postgres()
+    def __init__(self, pg_url: str) -> None:
+        self.pg_url = pg_url
         self.pg_schema = create_schema(self.pg_url, "parkgate_stateful")
         self.pair: list[Gateway] = []
         super().__init__()
@@ -425,10 +423,14 @@ class TwoProcessesOnPostgres(GatewayMachine):
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-TwoProcessesOnPostgres.TestCase.settings = settings(
-    max_examples=40,
-    stateful_step_count=30,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
-test_two_processes_on_postgres = pytest.mark.postgres(TwoProcessesOnPostgres.TestCase)
+@pytest.mark.postgres
+def test_two_processes_on_postgres(pg_url: str) -> None:
+    run_state_machine_as_test(
+        lambda: TwoProcessesOnPostgres(pg_url),
+        settings=settings(
+            max_examples=40,
+            stateful_step_count=30,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
