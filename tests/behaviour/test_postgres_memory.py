@@ -212,6 +212,19 @@ def test_an_ask_closed_behind_the_gateways_back_is_seen(
     assert here.get(asked.ask_id or "").outcome == "operator"
 
 
+def test_a_ttl_shortened_by_hand_is_seen(
+    processes: tuple[Gateway, Gateway], pg_url: str, pg_schema: str, clock: ManualClock
+) -> None:
+    here, _ = processes
+    asked = here.ask("c-1", "Ship it?", OPTIONS)  # here remembers a one-hour TTL
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(pg_schema)))
+        conn.execute("UPDATE asks SET ttl_seconds = 60 WHERE id = %s", (asked.ask_id,))
+    clock.advance(timedelta(minutes=2))
+    reply = here.handle("c-1", "what?")
+    assert reply.kind is ReplyKind.PASS and reply.expired_ask_id == asked.ask_id
+
+
 def test_a_remembered_ask_past_its_ttl_expires_on_the_read_that_finds_it(
     processes: tuple[Gateway, Gateway], clock: ManualClock
 ) -> None:

@@ -165,6 +165,7 @@ class PostgresTransaction(SqlTransaction):
             known.id if known else None,
             known.last_touched if known else None,
             known.mismatches if known else None,
+            known.ttl_seconds if known else None,
         )
         self._held = []
         self.guessed = True
@@ -229,9 +230,9 @@ def _as_one_statement(writes: Sequence[tuple[str, Sequence[Any]]]) -> tuple[str,
     return f"WITH {ctes} {last}", tuple(value for _, params in writes for value in params)
 
 
-_CLAIM = "SELECT parkgate_claim(?::text, ?::text, ?::text, ?::timestamptz, ?::int4)"
+_CLAIM = "SELECT parkgate_claim(?::text, ?::text, ?::text, ?::timestamptz, ?::int4, ?::float8)"
 _STEP = (
-    "SELECT parkgate_step(?::text, ?::text, ?::text, ?::timestamptz, ?::int4, "
+    "SELECT parkgate_step(?::text, ?::text, ?::text, ?::timestamptz, ?::int4, ?::float8, "
     "?::text, ?::text, ?::text, ?::int4, ?::timestamptz, ?::timestamptz, ?::int4, "
     "?::text, ?::text, ?::text, ?::text, ?::timestamptz, ?::text, ?::timestamptz)"
 )

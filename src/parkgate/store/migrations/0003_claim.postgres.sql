@@ -4,8 +4,9 @@
 -- Such a message's pipeline is: parkgate_claim, the writes, parkgate_confirm_claim,
 -- Sync. The claim takes the conversation's lock (the same advisory lock and row lock a
 -- reading transaction takes) and checks that the conversation is exactly as the caller
--- decided it was: the given open ask (id, last touch and miss count: the only fields of
--- an open ask a step changes), or none open when expected_id is NULL, and the message
+-- decided it was: the given open ask (id, last touch, miss count and TTL: the fields of
+-- an open ask a step changes, and the one an operator may change by hand; the others
+-- never change), or none open when expected_id is NULL, and the message
 -- id not seen before. If not, it only notes so, in a setting local to the transaction;
 -- the confirmation at the end then fails with serialization_failure (SQLSTATE 40001),
 -- everything rolls back, and the store retries the message with a real read.
@@ -17,19 +18,22 @@
 -- Every statement of a VOLATILE function takes a new snapshot, so the SELECTs after the
 -- lock see what the previous holder of the lock committed.
 CREATE OR REPLACE FUNCTION parkgate_claim(
-    conv TEXT, msg TEXT, expected_id TEXT, expected_touched TIMESTAMPTZ, expected_misses INTEGER
+    conv TEXT, msg TEXT, expected_id TEXT, expected_touched TIMESTAMPTZ, expected_misses INTEGER,
+    expected_ttl DOUBLE PRECISION
 ) RETURNS void LANGUAGE plpgsql VOLATILE AS $claim$
 DECLARE
     found_id TEXT;
     found_touched TIMESTAMPTZ;
     found_misses INTEGER;
+    found_ttl DOUBLE PRECISION;
 BEGIN
     PERFORM pg_advisory_xact_lock(1885434467, hashtext(conv));  -- CONVERSATION_LOCK_CLASS
-    SELECT id, last_touched, mismatches INTO found_id, found_touched, found_misses
+    SELECT id, last_touched, mismatches, ttl_seconds INTO found_id, found_touched, found_misses, found_ttl
         FROM asks WHERE conversation_id = conv AND status = 'open' FOR UPDATE;
     IF found_id IS DISTINCT FROM expected_id
         OR found_touched IS DISTINCT FROM expected_touched
         OR found_misses IS DISTINCT FROM expected_misses
+        OR found_ttl IS DISTINCT FROM expected_ttl
         OR (msg IS NOT NULL AND EXISTS (
             SELECT 1 FROM inbound_messages WHERE conversation_id = conv AND message_id = msg
         )) THEN
@@ -59,7 +63,7 @@ $confirm$;
 -- once, since nothing is queued behind it.
 CREATE OR REPLACE FUNCTION parkgate_step(
     conv TEXT, msg TEXT, expected_id TEXT, expected_touched TIMESTAMPTZ, expected_misses INTEGER,
-    new_status TEXT, new_outcome TEXT, new_answer TEXT, new_option_index INTEGER,
+    expected_ttl DOUBLE PRECISION, new_status TEXT, new_outcome TEXT, new_answer TEXT, new_option_index INTEGER,
     new_last_touched TIMESTAMPTZ, new_answered_at TIMESTAMPTZ, new_mismatches INTEGER,
     run TEXT, run_status TEXT, run_outcome TEXT, run_pending_ask_id TEXT, run_updated_at TIMESTAMPTZ,
     reply TEXT, received_at TIMESTAMPTZ
@@ -69,7 +73,8 @@ BEGIN
         option_index = new_option_index, last_touched = new_last_touched,
         answered_at = new_answered_at, mismatches = new_mismatches
         WHERE id = expected_id AND status = 'open'
-            AND last_touched = expected_touched AND mismatches = expected_misses;
+            AND last_touched = expected_touched AND mismatches = expected_misses
+            AND ttl_seconds = expected_ttl;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'parkgate: conversation % changed since this process last saw it', conv
             USING ERRCODE = 'serialization_failure';
