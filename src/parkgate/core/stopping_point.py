@@ -25,6 +25,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from parkgate.core.matcher import normalise
@@ -78,6 +79,21 @@ def _encodable(text: str) -> bool:
 
 def make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None = None) -> AskSpec:
     """Validate and canonicalise an ask. Raises :class:`StoppingPointError`."""
+    labels = tuple(options) if options is not None else None
+    try:
+        return _make_spec_once(kind, prompt, labels)
+    except TypeError:  # something unhashable: validated uncached, which names what is wrong
+        return _make_spec(kind, prompt, labels)
+
+
+@lru_cache(maxsize=256)
+def _make_spec_once(kind: AskKind | str, prompt: str, options: tuple[str, ...] | None) -> AskSpec:
+    # Pure, and a run asks the same few questions again and again: validate each once.
+    # (Errors are not cached: lru_cache keeps only returned values.)
+    return _make_spec(kind, prompt, options)
+
+
+def _make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None) -> AskSpec:
     try:
         ask_kind = AskKind(kind)
     except ValueError:
