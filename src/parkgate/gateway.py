@@ -485,6 +485,7 @@ class Gateway:
             except StoreConflict:
                 if attempt == CONFLICT_RETRIES - 1:
                     raise
+                self.metrics.retry()
         self._after_commit(result, closed)
         return result
 

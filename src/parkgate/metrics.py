@@ -32,6 +32,14 @@ class Metrics:
             buckets=TIME_TO_ANSWER_BUCKETS,
             registry=self.registry,
         )
+        self.retries = Counter(
+            "parkgate_store_retries",
+            "Transactions run again because a racing worker, or a stale memory of a conversation "
+            "(PostgreSQL), got there first. Nothing was written by the failed try.",
+            ["surface"],
+            registry=self.registry,
+        )
+        self._retries = self.retries.labels(surface)
         self.open_asks = Gauge(
             "parkgate_open_asks", "Open asks in the store, counted at scrape time.", registry=self.registry
         )
@@ -50,6 +58,9 @@ class Metrics:
         if child is None:
             child = self._reply_children[kind] = self.replies.labels(kind.value, self.surface)
         child.inc()
+
+    def retry(self) -> None:
+        self._retries.inc()
 
     def close(self, outcome: str, seconds_open: float | None = None) -> None:
         self.closed.labels(outcome, self.surface).inc()

@@ -260,3 +260,6 @@ def test_many_wrong_guesses_on_one_connection_never_surface_an_error_or_a_warnin
         assert here.handle(conversation, "2", message_id="m-3").answer == "Hold"
         assert here.get(asked.ask_id or "").mismatches == 0  # a selection resets the count
     assert [r.getMessage() for r in caplog.records] == []
+    # Not only in a debugger: each wrong guess is one retry on the metrics.
+    retries = here.metrics.registry.get_sample_value("parkgate_store_retries_total", {"surface": "library"})
+    assert retries == 30
