@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -129,6 +130,11 @@ def test_two_servers_on_one_schema_agree_with_a_sequential_gateway(
 def test_serve_with_two_workers_on_postgresql(store_url_factory: Any, start_server: Any) -> None:
     location = store_url_factory("postgres")
     server = start_server(location, workers=2)
+    # Two worker processes start (the server answers once one is up: wait, bounded, for both).
+    deadline = time.monotonic() + 60
+    while len(set(re.findall(r"Started server process \[(\d+)\]", server.log_text()))) < 2:
+        assert time.monotonic() < deadline, server.log_tail()
+        time.sleep(0.1)
     with server.client() as http:
         for n in range(6):
             conversation = f"w-{n}"
@@ -139,5 +145,3 @@ def test_serve_with_two_workers_on_postgresql(store_url_factory: Any, start_serv
             ]
             assert kinds == ["retry", "retry", "escalated", "escalated", "cancelled"]
         assert http.get("/v1/asks").json()["asks"] == []
-    started = re.findall(r"Started server process \[(\d+)\]", server.log_text())
-    assert len(set(started)) == 2, server.log_tail()
