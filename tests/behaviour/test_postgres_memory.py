@@ -11,18 +11,18 @@ can: answering, bouncing, re-delivering, parking, closing behind its back, and t
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psycopg
 import pytest
-from psycopg import sql as pgsql
 
 from parkgate import AskAlreadyOpen, AskStatus, Gateway, ManualClock, ReplyKind
 from parkgate.store import postgres
 from parkgate.store.postgres import PostgresStore
 from parkgate.store.recent import STALE
+
+if TYPE_CHECKING:
+    from conftest import MakeStore, StoreLocation, StoreUrlFactory
 
 pytestmark = pytest.mark.postgres
 
@@ -36,15 +36,18 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def processes(pg_url: str, pg_schema: str, clock: ManualClock) -> Iterator[tuple[Gateway, Gateway]]:
+def location(store_url_factory: StoreUrlFactory) -> StoreLocation:
+    """A fresh PostgreSQL schema."""
+    return store_url_factory("postgres")
+
+
+@pytest.fixture
+def processes(location: StoreLocation, make_store: MakeStore, clock: ManualClock) -> tuple[Gateway, Gateway]:
     """Two gateways on one schema, each with its own pool of one connection and its own memory."""
-    pair = tuple(
-        Gateway(store=PostgresStore(pg_url, schema=pg_schema, max_size=1), clock=clock, ttl=timedelta(hours=1))
-        for _ in range(2)
+    here, there = (
+        Gateway(store=make_store(location, max_size=1), clock=clock, ttl=timedelta(hours=1)) for _ in range(2)
     )
-    yield pair  # type: ignore[misc]
-    for gateway in pair:
-        gateway.close()
+    return here, there
 
 
 class _RecordingCursor:
@@ -134,12 +137,14 @@ def test_a_conversation_this_process_has_not_seen_is_read_first(
     assert not any("parkgate_claim" in s for s in statements[0])
 
 
-def test_remember_zero_reads_every_message(pg_url: str, pg_schema: str, statements: list[list[str]]) -> None:
-    with Gateway(store=PostgresStore(pg_url, schema=pg_schema, remember=0), clock=ManualClock(T0)) as gateway:
-        gateway.ask("c-1", "Ship it?", OPTIONS)
-        statements.clear()
-        gateway.handle("c-1", "what?")
-        gateway.handle("c-1", "1")
+def test_remember_zero_reads_every_message(
+    location: StoreLocation, make_store: MakeStore, statements: list[list[str]]
+) -> None:
+    gateway = Gateway(store=make_store(location, remember=0), clock=ManualClock(T0))
+    gateway.ask("c-1", "Ship it?", OPTIONS)
+    statements.clear()
+    gateway.handle("c-1", "what?")
+    gateway.handle("c-1", "1")
     assert [len(_reads(sent)) for sent in statements] == [1, 1]
     assert not any("parkgate_claim" in s for sent in statements for s in sent)
 
@@ -201,25 +206,21 @@ def test_a_remembered_open_ask_that_was_closed_elsewhere_does_not_block_a_new_on
 
 
 def test_an_ask_closed_behind_the_gateways_back_is_seen(
-    processes: tuple[Gateway, Gateway], pg_url: str, pg_schema: str
+    processes: tuple[Gateway, Gateway], location: StoreLocation
 ) -> None:
     here, _ = processes
     asked = here.ask("c-1", "Ship it?", OPTIONS)
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(pg_schema)))
-        conn.execute("UPDATE asks SET status = 'cancelled', outcome = 'operator' WHERE id = %s", (asked.ask_id,))
+    location.raw_query("UPDATE asks SET status = 'cancelled', outcome = 'operator' WHERE id = ?", (asked.ask_id,))
     assert here.handle("c-1", "1").kind is ReplyKind.PASS
     assert here.get(asked.ask_id or "").outcome == "operator"
 
 
 def test_a_ttl_shortened_by_hand_is_seen(
-    processes: tuple[Gateway, Gateway], pg_url: str, pg_schema: str, clock: ManualClock
+    processes: tuple[Gateway, Gateway], location: StoreLocation, clock: ManualClock
 ) -> None:
     here, _ = processes
     asked = here.ask("c-1", "Ship it?", OPTIONS)  # here remembers a one-hour TTL
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(pg_schema)))
-        conn.execute("UPDATE asks SET ttl_seconds = 60 WHERE id = %s", (asked.ask_id,))
+    location.raw_query("UPDATE asks SET ttl_seconds = 60 WHERE id = ?", (asked.ask_id,))
     clock.advance(timedelta(minutes=2))
     reply = here.handle("c-1", "what?")
     assert reply.kind is ReplyKind.PASS and reply.expired_ask_id == asked.ask_id

@@ -72,15 +72,17 @@ class PostgresTransaction(SqlTransaction):
         self._recent = recent if recent is not None and recent.size else None
         #: conversation -> its open ask (None: none) as this transaction leaves it.
         self.states: dict[str, Ask | None] = {}
-        #: Whether a read was answered from memory (and so is checked only at commit).
-        self.guessed = False
-        #: The claim's parameters, and the writes held back behind it (None: sending).
+        #: The claim's parameters once a read was answered from memory, and the writes
+        #: held back behind it (None: sending as they come).
         self._claim: tuple[Any, ...] = ()
         self._held: list[tuple[str, Sequence[Any]]] | None = None
-        #: The held writes that fold into parkgate_step, by part ("ask", "run", "reply").
+        #: What the held writes are, by part ("ask", "run", "reply", "park"): for finish().
         self._parts: list[tuple[str, tuple[Any, ...]]] = []
-        #: Whether a new ask is parked in the conversation the claim is about.
-        self._parks_in_claimed = False
+
+    @property
+    def guessed(self) -> bool:
+        """Whether a read was answered from memory (and so is checked only at commit)."""
+        return bool(self._claim)
 
     # -- sending ---------------------------------------------------------------------
     def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
@@ -96,10 +98,9 @@ class PostgresTransaction(SqlTransaction):
         self._enter_pipeline()
         return super()._exec(statement, params)
 
-    def _release(self, *, claim: bool = True) -> None:
+    def _release(self) -> None:
         held, self._held = self._held or [], None
-        if claim:
-            self._write(_CLAIM, self._claim)
+        self._write(_CLAIM, self._claim)
         for statement, params in held:
             self._write(statement, params)
 
@@ -114,7 +115,7 @@ class PostgresTransaction(SqlTransaction):
                 self._held = None
                 SqlTransaction._exec(self, _STEP, folded)
                 return
-            if self._claim[2] is None and self._parks_in_claimed:
+            if self._claim[2] is None and ("park", (self._claim[0],)) in self._parts:
                 # A new ask where nothing was open: the unique index on open asks is the
                 # check. Its INSERT fails (a conflict, retried with a read) if one is open.
                 # The writes go as one statement, outside a pipeline: each but the last as
@@ -130,6 +131,8 @@ class PostgresTransaction(SqlTransaction):
         parts = dict(self._parts)
         if self._held is None or len(self._held) != len(self._parts) or len(parts) != len(self._parts):
             return None  # something else was written too (or a part twice)
+        if "park" in parts:
+            return None  # parkgate_step parks nothing
         conversation_id, message_id, expected_id = self._claim[:3]
         ask: Ask | None = parts.get("ask", (None,))[0]
         if ask is None or ask.id != expected_id:
@@ -152,7 +155,7 @@ class PostgresTransaction(SqlTransaction):
         Parking a new ask where this process has seen nothing guesses "none open": that
         is the usual case, and a wrong guess costs one retry.
         """
-        if self._recent is None or self.guessed:
+        if self._recent is None or self._claim:
             return STALE  # one guess per transaction: the claim checks one conversation
         known = self._recent.get(conversation_id)
         if known is UNSEEN and parking:
@@ -168,7 +171,6 @@ class PostgresTransaction(SqlTransaction):
             known.ttl_seconds if known else None,
         )
         self._held = []
-        self.guessed = True
         self.states[conversation_id] = known
         return known
 
@@ -200,8 +202,7 @@ class PostgresTransaction(SqlTransaction):
             self._parts.append((name, values))
 
     def insert_ask(self, ask: Ask) -> None:
-        if self._held is not None and self._claim and ask.conversation_id == self._claim[0]:
-            self._parks_in_claimed = True
+        self._part("park", (ask.conversation_id,))
         super().insert_ask(ask)
         self.states[ask.conversation_id] = ask
 

@@ -63,7 +63,8 @@ class RecentOpenAsks:
         A conversation marked :data:`STALE` stays so: a wrong guess there means another
         process serves it too, and guessing again would mostly cost more retries.
         """
-        self._put(states.items(), keep_stale=True)
+        if states:  # most reads (get, audit) leave nothing to remember
+            self._put(states.items(), keep_stale=True)
 
     def failed(self, conversation_ids: Iterable[str]) -> None:
         """After a failed transaction: its conversations are read for real from now on."""
