@@ -4,8 +4,8 @@ PostgreSQL comes from ``PARKGATE_TEST_POSTGRES_URL`` (default
 ``postgresql://postgres@127.0.0.1:5432/test``). Every test that uses it gets a schema
 of its own (uniquely named per process and test) that is dropped afterwards, so
 concurrent runs on one server never collide. When the server is unreachable the tests
-fail if ``CI=true`` and skip otherwise; the summary then prints one line saying how
-many PostgreSQL tests were skipped and why.
+fail, naming the URL and the error: nothing is skipped, because a skipped test proves
+nothing (``./dev test`` starts the local server first, and installs it when run as root).
 
 Fixtures:
 
@@ -39,17 +39,10 @@ from parkgate.store.postgres import drop_schema
 
 PG_URL_ENV = "PARKGATE_TEST_POSTGRES_URL"
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
-#: Every skip for a missing server starts with this, so the summary can count them.
-PG_SKIP_PREFIX = "PostgreSQL unreachable"
 #: The fixed start of every test's manual clock.
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 STORE_PARAMS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-
-
-def in_ci() -> bool:
-    """True when ``CI=true``: an unreachable PostgreSQL must fail the run, not skip it."""
-    return os.environ.get("CI", "").lower() == "true"
 
 
 def postgres_url() -> str:
@@ -72,14 +65,15 @@ def postgres_problem(url: str) -> str | None:
 
 
 def require_postgres(url: str | None = None) -> str:
-    """The URL if PostgreSQL answers; otherwise fail (``CI=true``) or skip with the reason."""
+    """The URL if PostgreSQL answers; otherwise the test fails, saying why and what to do."""
     url = url or postgres_url()
     problem = postgres_problem(url)
     if problem is not None:
-        reason = f"{PG_SKIP_PREFIX} at {url} ({problem}); set {PG_URL_ENV} to a reachable server"
-        if in_ci():
-            pytest.fail(f"{reason}. CI=true, so PostgreSQL tests must run, not skip.", pytrace=False)
-        pytest.skip(reason)
+        pytest.fail(
+            f"PostgreSQL unreachable at {url} ({problem}). Run the suite with ./dev test, which starts "
+            f"the local server (and installs it as root), or set {PG_URL_ENV} to a reachable server.",
+            pytrace=False,
+        )
     return url
 
 
@@ -160,7 +154,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture(scope="session")
 def pg_url() -> str:
-    """The URL of a reachable PostgreSQL server (fails under CI=true, else skips)."""
+    """The URL of a reachable PostgreSQL server (the test fails without one)."""
     return require_postgres()
 
 
@@ -252,29 +246,3 @@ def reopen(store_location: StoreLocation, clock: ManualClock, make_gateway: Make
         return make_gateway(store_location, clock or shared, **options)
 
     return again
-
-
-# -- the summary line -----------------------------------------------------------------
-
-
-@pytest.hookimpl(hookwrapper=True, tryfirst=True)
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> Iterator[None]:
-    """One clear line when PostgreSQL tests were skipped, with the reason.
-
-    A wrapper run first, so the line comes after the short summary's list of skips,
-    just above the final counts, where a reader looks.
-    """
-    yield
-    reasons: dict[str, int] = {}
-    for report in terminalreporter.stats.get("skipped", []):
-        longrepr = getattr(report, "longrepr", None)
-        message = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
-        if PG_SKIP_PREFIX in message:
-            reason = message[message.index(PG_SKIP_PREFIX) :]
-            reasons[reason] = reasons.get(reason, 0) + 1
-    for reason, count in reasons.items():
-        terminalreporter.write_line(
-            f"PostgreSQL: {count} test(s) SKIPPED, the PostgreSQL store was NOT tested: {reason}",
-            yellow=True,
-            bold=True,
-        )

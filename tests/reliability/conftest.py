@@ -1,8 +1,9 @@
 """Fixtures of the reliability suite: a database on each store, a manual clock.
 
 PostgreSQL comes from ``PARKGATE_TEST_POSTGRES_URL`` (default the local server); each
-test gets a schema of its own, dropped afterwards. Unreachable PostgreSQL fails the
-tests when ``CI=true`` and skips them (with the reason) elsewhere.
+test gets a schema of its own, dropped afterwards (through the root conftest's
+``pg_url``, which fails a test when the server is unreachable). A missing prerequisite
+of the fault tests (root, Debian's postgresql-common) fails them too: nothing skips.
 """
 
 from __future__ import annotations
@@ -25,21 +26,6 @@ from parkgate.store.postgres import create_schema, drop_schema
 
 from ._support import T0, StoreSpec
 
-PG_URL = os.environ.get("PARKGATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-IN_CI = os.environ.get("CI", "").lower() == "true"
-
-
-def postgres_or_skip(url: str = PG_URL) -> str:
-    """``url`` if PostgreSQL answers; otherwise fail (CI) or skip (a laptop)."""
-    try:
-        psycopg.connect(url, connect_timeout=3).close()
-    except psycopg.Error as error:
-        reason = f"PostgreSQL unreachable at {url}: {error}".strip()
-        if IN_CI:
-            pytest.fail(reason + " (CI=true: PostgreSQL tests must run)")
-        pytest.skip(reason)
-    return url
-
 
 def new_schema(url: str) -> str:
     """Create a uniquely named schema; the caller drops it with :func:`drop_schema`."""
@@ -59,9 +45,9 @@ def sqlite_spec(tmp_path: Path) -> StoreSpec:
 
 
 @pytest.fixture
-def postgres_spec() -> Iterator[StoreSpec]:
+def postgres_spec(pg_url: str) -> Iterator[StoreSpec]:
     """A fresh schema on the test PostgreSQL server, dropped afterwards."""
-    url = postgres_or_skip()
+    url = pg_url
     schema = new_schema(url)
     try:
         yield StoreSpec("postgres", url, schema)
@@ -75,7 +61,7 @@ def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreSpec]:
     if request.param == "sqlite":
         yield StoreSpec("sqlite", f"sqlite:///{tmp_path / 'parkgate.db'}")
         return
-    url = postgres_or_skip()
+    url: str = request.getfixturevalue("pg_url")
     schema = new_schema(url)
     try:
         yield StoreSpec("postgres", url, schema)
@@ -126,9 +112,7 @@ class FaultsCluster:
 
 
 def _unavailable(reason: str) -> None:
-    if IN_CI:
-        pytest.fail(reason + " (CI=true: the fault tests must run)")
-    pytest.skip(reason)
+    pytest.fail(f"{reason}: the PostgreSQL fault tests cannot run here", pytrace=False)
 
 
 def _ensure_faults_cluster() -> FaultsCluster:
