@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,11 +28,21 @@ from parkgate.store.base import (
 )
 from parkgate.store.sql import MUTABLE_ASK_SET, Dialect, SqlTransaction
 
+#: The last time encoded and its text. A message's writes stamp one ``now`` several times
+#: (asked_at, last_touched, the run's updated_at...), and isoformat() is a visible share of
+#: a round trip. One tuple, read and replaced whole, so threads never see a torn pair.
+_last_encoded: tuple[datetime, str] | None = None
+
 
 def _encode(moment: datetime) -> str:
-    if moment.tzinfo is not UTC:  # the clock's times are UTC already; convert only others
-        moment = moment.astimezone(UTC)
-    return moment.isoformat(timespec="microseconds")
+    global _last_encoded
+    last = _last_encoded
+    if last is not None and last[0] is moment:
+        return last[1]
+    utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)  # the clock's times are UTC already
+    text = utc.isoformat(timespec="microseconds")
+    _last_encoded = (moment, text)
+    return text
 
 
 def _decode(raw: str) -> datetime:
@@ -188,24 +197,8 @@ class SQLiteStore(Store):
                 "but no schema_migrations); point --db at a new or parkgate file"
             )
 
-    @contextmanager
-    def transaction(self) -> Iterator[Transaction]:
-        conn = self._connection()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as error:
-            raise _classify(error, self.path) from None
-        try:
-            yield SQLiteTransaction(conn.cursor(), DIALECT)
-            conn.execute("COMMIT")
-        except sqlite3.Error as error:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise _classify(error, self.path) from None
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+    def transaction(self) -> AbstractContextManager[Transaction]:
+        return _Unit(self._connection(), self.path)
 
     def schema_version(self) -> int:
         conn = self._connection()
@@ -284,6 +277,40 @@ class SQLiteStore(Store):
                 conn.close()
             self._all.clear()
         self._local = threading.local()
+
+
+class _Unit(AbstractContextManager[Transaction]):
+    """One ``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any exception.
+
+    A class rather than a ``@contextmanager`` generator: it runs on every message, and the
+    generator's machinery was a measurable share of a round trip.
+    """
+
+    __slots__ = ("_conn", "_path")
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self._path = path
+
+    def __enter__(self) -> Transaction:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as error:
+            raise _classify(error, self._path) from None
+        return SQLiteTransaction(self._conn.cursor(), DIALECT)
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
+        conn = self._conn
+        if kind is None:
+            try:
+                conn.execute("COMMIT")
+                return
+            except sqlite3.Error as failed:
+                error = failed
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if isinstance(error, sqlite3.Error):
+            raise _classify(error, self._path) from None
 
 
 def _statements(script: str) -> list[str]:
