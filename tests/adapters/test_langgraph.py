@@ -256,6 +256,44 @@ def test_a_redelivered_selection_does_not_resume_the_graph_twice(
     assert ask.phase == "describe"  # still waiting for the description, not re-answered
 
 
+def test_a_redelivered_selection_returns_the_first_outcome_with_the_next_question_parked(
+    gateway: Gateway, graph: Any, counter: Counter
+) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
+    first = bridge.drive(graph, CONFIG, "chat-1", "2", message_id="m1")
+    assert first.resumed and first.parked and first.asked is not None
+    before = checkpoint_id(graph)
+    [pending] = gateway.open_asks()
+
+    again = bridge.drive(graph, CONFIG, "chat-1", "2", message_id="m1")
+    # The same outcome: the same reply, the same next question, still parked on it.
+    assert again.reply == first.reply
+    assert again.asked == first.asked
+    assert again.parked and not again.finished
+    assert again.text == first.text
+    assert "Describe the Class diagram for login" in again.text
+    # ...and nothing changed: the graph did not run again, the same ask is open.
+    assert not again.resumed
+    assert checkpoint_id(graph) == before
+    assert counter.completed == {"pick": 1}
+    assert gateway.open_asks() == [pending]
+
+
+def test_a_redelivered_last_answer_reports_the_run_finished_again(gateway: Gateway, graph: Any) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
+    bridge.drive(graph, CONFIG, "chat-1", "1", message_id="m1")
+    last = bridge.drive(graph, CONFIG, "chat-1", "Alice -> Bob", message_id="m2")
+    assert last.finished and not last.parked
+    before = checkpoint_id(graph)
+
+    again = bridge.drive(graph, CONFIG, "chat-1", "Alice -> Bob", message_id="m2")
+    assert again.reply == last.reply and again.finished and not again.parked
+    assert again.text == last.text
+    assert not again.resumed and checkpoint_id(graph) == before
+
+
 class LoopState(TypedDict, total=False):
     picks: list[str]
 

@@ -1,12 +1,15 @@
 """MCP elicitation mapped onto parkgate, both directions, with the real MCP types.
 
-accept <-> selected/answered, decline <-> cancelled, cancel <-> expired. The in-process
+accept <-> selected/answered, decline <-> cancelled, cancel <-> expired, exactly, both
+ways (a ``cancel`` expires the ask now, as its TTL would). The in-process
 MCP client/server pairs run the SDK's real protocol (both the 2025-11-25 back-channel
 and the 2026-07-28 input-required flow).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import sqlite3
 from collections.abc import Iterator
 from datetime import timedelta
@@ -23,7 +26,7 @@ from mcp_types import ElicitRequestFormParams, ElicitRequestParams, ElicitReques
 from mcp_types._v2025_11_25 import PrimitiveSchemaDefinition
 from pydantic import TypeAdapter
 
-from parkgate import AskStatus, Gateway, InputError, ManualClock, Reply, ReplyKind, StoppingPointError
+from parkgate import AskStatus, AsyncGateway, Gateway, InputError, ManualClock, Reply, ReplyKind, StoppingPointError
 from parkgate.adapters.mcp import (
     ANSWER_FIELD,
     CHOICE_FIELD,
@@ -212,27 +215,98 @@ def test_decline_cancels_the_ask_and_completes_its_run(gateway: Gateway) -> None
     assert gateway.handle("c1", "2").kind is ReplyKind.PASS  # unparked
 
 
-def test_cancel_closes_the_ask_now_instead_of_parking_the_conversation_until_its_ttl(gateway: Gateway) -> None:
+def closed_count(gw: Gateway, outcome: str) -> float:
+    labels = {"outcome": outcome, "surface": gw.metrics.surface}
+    return gw.metrics.registry.get_sample_value("parkgate_asks_closed_total", labels) or 0.0
+
+
+def expiry_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "parkgate"]
+    return [line for line in lines if line.get("event") == "ask_expired"]
+
+
+@pytest.mark.parametrize("result", [ElicitResult(action="cancel"), CancelledElicitation()])
+def test_cancel_expires_the_ask_now_as_its_ttl_would(
+    gateway: Gateway, caplog: pytest.LogCaptureFixture, result: ElicitResult | CancelledElicitation
+) -> None:
     ask_id = park_choice(gateway)
-    reply = apply_elicit_result(gateway, ask_id, CancelledElicitation())
-    assert reply.kind is ReplyKind.CANCELLED and not reply.parked
+    with caplog.at_level(logging.INFO, logger="parkgate"):
+        reply = apply_elicit_result(gateway, ask_id, result)
+    # The reply an expiry on read gives: pass, naming the expired ask.
+    assert reply.kind is ReplyKind.PASS and not reply.parked
+    assert reply.expired_ask_id == ask_id and reply.ask_id is None
     ask = gateway.get(ask_id)
-    assert ask.status is AskStatus.CANCELLED
-    assert gateway.open_asks() == []
-    # The documented lossy corner: read back, a closed-on-cancel ask says "decline".
-    assert to_elicit_result(ask) == ElicitResult(action="decline")
-    assert apply_elicit_result(gateway, park_choice(gateway, "c2"), DeclinedElicitation()).kind is ReplyKind.CANCELLED
+    assert (ask.status, ask.outcome, ask.answer) == (AskStatus.EXPIRED, "expired", None)
+    run = gateway.run("run-c1")
+    assert run is not None and (run.status, run.outcome, run.pending_ask_id) == ("complete", "expired", None)
+    assert gateway.open_asks() == [] and gateway.audit() == []
+    assert closed_count(gateway, "expired") == 1 and closed_count(gateway, "cancelled") == 0
+    [line] = expiry_lines(caplog)
+    assert line["ask_id"] == ask_id and line["run_id"] == "run-c1"
+    # Read back, the ask says what closed it: the mapping is exact both ways.
+    assert to_elicit_result(ask) == ElicitResult(action="cancel")
+    assert to_elicit_result(reply) == ElicitResult(action="cancel")
+    assert gateway.handle("c1", "2").kind is ReplyKind.PASS  # unparked; "2" goes onward
+
+
+def test_cancel_records_the_asks_default_as_an_expiry_does(gateway: Gateway) -> None:
+    asked = gateway.ask("c1", "Deploy?", ["Yes", "No"], run_id="run-c1", default="No")
+    ask_id = asked.ask_id or ""
+    reply = apply_elicit_result(gateway, ask_id, ElicitResult(action="cancel"))
+    assert reply.kind is ReplyKind.PASS and reply.expired_ask_id == ask_id
+    ask = gateway.get(ask_id)
+    assert (ask.status, ask.answer, ask.option_index) == (AskStatus.EXPIRED, "No", 2)
+    run = gateway.run("run-c1")  # the default stands in: the run goes on, nothing pending
+    assert run is not None and (run.status, run.pending_ask_id) == ("running", None)
+    assert to_elicit_result(ask) == ElicitResult(action="cancel")  # a default is not an accept
+
+
+def test_decline_and_cancel_map_onto_different_closings(gateway: Gateway) -> None:
+    declined = park_choice(gateway, "c1")
+    dismissed = park_choice(gateway, "c2")
+    assert apply_elicit_result(gateway, declined, DeclinedElicitation()).kind is ReplyKind.CANCELLED
+    assert apply_elicit_result(gateway, dismissed, CancelledElicitation()).kind is ReplyKind.PASS
+    assert to_elicit_result(gateway.get(declined)) == ElicitResult(action="decline")
+    assert to_elicit_result(gateway.get(dismissed)) == ElicitResult(action="cancel")
 
 
 def test_a_second_decline_for_a_dropped_ask_changes_nothing(gateway: Gateway) -> None:
     ask_id = park_choice(gateway)
     first = apply_elicit_result(gateway, ask_id, ElicitResult(action="decline"))
     closed = gateway.get(ask_id)
-    again = apply_elicit_result(gateway, ask_id, ElicitResult(action="cancel"))
-    assert again.kind is first.kind is ReplyKind.CANCELLED
+    again = apply_elicit_result(gateway, ask_id, ElicitResult(action="decline"))
+    assert again == first and again.kind is ReplyKind.CANCELLED
     assert gateway.get(ask_id) == closed
-    with pytest.raises(InputError, match="already cancelled"):
-        apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"choice": "Class"}))
+    for result in (ElicitResult(action="cancel"), ElicitResult(action="accept", content={"choice": "Class"})):
+        with pytest.raises(InputError, match="already cancelled"):
+            apply_elicit_result(gateway, ask_id, result)
+    assert gateway.get(ask_id) == closed
+
+
+def test_a_second_cancel_for_an_expired_ask_changes_nothing(gateway: Gateway, caplog: pytest.LogCaptureFixture) -> None:
+    ask_id = park_choice(gateway)
+    with caplog.at_level(logging.INFO, logger="parkgate"):
+        first = apply_elicit_result(gateway, ask_id, ElicitResult(action="cancel"))
+        closed = gateway.get(ask_id)
+        again = apply_elicit_result(gateway, ask_id, ElicitResult(action="cancel"))
+    assert again == first and again.kind is ReplyKind.PASS and again.expired_ask_id == ask_id
+    assert gateway.get(ask_id) == closed
+    assert closed_count(gateway, "expired") == 1 and len(expiry_lines(caplog)) == 1
+
+
+def test_gateway_expire_leaves_a_closed_ask_as_it_is(gateway: Gateway) -> None:
+    ask_id = park_choice(gateway)
+    answered = apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"choice": "Class"}))
+    assert answered.kind is ReplyKind.SELECTED
+    before = gateway.get(ask_id)
+    assert gateway.expire(ask_id) == before
+    assert closed_count(gateway, "expired") == 0
+
+
+async def test_async_gateway_expire(gateway: Gateway) -> None:
+    ask_id = park_choice(gateway)
+    ask = await AsyncGateway(gateway).expire(ask_id)
+    assert ask.status is AskStatus.EXPIRED and to_elicit_result(ask) == ElicitResult(action="cancel")
 
 
 def test_a_result_for_an_ask_past_its_ttl_expires_it_and_passes(gateway: Gateway, clock: ManualClock) -> None:
@@ -387,12 +461,16 @@ async def test_the_example_server_parks_elicits_and_applies_the_selection(
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_example_server_maps_decline_and_cancel_onto_closed_asks(gateway: Gateway, mode: str) -> None:
     server = build_example_server(gateway)
-    for action in ("decline", "cancel"):
-        out = await call_ask_person(
-            server, ScriptedClient(ElicitResult(action=action)), mode, conversation_id=f"c-{action}", question="Why?"
-        )
-        assert out["kind"] == "cancelled" and out["text"] == P.PHRASES[ReplyKind.CANCELLED]
-        assert gateway.get(out["ask_id"]).status is AskStatus.CANCELLED
+    declined = await call_ask_person(
+        server, ScriptedClient(ElicitResult(action="decline")), mode, conversation_id="c-decline", question="Why?"
+    )
+    assert declined["kind"] == "cancelled" and declined["text"] == P.PHRASES[ReplyKind.CANCELLED]
+    assert gateway.get(declined["ask_id"]).status is AskStatus.CANCELLED
+    dismissed = await call_ask_person(
+        server, ScriptedClient(ElicitResult(action="cancel")), mode, conversation_id="c-cancel", question="Why?"
+    )
+    assert dismissed["kind"] == "pass" and dismissed["text"] == P.PHRASES[ReplyKind.PASS]
+    assert gateway.get(dismissed["ask_id"]).status is AskStatus.EXPIRED
     assert gateway.open_asks() == []
 
 
@@ -512,14 +590,23 @@ async def test_an_ask_nobody_answers_expires_and_reaches_the_server_as_cancel(
     assert gateway.audit() == []
 
 
-async def test_a_timeout_closes_the_ask_and_answers_cancel(gateway: Gateway) -> None:
-    callback = ParkgateElicitation(gateway, "chat-10", poll_seconds=0.01, timeout=0.05)
+async def test_a_timeout_expires_the_ask_and_answers_cancel(gateway: Gateway, caplog: pytest.LogCaptureFixture) -> None:
+    shown: list[Reply] = []
+    callback = ParkgateElicitation(gateway, "chat-10", poll_seconds=0.01, timeout=0.05, on_asked=shown.append)
 
     async def nobody() -> None:
         return None
 
-    assert await run_deploy(callback, nobody) == "cancel:None"
+    with caplog.at_level(logging.INFO, logger="parkgate"):
+        assert await run_deploy(callback, nobody) == "cancel:None"
+    [asked] = shown
+    ask = gateway.get(asked.ask_id or "")
+    assert (ask.status, ask.outcome) == (AskStatus.EXPIRED, "expired")
+    run = gateway.run(ask.run_id)
+    assert run is not None and (run.status, run.outcome) == ("complete", "expired")
     assert gateway.open_asks() == []
+    assert closed_count(gateway, "expired") == 1
+    assert [line["ask_id"] for line in expiry_lines(caplog)] == [ask.id]
 
 
 async def test_forms_parkgate_cannot_ask_get_an_error_and_park_nothing(gateway: Gateway) -> None:

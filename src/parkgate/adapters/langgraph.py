@@ -48,7 +48,10 @@ The run id of every ask is the LangGraph ``thread_id``; the ask's ``phase`` is t
 name of the node that interrupted. A selection is applied to the graph only if the
 reply belongs to this thread's pending ask, so a redelivered message (same
 ``message_id``: the gateway returns its first reply again) never resumes the graph
-twice. Calls for one thread should come from one worker at a time.
+twice. It returns what the first delivery left instead: the same reply, with the
+thread's next question (``asked``, still parked) or ``finished`` when the run closed as
+``done``; ``resumed`` is false and ``output`` is ``None``, since the graph did not run on
+that call. Calls for one thread should come from one worker at a time.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 from langgraph.types import Command, GraphOutput, Interrupt, StateSnapshot
 
-from parkgate.core import stopping_point
+from parkgate.core import machine, stopping_point
 from parkgate.core.model import Ask
 from parkgate.core.phrases import PHRASES, AskKind, ReplyKind
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
@@ -145,6 +148,12 @@ def _same_question(ask: Ask, interrupt: Interrupt) -> bool:
 
 def _pass() -> Reply:
     return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False)
+
+
+def _asked(ask: Ask) -> Reply:
+    """The ``asked`` reply of an open ask, as :meth:`Gateway.ask` gave it when it was parked."""
+    text = PHRASES[ReplyKind.ASKED].format(menu=machine.render_question(ask))
+    return Reply(ReplyKind.ASKED, text, parked=True, ask_id=ask.id, run_id=ask.run_id)
 
 
 def _answer(reply: Reply) -> Any:
@@ -287,6 +296,9 @@ class ParkgateInterrupts:
         its end, the run is closed as ``done`` (``finished``).
         """
         reply = self.gateway.handle(conversation_id, text, message_id)
+        earlier = self._redelivered(reply, config, conversation_id)
+        if earlier is not None:
+            return earlier
         target = self._target(reply, config, graph.get_state(config))
         if target is None:
             return Drive(reply)
@@ -320,6 +332,9 @@ class ParkgateInterrupts:
     ) -> Drive:
         """:meth:`drive` for asyncio code (``ainvoke``; the gateway runs in a worker thread)."""
         reply = await asyncio.to_thread(self.gateway.handle, conversation_id, text, message_id)
+        earlier = await asyncio.to_thread(self._redelivered, reply, config, conversation_id)
+        if earlier is not None:
+            return earlier
         snapshot = await graph.aget_state(config)
         target = await asyncio.to_thread(self._target, reply, config, snapshot)
         if target is None:
@@ -329,6 +344,30 @@ class ParkgateInterrupts:
         return await asyncio.to_thread(self._after_run, snapshot, config, conversation_id, reply, output, resumed=True)
 
     # -- plumbing --------------------------------------------------------------------
+    def _redelivered(self, reply: Reply, config: RunnableConfig, conversation_id: str) -> Drive | None:
+        """For a selection this thread's graph already took, what its first delivery left.
+
+        The gateway gives a redelivered message its first reply again; the graph moved
+        on then (its next interrupt is parked, or the run finished), so report that state
+        again without touching the graph. ``None``: not such a selection.
+        """
+        if reply.kind not in (ReplyKind.SELECTED, ReplyKind.ANSWERED) or reply.ask_id is None:
+            return None
+        run_id = thread_id(config)
+        if reply.run_id != run_id:
+            return None
+        run = self.gateway.run(run_id)
+        if run is None:
+            return None
+        if run.pending_ask_id is not None:
+            pending = self.gateway.get(run.pending_ask_id)  # a read: the TTL still holds
+            if pending.is_open and pending.conversation_id == conversation_id:
+                return Drive(reply, asked=_asked(pending))
+            return Drive(reply)
+        if run.status != "running":
+            return Drive(reply, finished=run.outcome == "done")
+        return None  # the selection has not reached the graph yet: resume it
+
     def _target(self, reply: Reply, config: RunnableConfig, snapshot: StateSnapshot) -> str | None:
         """The id of the interrupt ``reply`` answers, or ``None`` when the graph must not run."""
         if reply.kind not in (ReplyKind.SELECTED, ReplyKind.ANSWERED) or reply.ask_id is None:

@@ -1,7 +1,7 @@
 """MCP elicitation adapter: accept / decline / cancel mapped onto parkgate's outcomes.
 
 MCP's ``elicitation/create`` ends in one of three actions; a parkgate ask ends in one
-of three closed statuses. The mapping, the same in both directions:
+of three closed statuses. The mapping is exact, the same in both directions:
 
 - ``accept`` <-> ``selected`` / ``answered`` (status ``answered``): the person gave the
   answer. ``content`` is ``{"choice": label}`` for a choice ask and ``{"answer": text}``
@@ -20,10 +20,10 @@ collects the answer): :func:`requested_schema` / :func:`elicit_params` /
 through :meth:`Gateway.handle` like any other reply, so every matching rule holds (an
 empty text answer is a mismatch, ``/cancel`` typed into a text field still cancels).
 ``decline`` closes the ask as ``cancelled`` (the run is marked complete). ``cancel``
-also closes the ask as ``cancelled`` *now*: parkgate cannot expire an ask before its
-TTL, and a dismissed form can no longer be answered on that surface, so leaving it
-open would only park the conversation until the TTL ran out. Reading that ask back
-with :func:`to_elicit_result` therefore says ``decline``: the one lossy corner.
+closes it as ``expired`` *now* (:meth:`Gateway.expire`, the same closing its TTL would
+do: a dismissed form can no longer be answered on that surface, so leaving it open
+would only park the conversation until the TTL ran out). Read back with
+:func:`to_elicit_result`, each closed ask gives the action that closed it.
 :func:`build_example_server` is a complete MCP server whose tool asks this way, over
 both the 2025-11-25 back-channel and the 2026-07-28 input-required protocol.
 
@@ -295,15 +295,21 @@ def apply_elicit_result(
       leaves the ask open, exactly as on any other surface. A value that is not one of
       the options, or a missing field, raises :class:`~parkgate.InputError` and leaves
       the ask as it was.
-    - ``decline`` and ``cancel``: the ask is closed as ``cancelled`` and its run
-      marked complete; the reply is ``cancelled`` (see the module notes on ``cancel``).
+    - ``decline``: the ask is closed as ``cancelled`` and its run marked complete; the
+      reply is ``cancelled``.
+    - ``cancel``: the ask is closed as ``expired`` now, exactly as its TTL would close
+      it (:meth:`Gateway.expire`: its default, if any, recorded as the answer, the run
+      closed as an expiry closes it, one ``ask_expired`` log line); the reply is
+      ``pass`` with ``expired_ask_id``, as for an expiry found on read.
 
     An ask past its TTL is closed as ``expired`` by this read and the reply is ``pass``
-    with ``expired_ask_id``. A ``decline``/``cancel`` for an ask already cancelled
-    answers ``cancelled`` again and changes nothing. Applying to an ask closed otherwise
-    raises :class:`~parkgate.InputError`, unless the same ``message_id`` was applied
-    before: then the first reply comes back and nothing changes. ``field`` names the form field when
-    it is not the default ``choice``/``answer``.
+    with ``expired_ask_id``; so is any result for an ask already expired. A
+    ``decline`` for an ask already cancelled answers ``cancelled`` again and changes
+    nothing. Applying to an ask closed otherwise (``cancel`` to a cancelled ask,
+    anything to an answered one, ``accept`` to a cancelled one) raises
+    :class:`~parkgate.InputError`, unless the same ``message_id`` was applied before:
+    then the first reply comes back and nothing changes. ``field`` names the form field
+    when it is not the default ``choice``/``answer``.
     """
     action, content = _action_and_content(result)
     ask = gateway.get(ask_id)
@@ -312,14 +318,16 @@ def apply_elicit_result(
         if earlier is not None:
             return earlier
         if ask.status is AskStatus.EXPIRED:
-            return _closed_reply(ask)
-        if ask.status is AskStatus.CANCELLED and action in (DECLINE, CANCEL):
+            return _closed_reply(ask)  # an expired ask passes, a second cancel included
+        if ask.status is AskStatus.CANCELLED and action == DECLINE:
             return _closed_reply(ask)  # dropping a dropped ask again changes nothing
         raise InputError(f"ask {ask_id} is already {ask.status.value}")
     if action == ACCEPT:
         return gateway.handle(ask.conversation_id, _reply_text(ask, content, field), message_id)
-    if action in (DECLINE, CANCEL):
+    if action == DECLINE:
         return _closed_reply(gateway.cancel(ask_id))
+    if action == CANCEL:
+        return _closed_reply(gateway.expire(ask_id))
     raise InputError(f"unknown elicitation action {action!r}")
 
 
@@ -335,9 +343,10 @@ class ParkgateElicitation:
     can show the menu. The person's messages go to :meth:`Gateway.handle` as usual; the
     callback returns once the ask closes: ``accept`` with the form's field, ``decline``
     when they cancelled, ``cancel`` when it expired. With ``timeout`` (seconds), an ask
-    still open then is closed (``cancelled``) and the server gets ``cancel``; without
-    it, the ask's TTL bounds the wait. Forms parkgate cannot ask (URL mode, several
-    fields) get an ``INVALID_PARAMS`` error and park nothing::
+    still open then is expired on the spot (:meth:`Gateway.expire`, as its TTL would)
+    and the server gets ``cancel``; without it, the ask's TTL bounds the wait. Forms
+    parkgate cannot ask (URL mode, several fields) get an ``INVALID_PARAMS`` error and
+    park nothing::
 
         client = Client(server, elicitation_callback=ParkgateElicitation(gateway, "chat-1"))
     """
@@ -378,11 +387,10 @@ class ParkgateElicitation:
             if shown is not None:
                 await shown
         ask = await self._wait(asked.ask_id)
+        if ask.is_open:  # timed out: nobody answered, so it expires now
+            ask = await anyio.to_thread.run_sync(self.gateway.expire, asked.ask_id)
         result = to_elicit_result(ask, form)
-        if result is None:  # timed out with the ask still open
-            await anyio.to_thread.run_sync(self.gateway.cancel, asked.ask_id)
-            return ElicitResult(action=CANCEL)
-        return result
+        return result if result is not None else ElicitResult(action=CANCEL)
 
     def _park(self, spec: AskSpec) -> Reply:
         return self.gateway.ask(
