@@ -198,7 +198,7 @@ class Gateway:
             reply = self._park_phase(tx, run, flow.first, now)
             return reply, closed
 
-        return self._transact(body)
+        return self._counted(self._transact(body))
 
     def _park(
         self,
@@ -241,7 +241,7 @@ class Gateway:
             tx.insert_ask(ask)
             return _asked(ask), closed
 
-        return self._transact(body)
+        return self._counted(self._transact(body))
 
     def _new_ask(
         self,
@@ -296,9 +296,12 @@ class Gateway:
         if message_id is not None:
             _check_id(message_id, "message_id")
         now = self.clock.now()
+        replayed = False
 
         def body(tx: Transaction) -> tuple[Reply, list[_Closed]]:
+            nonlocal replayed
             earlier, ask = tx.message_context(conversation_id, message_id)
+            replayed = earlier is not None  # set on every try: a retry may read for real
             if earlier is not None:
                 return Reply.from_json(earlier), []
             reply, closed = self._decide(tx, ask, message, now)
@@ -306,7 +309,9 @@ class Gateway:
                 tx.remember_reply(conversation_id, message_id, reply.to_json(), now)
             return reply, closed
 
-        return self._transact(body)
+        reply = self._transact(body)
+        # A redelivery changes nothing, the metrics included: its reply was counted once.
+        return reply if replayed else self._counted(reply)
 
     def _decide(self, tx: Transaction, ask: Ask | None, message: str, now: datetime) -> tuple[Reply, list[_Closed]]:
         if ask is None:
@@ -408,6 +413,29 @@ class Gateway:
 
         return self._transact(body)
 
+    def expire(self, ask_id: str) -> Ask:
+        """Close an open ask as ``expired`` now, as its TTL would.
+
+        The same closing as a read that finds the ask past its TTL: status and outcome
+        ``expired``, its default (if any) recorded as the answer, its run closed as
+        complete (``expired``), or left running with nothing pending when a default
+        stands in, and the callback, the metrics and one ``ask_expired`` log line. An
+        ask already closed is returned unchanged.
+        """
+        _check_id(ask_id, "ask_id")
+        now = self.clock.now()
+
+        def body(tx: Transaction) -> tuple[Ask, list[_Closed]]:
+            ask = tx.ask(ask_id)
+            if ask is None:
+                raise UnknownAsk(ask_id)
+            if not ask.is_open:
+                return ask, []
+            closed = self._expire(tx, ask, now)
+            return closed.ask, [closed]
+
+        return self._transact(body)
+
     def open_asks(self, limit: int | None = None) -> list[Ask]:
         """Open asks, oldest first. Any found past its TTL is closed on this read."""
         now = self.clock.now()
@@ -486,7 +514,7 @@ class Gateway:
                 if attempt == CONFLICT_RETRIES - 1:
                     raise
                 self.metrics.retry()
-        self._after_commit(result, closed)
+        self._after_commit(closed)
         return result
 
     def _enqueue_callback(self, tx: Transaction, ask: Ask) -> None:
@@ -494,11 +522,14 @@ class Gateway:
             payload = json.dumps(ask_to_dict(ask), ensure_ascii=False)
             tx.enqueue_callback(ask.id, ask.callback_url, payload, self.clock.now())
 
-    def _after_commit(self, result: object, closed: list[_Closed]) -> None:
-        if isinstance(result, Reply):
-            self.metrics.reply(result.kind)
-            if result.followup is not None:
-                self.metrics.reply(result.followup.kind)
+    def _counted(self, reply: Reply) -> Reply:
+        """Count a committed reply (and the ask it parked next) in the metrics."""
+        self.metrics.reply(reply.kind)
+        if reply.followup is not None:
+            self.metrics.reply(reply.followup.kind)
+        return reply
+
+    def _after_commit(self, closed: list[_Closed]) -> None:
         for item in closed:
             ask = item.ask
             seconds = (ask.answered_at - ask.asked_at).total_seconds() if ask.answered_at else None
@@ -546,6 +577,9 @@ class AsyncGateway:
 
     async def cancel(self, ask_id: str) -> Ask:
         return await asyncio.to_thread(self.sync.cancel, ask_id)
+
+    async def expire(self, ask_id: str) -> Ask:
+        return await asyncio.to_thread(self.sync.expire, ask_id)
 
     async def open_asks(self, limit: int | None = None) -> list[Ask]:
         return await asyncio.to_thread(self.sync.open_asks, limit)
