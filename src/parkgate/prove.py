@@ -283,12 +283,9 @@ def _verify(case: Case, got: Outcome, escalate_after: int) -> list[str]:
             failures.append(f"{label}: property 3: miss {miss} of N={escalate_after} got {got.kind_name}")
         if got.mismatches != miss:
             failures.append(f"{label}: property 3: a miss left the count at {got.mismatches}, not {miss}")
-        if got.kind is ReplyKind.ESCALATED and got.text is not None:
-            hint = P.TEXT_EXITS_HINT if case.ask_kind is AskKind.TEXT else P.EXITS_HINT
-            if hint not in got.text or str(miss) not in got.text:
-                failures.append(
-                    f"{label}: property 3: the escalated line does not count {miss} tries and name the exits"
-                )
+        named = got.text is not None and P.EXITS_HINT in got.text and str(miss) in got.text
+        if got.kind is ReplyKind.ESCALATED and got.text is not None and not named:
+            failures.append(f"{label}: property 3: the escalated line does not count {miss} tries and name the exits")
     # 4. menu never advances the count
     if got.kind is ReplyKind.RESHOWN and got.mismatches != case.mismatches:
         failures.append(f"{label}: property 4: menu moved the count {case.mismatches} -> {got.mismatches}")

@@ -17,17 +17,32 @@ Phases run in order unless a phase's ``then`` picks the next one by name.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from parkgate.core.phrases import AskKind
+from parkgate.core.stopping_point import MAX_PROMPT_CHARS, is_marker_line, make_spec
 
 Answers = Mapping[str, str]
 
 
+#: ``{name}`` in a phase's prompt: an earlier phase's answer. Nothing else in a prompt is
+#: special (no ``str.format``): braces, ``{0}``, ``{a.b}`` or JSON stay as written.
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: The most of one answer a later prompt quotes; the rest is cut with an ellipsis.
+MAX_QUOTED_ANSWER_CHARS = 1000
+_ELLIPSIS = "\u2026"
+
+
 @dataclass(frozen=True)
 class Phase:
-    """One step. ``prompt`` may name earlier answers: ``"Describe the {diagram}."``"""
+    """One step. ``prompt`` may name earlier answers: ``"Describe the {diagram}."``
+
+    The prompt and options are checked when the phase is defined (an invalid one raises
+    :class:`~parkgate.core.stopping_point.StoppingPointError` here, not when a person
+    reaches it).
+    """
 
     name: str
     prompt: str
@@ -35,17 +50,39 @@ class Phase:
     #: Name of the next phase (or ``None`` to finish), chosen from the answers so far.
     then: Callable[[Answers], str | None] | None = None
 
+    def __post_init__(self) -> None:
+        make_spec(self.kind, self.prompt, self.options)
+
     @property
     def kind(self) -> AskKind:
         return AskKind.CHOICE if self.options else AskKind.TEXT
 
     def prompt_for(self, answers: Answers) -> str:
-        return self.prompt.format_map(_Missing(answers))
+        """The prompt with each ``{name}`` replaced by that phase's answer.
+
+        Whatever a person answered, the result is a prompt that can be parked: a quoted
+        answer is cut to :data:`MAX_QUOTED_ANSWER_CHARS`, a line of it that reads as a
+        stopping-point marker is quoted with ``> ``, and the whole is cut to the prompt
+        limit. A name with no answer yet stays as written.
+        """
+
+        def quoted(found: re.Match[str]) -> str:
+            answer = answers.get(found.group(1))
+            return found.group(0) if answer is None else _quotable(answer)
+
+        filled = _PLACEHOLDER.sub(quoted, self.prompt)
+        if len(filled) > MAX_PROMPT_CHARS:
+            filled = filled[: MAX_PROMPT_CHARS - 1] + _ELLIPSIS
+        return filled
 
 
-class _Missing(dict[str, str]):
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
+def _quotable(answer: str) -> str:
+    if len(answer) > MAX_QUOTED_ANSWER_CHARS:
+        answer = answer[: MAX_QUOTED_ANSWER_CHARS - 1] + _ELLIPSIS
+    lines = answer.split("\n")
+    if not any(is_marker_line(line) for line in lines):
+        return answer
+    return "\n".join("> " + line if is_marker_line(line) else line for line in lines)
 
 
 @dataclass(frozen=True)

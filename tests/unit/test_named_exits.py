@@ -95,7 +95,8 @@ def test_an_option_named_stop_leaves_the_bare_footer_alone() -> None:
 
 def test_slashed_footer_names_only_slash_forms() -> None:
     assert named_exits(P.CHOICE_MENU_FOOTER_SLASHED) == {"/menu", "/cancel"}
-    assert named_exits(P.EXITS_HINT) == {"/menu", "/cancel"}
+    # The escalated lines name every control word, each in its slash form.
+    assert named_exits(P.EXITS_HINT) == {"/" + word for word in P.CONTROL_WORDS}
 
 
 def test_an_option_named_menu_makes_the_footer_name_the_slash_forms() -> None:

@@ -37,19 +37,35 @@ class AskKind(StrEnum):
     TEXT = "text"
 
 
-# Control words. Sets of normalised words; a leading "/" is stripped before lookup.
-RESHOW_WORDS: frozenset[str] = frozenset({"menu", "options"})
-CANCEL_WORDS: frozenset[str] = frozenset({"cancel", "exit", "quit", "stop", "nevermind"})
+# Control words, in the order the escalated lines name them. Matched as sets of
+# normalised words; a leading "/" is stripped before lookup.
+RESHOW_WORDS_IN_ORDER: tuple[str, ...] = ("menu", "options")
+CANCEL_WORDS_IN_ORDER: tuple[str, ...] = ("cancel", "exit", "quit", "stop", "nevermind")
+RESHOW_WORDS: frozenset[str] = frozenset(RESHOW_WORDS_IN_ORDER)
+CANCEL_WORDS: frozenset[str] = frozenset(CANCEL_WORDS_IN_ORDER)
 CONTROL_WORDS: frozenset[str] = RESHOW_WORDS | CANCEL_WORDS
 
 # The words a choice menu's footer names as its exits, bare while no option label takes them.
 MENU_WORD = "menu"
 CANCEL_WORD = "cancel"
 
-# The exits named in every escalated line of a choice ask, and in every text question.
-# Both name the slash forms: they work in every ask whatever its labels, where a bare
-# word loses to an option with that label.
-EXITS_HINT = "type /" + MENU_WORD + " to see the options again, or /" + CANCEL_WORD + " to drop it"
+
+def _slashed(words: tuple[str, ...]) -> str:
+    """``("a", "b", "c")`` -> ``"/a, /b or /c"``."""
+    forms = ["/" + word for word in words]
+    return forms[0] if len(forms) == 1 else ", ".join(forms[:-1]) + " or " + forms[-1]
+
+
+# Every exit, named in every escalated line (choice and text). The slash forms: they work
+# in every ask whatever its labels, where a bare word loses to an option with that label.
+EXITS_HINT = (
+    "type "
+    + _slashed(RESHOW_WORDS_IN_ORDER)
+    + " to see the question again, or "
+    + _slashed(CANCEL_WORDS_IN_ORDER)
+    + " to drop it"
+)
+# The short form under every text question and in its first retries.
 TEXT_EXITS_HINT = "type /cancel to drop this question, /menu to see it again"
 
 # One template per reply kind that carries text. ``{menu}`` is the rendered ask.
@@ -68,7 +84,7 @@ PHRASES: dict[ReplyKind, str] = {
 
 # Variants for text asks, where the retry is about an empty answer.
 TEXT_RETRY = "Please type an answer ({hint}).\n{menu}"
-TEXT_ESCALATED = "Still no answer ({tries} tries). Type your answer, or " + TEXT_EXITS_HINT + ".\n{menu}"
+TEXT_ESCALATED = "Still no answer ({tries} tries). Type your answer, or " + EXITS_HINT + ".\n{menu}"
 # Shown when a text answer is exactly a bare control word: taken as data, door named.
 TEXT_CONTROL_WORD_TAKEN = 'Got it: took "{answer}" as your answer. (To drop a question, type /cancel.)'
 # Rendering pieces.
@@ -78,6 +94,7 @@ CHOICE_MENU_FOOTER = "Reply with a number, or " + MENU_WORD + " / " + CANCEL_WOR
 CHOICE_MENU_FOOTER_SLASHED = "Reply with a number, or /" + MENU_WORD + " / /" + CANCEL_WORD + "."
 # Shown by surfaces when a read found an expired ask.
 EXPIRED_NOTICE = "That question timed out after {hours} h idle and was closed."
-# What an expired ask with a default records as its outcome note.
+# What the demo surfaces (`parkgate chat`, the web console) show for a `pass`: the
+# message would go to the caller's model, and the demo has none.
 STAND_IN_MODEL = "[stand-in model] I am a placeholder, not a real model. You said: {text}"
 WORKFLOW_DONE = "Done."

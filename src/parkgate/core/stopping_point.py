@@ -40,6 +40,11 @@ _CLOSE = re.compile(r"^\s*\[\[/ask\]\]\s*$", re.IGNORECASE)
 _OPTION = re.compile(r"^\s*(\d+)\s*(?:[.)]|-)\s*(.*?)\s*$")
 
 
+def is_marker_line(line: str) -> bool:
+    """True when ``line`` would open or close a stopping-point marker (so no prompt may hold it)."""
+    return bool(_OPEN.match(line) or _CLOSE.match(line))
+
+
 class StoppingPointError(ValueError):
     """A stopping point that cannot be parked as written. The message names the line."""
 
@@ -110,7 +115,7 @@ def _make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None) 
     if not _encodable(text):
         raise StoppingPointError("prompt is not valid Unicode (it holds a lone surrogate)")
     for number, line in enumerate(text.split("\n"), start=1):
-        if _OPEN.match(line) or _CLOSE.match(line):  # it would end or nest the rendered marker
+        if is_marker_line(line):  # it would end or nest the rendered marker
             raise StoppingPointError(f"prompt line {number} is a stopping-point marker ({line.strip()!r})")
     labels = tuple(options or ())
     if ask_kind is AskKind.TEXT:
