@@ -53,6 +53,23 @@ def test_sqlite_normal_durability_is_chosen_by_url_or_keyword(tmp_path: Path) ->
     assert not (tmp_path / "a.db?synchronous=normal").exists()
 
 
+def test_sqlite_checkpoints_its_wal_every_few_thousand_pages(tmp_path: Path) -> None:
+    from parkgate.store.sqlite import WAL_AUTOCHECKPOINT_PAGES
+
+    path = tmp_path / "w.db"
+    frame = 4096 + 24  # a WAL frame: one page and its header
+    with SQLiteStore(f"sqlite:///{path}?synchronous=normal") as store:
+        gateway = Gateway(store=store)
+        seen = []
+        for n in range(WAL_AUTOCHECKPOINT_PAGES // 2):  # ~6 pages a new ask: past the mark, twice
+            gateway.ask(f"c{n}", "Deploy?", ["Yes", "No"])
+            seen.append(Path(f"{path}-wal").stat().st_size // frame)
+        # The WAL grew to the store's mark (not SQLite's default of 1,000) before the first
+        # checkpoint, and was reused, not grown, after it.
+        assert WAL_AUTOCHECKPOINT_PAGES - 50 < max(seen) < WAL_AUTOCHECKPOINT_PAGES + 50
+        assert path.stat().st_size > 100 * 4096  # the checkpoint copied the pages into the file
+
+
 @pytest.mark.parametrize(
     ("url_tail", "options", "says"),
     [

@@ -51,6 +51,12 @@ def _decode(raw: str) -> datetime:
 
 DIALECT = Dialect(placeholder="?", lock_suffix="", encode_time=_encode, decode_time=_decode)
 BUSY_TIMEOUT_MS = 10_000
+#: WAL pages between automatic checkpoints (SQLite's default is 1,000). A checkpoint copies
+#: every page changed since the last one into the database file and syncs it, inside the
+#: commit that crosses the mark. Messages touch pages all over the file, so fewer, larger
+#: checkpoints write each hot page fewer times: at 4,000 (a WAL of up to ~16 MB) a round
+#: trip pays about half the checkpoint time it paid at 1,000.
+WAL_AUTOCHECKPOINT_PAGES = 4_000
 
 
 class SQLiteTransaction(SqlTransaction):
@@ -167,6 +173,7 @@ class SQLiteStore(Store):
                 if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                     conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+                conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
             except sqlite3.Error as error:
                 if conn is not None:
                     conn.close()
