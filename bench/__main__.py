@@ -100,7 +100,7 @@ def render(results: dict[str, Any]) -> str:
         lines.append(
             f"synchronous={lg['synchronous']:6} parkgate {lg['parkgate_round_trips_per_s']:.0f} round trips/s "
             f"(p50 {pg_lat['p50_ms']:.2f} ms), LangGraph {lg['langgraph_round_trips_per_s']:.0f}/s "
-            f"(p50 {lg_lat['p50_ms']:.2f} ms): ratio {lg['ratio']:.1f}x"
+            f"(p50 {lg_lat['p50_ms']:.2f} ms): ratio {lg['ratio']:.1f}x; a disk sync here {lg['disk_sync_ms']:.2f} ms"
         )
     sc = results.get("scale")
     if sc:

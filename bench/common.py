@@ -12,6 +12,7 @@ import re
 import sqlite3
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -191,6 +192,31 @@ def latency_summary(nanoseconds: Sequence[int]) -> dict[str, float]:
         "p99_ms": percentile(nanoseconds, 0.99) / 1e6,
         "mean_ms": sum(nanoseconds) / len(nanoseconds) / 1e6,
     }
+
+
+def sync_cost_ms(folder: Path, samples: int = 200) -> float:
+    """Median cost of one 4 KiB write + ``fdatasync`` to a file in ``folder``, in ms.
+
+    With per-commit syncs both sides of benchmark 2 mostly wait for this, so a ratio from
+    a slow disk and one from a fast disk differ for a reason the run can name.
+    """
+    path = folder / f"sync-probe-{uuid.uuid4().hex[:8]}.bin"
+    block = b"\0" * 4096
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        for offset in range(0, 64 * 4096, 4096):  # allocated first: the probe never grows the file
+            os.pwrite(fd, block, offset)
+        os.fsync(fd)
+        costs = []
+        for n in range(samples):
+            began = time.perf_counter_ns()
+            os.pwrite(fd, block, (n % 64) * 4096)
+            os.fdatasync(fd)
+            costs.append(time.perf_counter_ns() - began)
+    finally:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+    return percentile(costs, 0.5) / 1e6
 
 
 def ratio(numerator: float, denominator: float) -> float:

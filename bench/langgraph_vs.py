@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypedDict
 
-from bench.common import latency_summary, ratio
+from bench.common import latency_summary, ratio, sync_cost_ms
 
 OPTIONS = ("Sequence diagram", "Class diagram", "Activity diagram")
 PROMPT = "Which UML diagram should I draw?"
@@ -137,6 +137,7 @@ def run(
     totals = {name: [0, 0.0] for name in sides}
     latencies: dict[str, list[int]] = {name: [] for name in sides}
     round_ratios = []
+    syncs = [sync_cost_ms(work)]
     try:
         # Warm up with one unmeasured round a side: imports, compiled graphs, prepared
         # statements, and each SQLite WAL grown to the size it is reused at (while a WAL
@@ -155,6 +156,7 @@ def run(
                 totals[name][1] += wall
                 rates[name] = ratio(per_round * 4, wall)
             round_ratios.append(ratio(rates["parkgate"], rates["langgraph"]))
+        syncs.append(sync_cost_ms(work))
     finally:
         for _, close in sides.values():
             close()
@@ -170,6 +172,10 @@ def run(
         "ratio": ratio(rates["parkgate"], rates["langgraph"]),
         "ratio_per_round": round_ratios,
         "goal": GOAL,
+        # A 4 KiB write + fdatasync in the same folder, before and after the rounds: with
+        # synchronous=full a parkgate round trip is one such sync plus its work, and a
+        # LangGraph one several (strace counted ~3.8), so a slower disk narrows the ratio.
+        "disk_sync_ms": sorted(syncs)[len(syncs) // 2],
         "langgraph_latency": latency_summary(latencies["langgraph"]),
         "parkgate_latency": latency_summary(latencies["parkgate"]),
     }

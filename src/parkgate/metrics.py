@@ -41,7 +41,10 @@ class Metrics:
         )
         self._retries = self.retries.labels(surface)
         self.open_asks = Gauge(
-            "parkgate_open_asks", "Open asks in the store, counted at scrape time.", registry=self.registry
+            "parkgate_open_asks",
+            "Asks with status open in the store, counted at scrape time. An ask past its TTL "
+            "counts until the read that finds it closes it (there is no sweeper).",
+            registry=self.registry,
         )
         self._reply_children: dict[ReplyKind, Any] = {}
         for kind in ReplyKind:  # every series exists from the start, at zero
