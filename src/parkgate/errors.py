@@ -1,20 +1,18 @@
-"""The errors parkgate raises at its surfaces. Each message names what is wrong."""
+"""The errors parkgate raises at its surfaces. Each message names what is wrong.
+
+``ParkgateError`` is the base of all of them except the store's (``StoreError``).
+``InputError`` (a ``ValueError``) is bad input, refused before anything is read or
+written; ``StoppingPointError`` is the ``InputError`` for a malformed ask.
+"""
 
 from __future__ import annotations
 
-from parkgate.core.stopping_point import StoppingPointError
+# ParkgateError and InputError are defined in the pure core, next to StoppingPointError
+# (an InputError): the core may import nothing from the rest of the package, so the base
+# moves down to it rather than the core importing this module (which imports the store).
+# They are the same classes here, and report "parkgate.errors" as their module.
+from parkgate.core.stopping_point import InputError, ParkgateError, StoppingPointError
 from parkgate.store.base import StoreError, StoreUnavailable
-
-
-class ParkgateError(Exception):
-    """Base of the errors below (store and stopping-point errors have their own bases)."""
-
-
-class InputError(ParkgateError, ValueError):
-    """The input is not usable as given (not text, too long, an empty id, ...).
-
-    Raised before anything is read or written: the parked ask stays as it was.
-    """
 
 
 class AskAlreadyOpen(ParkgateError):

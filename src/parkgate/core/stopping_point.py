@@ -15,8 +15,17 @@ option list is the trailing run of numbered lines and must count 1..n with no ga
 no duplicate number or label, and no empty label: anything else is a
 :class:`StoppingPointError` naming the line, never a guess.
 
+A byte order mark (U+FEFF) before a marker is tolerated like whitespace.
+
 Structured input is accepted too: ``{"prompt": ..., "options": [...], "kind": ...}``.
-``parse(render(spec)) == spec`` for every valid spec.
+
+An :class:`AskSpec` is validated and canonicalised when it is built, however it is built
+(:func:`make_spec`, :func:`parse`, :func:`from_json` or ``AskSpec(...)`` directly), so
+``parse(render(spec)) == spec`` holds for every spec that exists.
+
+The base errors :class:`ParkgateError` and :class:`InputError` are defined here, in the
+pure core, because :class:`StoppingPointError` is an :class:`InputError` and the core
+imports nothing from the rest of the package; :mod:`parkgate.errors` re-exports them.
 """
 
 from __future__ import annotations
@@ -35,8 +44,14 @@ MAX_OPTIONS = 50
 MAX_LABEL_CHARS = 200
 MAX_PROMPT_CHARS = 4000
 
-_OPEN = re.compile(r"^\s*\[\[ask(?:\s+(choice|text))?\s*\]\]\s*$", re.IGNORECASE)
-_CLOSE = re.compile(r"^\s*\[\[/ask\]\]\s*$", re.IGNORECASE)
+#: Longest JSON text :func:`from_json` reads (characters, or bytes when given bytes): the
+#: HTTP service's body limit. A valid ask is far smaller even with every character escaped.
+MAX_JSON_CHARS = 1024 * 1024
+
+# A byte order mark counts as blank around a marker: producers that concatenate files or
+# streams leave one at the start of the output (or of a line).
+_OPEN = re.compile(r"^[\s\ufeff]*\[\[ask(?:\s+(choice|text))?\s*\]\][\s\ufeff]*$", re.IGNORECASE)
+_CLOSE = re.compile(r"^[\s\ufeff]*\[\[/ask\]\][\s\ufeff]*$", re.IGNORECASE)
 _OPTION = re.compile(r"^\s*(\d+)\s*(?:[.)]|-)\s*(.*?)\s*$")
 
 
@@ -45,21 +60,63 @@ def is_marker_line(line: str) -> bool:
     return bool(_OPEN.match(line) or _CLOSE.match(line))
 
 
-class StoppingPointError(ValueError):
-    """A stopping point that cannot be parked as written. The message names the line."""
+class ParkgateError(Exception):
+    """Base of the errors parkgate raises (store errors have their own base)."""
+
+    __module__ = "parkgate.errors"  # its public home (re-exported there; pickles by that name)
+
+
+class InputError(ParkgateError, ValueError):
+    """The input is not usable as given (not text, too long, an empty id, ...).
+
+    Raised before anything is read or written: the parked ask stays as it was.
+    """
+
+    __module__ = "parkgate.errors"
+
+
+class StoppingPointError(InputError):
+    """A stopping point that cannot be parked as written. The message names the line.
+
+    An :class:`InputError` (and so a :class:`ParkgateError` and a ``ValueError``).
+    """
 
     def __init__(self, message: str, line: int | None = None) -> None:
         self.line = line
+        self.reason = message
         super().__init__(f"line {line}: {message}" if line is not None else message)
+
+    def __reduce__(self) -> tuple[type[StoppingPointError], tuple[str, int | None]]:
+        return (type(self), (self.reason, self.line))
 
 
 @dataclass(frozen=True, slots=True)
 class AskSpec:
-    """What a stopping point asks: its kind, prompt and (for a choice) options."""
+    """What a stopping point asks: its kind, prompt and (for a choice) options.
+
+    Building one validates and canonicalises it exactly as :func:`make_spec` does
+    (``kind`` may be given as a string, ``options`` as any list or tuple of strings):
+    an invalid spec raises :class:`StoppingPointError` and never exists.
+    """
 
     kind: AskKind
     prompt: str
     options: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        canonical = make_spec(self.kind, self.prompt, self.options)
+        object.__setattr__(self, "kind", canonical.kind)
+        object.__setattr__(self, "prompt", canonical.prompt)
+        object.__setattr__(self, "options", canonical.options)
+
+
+def _trusted(kind: AskKind, prompt: str, options: tuple[str, ...]) -> AskSpec:
+    """An AskSpec from values :func:`_make_spec` has just validated: no second check."""
+    spec = object.__new__(AskSpec)
+    object.__setattr__(spec, "kind", kind)
+    object.__setattr__(spec, "prompt", prompt)
+    object.__setattr__(spec, "options", options)
+    return spec
 
 
 def _canonical_prompt(prompt: str) -> str:
@@ -83,8 +140,17 @@ def _encodable(text: str) -> bool:
 
 
 def make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None = None) -> AskSpec:
-    """Validate and canonicalise an ask. Raises :class:`StoppingPointError`."""
-    labels = tuple(options) if options is not None else None
+    """Validate and canonicalise an ask. Raises :class:`StoppingPointError`.
+
+    ``options`` is ``None`` or a sequence of strings (a list or tuple): a string, bytes,
+    a mapping, a set or an iterator is refused, not read one item at a time.
+    """
+    if options is None:
+        labels: tuple[str, ...] = ()
+    elif isinstance(options, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(options, Sequence):
+        raise StoppingPointError(f"options must be a list or tuple of strings, not {type(options).__name__}")
+    else:
+        labels = tuple(options)  # a tuple is itself: no copy on the hot path
     try:
         return _make_spec_once(kind, prompt, labels)
     except TypeError:  # something unhashable: validated uncached, which names what is wrong
@@ -92,13 +158,13 @@ def make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None = 
 
 
 @lru_cache(maxsize=256)
-def _make_spec_once(kind: AskKind | str, prompt: str, options: tuple[str, ...] | None) -> AskSpec:
+def _make_spec_once(kind: AskKind | str, prompt: str, options: tuple[str, ...]) -> AskSpec:
     # Pure, and a run asks the same few questions again and again: validate each once.
     # (Errors are not cached: lru_cache keeps only returned values.)
     return _make_spec(kind, prompt, options)
 
 
-def _make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None) -> AskSpec:
+def _make_spec(kind: AskKind | str, prompt: str, options: tuple[str, ...]) -> AskSpec:
     try:
         ask_kind = AskKind(kind)
     except ValueError:
@@ -117,11 +183,11 @@ def _make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None) 
     for number, line in enumerate(text.split("\n"), start=1):
         if is_marker_line(line):  # it would end or nest the rendered marker
             raise StoppingPointError(f"prompt line {number} is a stopping-point marker ({line.strip()!r})")
-    labels = tuple(options or ())
+    labels = options
     if ask_kind is AskKind.TEXT:
         if labels:
             raise StoppingPointError("a text ask takes no options")
-        return AskSpec(ask_kind, text)
+        return _trusted(ask_kind, text, ())
     if not labels:
         raise StoppingPointError("a choice ask needs at least one option")
     if len(labels) > MAX_OPTIONS:
@@ -149,12 +215,12 @@ def _make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None) 
             raise StoppingPointError(f"option {position} repeats option {seen[key]} ({tidy!r})")
         seen[key] = position
         clean.append(tidy)
-    return AskSpec(ask_kind, text, tuple(clean))
+    return _trusted(ask_kind, text, tuple(clean))
 
 
 def render(spec: AskSpec) -> str:
     """The marker text for ``spec`` (the canonical form ``parse`` reads back)."""
-    head = "[[ask text]]" if spec.kind is AskKind.TEXT else "[[ask]]"
+    head = "[[ask text]]" if spec.kind == AskKind.TEXT else "[[ask]]"
     body = [spec.prompt]
     if spec.options:
         body.append("")
@@ -220,10 +286,9 @@ def _from_lines(kind: AskKind, body: list[tuple[int, str]], start: int) -> AskSp
     for expected, (number, line) in enumerate(option_lines, start=1):
         found = _OPTION.match(line)
         assert found is not None
-        given = int(found.group(1))
+        given = _option_number(found.group(1))
         if given != expected:
-            what = "repeats a number" if given < expected else "leaves a gap"
-            raise StoppingPointError(f"option numbered {given} {what}; expected {expected}", number)
+            raise StoppingPointError(_numbering_problem(found.group(1), given, expected), number)
         if not found.group(2):
             raise StoppingPointError(f"option {given} has no label", number)
         labels.append(found.group(2))
@@ -236,6 +301,24 @@ def _from_lines(kind: AskKind, body: list[tuple[int, str]], start: int) -> AskSp
         raise StoppingPointError(str(error), at) from None
 
 
+def _option_number(digits: str) -> int | None:
+    """The number an option line gives, or ``None`` when it is far too long to be one
+    (``int()`` refuses more than 4,300 digits with a plain ``ValueError``)."""
+    significant = digits.lstrip("0") or "0"
+    return int(significant) if len(significant) <= 9 else None
+
+
+def _numbering_problem(digits: str, given: int | None, expected: int) -> str:
+    shown = digits if len(digits) <= 12 else digits[:12] + "..."
+    if given == 0:
+        return f"option numbered {shown}: the options are numbered from 1"
+    if given is not None and given < expected:
+        return f"option numbered {shown} repeats a number; expected {expected}"
+    if expected == 1:
+        return f"option numbered {shown} leaves a gap: the options are numbered from 1"
+    return f"option numbered {shown} leaves a gap; expected {expected}"
+
+
 def _checked(kind: AskKind, prompt: str, labels: list[str], start: int) -> AskSpec:
     try:
         return make_spec(kind, prompt, labels)
@@ -244,22 +327,40 @@ def _checked(kind: AskKind, prompt: str, labels: list[str], start: int) -> AskSp
 
 
 def from_json(payload: str | bytes | Mapping[str, Any]) -> AskSpec:
-    """Structured input: ``{"prompt": str, "options": [str], "kind": "choice"|"text"}``."""
+    """Structured input: ``{"prompt": str, "options": [str], "kind": "choice"|"text"}``.
+
+    ``kind`` may be left out (or ``null``): a choice when there are options, else text.
+    Given, it must be ``"choice"`` or ``"text"`` in any case. JSON text longer than
+    :data:`MAX_JSON_CHARS`, or nested too deeply to read, is refused; a leading byte
+    order mark is skipped.
+    """
     data: Any = payload
     if isinstance(payload, (str, bytes)):
+        unit = "characters" if isinstance(payload, str) else "bytes"
+        if len(payload) > MAX_JSON_CHARS:
+            raise StoppingPointError(
+                f"the structured stopping point is {len(payload)} {unit}; the limit is {MAX_JSON_CHARS}"
+            )
+        text = payload.removeprefix("\ufeff") if isinstance(payload, str) else payload
         try:
-            data = json.loads(payload)
+            data = json.loads(text)
+        except RecursionError:
+            raise StoppingPointError("not valid JSON: nested too deeply") from None
         except (ValueError, UnicodeDecodeError) as error:
             raise StoppingPointError(f"not valid JSON: {error}") from None
     if not isinstance(data, Mapping):
         raise StoppingPointError("a structured stopping point must be a JSON object")
     unknown = set(data) - {"prompt", "options", "kind"}
     if unknown:
-        raise StoppingPointError(f"unknown field(s): {', '.join(sorted(unknown))}")
+        raise StoppingPointError(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
     options = data.get("options")
     if options is None:
         options = []
-    if not isinstance(options, list):
-        raise StoppingPointError("options must be a list of strings")
-    kind = data.get("kind") or ("choice" if options else "text")
+    kind = data.get("kind")
+    if kind is None:
+        kind = AskKind.CHOICE if options else AskKind.TEXT
+    elif not isinstance(kind, str) or kind.lower() not in {k.value for k in AskKind}:
+        raise StoppingPointError(f"kind must be 'choice' or 'text', not {kind!r}")
+    else:
+        kind = kind.lower()
     return make_spec(kind, data.get("prompt", ""), options)
