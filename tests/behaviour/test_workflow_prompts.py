@@ -123,3 +123,32 @@ def test_the_escalated_line_names_every_control_word(gateway: Gateway) -> None:
         assert reply.kind is ReplyKind.ESCALATED
         for word in P.RESHOW_WORDS_IN_ORDER + P.CANCEL_WORDS_IN_ORDER:
             assert "/" + word in reply.text
+
+
+# -- a skill whose whole output is the structured form -------------------------------------
+
+
+def test_a_skill_output_that_is_the_json_form_parks_it(gateway: Gateway) -> None:
+    reply = gateway.ask_from_text("c", '{"prompt": "Pick one", "options": ["Red", "Blue"]}')
+    assert reply.kind is ReplyKind.ASKED and reply.parked
+    assert gateway.handle("c", "blue").answer == "Blue"
+    reply = gateway.ask_from_text("t", '\ufeff  {"prompt": "Why?", "kind": "TEXT"}\n')
+    assert reply.kind is ReplyKind.ASKED
+    assert gateway.handle("t", "because").kind is ReplyKind.ANSWERED
+
+
+@pytest.mark.parametrize(
+    "output",
+    ['{"result": 3}', '{"prompt": "x", "model": "gpt"}', "{not json}", '["prompt"]', 'Say {"prompt": "x"}'],
+)
+def test_other_json_in_a_skill_output_is_prose(gateway: Gateway, output: str) -> None:
+    assert gateway.ask_from_text("c", output).kind is ReplyKind.PASS
+    assert gateway.handle("c", "hello").kind is ReplyKind.PASS  # nothing was parked
+
+
+def test_a_broken_json_stopping_point_is_an_input_error(gateway: Gateway) -> None:
+    from parkgate import InputError
+
+    with pytest.raises(InputError, match="repeats"):
+        gateway.ask_from_text("c", '{"prompt": "Pick", "options": ["A", "A"]}')
+    assert gateway.handle("c", "A").kind is ReplyKind.PASS

@@ -17,7 +17,9 @@ no duplicate number or label, and no empty label: anything else is a
 
 A byte order mark (U+FEFF) before a marker is tolerated like whitespace.
 
-Structured input is accepted too: ``{"prompt": ..., "options": [...], "kind": ...}``.
+Structured input is accepted too: ``{"prompt": ..., "options": [...], "kind": ...}``,
+through :func:`from_json`, or as a skill's whole output (:func:`find` takes an output
+that is exactly such a JSON object as its stopping point; other JSON is prose).
 
 An :class:`AskSpec` is validated and canonicalised when it is built, however it is built
 (:func:`make_spec`, :func:`parse`, :func:`from_json` or ``AskSpec(...)`` directly), so
@@ -254,7 +256,25 @@ def find(output: str) -> AskSpec | None:
             body.append((number, line))
     if start is not None:
         raise StoppingPointError("[[ask]] is never closed with [[/ask]]", start)
-    return found
+    return found if found is not None else _structured(output)
+
+
+_STRUCTURED_FIELDS = frozenset({"prompt", "options", "kind"})
+
+
+def _structured(output: str) -> AskSpec | None:
+    """An output that is, as a whole, a JSON object with a ``prompt`` (and only the
+    fields of :func:`from_json`): that stopping point. Any other JSON, or none, is prose."""
+    text = output.strip().removeprefix("\ufeff").strip()
+    if not (text.startswith("{") and text.endswith("}")) or len(text) > MAX_JSON_CHARS:
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or "prompt" not in data or not set(data) <= _STRUCTURED_FIELDS:
+        return None
+    return from_json(data)
 
 
 def parse(output: str) -> AskSpec:
