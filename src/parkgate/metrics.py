@@ -1,18 +1,53 @@
-"""Prometheus metrics for one gateway: every outcome counted, nothing only in a debugger."""
+"""Prometheus metrics for one gateway: every outcome counted, nothing only in a debugger.
+
+Several server processes (``parkgate serve --workers N``) count into one set of files:
+with ``PROMETHEUS_MULTIPROC_DIR`` set (``serve`` sets it for N > 1), the Prometheus
+client keeps each process's counters in that folder and :meth:`Metrics.exposition`
+adds them up, so any worker's ``/metrics`` answers for all of them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 
 from parkgate.core.phrases import ReplyKind
 
 TIME_TO_ANSWER_BUCKETS = (5, 15, 30, 60, 120, 300, 900, 1800, 3600, 7200, 21600, 86400)
+#: Where the Prometheus client keeps several processes' counters (its own variable).
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+OPEN_ASKS_HELP = (
+    "Asks with status open in the store, counted at scrape time. An ask past its TTL "
+    "counts until the read that finds it closes it (there is no sweeper)."
+)
+
+
+class _OpenAsks(Collector):
+    """The open-asks gauge, read from the store on each scrape.
+
+    A collector rather than a ``Gauge``: the count is the store's, the same from every
+    process, so it must not be one of the per-process values that are added up.
+    """
+
+    def __init__(self) -> None:
+        self.count: Callable[[], int] | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        gauge = GaugeMetricFamily("parkgate_open_asks", OPEN_ASKS_HELP)
+        if self.count is not None:
+            gauge.add_metric([], float(self.count()))
+        yield gauge
 
 
 class Metrics:
+    """The counters of one gateway, labelled with its ``surface`` (``library``, ``http``...)."""
+
     def __init__(self, surface: str, registry: CollectorRegistry | None = None) -> None:
         self.surface = surface
         self.registry = registry or CollectorRegistry()
@@ -40,19 +75,25 @@ class Metrics:
             registry=self.registry,
         )
         self._retries = self.retries.labels(surface)
-        self.open_asks = Gauge(
-            "parkgate_open_asks",
-            "Asks with status open in the store, counted at scrape time. An ask past its TTL "
-            "counts until the read that finds it closes it (there is no sweeper).",
-            registry=self.registry,
-        )
+        self._open_asks = _OpenAsks()
+        self.registry.register(self._open_asks)
         self._reply_children: dict[ReplyKind, Any] = {}
         for kind in ReplyKind:  # every series exists from the start, at zero
             self._reply_children[kind] = self.replies.labels(kind.value, surface)
 
     def count_open_with(self, count: Callable[[], int]) -> None:
         """Make the open-asks gauge read the store on each scrape (right across processes)."""
-        self.open_asks.set_function(lambda: float(count()))
+        self._open_asks.count = count
+
+    def exposition(self) -> bytes:
+        """The Prometheus text for a scrape: this process's counters, or, when several
+        processes count into :data:`MULTIPROCESS_ENV`, all of theirs added up."""
+        if not os.environ.get(MULTIPROCESS_ENV):
+            return generate_latest(self.registry)
+        combined = CollectorRegistry()
+        MultiProcessCollector(combined)  # type: ignore[no-untyped-call]  # the client ships no types here
+        combined.register(self._open_asks)
+        return generate_latest(combined)
 
     def reply(self, kind: ReplyKind) -> None:
         # The labelled child is looked up once per kind (labels() takes a lock and
