@@ -8,12 +8,13 @@ Start with :class:`Gateway`::
     reply = gw.handle("chat-1", "2")      # reply.kind is ReplyKind.SELECTED
 """
 
+from parkgate.async_gateway import AsyncGateway
 from parkgate.clock import Clock, ManualClock, SystemClock
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
 from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError, UnknownAsk, UnknownWorkflow
-from parkgate.gateway import DEFAULT_TTL, AsyncGateway, Gateway, ask_to_dict
+from parkgate.gateway import DEFAULT_TTL, Gateway, ask_to_dict
 from parkgate.reply import Reply
 from parkgate.store import Store, StoreError, StoreUnavailable, open_store
 from parkgate.workflow import Phase, Workflow

@@ -8,12 +8,9 @@ sweeper), lets the state machine decide, writes, and commits. Every path returns
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import logging
-import math
-import re
 import threading
 import time
 import uuid
@@ -22,11 +19,23 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from parkgate.clock import Clock, as_clock, as_timedelta
+from parkgate.checks import (
+    MAX_SKILL_OUTPUT_CHARS,
+    check_default,
+    check_duration,
+    check_flag,
+    check_id,
+    check_limit,
+    check_message,
+    check_optional_id,
+    check_text,
+    check_workflow,
+    wait_seconds,
+)
+from parkgate.clock import Clock, as_clock
 from parkgate.core import machine, stopping_point
 from parkgate.core.model import Ask, Step
 from parkgate.core.phrases import PHRASES, WORKFLOW_DONE, AskKind, AskStatus, ReplyKind
-from parkgate.core.stopping_point import StoppingPointError
 from parkgate.errors import AskAlreadyOpen, InputError, UnknownAsk, UnknownWorkflow
 from parkgate.metrics import Metrics
 from parkgate.reply import Reply
@@ -36,131 +45,10 @@ from parkgate.workflow import Phase, Workflow
 log = logging.getLogger("parkgate")
 
 DEFAULT_TTL = timedelta(hours=6)
-MAX_MESSAGE_CHARS = 16_000
-#: Skill output carries prose around its stopping point, so it may be longer than a reply.
-MAX_SKILL_OUTPUT_CHARS = 256_000
-MAX_ID_CHARS = 200
 #: A unique-key conflict means a racing worker committed first; the retry sees its work.
 CONFLICT_RETRIES = 5
 
 T = TypeVar("T")
-#: Characters an id may not hold (ord < 32 or 127); one regex scan instead of a per-character loop.
-_CONTROL_CHAR = re.compile("[\x00-\x1f\x7f]")
-
-
-def _check_id(value: object, what: str) -> str:
-    if not isinstance(value, str):
-        raise InputError(f"{what} must be a string, not {type(value).__name__}")
-    if not value.strip():
-        raise InputError(f"{what} is empty")
-    if len(value) > MAX_ID_CHARS:
-        raise InputError(f"{what} is {len(value)} characters; the limit is {MAX_ID_CHARS}")
-    if _CONTROL_CHAR.search(value):
-        raise InputError(f"{what} contains a control character")
-    _check_unicode(value, what)
-    return value
-
-
-def _check_unicode(value: str, what: str) -> None:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InputError(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
-
-
-def check_message(text: object, *, limit: int = MAX_MESSAGE_CHARS, what: str = "message") -> str:
-    """The message as text, or :class:`InputError` naming why it is not usable."""
-    if isinstance(text, (bytes, bytearray)):
-        try:
-            text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InputError(f"{what} is not valid UTF-8 (byte {error.start})") from None
-    if not isinstance(text, str):
-        raise InputError(f"{what} must be text, not {type(text).__name__}")
-    if "\x00" in text:
-        raise InputError(f"{what} contains a NUL character")
-    if len(text) > limit:
-        raise InputError(f"{what} is {len(text)} characters; the limit is {limit}")
-    _check_unicode(text, what)
-    return text
-
-
-def _check_optional_id(value: object, what: str) -> str | None:
-    return None if value is None else _check_id(value, what)
-
-
-def _check_flag(value: object, what: str) -> bool:
-    # A bool only: "no" or 1 is a caller's mistake, not a choice to replace an open ask.
-    if not isinstance(value, bool):
-        raise InputError(f"{what} must be True or False, not {type(value).__name__}")
-    return value
-
-
-def _check_limit(limit: object) -> int | None:
-    if limit is None:
-        return None
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise InputError(f"limit must be a positive whole number or None, not {type(limit).__name__}")
-    if limit < 1:
-        raise InputError(f"limit must be at least 1, not {limit}")
-    return limit
-
-
-def _check_duration(value: object, what: str) -> timedelta:
-    try:
-        return as_timedelta(value, what)  # type: ignore[arg-type]  # it checks the type itself
-    except ValueError as error:
-        raise InputError(str(error)) from None
-
-
-def _check_text(value: object, what: str, *, limit: int = MAX_MESSAGE_CHARS) -> str:
-    # Text only: bytes are not decoded here, since what is stored must be what was given.
-    if not isinstance(value, str):
-        raise InputError(f"{what} must be a string, not {type(value).__name__}")
-    return check_message(value, limit=limit, what=what)
-
-
-def _wait_seconds(timeout: object) -> float:
-    """How long a ``wait(ask_id, timeout)`` may wait, or :class:`InputError`.
-
-    ``timeout`` is a :class:`~datetime.timedelta` or a finite number of seconds; one of
-    0 or less means "read once, do not wait".
-    """
-    if isinstance(timeout, timedelta):
-        seconds = timeout.total_seconds()
-    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
-        seconds = float(timeout)
-    else:
-        raise InputError(f"timeout must be a timedelta or a number of seconds, not {type(timeout).__name__}")
-    if not math.isfinite(seconds):
-        raise InputError(f"timeout must be a finite number of seconds, not {timeout!r}")
-    return max(0.0, seconds)
-
-
-def _check_default(spec: stopping_point.AskSpec, default: object) -> str | None:
-    """The default to store: as given for a text ask, the option's own label for a choice."""
-    if default is None:
-        return None
-    text = _check_text(default, "default")
-    if not text.strip():
-        raise InputError("default is empty")
-    if spec.kind is AskKind.TEXT:
-        return text  # a text answer is kept as given, and so is a text default
-    # Labels are tidied (whitespace folded) when the spec is made: tidy the default by the
-    # same code, so "Use  case" names the option stored as "Use case".
-    try:
-        tidy = stopping_point.make_spec(AskKind.CHOICE, "default", [text]).options[0]
-    except StoppingPointError:
-        tidy = None  # not even a usable label, so not one of these
-    if tidy not in spec.options:
-        raise InputError(f"default {default!r} is not one of the options")
-    return tidy
-
-
-def _check_workflow(workflow: object) -> Workflow:
-    if not isinstance(workflow, Workflow):
-        raise InputError(f"workflow must be a parkgate Workflow, not {type(workflow).__name__}")
-    return workflow
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,10 +88,10 @@ class Gateway:
             raise InputError(f"escalate_after must be a whole number, not {type(escalate_after).__name__}")
         if escalate_after < 1:
             raise InputError("escalate_after must be at least 1")
-        default_ttl = _check_duration(ttl, "ttl")
+        default_ttl = check_duration(ttl, "ttl")
         flows = list(workflows)
         for flow in flows:
-            _check_workflow(flow)
+            check_workflow(flow)
         self.store = store if store is not None else open_store(store_url)
         self.ttl = default_ttl
         self.clock: Clock = as_clock(clock)
@@ -226,7 +114,7 @@ class Gateway:
 
     def register(self, workflow: Workflow) -> None:
         """Make ``workflow`` startable by name with :meth:`start` (replacing one of the same name)."""
-        _check_workflow(workflow)
+        check_workflow(workflow)
         self.workflows[workflow.name] = workflow
 
     # -- parking ---------------------------------------------------------------
@@ -255,14 +143,14 @@ class Gateway:
         prompt or option list :class:`StoppingPointError`) before anything is read or
         written.
         """
-        _check_id(conversation_id, "conversation_id")
+        check_id(conversation_id, "conversation_id")
         run_id, ask_ttl = self._check_park_args(run_id, ttl, replace, callback_url)
         if phase is not None:
-            _check_id(phase, "phase")
+            check_id(phase, "phase")
         # An explicit option list (even an empty one) means a choice: [] is an error, not a text ask.
         chosen_kind = kind if kind is not None else (AskKind.TEXT if options is None else AskKind.CHOICE)
         spec = stopping_point.make_spec(chosen_kind, prompt, options)
-        default = _check_default(spec, default)
+        default = check_default(spec, default)
         return self._park(conversation_id, spec, run_id, ask_ttl, replace, default, callback_url, phase)
 
     def ask_from_text(
@@ -280,7 +168,7 @@ class Gateway:
         Output without a marker is not an error: the reply is ``pass``. The other
         arguments are :meth:`ask`'s, checked the same way (also when there is no marker).
         """
-        _check_id(conversation_id, "conversation_id")
+        check_id(conversation_id, "conversation_id")
         run_id, ask_ttl = self._check_park_args(run_id, ttl, replace, callback_url)
         text = check_message(skill_output, limit=MAX_SKILL_OUTPUT_CHARS, what="skill output")
         spec = stopping_point.find(text)
@@ -294,11 +182,11 @@ class Gateway:
         ``workflow`` is a registered name (:class:`UnknownWorkflow` if it is not);
         ``replace`` and ``run_id`` are as in :meth:`ask`.
         """
-        _check_id(conversation_id, "conversation_id")
+        check_id(conversation_id, "conversation_id")
         if not isinstance(workflow, str):
             raise InputError(f"workflow must be a workflow's name (a string), not {type(workflow).__name__}")
-        _check_flag(replace, "replace")
-        _check_optional_id(run_id, "run_id")
+        check_flag(replace, "replace")
+        check_optional_id(run_id, "run_id")
         flow = self._workflow(workflow)
         run_id = run_id or _new_id()
         now = self.clock.now()
@@ -347,11 +235,11 @@ class Gateway:
         run_id: object, ttl: object, replace: object, callback_url: object
     ) -> tuple[str | None, timedelta | None]:
         """The checks :meth:`ask` and :meth:`ask_from_text` share; the run id and TTL to use."""
-        checked_run = _check_optional_id(run_id, "run_id")
-        ask_ttl = None if ttl is None else _check_duration(ttl, "ttl")
-        _check_flag(replace, "replace")
+        checked_run = check_optional_id(run_id, "run_id")
+        ask_ttl = None if ttl is None else check_duration(ttl, "ttl")
+        check_flag(replace, "replace")
         if callback_url is not None:
-            url = _check_text(callback_url, "callback_url", limit=2048)
+            url = check_text(callback_url, "callback_url", limit=2048)
             if not url.startswith(("http://", "https://")):
                 raise InputError("callback_url must be an http:// or https:// URL")
         return checked_run, ask_ttl
@@ -404,10 +292,10 @@ class Gateway:
         reply and changes nothing. Bad input raises :class:`InputError` before
         anything is read or written.
         """
-        _check_id(conversation_id, "conversation_id")
+        check_id(conversation_id, "conversation_id")
         message = check_message(text)
         if message_id is not None:
-            _check_id(message_id, "message_id")
+            check_id(message_id, "message_id")
         now = self.clock.now()
         replayed = False
 
@@ -488,7 +376,7 @@ class Gateway:
     # -- reads -----------------------------------------------------------------
     def get(self, ask_id: str) -> Ask:
         """One ask by id. Reading an ask past its TTL closes it as ``expired``."""
-        _check_id(ask_id, "ask_id")
+        check_id(ask_id, "ask_id")
         now = self.clock.now()
 
         def body(tx: Transaction) -> tuple[Ask, list[_Closed]]:
@@ -507,7 +395,7 @@ class Gateway:
 
         An ask already closed is returned as it is; an expired one is closed as expired.
         """
-        _check_id(ask_id, "ask_id")
+        check_id(ask_id, "ask_id")
         now = self.clock.now()
 
         def body(tx: Transaction) -> tuple[Ask, list[_Closed]]:
@@ -535,7 +423,7 @@ class Gateway:
         stands in, and the callback, the metrics and one ``ask_expired`` log line. An
         ask already closed is returned unchanged.
         """
-        _check_id(ask_id, "ask_id")
+        check_id(ask_id, "ask_id")
         now = self.clock.now()
 
         def body(tx: Transaction) -> tuple[Ask, list[_Closed]]:
@@ -554,7 +442,7 @@ class Gateway:
 
         ``limit`` is a whole number of at least 1, or ``None`` for all of them.
         """
-        _check_limit(limit)
+        check_limit(limit)
         now = self.clock.now()
 
         def body(tx: Transaction) -> tuple[list[Ask], list[_Closed]]:
@@ -583,13 +471,13 @@ class Gateway:
 
         ``limit`` is as in :meth:`open_asks`.
         """
-        _check_limit(limit)
+        check_limit(limit)
         with self.store.transaction() as tx:
             return tx.open_asks(limit)
 
     def run(self, run_id: str) -> Run | None:
         """The run with this id (its status, outcome, pending ask and answers), or ``None``."""
-        _check_id(run_id, "run_id")
+        check_id(run_id, "run_id")
         with self.store.transaction() as tx:
             return tx.run(run_id)
 
@@ -598,8 +486,8 @@ class Gateway:
 
         ``outcome`` is recorded on the run; an unknown ``run_id`` is an :class:`InputError`.
         """
-        _check_id(run_id, "run_id")
-        _check_id(outcome, "outcome")
+        check_id(run_id, "run_id")
+        check_id(outcome, "outcome")
         now = self.clock.now()
         with self.store.transaction() as tx:
             run = tx.run(run_id)
@@ -615,8 +503,8 @@ class Gateway:
         wakes early when this process closes an ask. Expiry is still decided by the
         injected clock.
         """
-        _check_id(ask_id, "ask_id")
-        deadline = time.monotonic() + _wait_seconds(timeout)
+        check_id(ask_id, "ask_id")
+        deadline = time.monotonic() + wait_seconds(timeout)
         while True:
             ask = self.get(ask_id)
             remaining = deadline - time.monotonic()
@@ -682,188 +570,6 @@ class Gateway:
         if closed:
             with self._closed_event:
                 self._closed_event.notify_all()
-
-
-class AsyncGateway:
-    """The same gateway for asyncio code: every :class:`Gateway` call, awaited.
-
-    Each call runs the sync gateway's in a worker thread (``wait`` polls with
-    ``asyncio.sleep`` instead, holding no thread). Build it as a Gateway is built
-    (``AsyncGateway("sqlite:///parkgate.db", ttl=...)``, or keyword options alone), or
-    wrap an existing one: ``AsyncGateway(gateway)`` or ``AsyncGateway(gateway=gateway)``.
-    The wrapped Gateway is :attr:`sync`. ``async with AsyncGateway(...) as gw:`` closes
-    it on exit, like ``await gw.close()``, also when it was passed in.
-    """
-
-    def __init__(
-        self,
-        store_url: str | Gateway = DEFAULT_URL,
-        *,
-        gateway: Gateway | None = None,
-        store: Store | None = None,
-        ttl: timedelta | float = DEFAULT_TTL,
-        clock: Clock | Callable[[], datetime] | None = None,
-        escalate_after: int = machine.DEFAULT_ESCALATE_AFTER,
-        workflows: Iterable[Workflow] = (),
-        surface: str = "library",
-        metrics: Metrics | None = None,
-    ) -> None:
-        if isinstance(store_url, Gateway):  # AsyncGateway(gateway), as before gateway= existed
-            if gateway is not None:
-                raise InputError("pass the gateway once: AsyncGateway(gateway) or AsyncGateway(gateway=gateway)")
-            gateway, store_url = store_url, DEFAULT_URL
-        if gateway is None:
-            self.sync: Gateway = Gateway(
-                store_url,
-                store=store,
-                ttl=ttl,
-                clock=clock,
-                escalate_after=escalate_after,
-                workflows=workflows,
-                surface=surface,
-                metrics=metrics,
-            )
-            return
-        if not isinstance(gateway, Gateway):
-            raise InputError(f"gateway must be a Gateway, not {type(gateway).__name__} (a store URL goes first)")
-        options: list[tuple[str, object, object]] = [
-            ("store_url", store_url, DEFAULT_URL),
-            ("store", store, None),
-            ("ttl", ttl, DEFAULT_TTL),
-            ("clock", clock, None),
-            ("escalate_after", escalate_after, machine.DEFAULT_ESCALATE_AFTER),
-            ("workflows", workflows, ()),
-            ("surface", surface, "library"),
-            ("metrics", metrics, None),
-        ]
-        given = [name for name, value, default in options if value != default]
-        if given:
-            raise InputError(
-                f"{', '.join(given)} would build a new Gateway, but gateway= wraps an existing one: "
-                "set them on that Gateway instead"
-            )
-        self.sync = gateway
-
-    # -- lifecycle -------------------------------------------------------------
-    async def close(self) -> None:
-        """Close the wrapped :class:`Gateway` and its store (:meth:`Gateway.close`)."""
-        await asyncio.to_thread(self.sync.close)
-
-    async def __aenter__(self) -> AsyncGateway:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def register(self, workflow: Workflow) -> None:
-        """Make ``workflow`` startable by name (:meth:`Gateway.register`)."""
-        self.sync.register(workflow)  # no I/O: nothing to hand to a thread
-
-    # -- parking ---------------------------------------------------------------
-    async def ask(
-        self,
-        conversation_id: str,
-        prompt: str,
-        options: Sequence[str] | None = None,
-        kind: AskKind | str | None = None,
-        run_id: str | None = None,
-        ttl: timedelta | float | None = None,
-        *,
-        replace: bool = False,
-        default: str | None = None,
-        callback_url: str | None = None,
-        phase: str | None = None,
-    ) -> Reply:
-        """Park a question in ``conversation_id`` (:meth:`Gateway.ask`)."""
-        return await asyncio.to_thread(
-            self.sync.ask,
-            conversation_id,
-            prompt,
-            options,
-            kind,
-            run_id,
-            ttl,
-            replace=replace,
-            default=default,
-            callback_url=callback_url,
-            phase=phase,
-        )
-
-    async def ask_from_text(
-        self,
-        conversation_id: str,
-        skill_output: str,
-        run_id: str | None = None,
-        ttl: timedelta | float | None = None,
-        *,
-        replace: bool = False,
-        callback_url: str | None = None,
-    ) -> Reply:
-        """Park the stopping point marked in a skill's output (:meth:`Gateway.ask_from_text`)."""
-        return await asyncio.to_thread(
-            self.sync.ask_from_text,
-            conversation_id,
-            skill_output,
-            run_id,
-            ttl,
-            replace=replace,
-            callback_url=callback_url,
-        )
-
-    async def start(
-        self, conversation_id: str, workflow: str, *, replace: bool = False, run_id: str | None = None
-    ) -> Reply:
-        """Start a registered workflow (:meth:`Gateway.start`)."""
-        return await asyncio.to_thread(self.sync.start, conversation_id, workflow, replace=replace, run_id=run_id)
-
-    # -- replies ---------------------------------------------------------------
-    async def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
-        """Match one inbound message against the parked ask (:meth:`Gateway.handle`)."""
-        return await asyncio.to_thread(self.sync.handle, conversation_id, text, message_id)
-
-    # -- reads -----------------------------------------------------------------
-    async def get(self, ask_id: str) -> Ask:
-        """One ask by id, closed if past its TTL (:meth:`Gateway.get`)."""
-        return await asyncio.to_thread(self.sync.get, ask_id)
-
-    async def cancel(self, ask_id: str) -> Ask:
-        """An operator's cancel (:meth:`Gateway.cancel`)."""
-        return await asyncio.to_thread(self.sync.cancel, ask_id)
-
-    async def expire(self, ask_id: str) -> Ask:
-        """Close an open ask as ``expired`` now (:meth:`Gateway.expire`)."""
-        return await asyncio.to_thread(self.sync.expire, ask_id)
-
-    async def open_asks(self, limit: int | None = None) -> list[Ask]:
-        """Open asks, oldest first, closing any past their TTL (:meth:`Gateway.open_asks`)."""
-        return await asyncio.to_thread(self.sync.open_asks, limit)
-
-    async def audit(self, limit: int | None = None) -> list[Ask]:
-        """Open asks exactly as stored, closing nothing (:meth:`Gateway.audit`)."""
-        return await asyncio.to_thread(self.sync.audit, limit)
-
-    async def run(self, run_id: str) -> Run | None:
-        """The run with this id, or ``None`` (:meth:`Gateway.run`)."""
-        return await asyncio.to_thread(self.sync.run, run_id)
-
-    async def finish_run(self, run_id: str, outcome: str = "done") -> None:
-        """Mark a run complete (:meth:`Gateway.finish_run`)."""
-        await asyncio.to_thread(self.sync.finish_run, run_id, outcome)
-
-    async def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
-        """Wait until the ask closes or ``timeout`` passes (:meth:`Gateway.wait`).
-
-        Holds no thread while waiting: polls with ``asyncio.sleep`` between reads.
-        """
-        _check_id(ask_id, "ask_id")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + _wait_seconds(timeout)
-        while True:
-            ask = await self.get(ask_id)
-            remaining = deadline - loop.time()
-            if not ask.is_open or remaining <= 0:
-                return ask
-            await asyncio.sleep(min(0.2, remaining))
 
 
 def ask_to_dict(ask: Ask, now: datetime | None = None) -> dict[str, Any]:

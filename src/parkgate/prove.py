@@ -47,13 +47,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from parkgate.checks import check_message
 from parkgate.clock import ManualClock
 from parkgate.core import machine
 from parkgate.core import phrases as P
 from parkgate.core.model import Ask
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind, AskStatus, ReplyKind
 from parkgate.errors import InputError
-from parkgate.gateway import Gateway, check_message
+from parkgate.gateway import Gateway
 from parkgate.store import Run, Store, open_store
 from parkgate.store.sqlite import SQLiteStore
 

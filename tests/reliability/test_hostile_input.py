@@ -22,12 +22,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from parkgate import Gateway
+from parkgate.checks import MAX_MESSAGE_CHARS, check_message
 from parkgate.clock import ManualClock
 from parkgate.core import machine
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 from parkgate.errors import InputError
-from parkgate.gateway import MAX_MESSAGE_CHARS, check_message
 from parkgate.reply import Reply
 
 from ._support import T0, Driver, ModelSpy, StoreSpec

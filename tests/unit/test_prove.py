@@ -13,12 +13,12 @@ from datetime import datetime
 import pytest
 
 from parkgate import prove
+from parkgate.checks import check_message
 from parkgate.core import machine, matcher
 from parkgate.core.matcher import Match, Verdict
 from parkgate.core.model import Ask, Step
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind, ReplyKind
 from parkgate.errors import InputError
-from parkgate.gateway import check_message
 
 # The dimensions, as the issue and DESIGN.md state them.
 CONTROL_WORD_COUNT = 7  # menu, options, cancel, exit, quit, stop, nevermind

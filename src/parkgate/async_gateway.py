@@ -1,0 +1,201 @@
+"""The gateway for asyncio code: every :class:`~parkgate.gateway.Gateway` call, awaited."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
+
+from parkgate.checks import check_id, wait_seconds
+from parkgate.clock import Clock
+from parkgate.core import machine
+from parkgate.core.model import Ask
+from parkgate.core.phrases import AskKind
+from parkgate.errors import InputError
+from parkgate.gateway import DEFAULT_TTL, Gateway
+from parkgate.metrics import Metrics
+from parkgate.reply import Reply
+from parkgate.store import DEFAULT_URL, Run, Store
+from parkgate.workflow import Workflow
+
+
+class AsyncGateway:
+    """The same gateway for asyncio code: every :class:`Gateway` call, awaited.
+
+    Each call runs the sync gateway's in a worker thread (``wait`` polls with
+    ``asyncio.sleep`` instead, holding no thread). Build it as a Gateway is built
+    (``AsyncGateway("sqlite:///parkgate.db", ttl=...)``, or keyword options alone), or
+    wrap an existing one: ``AsyncGateway(gateway)`` or ``AsyncGateway(gateway=gateway)``.
+    The wrapped Gateway is :attr:`sync`. ``async with AsyncGateway(...) as gw:`` closes
+    it on exit, like ``await gw.close()``, also when it was passed in.
+    """
+
+    def __init__(
+        self,
+        store_url: str | Gateway = DEFAULT_URL,
+        *,
+        gateway: Gateway | None = None,
+        store: Store | None = None,
+        ttl: timedelta | float = DEFAULT_TTL,
+        clock: Clock | Callable[[], datetime] | None = None,
+        escalate_after: int = machine.DEFAULT_ESCALATE_AFTER,
+        workflows: Iterable[Workflow] = (),
+        surface: str = "library",
+        metrics: Metrics | None = None,
+    ) -> None:
+        if isinstance(store_url, Gateway):  # AsyncGateway(gateway), as before gateway= existed
+            if gateway is not None:
+                raise InputError("pass the gateway once: AsyncGateway(gateway) or AsyncGateway(gateway=gateway)")
+            gateway, store_url = store_url, DEFAULT_URL
+        if gateway is None:
+            self.sync: Gateway = Gateway(
+                store_url,
+                store=store,
+                ttl=ttl,
+                clock=clock,
+                escalate_after=escalate_after,
+                workflows=workflows,
+                surface=surface,
+                metrics=metrics,
+            )
+            return
+        if not isinstance(gateway, Gateway):
+            raise InputError(f"gateway must be a Gateway, not {type(gateway).__name__} (a store URL goes first)")
+        options: list[tuple[str, object, object]] = [
+            ("store_url", store_url, DEFAULT_URL),
+            ("store", store, None),
+            ("ttl", ttl, DEFAULT_TTL),
+            ("clock", clock, None),
+            ("escalate_after", escalate_after, machine.DEFAULT_ESCALATE_AFTER),
+            ("workflows", workflows, ()),
+            ("surface", surface, "library"),
+            ("metrics", metrics, None),
+        ]
+        given = [name for name, value, default in options if value != default]
+        if given:
+            raise InputError(
+                f"{', '.join(given)} would build a new Gateway, but gateway= wraps an existing one: "
+                "set them on that Gateway instead"
+            )
+        self.sync = gateway
+
+    # -- lifecycle -------------------------------------------------------------
+    async def close(self) -> None:
+        """Close the wrapped :class:`Gateway` and its store (:meth:`Gateway.close`)."""
+        await asyncio.to_thread(self.sync.close)
+
+    async def __aenter__(self) -> AsyncGateway:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def register(self, workflow: Workflow) -> None:
+        """Make ``workflow`` startable by name (:meth:`Gateway.register`)."""
+        self.sync.register(workflow)  # no I/O: nothing to hand to a thread
+
+    # -- parking ---------------------------------------------------------------
+    async def ask(
+        self,
+        conversation_id: str,
+        prompt: str,
+        options: Sequence[str] | None = None,
+        kind: AskKind | str | None = None,
+        run_id: str | None = None,
+        ttl: timedelta | float | None = None,
+        *,
+        replace: bool = False,
+        default: str | None = None,
+        callback_url: str | None = None,
+        phase: str | None = None,
+    ) -> Reply:
+        """Park a question in ``conversation_id`` (:meth:`Gateway.ask`)."""
+        return await asyncio.to_thread(
+            self.sync.ask,
+            conversation_id,
+            prompt,
+            options,
+            kind,
+            run_id,
+            ttl,
+            replace=replace,
+            default=default,
+            callback_url=callback_url,
+            phase=phase,
+        )
+
+    async def ask_from_text(
+        self,
+        conversation_id: str,
+        skill_output: str,
+        run_id: str | None = None,
+        ttl: timedelta | float | None = None,
+        *,
+        replace: bool = False,
+        callback_url: str | None = None,
+    ) -> Reply:
+        """Park the stopping point marked in a skill's output (:meth:`Gateway.ask_from_text`)."""
+        return await asyncio.to_thread(
+            self.sync.ask_from_text,
+            conversation_id,
+            skill_output,
+            run_id,
+            ttl,
+            replace=replace,
+            callback_url=callback_url,
+        )
+
+    async def start(
+        self, conversation_id: str, workflow: str, *, replace: bool = False, run_id: str | None = None
+    ) -> Reply:
+        """Start a registered workflow (:meth:`Gateway.start`)."""
+        return await asyncio.to_thread(self.sync.start, conversation_id, workflow, replace=replace, run_id=run_id)
+
+    # -- replies ---------------------------------------------------------------
+    async def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
+        """Match one inbound message against the parked ask (:meth:`Gateway.handle`)."""
+        return await asyncio.to_thread(self.sync.handle, conversation_id, text, message_id)
+
+    # -- reads -----------------------------------------------------------------
+    async def get(self, ask_id: str) -> Ask:
+        """One ask by id, closed if past its TTL (:meth:`Gateway.get`)."""
+        return await asyncio.to_thread(self.sync.get, ask_id)
+
+    async def cancel(self, ask_id: str) -> Ask:
+        """An operator's cancel (:meth:`Gateway.cancel`)."""
+        return await asyncio.to_thread(self.sync.cancel, ask_id)
+
+    async def expire(self, ask_id: str) -> Ask:
+        """Close an open ask as ``expired`` now (:meth:`Gateway.expire`)."""
+        return await asyncio.to_thread(self.sync.expire, ask_id)
+
+    async def open_asks(self, limit: int | None = None) -> list[Ask]:
+        """Open asks, oldest first, closing any past their TTL (:meth:`Gateway.open_asks`)."""
+        return await asyncio.to_thread(self.sync.open_asks, limit)
+
+    async def audit(self, limit: int | None = None) -> list[Ask]:
+        """Open asks exactly as stored, closing nothing (:meth:`Gateway.audit`)."""
+        return await asyncio.to_thread(self.sync.audit, limit)
+
+    async def run(self, run_id: str) -> Run | None:
+        """The run with this id, or ``None`` (:meth:`Gateway.run`)."""
+        return await asyncio.to_thread(self.sync.run, run_id)
+
+    async def finish_run(self, run_id: str, outcome: str = "done") -> None:
+        """Mark a run complete (:meth:`Gateway.finish_run`)."""
+        await asyncio.to_thread(self.sync.finish_run, run_id, outcome)
+
+    async def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
+        """Wait until the ask closes or ``timeout`` passes (:meth:`Gateway.wait`).
+
+        Holds no thread while waiting: polls with ``asyncio.sleep`` between reads.
+        """
+        check_id(ask_id, "ask_id")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_seconds(timeout)
+        while True:
+            ask = await self.get(ask_id)
+            remaining = deadline - loop.time()
+            if not ask.is_open or remaining <= 0:
+                return ask
+            await asyncio.sleep(min(0.2, remaining))

@@ -1,0 +1,145 @@
+"""Argument checks for the gateway's public calls: each refuses bad input with
+:class:`~parkgate.errors.InputError`, naming the argument, before anything is read or written.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import timedelta
+
+from parkgate.clock import as_timedelta
+from parkgate.core import stopping_point
+from parkgate.core.phrases import AskKind
+from parkgate.core.stopping_point import StoppingPointError
+from parkgate.errors import InputError
+from parkgate.workflow import Workflow
+
+MAX_MESSAGE_CHARS = 16_000
+#: Skill output carries prose around its stopping point, so it may be longer than a reply.
+MAX_SKILL_OUTPUT_CHARS = 256_000
+MAX_ID_CHARS = 200
+#: Characters an id may not hold (ord < 32 or 127); one regex scan instead of a per-character loop.
+_CONTROL_CHAR = re.compile("[\x00-\x1f\x7f]")
+
+
+def check_id(value: object, what: str) -> str:
+    """An id: a non-blank string of at most :data:`MAX_ID_CHARS`, no control characters."""
+    if not isinstance(value, str):
+        raise InputError(f"{what} must be a string, not {type(value).__name__}")
+    if not value.strip():
+        raise InputError(f"{what} is empty")
+    if len(value) > MAX_ID_CHARS:
+        raise InputError(f"{what} is {len(value)} characters; the limit is {MAX_ID_CHARS}")
+    if _CONTROL_CHAR.search(value):
+        raise InputError(f"{what} contains a control character")
+    _check_unicode(value, what)
+    return value
+
+
+def _check_unicode(value: str, what: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
+
+
+def check_message(text: object, *, limit: int = MAX_MESSAGE_CHARS, what: str = "message") -> str:
+    """The message as text, or :class:`InputError` naming why it is not usable."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(f"{what} is not valid UTF-8 (byte {error.start})") from None
+    if not isinstance(text, str):
+        raise InputError(f"{what} must be text, not {type(text).__name__}")
+    if "\x00" in text:
+        raise InputError(f"{what} contains a NUL character")
+    if len(text) > limit:
+        raise InputError(f"{what} is {len(text)} characters; the limit is {limit}")
+    _check_unicode(text, what)
+    return text
+
+
+def check_optional_id(value: object, what: str) -> str | None:
+    """``None``, or an id as :func:`check_id` takes it."""
+    return None if value is None else check_id(value, what)
+
+
+def check_flag(value: object, what: str) -> bool:
+    """A real ``bool``."""
+    # A bool only: "no" or 1 is a caller's mistake, not a choice to replace an open ask.
+    if not isinstance(value, bool):
+        raise InputError(f"{what} must be True or False, not {type(value).__name__}")
+    return value
+
+
+def check_limit(limit: object) -> int | None:
+    """``None``, or a whole number of at least 1 (not a bool)."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise InputError(f"limit must be a positive whole number or None, not {type(limit).__name__}")
+    if limit < 1:
+        raise InputError(f"limit must be at least 1, not {limit}")
+    return limit
+
+
+def check_duration(value: object, what: str) -> timedelta:
+    """A positive duration: a ``timedelta`` or a number of seconds."""
+    try:
+        return as_timedelta(value, what)  # type: ignore[arg-type]  # it checks the type itself
+    except ValueError as error:
+        raise InputError(str(error)) from None
+
+
+def check_text(value: object, what: str, *, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """A string (not bytes) that :func:`check_message` accepts."""
+    # Text only: bytes are not decoded here, since what is stored must be what was given.
+    if not isinstance(value, str):
+        raise InputError(f"{what} must be a string, not {type(value).__name__}")
+    return check_message(value, limit=limit, what=what)
+
+
+def wait_seconds(timeout: object) -> float:
+    """How long a ``wait(ask_id, timeout)`` may wait, or :class:`InputError`.
+
+    ``timeout`` is a :class:`~datetime.timedelta` or a finite number of seconds; one of
+    0 or less means "read once, do not wait".
+    """
+    if isinstance(timeout, timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        seconds = float(timeout)
+    else:
+        raise InputError(f"timeout must be a timedelta or a number of seconds, not {type(timeout).__name__}")
+    if not math.isfinite(seconds):
+        raise InputError(f"timeout must be a finite number of seconds, not {timeout!r}")
+    return max(0.0, seconds)
+
+
+def check_default(spec: stopping_point.AskSpec, default: object) -> str | None:
+    """The default to store: as given for a text ask, the option's own label for a choice."""
+    if default is None:
+        return None
+    text = check_text(default, "default")
+    if not text.strip():
+        raise InputError("default is empty")
+    if spec.kind is AskKind.TEXT:
+        return text  # a text answer is kept as given, and so is a text default
+    # Labels are tidied (whitespace folded) when the spec is made: tidy the default by the
+    # same code, so "Use  case" names the option stored as "Use case".
+    try:
+        tidy = stopping_point.make_spec(AskKind.CHOICE, "default", [text]).options[0]
+    except StoppingPointError:
+        tidy = None  # not even a usable label, so not one of these
+    if tidy not in spec.options:
+        raise InputError(f"default {default!r} is not one of the options")
+    return tidy
+
+
+def check_workflow(workflow: object) -> Workflow:
+    """A :class:`~parkgate.workflow.Workflow`."""
+    if not isinstance(workflow, Workflow):
+        raise InputError(f"workflow must be a parkgate Workflow, not {type(workflow).__name__}")
+    return workflow
