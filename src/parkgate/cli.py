@@ -3,11 +3,19 @@
 ``--db`` (or ``PARKGATE_DB``) chooses the store everywhere: ``sqlite:///parkgate.db``
 (the default), a file path, or ``postgresql://...``; with PostgreSQL,
 ``PARKGATE_PG_SCHEMA`` picks the schema for every command, as it does for the server.
+``serve`` and ``migrate`` create that schema when it does not exist yet; ``asks``,
+``chat`` and ``doorcheck`` refuse a schema that does not exist (a typo there would
+otherwise list an empty, new schema as "nothing open").
+
+Every command that can close an ask (``serve``, ``chat``, ``doorcheck``) writes each
+expiry's structured line (``{"event": "ask_expired", ...}``) to stderr, one JSON object a
+line; ``asks`` only reads, so it closes (and logs) nothing.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import tempfile
@@ -27,8 +35,9 @@ from parkgate.core.phrases import ReplyKind
 from parkgate.demo import WORKFLOWS
 from parkgate.errors import InputError, ParkgateError
 from parkgate.gateway import Gateway, ask_to_dict
+from parkgate.http.logs import logging_to_stderr
 from parkgate.reply import Reply
-from parkgate.store import DEFAULT_URL, StoreError, open_deployed_store
+from parkgate.store import DEFAULT_URL, ENV_PG_SCHEMA, StoreError, open_deployed_store
 
 db_option = click.option(
     "--db",
@@ -68,14 +77,61 @@ def _pg_timeout_option(_: click.Context, __: click.Parameter, value: str | None)
         raise click.BadParameter(str(error)) from None
 
 
+def _is_postgres(db_url: str) -> bool:
+    return db_url.startswith(("postgres://", "postgresql://"))
+
+
+def pg_schema_setup(db_url: str, *, create: bool, timeout: float = 10.0) -> str | None:
+    """Make sure the schema ``PARKGATE_PG_SCHEMA`` names exists before a store opens in it.
+
+    PostgreSQL cannot create tables in a schema that does not exist ("no schema has been
+    selected to create in"). With ``create`` (``serve``, ``migrate``: the commands that
+    set a deployment up) a missing schema is created, and its name is returned; without
+    it (``asks``, ``chat``, ``doorcheck``) a missing schema is a clear error. Nothing to
+    do on SQLite or without the variable; a server out of reach is left to the store to
+    report, as usual.
+    """
+    schema = os.environ.get(ENV_PG_SCHEMA, "").strip()
+    if not schema or not _is_postgres(db_url):
+        return None
+    import psycopg
+    from psycopg import errors as pg_errors
+    from psycopg import sql as pgsql
+
+    try:
+        with psycopg.connect(db_url, autocommit=True, connect_timeout=max(2, round(timeout))) as conn:
+            found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+            if found:
+                return None
+            if not create:
+                raise click.ClickException(
+                    f"{ENV_PG_SCHEMA} names the schema {schema}, which does not exist in this database: "
+                    f"run `parkgate migrate` (or `parkgate serve`) to create it, or fix the name"
+                )
+            try:
+                conn.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(schema)))
+            except (pg_errors.DuplicateSchema, pg_errors.UniqueViolation):
+                return None  # another process created it at the same moment
+    except psycopg.OperationalError:
+        return None  # out of reach: opening the store says so (as a StoreUnavailable)
+    except psycopg.Error as error:
+        raise click.ClickException(
+            f"{ENV_PG_SCHEMA} names the schema {schema}, which does not exist and could not be created "
+            f"({' '.join(str(error).split())}): create it (CREATE SCHEMA {schema}) or fix the name"
+        ) from None
+    return schema
+
+
 @contextmanager
 def _gateway(db_url: str, surface: str = "cli") -> Iterator[Gateway]:
+    pg_schema_setup(db_url, create=False)
     try:
         gateway = Gateway(store=open_deployed_store(db_url), workflows=WORKFLOWS.values(), surface=surface)
     except StoreError as error:
         raise click.ClickException(str(error)) from None
     try:
-        yield gateway
+        with logging_to_stderr():  # an ask expiring on a read logs its JSON line on stderr
+            yield gateway
     finally:
         gateway.close()
 
@@ -105,13 +161,18 @@ def main() -> None:
 def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg_timeout: float | None) -> None:
     """Run the HTTP gateway (with the web console and the demo workflow).
 
-    With PostgreSQL, PARKGATE_PG_SCHEMA picks the schema: the migration run here and
-    every worker use it.
+    With PostgreSQL, PARKGATE_PG_SCHEMA picks the schema (created if it does not exist):
+    the migration run here and every worker use it. Every expiry logs one JSON line
+    on stderr.
     """
+    from parkgate.http.app import SERVER_PG_TIMEOUT_SECONDS
     from parkgate.http.server import configure, migrate_configured_store
     from parkgate.http.server import serve as run_server
 
     configure(db_url, token, pg_timeout)
+    created = pg_schema_setup(db_url, create=True, timeout=pg_timeout or SERVER_PG_TIMEOUT_SECONDS)
+    if created:
+        click.echo(f"created PostgreSQL schema {created}")
     try:  # migrate (and fail clearly) in the store the workers will open, before they start
         migrate_configured_store()
     except StoreError as error:
@@ -302,7 +363,13 @@ def _doorcheck_http(base: str, token: str | None, conversation_id: str) -> list[
 @main.command()
 @db_option
 def migrate(db_url: str) -> None:
-    """Apply pending schema migrations and print the schema version."""
+    """Apply pending schema migrations and print the schema version.
+
+    With PostgreSQL, the schema PARKGATE_PG_SCHEMA names is created if it does not exist.
+    """
+    created = pg_schema_setup(db_url, create=True)
+    if created:
+        click.echo(f"created PostgreSQL schema {created}")
     try:
         store = open_deployed_store(db_url, migrate=False)
         applied = store.migrate()

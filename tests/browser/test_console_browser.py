@@ -97,3 +97,30 @@ def test_the_demo_chat_panel_talks_to_the_demo(page: Any, console_server: Server
     expect(replies.last.locator(".kind")).to_have_text("asked")
     send("/cancel", "cancelled", PHRASES[ReplyKind.CANCELLED])
     expect(page.locator("#chat-log li.you")).to_have_count(8)
+
+
+@pytest.mark.parametrize("path", ["/", "/console/index.html"])
+def test_the_console_loads_with_no_browser_errors(
+    page: Any, console_server: Server, console_token: str, path: str
+) -> None:
+    """No console error, no uncaught exception, no failed or 4xx/5xx request (favicon included)."""
+    problems: list[str] = []
+    page.on("console", lambda message: message.type == "error" and problems.append(f"console: {message.text}"))
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on("requestfailed", lambda request: problems.append(f"failed: {request.url} {request.failure}"))
+    page.on(
+        "response", lambda response: response.status >= 400 and problems.append(f"{response.status} {response.url}")
+    )
+    # The operator's token is already in this tab, as after "Use token": every API call is authorised.
+    page.add_init_script(f"sessionStorage.setItem('parkgate.token', {console_token!r})")
+    with console_server.client() as http:
+        http.post("/v1/asks", json={"conversation_id": f"clean{path}", "prompt": "Clean?", "options": ["Yes"]})
+    page.goto(console_server.url + path)
+    expect(page.locator(f'tr.ask-row td.conversation:text-is("clean{path}")')).to_have_count(1)
+    page.click("#refresh")
+    page.fill("#chat-conversation", f"clean-chat{path}")
+    page.click("#chat-start-button")
+    expect(page.locator("#chat-log li.gate .kind").last).to_have_text("asked")
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(500)  # the favicon is fetched after load
+    assert problems == []

@@ -130,3 +130,29 @@ def test_chat_runs_the_demo_and_never_sends_a_parked_reply_to_the_model(db: str)
     assert out.count(stand_in) == 2  # "what is the weather" and "bye", nothing else
     assert "not valid UTF-8" in out
     assert P.PHRASES[ReplyKind.CANCELLED] in out
+
+
+def test_chat_logs_an_expiry_as_one_json_line_on_stderr(db: str) -> None:
+    """The conversation is on stdout; the structured expiry line goes to stderr, as under serve."""
+    ask_id = _park(db, "c-exp", datetime.now(UTC) - timedelta(hours=7))
+    done = subprocess.run(
+        [sys.executable, "-m", "parkgate", "chat", "--db", db, "--conversation", "c-exp"],
+        input="/cancel\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.strip()]
+    assert [(line["event"], line["ask_id"]) for line in lines] == [("ask_expired", ask_id)]
+    assert 419 < lines[0]["idle_minutes"] < 421
+    assert "ask_expired" not in done.stdout and "Which UML diagram?" in done.stdout
+
+
+def test_asks_logs_nothing_because_it_closes_nothing(db: str) -> None:
+    _park(db, "stale", datetime.now(UTC) - timedelta(hours=7))
+    done = subprocess.run(
+        [sys.executable, "-m", "parkgate", "asks", "--db", db, "--json"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1 and done.stderr == ""
+    assert json.loads(done.stdout)["overdue"] is True

@@ -179,3 +179,55 @@ def test_migrate_and_asks_use_the_same_schema_as_the_server(
     assert listed.exit_code == 0, listed.output
     assert "schema-chat" in listed.output
     assert tables_in(pg_url, decoy_schema) == set()
+
+
+@pytest.fixture
+def missing_schema(pg_url: str, clean_env: pytest.MonkeyPatch) -> Iterator[str]:
+    """PARKGATE_PG_SCHEMA names a schema that does not exist yet (dropped afterwards if made)."""
+    import uuid
+
+    name = f"pgmissing_{uuid.uuid4().hex[:10]}"
+    clean_env.setenv(ENV_PG_SCHEMA, name)
+    try:
+        yield name
+    finally:
+        drop_schema(pg_url, name)
+
+
+def schema_exists(url: str, name: str) -> bool:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", (name,)).fetchone()
+        return bool(row and row[0])
+
+
+@pytest.mark.postgres
+def test_serve_creates_the_schema_it_is_told_to_use(
+    pg_url: str, missing_schema: str, decoy: tuple[str, str], workers: list[dict[str, Any]]
+) -> None:
+    result = CliRunner().invoke(main, ["serve", "--db", decoy[0]])
+    assert result.exit_code == 0, result.output
+    assert f"created PostgreSQL schema {missing_schema}" in result.output
+    assert tables_in(pg_url, missing_schema) >= PARKGATE_TABLES
+    assert tables_in(pg_url, decoy[1]) == set()
+    assert [w["schema"] for w in workers] == [missing_schema] and workers[0]["version"] >= 1
+
+
+@pytest.mark.postgres
+def test_migrate_creates_the_schema_and_the_read_commands_refuse_a_missing_one_clearly(
+    pg_url: str, missing_schema: str
+) -> None:
+    for command in (["asks"], ["chat", "--conversation", "x"], ["doorcheck"]):
+        result = CliRunner().invoke(main, [*command, "--db", pg_url], input="")
+        assert result.exit_code == 1, (command, result.output)
+        flat = " ".join(result.output.split())
+        assert f"PARKGATE_PG_SCHEMA names the schema {missing_schema}" in flat, flat
+        assert "parkgate migrate" in flat and "no schema has been selected" not in flat
+        assert not schema_exists(pg_url, missing_schema)  # a typo is not turned into an empty schema
+    migrated = CliRunner().invoke(main, ["migrate", "--db", pg_url])
+    assert migrated.exit_code == 0, migrated.output
+    assert f"created PostgreSQL schema {missing_schema}" in migrated.output
+    assert tables_in(pg_url, missing_schema) >= PARKGATE_TABLES
+    listed = CliRunner().invoke(main, ["asks", "--db", pg_url, "--json"])
+    assert listed.exit_code == 0, listed.output
+    again = CliRunner().invoke(main, ["migrate", "--db", pg_url])
+    assert again.exit_code == 0 and "created" not in again.output

@@ -2,8 +2,9 @@
 
 Imported by ``tests/http`` and ``tests/browser``. A server is started the way a
 deployment starts it: ``python -m uvicorn --factory parkgate.http.app:app_from_env``
-(or ``parkgate.http.server.serve`` for several workers) with ``PARKGATE_DB``,
-``PARKGATE_TOKEN`` and ``PARKGATE_PG_SCHEMA`` in its environment.
+(or ``parkgate.http.server.serve`` for several workers, or ``parkgate serve`` itself with
+``via_cli``) with ``PARKGATE_DB``, ``PARKGATE_TOKEN`` and ``PARKGATE_PG_SCHEMA`` in its
+environment. Its output goes to ``log_path``; with ``stderr_path`` its stderr goes there.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ class Server:
     token: str | None = None
     schema: str | None = None
     workers: int = 1
+    via_cli: bool = False
+    stderr_path: Path | None = None
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
@@ -80,6 +83,12 @@ class Server:
         return env
 
     def command(self) -> list[str]:
+        if self.via_cli:  # the command an operator runs: the store and token come from the environment
+            return [
+                sys.executable,
+                *("-m", "parkgate", "serve", "--host", "127.0.0.1"),
+                *("--port", str(self.port), "--workers", str(self.workers)),
+            ]
         if self.workers > 1:
             code = (
                 "import os, sys; from parkgate.http.server import serve; "
@@ -95,12 +104,14 @@ class Server:
 
     def start(self) -> Server:
         """Start the process and wait (bounded) until ``/healthz`` says 200."""
-        with open(self.log_path, "ab") as log:
+        with contextlib.ExitStack() as files:
+            log = files.enter_context(open(self.log_path, "ab"))
+            errors = files.enter_context(open(self.stderr_path, "ab")) if self.stderr_path else None
             self.proc = subprocess.Popen(
                 self.command(),
                 env=self.env(),
                 stdout=log,
-                stderr=subprocess.STDOUT,
+                stderr=errors or subprocess.STDOUT,
                 cwd=self.log_path.parent,
                 start_new_session=True,  # its own process group: workers die with it
             )
@@ -140,8 +151,11 @@ class Server:
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def stderr_text(self) -> str:
+        return self.stderr_path.read_text(errors="replace") if self.stderr_path and self.stderr_path.exists() else ""
+
     def log_tail(self, lines: int = 60) -> str:
-        return "\n".join(self.log_text().splitlines()[-lines:])
+        return "\n".join((self.log_text() + self.stderr_text()).splitlines()[-lines:])
 
 
 @dataclass

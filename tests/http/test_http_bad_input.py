@@ -8,6 +8,7 @@ it is read; nothing is a 500, and a parked ask is left exactly as it was.
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -44,7 +45,13 @@ def assert_error(response: httpx.Response, status: int, error: str, *mentions: s
 MESSAGE_CASES = [
     # (request kwargs, status, error code, words the detail names)
     ({"content": b'{"text": "1"'}, 422, "malformed_json", ("not valid JSON",)),
-    ({"content": b"\xff\xfe{}", "headers": {"content-type": "application/json"}}, 422, "malformed_json", ()),
+    ({"content": b"\xff\xfe{}", "headers": {"content-type": "application/json"}}, 422, "malformed_json",
+     ("not valid UTF-8",)),
+    ({"content": b'{"text":"\xff\xfe"}'}, 422, "malformed_json", ("not valid UTF-8", "0xff")),
+    ({"content": b'{"text":"\xc3"}', "headers": {"content-type": "application/json"}}, 422, "malformed_json",
+     ("not valid UTF-8",)),
+    ({"content": '{"text": "1"}'.encode("utf-16")}, 422, "malformed_json", ("not valid UTF-8",)),
+    ({"content": '{"text": "1"}'.encode("utf-32")}, 422, "malformed_json", ("not valid UTF-8",)),
     ({"content": b""}, 422, "invalid_request", ("JSON object",)),
     ({"json": [1, 2]}, 422, "invalid_request", ("JSON object",)),
     ({"json": "1"}, 422, "invalid_request", ("JSON object",)),
@@ -131,6 +138,39 @@ def test_bad_ids_are_refused_clearly(served: Server, conv: str) -> None:
         assert_error(http.delete("/v1/asks"), 405, "method_not_allowed", "GET", "POST")
 
 
+def test_a_body_that_is_not_utf8_is_refused_on_every_route_and_parks_nothing(served: Server, conv: str) -> None:
+    bad = b'{"conversation_id": "%s", "prompt": "Pick \xff", "options": ["A"]}' % conv.encode()
+    with served.client() as http:
+        assert_error(http.post("/v1/asks", content=bad), 422, "malformed_json", "not valid UTF-8")
+        start = b'{"conversation_id": "%s\xfe"}' % conv.encode()
+        assert_error(http.post("/v1/workflows/uml/start", content=start), 422, "malformed_json", "not valid UTF-8")
+        # nothing was parked
+        assert http.post(messages_path(conv), json={"text": "1"}).json()["kind"] == "pass"
+
+
+@pytest.mark.parametrize("escape", ["%FE", "%C3", "%ED%A0%80", "%C0%AF", "%FF%FE"])
+def test_a_path_that_is_not_utf8_once_decoded_is_a_400_and_reaches_no_conversation(
+    served: Server, conv: str, escape: str
+) -> None:
+    """``x%FE`` is not ``x`` + U+FFFD: the ask parked there is left exactly as it was."""
+    lookalike = conv + "\ufffd"
+    with served.client() as http:
+        created = http.post("/v1/asks", json={"conversation_id": lookalike, "prompt": "Pick", "options": ["A", "B"]})
+        assert created.status_code == 201, created.text
+        before = http.get(f"/v1/asks/{created.json()['ask_id']}").json()
+        path = f"/v1/conversations/{conv}{escape}/messages"
+        for text in ("1", "nope", "cancel"):
+            response = http.post(path, json={"text": text})
+            assert response.request.url.raw_path.decode() == path  # sent as written
+            assert_error(response, 400, "bad_request", "UTF-8", "path")
+        assert_error(http.get(f"/v1/asks/{created.json()['ask_id']}{escape}"), 400, "bad_request", "UTF-8")
+        assert_error(http.post(f"/v1/asks/x{escape}/cancel"), 400, "bad_request", "UTF-8")
+        assert http.get(f"/v1/asks/{before['ask_id']}").json() == before
+        # the same conversation written as UTF-8 is reached as usual
+        reached = http.post(messages_path(lookalike), json={"text": "2"}).json()
+        assert (reached["kind"], reached["answer"]) == ("selected", "B")
+
+
 def test_bad_query_parameters_are_refused(parked: Any) -> None:
     http, _, before = parked
     for wait in ("61", "-1", "soon", "nan", "inf"):
@@ -188,3 +228,22 @@ def test_a_413_is_json_through_a_normal_client(served: Server, conv: str) -> Non
     with served.client() as http:
         response = http.post(messages_path(conv), content=b'{"text": "' + b"x" * BIG + b'"}')
     assert_error(response, 413, "body_too_large", "limit")
+
+
+def test_skill_output_takes_what_the_library_takes_even_with_every_character_escaped(served: Server, conv: str) -> None:
+    """256,000 characters, as ``Gateway.ask_from_text`` allows; 256,001 is a 422, not a 413."""
+    from parkgate.checks import MAX_SKILL_OUTPUT_CHARS
+
+    marker = "\n[[ask]]\nWhich one?\n1. A\n2. B\n[[/ask]]"
+    filler = "\U0001f600" * (MAX_SKILL_OUTPUT_CHARS - len(marker))  # 12 bytes each as JSON \\u escapes
+    with served.client() as http:
+        body = json.dumps({"conversation_id": conv, "skill_output": filler + marker}, ensure_ascii=True).encode()
+        assert len(body) > 3_000_000
+        created = http.post("/v1/asks", content=body, headers={"content-type": "application/json"})
+        assert created.status_code == 201, created.text[:300]
+        assert created.json()["kind"] == "asked"
+        too_long = json.dumps({"conversation_id": conv + "-2", "skill_output": "x" + filler + marker})
+        assert_error(http.post("/v1/asks", content=too_long.encode()), 422, "invalid_request", "skill_output",
+                     str(MAX_SKILL_OUTPUT_CHARS))  # fmt: skip
+        # a message keeps its own, smaller limit
+        assert_error(http.post(messages_path(conv), content=body), 413, "body_too_large", "limit")

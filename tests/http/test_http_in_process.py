@@ -181,6 +181,51 @@ async def test_the_console_page_carries_the_shared_phrases(http: httpx.AsyncClie
     assert "script-src 'self'" in page.headers["content-security-policy"]
 
 
+@pytest.mark.parametrize(
+    "path", ["/console/index.html", "/console//index.html", "/console/./index.html", "/console/x/../index.html"]
+)
+async def test_the_page_template_is_never_served_raw(http: httpx.AsyncClient, gateway: Gateway, path: str) -> None:
+    app = http._transport.app  # type: ignore[attr-defined]
+    status, headers, body = await raw_asgi_get(app, path)
+    root = await http.get("/")
+    assert status == 200, body[:200]
+    assert b"__PARKGATE_PHRASES__" not in body
+    assert body.decode() == root.text  # the rendered console, with its headers
+    assert headers[b"content-security-policy"].decode() == root.headers["content-security-policy"]
+
+
+async def raw_asgi_get(app: Any, path: str) -> tuple[int, dict[bytes, bytes], bytes]:
+    """One GET straight through the ASGI app, with ``path`` exactly as given (no client normalising)."""
+    sent: list[dict[str, Any]] = []
+    requested = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal requested
+        if requested:  # the client stays connected until the response is sent
+            await asyncio.sleep(3600)
+        requested = True
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+        "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
+        "headers": [(b"host", b"parkgate")], "client": ("127.0.0.1", 1), "server": ("parkgate", 80),
+    }  # fmt: skip
+    await app(scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], dict(start["headers"]), body
+
+
+async def test_the_console_page_has_an_inline_favicon_its_policy_allows(http: httpx.AsyncClient) -> None:
+    page = await http.get("/")
+    assert '<link rel="icon" href="data:,">' in page.text  # so a browser never asks for /favicon.ico
+    assert "img-src 'self' data:" in page.headers["content-security-policy"]
+
+
 async def test_an_app_made_from_a_url_serves_the_demo_on_the_http_surface(tmp_path: Path) -> None:
     app = create_app(db_url=f"sqlite:///{tmp_path / 'own.db'}", token="t", deliver_callbacks=False)
     transport = httpx.ASGITransport(app=app)

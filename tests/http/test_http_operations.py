@@ -66,6 +66,27 @@ def test_metrics_count_replies_outcomes_and_open_asks(served: Server, conv: str)
     assert metric(text, "parkgate_open_asks") >= 1
 
 
+def test_get_routes_answer_head_with_the_get_status_and_no_body(served: Server, conv: str) -> None:
+    with served.client() as http:
+        created = http.post("/v1/asks", json={"conversation_id": conv, "prompt": "Pick", "options": ["A", "B"]})
+        ask_id = created.json()["ask_id"]
+        for path in ("/healthz", "/v1/asks", "/v1/asks?status=open", f"/v1/asks/{ask_id}", "/v1/workflows",
+                     "/metrics", "/", "/openapi.json", "/console/console.js"):  # fmt: skip
+            got, head = http.get(path), http.head(path)
+            assert head.status_code == got.status_code == 200, (path, head.status_code, head.text)
+            assert head.content == b"", path
+            assert head.headers["content-type"] == got.headers["content-type"], path
+        missing = http.head("/v1/asks/no-such-ask")
+        assert missing.status_code == 404 and missing.content == b""
+        assert http.head("/v1/asks/no-such-ask").headers["content-type"].startswith("application/json")
+        # HEAD is named where GET is allowed, and nowhere else
+        refused = http.delete("/v1/asks")
+        assert refused.status_code == 405 and "HEAD" in refused.headers["allow"]
+        refused = http.head(f"/v1/asks/{ask_id}/cancel")
+        assert refused.status_code == 405 and "HEAD" not in refused.headers["allow"]
+        assert http.get(f"/v1/asks/{ask_id}").json()["status"] == "open"  # HEAD changed nothing
+
+
 def test_the_openapi_schema_documents_the_public_contract(served_sqlite: Server) -> None:
     schema = httpx.get(served_sqlite.url + "/openapi.json", timeout=30).json()
     paths = schema["paths"]
@@ -88,6 +109,7 @@ def test_the_openapi_schema_documents_the_public_contract(served_sqlite: Server)
     )
     assert "skill_output" in ask_in
     assert paths["/v1/asks"]["post"]["security"] == [{"bearer": []}]
+    assert not [path for path, operations in paths.items() if "head" in operations]  # HEAD mirrors GET, undocumented
 
 
 @pytest.fixture

@@ -14,8 +14,10 @@ Routes (the public contract; paths and field names are kept stable):
 
 When a token is configured every ``/v1`` route needs ``Authorization: Bearer <token>``.
 Every error is JSON ``{"error": code, "detail": message}`` with a 4xx (or 503 while the
-store is out of reach); bodies over :data:`MAX_BODY_BYTES` are refused with 413 before
-they are read.
+store is out of reach); bodies over :data:`MAX_BODY_BYTES` (:data:`MAX_ASK_BODY_BYTES`
+for ``POST /v1/asks``) are refused with 413 before they are read. A body that is not
+UTF-8 is a 422 and a path whose ``%``-escapes are not UTF-8 a 400, both before anything
+is read or written. Every GET route answers HEAD too.
 """
 
 from __future__ import annotations
@@ -30,23 +32,27 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import unquote_to_bytes
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from fastapi.staticfiles import StaticFiles
+from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+from starlette.staticfiles import StaticFiles
 
+from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.phrases import EXPIRED_NOTICE, STAND_IN_MODEL
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS, StoppingPointError
 from parkgate.demo import WORKFLOWS
 from parkgate.errors import AskAlreadyOpen, InputError, UnknownAsk, UnknownWorkflow
-from parkgate.gateway import MAX_ID_CHARS, MAX_MESSAGE_CHARS, Gateway, ask_to_dict
+from parkgate.gateway import Gateway, ask_to_dict
+from parkgate.http.logs import ensure_stderr_logging
 from parkgate.http.outbox import OutboxDeliverer
 from parkgate.reply import Reply
 from parkgate.store import DEFAULT_URL, ENV_PG_SCHEMA, Store, StoreError, StoreUnavailable, open_store
@@ -55,6 +61,10 @@ log = logging.getLogger("parkgate.http")
 
 #: Largest request body accepted; larger ones get 413 before they are read.
 MAX_BODY_BYTES = 1024 * 1024
+#: Largest body ``POST /v1/asks`` accepts: room for a ``skill_output`` of the library's
+#: :data:`~parkgate.checks.MAX_SKILL_OUTPUT_CHARS` (256,000) characters even when a
+#: client escapes every one of them as a JSON surrogate pair (12 bytes a character).
+MAX_ASK_BODY_BYTES = 4 * 1024 * 1024
 #: Longest ``?wait=`` a long-poll may ask for, in seconds.
 MAX_WAIT_SECONDS = 60.0
 #: Longest TTL an ask may be parked with over HTTP (ten years), in seconds.
@@ -160,7 +170,7 @@ class AskIn(_Body):
     replace: bool = False
     callback_url: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
     default: str | None = Field(default=None, description="Recorded as the answer if the ask expires.")
-    skill_output: Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)] | None = Field(
+    skill_output: Annotated[str, Field(max_length=MAX_SKILL_OUTPUT_CHARS)] | None = Field(
         default=None, description="Free text holding one [[ask]] ... [[/ask]] marker."
     )
 
@@ -270,22 +280,66 @@ _V1_ERRORS = (400, 401, 413, 422, 503)
 # -- middleware: auth and body size, before anything is read ---------------------------
 
 
-class GuardMiddleware:
-    """Bearer-token check on ``/v1`` and the body-size cap, both before the body is read.
+def _path_problem(scope: Scope) -> str | None:
+    """Why the request's path is not text, or ``None``.
 
-    A declared ``Content-Length`` over the cap is refused at once; a streamed (chunked)
-    body is read up to the cap and refused as soon as it passes it.
+    The server decodes ``%``-escapes leniently (``x%FE`` becomes ``x`` + U+FFFD, the path
+    of another conversation), so the raw bytes are decoded again here, strictly.
+    """
+    raw = scope.get("raw_path")
+    if raw is None:
+        return None
+    raw_path = bytes(raw).split(b"?", 1)[0]
+    try:
+        unquote_to_bytes(raw_path).decode("utf-8")
+    except UnicodeDecodeError as error:
+        return (
+            f"the URL path is not valid UTF-8 once its %-escapes are decoded (a byte 0x{error.object[error.start]:02x} "
+            "cannot start or continue a character there): percent-encode ids as UTF-8"
+        )
+    return None
+
+
+def _body_problem(body: bytes) -> str | None:
+    """Why ``body`` is not UTF-8 text (JSON is UTF-8: RFC 8259), or ``None``."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return (
+            f"the body is not valid UTF-8 (byte 0x{body[error.start]:02x} at offset {error.start}): "
+            "send the JSON encoded as UTF-8"
+        )
+    return None
+
+
+class GuardMiddleware:
+    """Before anything is read or written: the bearer token on ``/v1``, a path that is text,
+    the body-size cap, and a body that is UTF-8.
+
+    A declared ``Content-Length`` over the cap is refused at once; a body is read up to
+    the cap (refused as soon as it passes it), checked, and replayed to the app. A HEAD
+    request gets the GET response's status and headers, without its body.
     """
 
-    def __init__(self, app: ASGIApp, token: str | None, max_body: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str | None,
+        max_body: int = MAX_BODY_BYTES,
+        limits: Mapping[tuple[str, str], int] | None = None,
+    ) -> None:
         self.app = app
         self.token = token.encode() if token else None
         self.max_body = max_body
+        #: (method, path) -> a cap of its own, instead of ``max_body``.
+        self.limits = dict(limits or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if scope.get("method") == "HEAD":
+            send = _without_body(send)
         path: str = scope.get("path", "")
         headers: dict[bytes, bytes] = {}
         for key, value in scope.get("headers", []):
@@ -299,20 +353,24 @@ class GuardMiddleware:
                 {"WWW-Authenticate": "Bearer"},
             )
             return
+        if problem := _path_problem(scope):
+            await _send_error(send, 400, "bad_request", problem)
+            return
+        method = scope.get("method", "")
+        limit = self.limits.get((method, path.rstrip("/") or "/"), self.max_body)
         declared = headers.get(b"content-length")
+        size = None
         if declared is not None:
             try:
                 size = int(declared)
             except ValueError:
                 await _send_error(send, 400, "bad_request", "Content-Length is not a number")
                 return
-            if size > self.max_body:
-                await self._too_large(send, f"the body is {size} bytes")
+            if size > limit:
+                await self._too_large(send, f"the body is {size} bytes", limit)
                 return
-            await self.app(scope, receive, send)
-            return
-        if scope.get("method") in ("POST", "PUT", "PATCH") or b"transfer-encoding" in headers:
-            await self._buffered(scope, receive, send)
+        if size or b"transfer-encoding" in headers or (size is None and method in ("POST", "PUT", "PATCH")):
+            await self._buffered(scope, receive, send, limit)
             return
         await self.app(scope, receive, send)
 
@@ -323,13 +381,11 @@ class GuardMiddleware:
             return False
         return hmac.compare_digest(credentials.strip(), self.token)
 
-    async def _too_large(self, send: Send, what: str) -> None:
-        await _send_error(
-            send, 413, "body_too_large", f"{what}; the limit is {self.max_body} bytes", {"Connection": "close"}
-        )
+    async def _too_large(self, send: Send, what: str, limit: int) -> None:
+        await _send_error(send, 413, "body_too_large", f"{what}; the limit is {limit} bytes", {"Connection": "close"})
 
-    async def _buffered(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Read a body of unknown length up to the cap, then replay it to the app."""
+    async def _buffered(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        """Read the body up to the cap, check that it is UTF-8, then replay it to the app."""
         chunks: list[bytes] = []
         total = 0
         while True:
@@ -338,13 +394,16 @@ class GuardMiddleware:
                 return
             chunk = message.get("body", b"")
             total += len(chunk)
-            if total > self.max_body:
-                await self._too_large(send, f"the streamed body passed {self.max_body} bytes")
+            if total > limit:
+                await self._too_large(send, f"the streamed body passed {limit} bytes", limit)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        if problem := _body_problem(body):
+            await _send_error(send, 422, "malformed_json", problem)
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -355,6 +414,17 @@ class GuardMiddleware:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+def _without_body(send: Send) -> Send:
+    """``send`` for a HEAD request: the response's status and headers, its body dropped."""
+
+    async def head_send(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return head_send
 
 
 # -- the app ---------------------------------------------------------------------------
@@ -383,11 +453,28 @@ def _validation_detail(error: RequestValidationError) -> tuple[str, str]:
 
 
 _CONSOLE_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; "
-    "frame-ancestors 'none'; base-uri 'none'",
+    # img-src allows the page's inline favicon (data:), so no browser asks for /favicon.ico.
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+
+
+class ConsoleFiles(StaticFiles):
+    """The console's static files; its page template is only ever served rendered.
+
+    However a path reaches ``index.html`` (``/console/index.html``, ``/console//index.html``,
+    ``/console/x/../index.html``), the answer is the page ``/`` serves, never the raw
+    template with its placeholder.
+    """
+
+    def file_response(
+        self, full_path: Any, stat_result: os.stat_result, scope: Scope, status_code: int = 200
+    ) -> Response:
+        if Path(full_path).resolve() == (CONSOLE_DIR / "index.html").resolve():
+            return HTMLResponse(_console_page(), headers=_CONSOLE_HEADERS)
+        return super().file_response(full_path, stat_result, scope, status_code)
 
 
 @functools.cache
@@ -405,6 +492,27 @@ def _allowed_methods(app: FastAPI, request: Request) -> list[str]:
         if match is not Match.NONE:
             methods.update(getattr(route, "methods", None) or ())
     return sorted(methods)
+
+
+def _answer_head(app: FastAPI) -> None:
+    """Every GET route answers HEAD as well (Starlette's plain routes do; FastAPI's do not).
+
+    Each gets a twin route for HEAD, left out of the OpenAPI schema: the same handler,
+    so the same status and headers (the middleware drops the body).
+    """
+    for route in list(app.router.routes):
+        if isinstance(route, APIRoute) and {"GET"} <= (methods := route.methods or set()) and "HEAD" not in methods:
+            app.router.add_api_route(
+                route.path,
+                route.endpoint,
+                methods=["HEAD"],
+                name=f"{route.name}_head",
+                include_in_schema=False,
+                response_model=route.response_model,
+                status_code=route.status_code,
+                response_class=route.response_class,
+                dependencies=route.dependencies,
+            )
 
 
 def _reply_json(reply: Reply, status: int = 200) -> Response:
@@ -459,7 +567,7 @@ def create_app(
     app.state.gateway = gw
     app.state.owns_gateway = owned
     app.state.deliverer = deliverer
-    app.add_middleware(GuardMiddleware, token=token)
+    app.add_middleware(GuardMiddleware, token=token, limits={("POST", "/v1/asks"): MAX_ASK_BODY_BYTES})
 
     def nudge() -> None:
         if deliverer is not None:
@@ -665,7 +773,8 @@ def create_app(
         """The web console: open asks, operator cancel, and the demo chat."""
         return HTMLResponse(_console_page(), headers=_CONSOLE_HEADERS)
 
-    app.mount("/console", StaticFiles(directory=CONSOLE_DIR), name="console")
+    app.mount("/console", ConsoleFiles(directory=CONSOLE_DIR), name="console")
+    _answer_head(app)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:
@@ -742,8 +851,11 @@ def app_from_env() -> FastAPI:
     """The app factory for ``uvicorn --factory parkgate.http.app:app_from_env``.
 
     Reads ``PARKGATE_DB``, ``PARKGATE_TOKEN``, ``PARKGATE_PG_SCHEMA`` and
-    ``PARKGATE_PG_TIMEOUT`` (see :func:`store_from_env`).
+    ``PARKGATE_PG_TIMEOUT`` (see :func:`store_from_env`). When nothing in the process
+    has configured logging, the ``parkgate`` records (each expiry's ``ask_expired``
+    line) go to stderr as JSON lines (:func:`parkgate.http.logs.ensure_stderr_logging`).
     """
+    ensure_stderr_logging()
     gateway = Gateway(store=store_from_env(), workflows=WORKFLOWS.values(), surface="http")
     try:
         app = create_app(gateway, token=_env(ENV_TOKEN))

@@ -7,6 +7,7 @@ import os
 import uvicorn
 
 from parkgate.http.app import ENV_DB, ENV_PG_TIMEOUT, ENV_TOKEN, parse_pg_timeout, store_from_env
+from parkgate.http.logs import uvicorn_log_config
 
 #: The factory uvicorn imports in every worker process.
 APP_FACTORY = "parkgate.http.app:app_from_env"
@@ -44,7 +45,9 @@ def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg
     :func:`configure`; ``PARKGATE_PG_SCHEMA``, if set, picks a PostgreSQL schema and
     ``PARKGATE_PG_TIMEOUT`` bounds the wait for a connection). With ``workers > 1``
     uvicorn runs that many processes on one socket; use PostgreSQL (or accept SQLite's
-    single writer at a time) for several workers.
+    single writer at a time) for several workers. Every worker writes the ``parkgate``
+    log records (each expiry's ``ask_expired`` line) to stderr as JSON lines
+    (:func:`parkgate.http.logs.uvicorn_log_config`).
     """
     if workers < 1:
         raise ValueError("workers must be at least 1")
@@ -58,4 +61,5 @@ def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg
         proxy_headers=False,
         server_header=False,
         log_level="info",
+        log_config=uvicorn_log_config(),
     )

@@ -1,0 +1,72 @@
+"""Every expiry logs one JSON line on the server's stderr, under ``parkgate serve`` itself.
+
+The server is the command an operator runs (``python -m parkgate serve``), with one
+worker and with several. Asks are parked with a TTL of a fraction of a second, so they
+expire for real; each read over a fresh connection (so the workers share the load)
+closes one, and its line must be on stderr: plain JSON, once, with the idle minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from live_server import Server, running, wait_until
+
+TTL_SECONDS = 0.3
+
+
+def expiry_lines(server: Server) -> list[dict[str, Any]]:
+    """The ``ask_expired`` lines on stderr; every one must be a whole JSON object."""
+    found = []
+    for line in server.stderr_text().splitlines():
+        if "ask_expired" in line:
+            record = json.loads(line)  # no prefix: the line is the JSON object
+            assert isinstance(record, dict), line
+            if record.get("event") == "ask_expired":
+                found.append(record)
+    return found
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_logs_one_json_line_on_stderr_for_every_expiry(tmp_path: Path, workers: int) -> None:
+    server = Server(
+        f"sqlite:///{tmp_path / 'parkgate.db'}",
+        tmp_path / "stdout.log",
+        workers=workers,
+        via_cli=True,
+        stderr_path=tmp_path / "stderr.log",
+    )
+    count = 6 * workers
+    with running(server.start()):
+        ask_ids = []
+        for n in range(count):
+            created = httpx.post(
+                server.url + "/v1/asks",
+                json={"conversation_id": f"exp-{n}", "prompt": "Deploy?", "options": ["Yes", "No"],
+                      "ttl_seconds": TTL_SECONDS},
+                timeout=30,
+            )  # fmt: skip
+            assert created.status_code == 201, created.text
+            ask_ids.append(created.json()["ask_id"])
+        time.sleep(TTL_SECONDS + 0.2)
+        for ask_id in ask_ids:  # a fresh connection each: any worker may serve it
+            ask = httpx.get(f"{server.url}/v1/asks/{ask_id}", timeout=30).json()
+            assert ask["status"] == "expired", ask
+        lines = wait_until(
+            lambda: (found := expiry_lines(server)) and len(found) >= count and found,
+            20,
+            f"{count} ask_expired lines on stderr:\n{server.log_tail()}",
+        )
+        time.sleep(0.2)  # nothing more arrives: one line per expiry
+        lines = expiry_lines(server)
+    assert sorted(line["ask_id"] for line in lines) == sorted(ask_ids)
+    for line in lines:
+        assert line["conversation_id"].startswith("exp-")
+        assert isinstance(line["idle_minutes"], (int, float)) and line["idle_minutes"] >= 0
+        assert line["ttl_seconds"] == TTL_SECONDS
+    assert "ask_expired" not in server.log_text()  # stderr, not stdout
