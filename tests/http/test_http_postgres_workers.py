@@ -145,3 +145,16 @@ def test_serve_with_two_workers_on_postgresql(store_url_factory: Any, start_serv
             ]
             assert kinds == ["retry", "retry", "escalated", "escalated", "cancelled"]
         assert http.get("/v1/asks").json()["asks"] == []
+    # Every scrape, whichever worker answers it (a new connection each), counts the
+    # messages both workers served: the workers count into one set of files.
+    for _ in range(12):
+        with server.client() as http:
+            scraped = http.get("/metrics").text
+        totals = {
+            kind: float(value)
+            for kind, value in re.findall(
+                r'^parkgate_replies_total\{kind="(\w+)",surface="http"\} (\S+)$', scraped, re.M
+            )
+        }
+        assert (totals["asked"], totals["retry"], totals["escalated"], totals["cancelled"]) == (6, 12, 12, 6), scraped
+        assert re.search(r"^parkgate_open_asks 0\.0$", scraped, re.M), scraped

@@ -39,7 +39,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -760,7 +760,7 @@ def create_app(
     def metrics() -> Response:
         """Prometheus metrics: replies by kind, asks closed by outcome, time to answer, open asks."""
         try:
-            payload = generate_latest(gw.metrics.registry)
+            payload = gw.metrics.exposition()  # every worker's counters, with several
         except StoreError:
             raise
         except Exception as error:  # the open-asks gauge reads the store when scraped

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import uvicorn
 
 from parkgate.http.app import ENV_DB, ENV_PG_TIMEOUT, ENV_TOKEN, parse_pg_timeout, store_from_env
 from parkgate.http.logs import uvicorn_log_config
+from parkgate.metrics import MULTIPROCESS_ENV
 
 #: The factory uvicorn imports in every worker process.
 APP_FACTORY = "parkgate.http.app:app_from_env"
@@ -52,14 +57,37 @@ def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg
     if workers < 1:
         raise ValueError("workers must be at least 1")
     configure(db_url, token, pg_timeout)
-    uvicorn.run(
-        APP_FACTORY,
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        proxy_headers=False,
-        server_header=False,
-        log_level="info",
-        log_config=uvicorn_log_config(),
-    )
+    with shared_metrics(workers):
+        uvicorn.run(
+            APP_FACTORY,
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            proxy_headers=False,
+            server_header=False,
+            log_level="info",
+            log_config=uvicorn_log_config(),
+        )
+
+
+@contextmanager
+def shared_metrics(workers: int) -> Iterator[None]:
+    """With several workers, let them count into one folder, so that a scrape of any
+    worker's ``/metrics`` answers for all of them (the Prometheus client's multiprocess
+    mode, :data:`~parkgate.metrics.MULTIPROCESS_ENV`).
+
+    The folder is made here, before the workers start (they read the variable when they
+    import the client), and removed when the server stops. A folder the environment
+    already names is used as it is and left in place: its owner wipes it between runs.
+    """
+    if workers == 1 or os.environ.get(MULTIPROCESS_ENV):
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="parkgate-metrics-")
+    os.environ[MULTIPROCESS_ENV] = folder
+    try:
+        yield
+    finally:
+        os.environ.pop(MULTIPROCESS_ENV, None)
+        shutil.rmtree(folder, ignore_errors=True)
