@@ -395,24 +395,16 @@ class Gateway:
 
         An ask already closed is returned as it is; an expired one is closed as expired.
         """
-        check_id(ask_id, "ask_id")
-        now = self.clock.now()
 
-        def body(tx: Transaction) -> tuple[Ask, list[_Closed]]:
-            ask = tx.ask(ask_id)
-            if ask is None:
-                raise UnknownAsk(ask_id)
-            if not ask.is_open:
-                return ask, []
+        def close(tx: Transaction, ask: Ask, now: datetime) -> _Closed:
             if ask.is_expired(now):
-                closed = self._expire(tx, ask, now)
-                return closed.ask, [closed]
+                return self._expire(tx, ask, now)
             cancelled = machine.cancel(ask, now)
             tx.save_ask(cancelled)
             self._finish_run(tx, cancelled, now, outcome="cancelled")
-            return cancelled, [_Closed(cancelled)]
+            return _Closed(cancelled)
 
-        return self._transact(body)
+        return self._close_open_ask(ask_id, close)
 
     def expire(self, ask_id: str) -> Ask:
         """Close an open ask as ``expired`` now, as its TTL would.
@@ -423,6 +415,10 @@ class Gateway:
         stands in, and the callback, the metrics and one ``ask_expired`` log line. An
         ask already closed is returned unchanged.
         """
+        return self._close_open_ask(ask_id, self._expire)
+
+    def _close_open_ask(self, ask_id: str, close: Callable[[Transaction, Ask, datetime], _Closed]) -> Ask:
+        """Read ``ask_id`` and, while it is open, ``close`` it, in one transaction."""
         check_id(ask_id, "ask_id")
         now = self.clock.now()
 
@@ -432,7 +428,7 @@ class Gateway:
                 raise UnknownAsk(ask_id)
             if not ask.is_open:
                 return ask, []
-            closed = self._expire(tx, ask, now)
+            closed = close(tx, ask, now)
             return closed.ask, [closed]
 
         return self._transact(body)
