@@ -3,9 +3,15 @@
 ``--db`` (or ``PARKGATE_DB``) chooses the store everywhere: ``sqlite:///parkgate.db``
 (the default), a file path, or ``postgresql://...``; with PostgreSQL,
 ``PARKGATE_PG_SCHEMA`` picks the schema for every command, as it does for the server.
-``serve`` and ``migrate`` create that schema when it does not exist yet; ``asks``,
-``chat`` and ``doorcheck`` refuse a schema that does not exist (a typo there would
-otherwise list an empty, new schema as "nothing open").
+The store sets itself up: opening it migrates, creating a SQLite file or a PostgreSQL
+schema that does not exist yet (``serve``, ``migrate``). ``asks`` only reads, so it
+creates nothing: a missing file or schema is an error. ``chat`` and ``doorcheck``
+create a new SQLite file but refuse a PostgreSQL schema that does not exist (a typo
+there would otherwise set up an empty, new schema under the wrong name).
+
+An expected error (bad input, a store that is missing or out of reach, a busy
+conversation) ends the command with one ``Error:`` line and exit code 1, never a
+traceback.
 
 Every command that can close an ask (``serve``, ``chat``, ``doorcheck``) writes each
 expiry's structured line (``{"event": "ask_expired", ...}``) to stderr, one JSON object a
@@ -15,8 +21,8 @@ line; ``asks`` only reads, so it closes (and logs) nothing.
 from __future__ import annotations
 
 import json
-import os
 import re
+import socket
 import sys
 import tempfile
 import uuid
@@ -28,16 +34,17 @@ from urllib.parse import quote
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from parkgate.core import phrases as P
 from parkgate.core.phrases import ReplyKind
 from parkgate.demo import WORKFLOWS
-from parkgate.errors import InputError, ParkgateError
+from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError
 from parkgate.gateway import Gateway, ask_to_dict
 from parkgate.http.logs import logging_to_stderr
 from parkgate.reply import Reply
-from parkgate.store import DEFAULT_URL, ENV_PG_SCHEMA, StoreError, open_deployed_store
+from parkgate.store import DEFAULT_URL, Store, StoreError, open_deployed_store
 
 db_option = click.option(
     "--db",
@@ -62,7 +69,22 @@ def parse_duration(text: str) -> timedelta:
     found = _DURATION.match(text)
     if not found:
         raise click.BadParameter(f"{text!r} is not a duration like 30m, 6h or 2d")
-    return timedelta(seconds=float(found.group(1)) * _UNITS[found.group(2)])
+    try:
+        return timedelta(seconds=float(found.group(1)) * _UNITS[found.group(2)])
+    except OverflowError:
+        raise click.BadParameter(f"{text!r} is not a duration like 30m, 6h or 2d (far too long)") from None
+
+
+def format_hours(seconds: float) -> str:
+    """Hours as a person writes them: ``6``, ``0.5``, ``2.25`` (never ``6.0``).
+
+    Two decimals at most from a tenth of an hour up; two significant digits below it
+    (``0.025`` for 90 seconds), so a short TTL never shows as ``0``.
+    """
+    hours = seconds / 3600
+    if hours >= 0.1:
+        return f"{hours:.2f}".rstrip("0").rstrip(".")
+    return f"{hours:.2g}"
 
 
 def _pg_timeout_option(_: click.Context, __: click.Parameter, value: str | None) -> float | None:
@@ -81,59 +103,86 @@ def _is_postgres(db_url: str) -> bool:
     return db_url.startswith(("postgres://", "postgresql://"))
 
 
-def pg_schema_setup(db_url: str, *, create: bool, timeout: float = 10.0) -> str | None:
-    """Make sure the schema ``PARKGATE_PG_SCHEMA`` names exists before a store opens in it.
+def _where(store: Store) -> str:
+    """Where a store keeps its tables, for an error message (never the URL: it may hold a password)."""
+    path = getattr(store, "path", None)
+    if path is not None:
+        return str(path)
+    schema = getattr(store, "schema", None)
+    return f"the PostgreSQL schema {schema}" if schema else "this PostgreSQL database (its search_path)"
 
-    PostgreSQL cannot create tables in a schema that does not exist ("no schema has been
-    selected to create in"). With ``create`` (``serve``, ``migrate``: the commands that
-    set a deployment up) a missing schema is created, and its name is returned; without
-    it (``asks``, ``chat``, ``doorcheck``) a missing schema is a clear error. Nothing to
-    do on SQLite or without the variable; a server out of reach is left to the store to
-    report, as usual.
+
+def _open(db_url: str, *, reading: bool = False) -> Store:
+    """The store a command works on (``PARKGATE_PG_SCHEMA`` honoured), or a one-line error.
+
+    ``reading`` (``asks``) creates and changes nothing: the store opens without migrating,
+    and a missing SQLite file, a missing PostgreSQL schema or one without parkgate's
+    tables is an error. Otherwise the store is migrated; a new SQLite file is created,
+    but a PostgreSQL schema must exist already (only ``serve`` and ``migrate`` create one).
     """
-    schema = os.environ.get(ENV_PG_SCHEMA, "").strip()
-    if not schema or not _is_postgres(db_url):
-        return None
-    import psycopg
-    from psycopg import errors as pg_errors
-    from psycopg import sql as pgsql
-
+    store: Store | None = None
     try:
-        with psycopg.connect(db_url, autocommit=True, connect_timeout=max(2, round(timeout))) as conn:
-            found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
-            if found:
-                return None
-            if not create:
-                raise click.ClickException(
-                    f"{ENV_PG_SCHEMA} names the schema {schema}, which does not exist in this database: "
-                    f"run `parkgate migrate` (or `parkgate serve`) to create it, or fix the name"
+        if reading or _is_postgres(db_url):
+            store = open_deployed_store(db_url, migrate=False)  # refuses a missing file or schema
+            if reading and store.schema_version() == 0:
+                raise StoreError(
+                    f"no parkgate database at {_where(store)}: it has no parkgate tables "
+                    "(`parkgate migrate` sets them up), or fix --db"
                 )
-            try:
-                conn.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(schema)))
-            except (pg_errors.DuplicateSchema, pg_errors.UniqueViolation):
-                return None  # another process created it at the same moment
-    except psycopg.OperationalError:
-        return None  # out of reach: opening the store says so (as a StoreUnavailable)
-    except psycopg.Error as error:
-        raise click.ClickException(
-            f"{ENV_PG_SCHEMA} names the schema {schema}, which does not exist and could not be created "
-            f"({' '.join(str(error).split())}): create it (CREATE SCHEMA {schema}) or fix the name"
-        ) from None
-    return schema
+            if not reading:
+                store.migrate()
+            return store
+        return open_deployed_store(db_url)
+    except StoreError as error:
+        if store is not None:
+            store.close()
+        raise click.ClickException(str(error)) from None
 
 
 @contextmanager
-def _gateway(db_url: str, surface: str = "cli") -> Iterator[Gateway]:
-    pg_schema_setup(db_url, create=False)
-    try:
-        gateway = Gateway(store=open_deployed_store(db_url), workflows=WORKFLOWS.values(), surface=surface)
-    except StoreError as error:
-        raise click.ClickException(str(error)) from None
+def _gateway(db_url: str, surface: str = "cli", *, reading: bool = False) -> Iterator[Gateway]:
+    """A gateway on :func:`_open`'s store; an expected error in the body becomes one line."""
+    gateway = Gateway(store=_open(db_url, reading=reading), workflows=WORKFLOWS.values(), surface=surface)
     try:
         with logging_to_stderr():  # an ask expiring on a read logs its JSON line on stderr
             yield gateway
+    except (StoreError, ParkgateError) as error:
+        raise click.ClickException(str(error)) from None
     finally:
         gateway.close()
+
+
+def _http_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/" if port else f"http://{shown} on a free port (uvicorn names it)"
+
+
+def check_can_listen(host: str, port: int) -> None:
+    """A one-line error unless ``host:port`` can be bound now (uvicorn binds it later).
+
+    Each address ``host`` resolves to is bound and let go, with the options uvicorn uses
+    (``SO_REUSEADDR``; IPv6 sockets IPv6 only), so a port another server listens on, a
+    privileged port or an unknown host is refused before anything is set up. Port 0
+    (any free port) always binds.
+    """
+    if port == 0:
+        return
+    try:
+        found = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as error:
+        reason = getattr(error, "strerror", None) or error
+        raise click.ClickException(f"cannot listen on {host}:{port}: {reason}") from None
+    for family, kind, proto, _, address in found:
+        with socket.socket(family, kind, proto) as probe:
+            if sys.platform != "win32":
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6 and hasattr(socket, "IPPROTO_IPV6"):
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(address)
+            except OSError as error:
+                reason = (error.strerror or str(error)).lower()
+                raise click.ClickException(f"cannot listen on {host}:{port}: {reason}") from None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -165,20 +214,27 @@ def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg
     the migration run here and every worker use it. Every expiry logs one JSON line
     on stderr.
     """
-    from parkgate.http.app import SERVER_PG_TIMEOUT_SECONDS
     from parkgate.http.server import configure, migrate_configured_store
     from parkgate.http.server import serve as run_server
 
     configure(db_url, token, pg_timeout)
-    created = pg_schema_setup(db_url, create=True, timeout=pg_timeout or SERVER_PG_TIMEOUT_SECONDS)
-    if created:
-        click.echo(f"created PostgreSQL schema {created}")
+    check_can_listen(host, port)  # a port in use is one line, before a file or schema is made
     try:  # migrate (and fail clearly) in the store the workers will open, before they start
-        migrate_configured_store()
+        with logging_to_stderr():  # a schema the store creates is logged (a JSON line)
+            migrate_configured_store()
     except StoreError as error:
         raise click.ClickException(str(error)) from None
-    click.echo(f"parkgate serving {db_url} on http://{host}:{port}/ (console at /, API at /v1, docs at /docs)")
-    run_server(db_url, host, port, workers, token, pg_timeout)
+    # uvicorn binds the socket next, and logs "Uvicorn running on ..." once it has.
+    click.echo(f"parkgate starting on {_http_url(host, port)} with {db_url} (console at /, API at /v1, docs at /docs)")
+    try:
+        run_server(db_url, host, port, workers, token, pg_timeout)
+    except SystemExit as stopped:
+        if stopped.code in (None, 0):
+            raise
+        raise click.ClickException(
+            f"the server did not start on {_http_url(host, port)} (uvicorn exited with {stopped.code}; "
+            "its error is above)"
+        ) from None
 
 
 def _print_reply(out: Console, reply: Reply) -> None:
@@ -217,11 +273,12 @@ def chat(db_url: str, conversation: str | None) -> None:
             try:
                 reply = gateway.handle(conversation_id, line)
             except InputError as error:
-                out.print(f"[red]refused:[/red] {error} (nothing was changed)", markup=True)
+                out.print(f"[red]refused:[/red] {escape(str(error))} (nothing was changed)")
                 continue
             if reply.kind is ReplyKind.PASS:
                 if reply.expired_ask_id:
-                    out.print(P.EXPIRED_NOTICE.format(hours=gateway.ttl.total_seconds() / 3600), markup=False)
+                    ttl = gateway.get(reply.expired_ask_id).ttl_seconds  # its own TTL, not the default
+                    out.print(P.EXPIRED_NOTICE.format(hours=format_hours(ttl)), markup=False)
                 text = line.decode("utf-8")
                 if text.strip() == CHAT_RESTART:
                     _start_demo(out, gateway, conversation_id)
@@ -234,8 +291,16 @@ def chat(db_url: str, conversation: str | None) -> None:
 def _start_demo(out: Console, gateway: Gateway, conversation_id: str) -> None:
     try:
         reply = gateway.start(conversation_id, "uml")
+    except AskAlreadyOpen:
+        out.print(
+            "[red]This conversation already has an open question: answer it, type /menu to see it "
+            f"again, or /cancel to drop it (then {CHAT_RESTART} runs the demo).[/red]"
+        )
+        return
+    except InputError:
+        raise  # a conversation id no message could use: one line, and chat ends (see _gateway)
     except ParkgateError as error:
-        out.print(f"[red]{error}[/red]")
+        out.print(f"[red]{escape(str(error))}[/red]")
         return
     _print_reply(out, reply)
 
@@ -251,7 +316,7 @@ def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
     TTL (a row the readers should have expired).
     """
     minimum = parse_duration(older_than) if older_than else None
-    with _gateway(db_url) as gateway:
+    with _gateway(db_url, reading=True) as gateway:
         now = gateway.clock.now()
         found = [a for a in gateway.audit() if minimum is None or now - a.asked_at >= minimum]
         overdue = [a for a in found if a.is_expired(now)]
@@ -318,7 +383,14 @@ def doorcheck(db_url: str | None, url: str | None, token: str | None, conversati
         lines = _doorcheck_http(url.rstrip("/"), token, conversation_id)
     else:
         with tempfile.TemporaryDirectory() as folder, _gateway(db_url or f"sqlite:///{folder}/d.db") as gateway:
-            gateway.start(conversation_id, "uml")
+            try:
+                gateway.start(conversation_id, "uml")
+            except AskAlreadyOpen as busy:  # the transaction rolled back: nothing changed
+                raise click.ClickException(
+                    f"conversation {conversation_id!r} is busy: it already has an open ask ({busy.ask_id}), "
+                    "and the door check needs a fresh one; pick another --conversation, or leave it out "
+                    "to check in a new conversation"
+                ) from None
             lines = list(_doorcheck_lines(lambda text: gateway.handle(conversation_id, text).to_dict()))
     for line in lines:
         click.echo(json.dumps(line, ensure_ascii=False))
@@ -367,14 +439,16 @@ def migrate(db_url: str) -> None:
 
     With PostgreSQL, the schema PARKGATE_PG_SCHEMA names is created if it does not exist.
     """
-    created = pg_schema_setup(db_url, create=True)
-    if created:
-        click.echo(f"created PostgreSQL schema {created}")
     try:
-        store = open_deployed_store(db_url, migrate=False)
-        applied = store.migrate()
-        version = store.schema_version()
-        store.close()
+        store = open_deployed_store(db_url)  # opening migrates: a new file or schema is created
+        try:
+            # What this opening did (both stores keep it; the Store interface does not).
+            applied: list[int] = list(getattr(store, "applied", []))
+            if getattr(store, "created_schema", False):
+                click.echo(f"created PostgreSQL schema {getattr(store, 'schema', '')}")
+            version = store.schema_version()
+        finally:
+            store.close()
     except StoreError as error:
         raise click.ClickException(str(error)) from None
     if applied:
@@ -392,7 +466,10 @@ def prove(db_urls: tuple[str, ...], escalate_after: int) -> None:
 
     reports = [("pure machine", proof.check(escalate_after))]
     for url in db_urls:
-        reports.append((url, proof.check_store(url, escalate_after)))
+        try:
+            reports.append((url, proof.check_store(url, escalate_after)))
+        except (StoreError, ParkgateError) as error:  # a SQLite error names its file already
+            raise click.ClickException(f"{url}: {error}" if _is_postgres(url) else str(error)) from None
     failed = False
     for name, report in reports:
         click.echo(f"== {name}")

@@ -12,11 +12,13 @@ from __future__ import annotations
 import logging
 import sqlite3
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql as pgsql
 
 from parkgate import Gateway
 from parkgate.clock import ManualClock
@@ -193,3 +195,110 @@ def test_a_version_1_postgres_schema_is_upgraded_in_place(pg_url: str, pg_schema
             "SELECT count(*) FROM pg_indexes WHERE schemaname = %s AND indexname = 'asks_by_run'", (pg_schema,)
         ).fetchone()
     assert found == (0,)
+
+
+# -- Opening: what a store creates, and what it refuses to ------------------------------
+def test_sqlite_without_migrate_refuses_a_missing_file_and_creates_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "missing.db"
+    with pytest.raises(StoreError, match=f"no parkgate database at {path}") as raised:
+        SQLiteStore(f"sqlite:///{path}", migrate=False)
+    assert "parkgate migrate" in str(raised.value)
+    assert list(tmp_path.iterdir()) == []  # no file, no -wal, no -shm
+
+
+def test_sqlite_without_migrate_opens_an_existing_file_as_it_is(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'p.db'}"
+    SQLiteStore(url).close()
+    with SQLiteStore(url, migrate=False) as store:
+        assert store.schema_version() == LATEST
+        assert store.applied == []
+    with SQLiteStore(f"sqlite:///{tmp_path / 'new.db'}") as store:
+        assert store.applied == list(range(1, LATEST + 1))  # what opening applied
+
+
+def _schema_exists(url: str, name: str) -> bool:
+    with psycopg.connect(url, autocommit=True) as conn:
+        found = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", (name,)).fetchone()
+    return found == (1,)
+
+
+@pytest.fixture
+def missing_schema(pg_url: str) -> Iterator[str]:
+    """A schema name that does not exist yet (quoting needed), dropped afterwards if made."""
+    from parkgate.store.postgres import drop_schema
+
+    name = f"pg missing-{uuid.uuid4().hex[:8]}.Mixed"
+    try:
+        yield name
+    finally:
+        drop_schema(pg_url, name)
+
+
+def test_postgres_migrating_creates_a_missing_schema(
+    pg_url: str, missing_schema: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="parkgate")
+    with PostgresStore(pg_url, schema=missing_schema) as store:
+        assert store.created_schema and store.applied == list(range(1, LATEST + 1))
+        assert store.schema_version() == LATEST
+        asked = Gateway(store=store, clock=ManualClock(T0)).ask("c-1", "Deploy?", ["Deploy", "Hold"])
+    assert _schema_exists(pg_url, missing_schema)
+    assert [r.getMessage() for r in caplog.records if "schema" in r.getMessage()] == [
+        f"created PostgreSQL schema {missing_schema}"
+    ]
+    with PostgresStore(pg_url, schema=missing_schema) as store:  # the second time: nothing to create
+        assert not store.created_schema and store.applied == []
+        assert Gateway(store=store, clock=ManualClock(T0)).get(asked.ask_id or "").is_open
+
+
+def test_postgres_workers_racing_to_create_one_schema_all_open_it(pg_url: str, missing_schema: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def open_and_close(_: int) -> bool:
+        with PostgresStore(pg_url, schema=missing_schema, max_size=1) as store:
+            return store.created_schema
+
+    with ThreadPoolExecutor(4) as pool:
+        created = list(pool.map(open_and_close, range(4)))
+    assert created.count(True) == 1
+
+
+def test_postgres_without_migrate_refuses_a_missing_schema_clearly(pg_url: str, missing_schema: str) -> None:
+    with pytest.raises(StoreError) as raised:
+        PostgresStore(pg_url, schema=missing_schema, migrate=False)
+    message = str(raised.value)
+    assert missing_schema in message and "parkgate migrate" in message
+    assert "no schema has been selected" not in message
+    assert not _schema_exists(pg_url, missing_schema)
+
+
+def test_postgres_without_migrate_opens_an_existing_schema(pg_url: str, pg_schema: str) -> None:
+    with PostgresStore(pg_url, schema=pg_schema, migrate=False) as store:  # exists, still empty
+        assert store.schema_version() == 0 and store.applied == []
+        assert store.migrate() == list(range(1, LATEST + 1))
+        assert not store.created_schema
+
+
+def test_postgres_a_schema_the_user_may_not_create_is_a_clear_error_and_an_existing_one_opens(pg_url: str) -> None:
+    """Without CREATE on the database: a missing schema is refused by name, and a schema
+    that exists (made by an administrator) is migrated without asking for CREATE."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from parkgate.store.postgres import drop_schema
+
+    role = f"pgt_nocreate_{uuid.uuid4().hex[:8]}"
+    given = f"pgt_given_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(pgsql.SQL("CREATE ROLE {} LOGIN").format(pgsql.Identifier(role)))
+        admin.execute(pgsql.SQL("CREATE SCHEMA {} AUTHORIZATION {}").format(*map(pgsql.Identifier, (given, role))))
+    as_role = make_conninfo(**{**conninfo_to_dict(pg_url), "user": role})
+    try:
+        with pytest.raises(StoreError) as raised:
+            PostgresStore(as_role, schema=f"{given}_typo", timeout=5)
+        assert f"{given}_typo" in str(raised.value) and "could not be created" in str(raised.value)
+        with PostgresStore(as_role, schema=given, timeout=5) as store:
+            assert store.schema_version() == LATEST and not store.created_schema
+    finally:
+        drop_schema(pg_url, given)
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(role)))

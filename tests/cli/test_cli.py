@@ -7,6 +7,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -156,3 +157,115 @@ def test_asks_logs_nothing_because_it_closes_nothing(db: str) -> None:
     )
     assert done.returncode == 1 and done.stderr == ""
     assert json.loads(done.stdout)["overdue"] is True
+
+
+# -- Reading creates nothing ------------------------------------------------------------
+def test_asks_on_a_missing_sqlite_file_is_a_clear_error_and_creates_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "typo.db"
+    for args in (["--db", f"sqlite:///{path}"], ["--db", str(path), "--json"]):
+        result = CliRunner().invoke(main, ["asks", *args])
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+        assert f"no parkgate database at {path}" in " ".join(result.output.split())
+        assert list(tmp_path.iterdir()) == []
+
+
+def test_asks_on_an_empty_file_is_a_clear_error_and_leaves_it_empty(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    path.touch()
+    result = CliRunner().invoke(main, ["asks", "--db", f"sqlite:///{path}"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert f"no parkgate database at {path}" in " ".join(result.output.split())
+    assert path.stat().st_size == 0
+
+
+# -- Expected errors are one line, never a traceback ----------------------------------
+def _busy(db: str, conversation: str) -> str:
+    with Gateway(db) as gateway:
+        reply = gateway.ask(conversation, "Deploy?", ["Yes", "No"])
+    assert reply.ask_id is not None
+    return reply.ask_id
+
+
+def test_doorcheck_on_a_busy_conversation_is_a_clear_error_and_changes_nothing(db: str) -> None:
+    ask_id = _busy(db, "busy2")
+    result = CliRunner().invoke(main, ["doorcheck", "--db", db, "--conversation", "busy2"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    message = " ".join(result.output.split())
+    assert "busy2" in message and "--conversation" in message and "Traceback" not in message
+    assert len(result.output.strip().splitlines()) == 1
+    with Gateway(db) as gateway:
+        ask = gateway.get(ask_id)
+        assert ask.is_open and ask.mismatches == 0
+        assert [a.id for a in gateway.audit()] == [ask_id]
+
+
+def test_doorcheck_on_a_busy_conversation_prints_no_traceback_as_a_program(db: str) -> None:
+    _busy(db, "busy3")
+    done = subprocess.run(
+        [sys.executable, "-m", "parkgate", "doorcheck", "--db", db, "--conversation", "busy3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["asks", "--db", "ftp://example.org/x"], "unknown store URL"),
+        (["asks", "--db", "{tmp}"], "is a folder"),
+        (["asks", "--older-than", "99999999999999d"], "not a duration"),
+        (["chat", "--db", "sqlite:///{tmp}/no/such/folder.db"], "does not exist"),
+        (["chat", "--db", "{tmp}/junk.db"], "not a parkgate database"),
+        (["chat", "--conversation", "x" * 500], "conversation_id is 500 characters"),
+        (["doorcheck", "--db", "{tmp}/junk.db"], "not a parkgate database"),
+        (["doorcheck", "--url", "http://[not-a-host"], "did not answer"),
+        (["doorcheck", "--url", "ftp://127.0.0.1:1"], "did not answer"),
+        (["migrate", "--db", "sqlite:///{tmp}/no/such/folder.db"], "does not exist"),
+        (["prove", "--db", "ftp://example.org/x"], "unknown store URL"),
+    ],
+)
+def test_bad_input_to_any_command_is_a_clear_error_not_a_traceback(tmp_path: Path, args: list[str], says: str) -> None:
+    (tmp_path / "junk.db").write_bytes(b"not a database at all" * 200)
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in args]
+    result = CliRunner().invoke(main, argv, input="", env={"PARKGATE_DB": f"sqlite:///{tmp_path / 'env.db'}"})
+    assert result.exit_code in (1, 2) and isinstance(result.exception, SystemExit), (result.output, result.exception)
+    assert says in " ".join(result.output.split())
+
+
+# -- chat's expiry notice -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [(6 * 3600, "6"), (1800, "0.5"), (5400, "1.5"), (2 * 86400, "48"), (8100, "2.25"), (90, "0.025")],
+)
+def test_hours_are_shown_without_a_pointless_decimal(seconds: float, shown: str) -> None:
+    from parkgate.cli import format_hours
+
+    assert format_hours(seconds) == shown
+
+
+@pytest.mark.parametrize(("ttl", "shown"), [(timedelta(hours=2), "2"), (timedelta(minutes=30), "0.5")])
+def test_chat_says_how_long_the_expired_ask_itself_waited(
+    db: str, monkeypatch: pytest.MonkeyPatch, ttl: timedelta, shown: str
+) -> None:
+    """Someone else's ask (its own TTL, not chat's 6 h default) is open when chat starts,
+    and expires while the person types: the notice gives that ask's TTL, as written."""
+    import parkgate.cli as cli
+
+    t0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+    _park(db, "c-ttl", t0, ttl=ttl)
+
+    class LateGateway(Gateway):
+        def handle(self, *args: Any, **kwargs: Any) -> Any:
+            assert isinstance(self.clock, ManualClock)
+            self.clock.advance(timedelta(hours=3))  # the person comes back later
+            return super().handle(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "Gateway", lambda **options: LateGateway(clock=ManualClock(t0), **options))
+    result = CliRunner().invoke(main, ["chat", "--db", db, "--conversation", "c-ttl"], input="hello\n")
+    assert result.exit_code == 0, result.output
+    assert P.EXPIRED_NOTICE.format(hours=shown) in result.stdout
+    assert ".0 h" not in result.stdout and "6 h" not in result.stdout  # not the gateway's default TTL
+    assert "replace=True" not in result.stdout  # the busy start speaks to a person at a terminal

@@ -7,6 +7,7 @@ worker builds its app with ``app_from_env``, which opens its store with
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -92,7 +93,7 @@ def test_serve_migrates_into_the_schema_its_workers_use(
     url, decoy_schema = decoy
     clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
     assert tables_in(pg_url, pg_schema) == set()
-    result = CliRunner().invoke(main, ["serve", "--db", url, "--workers", "2"])
+    result = CliRunner().invoke(main, ["serve", "--db", url, "--port", "0", "--workers", "2"])
     assert result.exit_code == 0, result.output
     assert tables_in(pg_url, pg_schema) >= PARKGATE_TABLES  # migrated where the workers look
     assert tables_in(pg_url, decoy_schema) == set()  # and nowhere else
@@ -105,7 +106,7 @@ def test_serve_gives_its_workers_a_short_pg_timeout_by_default(
     pg_schema: str, decoy: tuple[str, str], clean_env: pytest.MonkeyPatch, workers: list[dict[str, Any]]
 ) -> None:
     clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
-    result = CliRunner().invoke(main, ["serve", "--db", decoy[0]])
+    result = CliRunner().invoke(main, ["serve", "--db", decoy[0], "--port", "0"])
     assert result.exit_code == 0, result.output
     assert [w["timeout"] for w in workers] == [SERVER_PG_TIMEOUT_SECONDS] == [3.0]
 
@@ -124,7 +125,7 @@ def test_the_operator_sets_the_pg_timeout_by_option_or_environment(
     clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
     if env is not None:
         clean_env.setenv(ENV_PG_TIMEOUT, env)
-    result = CliRunner().invoke(main, ["serve", "--db", decoy[0], *args])
+    result = CliRunner().invoke(main, ["serve", "--db", decoy[0], "--port", "0", *args])
     assert result.exit_code == 0, result.output
     assert [w["timeout"] for w in workers] == [expected]
 
@@ -153,7 +154,7 @@ def test_serve_on_sqlite_migrates_the_file_and_ignores_the_pg_settings(
 ) -> None:
     clean_env.setenv(ENV_PG_SCHEMA, "not_used_here")
     db = tmp_path / "s.db"
-    result = CliRunner().invoke(main, ["serve", "--db", f"sqlite:///{db}", "--pg-timeout", "2"])
+    result = CliRunner().invoke(main, ["serve", "--db", f"sqlite:///{db}", "--port", "0", "--pg-timeout", "2"])
     assert result.exit_code == 0, result.output
     assert db.exists()
     assert [(w["schema"], w["timeout"]) for w in workers] == [(None, None)]
@@ -202,11 +203,17 @@ def schema_exists(url: str, name: str) -> bool:
 
 @pytest.mark.postgres
 def test_serve_creates_the_schema_it_is_told_to_use(
-    pg_url: str, missing_schema: str, decoy: tuple[str, str], workers: list[dict[str, Any]]
+    pg_url: str,
+    missing_schema: str,
+    decoy: tuple[str, str],
+    workers: list[dict[str, Any]],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    result = CliRunner().invoke(main, ["serve", "--db", decoy[0]])
+    caplog.set_level(logging.INFO, logger="parkgate")
+    result = CliRunner().invoke(main, ["serve", "--db", decoy[0], "--port", "0"])
     assert result.exit_code == 0, result.output
-    assert f"created PostgreSQL schema {missing_schema}" in result.output
+    # The store creates it, and logs it (under serve: a JSON line on stderr).
+    assert f"created PostgreSQL schema {missing_schema}" in caplog.messages
     assert tables_in(pg_url, missing_schema) >= PARKGATE_TABLES
     assert tables_in(pg_url, decoy[1]) == set()
     assert [w["schema"] for w in workers] == [missing_schema] and workers[0]["version"] >= 1
@@ -218,9 +225,9 @@ def test_migrate_creates_the_schema_and_the_read_commands_refuse_a_missing_one_c
 ) -> None:
     for command in (["asks"], ["chat", "--conversation", "x"], ["doorcheck"]):
         result = CliRunner().invoke(main, [*command, "--db", pg_url], input="")
-        assert result.exit_code == 1, (command, result.output)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), (command, result.output)
         flat = " ".join(result.output.split())
-        assert f"PARKGATE_PG_SCHEMA names the schema {missing_schema}" in flat, flat
+        assert f"schema {missing_schema!r} does not exist" in flat, flat
         assert "parkgate migrate" in flat and "no schema has been selected" not in flat
         assert not schema_exists(pg_url, missing_schema)  # a typo is not turned into an empty schema
     migrated = CliRunner().invoke(main, ["migrate", "--db", pg_url])
@@ -231,3 +238,66 @@ def test_migrate_creates_the_schema_and_the_read_commands_refuse_a_missing_one_c
     assert listed.exit_code == 0, listed.output
     again = CliRunner().invoke(main, ["migrate", "--db", pg_url])
     assert again.exit_code == 0 and "created" not in again.output
+
+
+@pytest.mark.postgres
+def test_the_server_started_directly_creates_its_schema_too(
+    pg_url: str, missing_schema: str, clean_env: pytest.MonkeyPatch
+) -> None:
+    """``uvicorn --factory parkgate.http.app:app_from_env`` opens through store_from_env:
+    the store's own migration creates the schema, no CLI needed."""
+    clean_env.setenv(ENV_DB, pg_url)
+    store = store_from_env()
+    try:
+        assert getattr(store, "schema", None) == missing_schema and store.schema_version() >= 1
+    finally:
+        store.close()
+    assert tables_in(pg_url, missing_schema) >= PARKGATE_TABLES
+
+
+@pytest.mark.postgres
+def test_asks_refuses_a_schema_that_exists_but_holds_no_parkgate_tables(
+    pg_url: str, pg_schema: str, clean_env: pytest.MonkeyPatch
+) -> None:
+    clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
+    result = CliRunner().invoke(main, ["asks", "--db", pg_url])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    flat = " ".join(result.output.split())
+    assert "no parkgate database" in flat and pg_schema in flat and "parkgate migrate" in flat
+    assert tables_in(pg_url, pg_schema) == set()
+
+
+# -- serve says what is true about its socket -----------------------------------------------
+def test_serve_on_a_port_in_use_is_a_one_line_error_before_anything_starts(
+    tmp_path: Any, workers: list[dict[str, Any]]
+) -> None:
+    import socket
+
+    db = tmp_path / "s.db"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(main, ["serve", "--db", f"sqlite:///{db}", "--port", str(port)])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and f"cannot listen on 127.0.0.1:{port}" in lines[0], lines
+    assert "serving" not in result.output
+    assert workers == [] and not db.exists()
+
+
+def test_serve_says_it_is_starting_not_that_it_is_serving(tmp_path: Any, workers: list[dict[str, Any]]) -> None:
+    result = CliRunner().invoke(main, ["serve", "--db", f"sqlite:///{tmp_path / 's.db'}", "--port", "0"])
+    assert result.exit_code == 0, result.output
+    assert "starting" in result.output and "serving" not in result.output
+    assert len(workers) == 1
+
+
+def test_serve_turns_a_server_that_failed_to_start_into_one_line(tmp_path: Any, clean_env: pytest.MonkeyPatch) -> None:
+    def failing_uvicorn_run(app: str, **options: Any) -> None:
+        raise SystemExit(3)  # what uvicorn does when its startup (a bind) failed
+
+    clean_env.setattr(uvicorn, "run", failing_uvicorn_run)
+    result = CliRunner().invoke(main, ["serve", "--db", f"sqlite:///{tmp_path / 's.db'}", "--port", "0"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "did not start" in result.output.strip().splitlines()[-1]

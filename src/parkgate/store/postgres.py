@@ -8,6 +8,7 @@ unique partial index keeps a conversation to one open ask, and the primary key o
 
 from __future__ import annotations
 
+import logging
 import select
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
@@ -40,6 +41,7 @@ def _same(moment: Any) -> Any:
 
 DIALECT = Dialect(placeholder="%s", lock_suffix=" FOR UPDATE", encode_time=_same, decode_time=_same)
 MIGRATION_LOCK_KEY = 0x7061726B  # "park": one migrator at a time across processes
+logger = logging.getLogger(__name__)
 #: Class of the per-conversation advisory locks (the two-key space never meets the one-key one).
 CONVERSATION_LOCK_CLASS = 0x70617263  # "parc"
 
@@ -295,6 +297,14 @@ def _translate(error: BaseException, *, guessed: bool) -> StoreError | None:
     return None
 
 
+class _SchemaRefused(Exception):
+    """The database refused to create the store's schema (privileges)."""
+
+    def __init__(self, error: psycopg.Error) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 def _unavailable(error: Exception) -> StoreUnavailable:
     return StoreUnavailable(f"PostgreSQL is unreachable right now; try again ({error})".strip())
 
@@ -305,6 +315,13 @@ class PostgresStore(Store):
     ``remember`` is how many conversations this process remembers the open ask of, so
     that a message there is decided without a read: one round trip instead of two
     (see :mod:`parkgate.store.recent`); 0 reads every time.
+
+    ``schema`` puts the tables in that schema. Opening migrates, and the migration
+    creates the schema when it does not exist yet (``created_schema`` says whether this
+    object did; the store logs it too). With ``migrate=False`` the store creates
+    nothing: a schema that does not exist is a :class:`StoreError` naming it.
+    ``applied`` lists the migrations this object applied (on opening, or by
+    :meth:`migrate`).
     """
 
     def __init__(
@@ -321,6 +338,8 @@ class PostgresStore(Store):
         self.url = url
         self.schema = schema
         self.recent = RecentOpenAsks(remember)
+        self.applied: list[int] = []
+        self.created_schema = False
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             if schema:
@@ -344,8 +363,28 @@ class PostgresStore(Store):
         except PoolTimeout as error:
             self._pool.close()
             raise _unavailable(error) from None
-        if migrate:
-            self.migrate()
+        try:
+            if migrate:
+                self.migrate()
+            elif schema:
+                self._require_schema(schema)
+        except BaseException:
+            self._pool.close()  # no pool is left open behind a store that failed to open
+            raise
+
+    def _require_schema(self, schema: str) -> None:
+        """Raise a clear :class:`StoreError` unless ``schema`` exists (one query)."""
+        try:
+            with self._pool.connection() as conn:
+                found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+        except (psycopg.OperationalError, PoolTimeout) as error:
+            raise _unavailable(error) from None
+        if found is None:
+            raise StoreError(
+                f"the PostgreSQL schema {schema!r} does not exist in this database: create it with "
+                f"`parkgate migrate` (PARKGATE_PG_SCHEMA={schema}) or by opening the store with "
+                "migrate=True, or fix the name"
+            )
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
@@ -421,9 +460,12 @@ class PostgresStore(Store):
 
     def migrate(self) -> list[int]:
         applied: list[int] = []
+        created = False
         try:
             with self._pool.connection() as conn, conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+                if self.schema:
+                    created = self._create_schema(conn, self.schema)
                 conn.execute(
                     "CREATE TABLE IF NOT EXISTS schema_migrations "
                     "(version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
@@ -437,9 +479,36 @@ class PostgresStore(Store):
                     applied.append(version)
         except (psycopg.OperationalError, PoolTimeout) as error:
             raise _unavailable(error) from None
+        except _SchemaRefused as refused:
+            raise StoreError(
+                f"the PostgreSQL schema {self.schema!r} does not exist and could not be created "
+                f"({' '.join(str(refused.error).split())}): create it (CREATE SCHEMA ...) or grant "
+                "CREATE on the database, or fix the name"
+            ) from None
         except psycopg.Error as error:
             raise StoreError(f"migration failed: {error}") from None
+        if created:
+            self.created_schema = True
+            logger.info("created PostgreSQL schema %s", self.schema)
+        self.applied.extend(applied)
         return applied
+
+    @staticmethod
+    def _create_schema(conn: psycopg.Connection[Any], schema: str) -> bool:
+        """Create ``schema`` unless it exists; whether it was created.
+
+        Run under the migration lock, so two migrators never race on it. Existence is
+        checked first: ``CREATE SCHEMA IF NOT EXISTS`` needs the ``CREATE`` privilege on the
+        database even when the schema is there, and a deployment may have only the schema.
+        The connection's ``search_path`` names the schema already, and takes it from here.
+        """
+        if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone():
+            return False
+        try:
+            conn.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(schema)))
+        except psycopg.errors.InsufficientPrivilege as error:
+            raise _SchemaRefused(error) from None
+        return True
 
     def due_callbacks(self, now: datetime, limit: int = 50) -> list[Callback]:
         with self._pool.connection() as conn:

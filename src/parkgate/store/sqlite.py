@@ -135,7 +135,14 @@ def _classify(error: sqlite3.Error, path: Path) -> StoreError:
 
 class SQLiteStore(Store):
     """Asks in one SQLite file (WAL mode). ``synchronous`` is ``"full"`` (default) or
-    ``"normal"`` (see :data:`SYNCHRONOUS`); the URL's ``?synchronous=`` sets it too."""
+    ``"normal"`` (see :data:`SYNCHRONOUS`); the URL's ``?synchronous=`` sets it too.
+
+    Opening migrates, creating the file when it does not exist. With ``migrate=False``
+    the store opens an existing file as it is and creates nothing: a missing or empty
+    file is a :class:`StoreError` (``no parkgate database at PATH``), and is left as it was.
+    ``applied`` lists the migrations this object applied (on opening, or by
+    :meth:`migrate`).
+    """
 
     def __init__(
         self, url: str = "sqlite:///parkgate.db", *, migrate: bool = True, synchronous: str | None = None
@@ -150,6 +157,18 @@ class SQLiteStore(Store):
             raise StoreError(f"{self.path} is a folder, not a database file")
         if not self.path.parent.exists():
             raise StoreError(f"{self.path.parent} does not exist")
+        #: Without migrate, connections open the file read-write but never create it (a
+        #: file removed after this check is an error then, not a new empty database).
+        self._uri = not migrate
+        self._target = f"{self.path.absolute().as_uri()}?mode=rw" if self._uri else str(self.path)
+        if not migrate:
+            missing = "does not exist" if not self.path.exists() else "is empty" if self._empty() else None
+            if missing:
+                raise StoreError(
+                    f"no parkgate database at {self.path}: the file {missing} "
+                    f"(`parkgate migrate --db {url}` sets one up), or fix the path"
+                )
+        self.applied: list[int] = []
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -161,12 +180,22 @@ class SQLiteStore(Store):
             self.close()  # no connection is left open on a file we refused
             raise
 
+    def _empty(self) -> bool:
+        try:
+            return self.path.stat().st_size == 0
+        except OSError:
+            return False  # unreadable: connecting says why
+
     def _connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             try:
                 conn = sqlite3.connect(
-                    self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+                    self._target,
+                    isolation_level=None,
+                    check_same_thread=False,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                    uri=self._uri,
                 )
                 conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 conn.execute("PRAGMA foreign_keys = ON")
@@ -240,6 +269,7 @@ class SQLiteStore(Store):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise _classify(error, self.path) from None
+        self.applied.extend(applied)
         return applied
 
     def due_callbacks(self, now: datetime, limit: int = 50) -> list[Callback]:
