@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import click
 from rich.console import Console
@@ -225,7 +225,10 @@ def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg
     except StoreError as error:
         raise click.ClickException(str(error)) from None
     # uvicorn binds the socket next, and logs "Uvicorn running on ..." once it has.
-    click.echo(f"parkgate starting on {_http_url(host, port)} with {db_url} (console at /, API at /v1, docs at /docs)")
+    click.echo(
+        f"parkgate starting on {_http_url(host, port)} with {shown_url(db_url)} "
+        "(console at /, API at /v1, docs at /docs)"
+    )
     try:
         run_server(db_url, host, port, workers, token, pg_timeout)
     except SystemExit as stopped:
@@ -324,7 +327,7 @@ def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
             for ask in found:
                 click.echo(json.dumps({**ask_to_dict(ask, now), "overdue": ask.is_expired(now)}, ensure_ascii=False))
         else:
-            table = Table(title=f"open asks in {db_url}")
+            table = Table(title=f"open asks in {shown_url(db_url)}")
             for column in ("ask", "conversation", "phase", "asked at", "hours open", "mismatches", "state"):
                 table.add_column(column)
             for ask in found:
@@ -401,6 +404,15 @@ def doorcheck(db_url: str | None, url: str | None, token: str | None, conversati
     click.echo("doorcheck passed: the reply escalated and the exit left the conversation unparked", err=True)
 
 
+def shown_url(url: str) -> str:
+    """``url`` as the CLI prints it: a password in it (``user:secret@`` or
+    ``?password=secret``) replaced by ``***``, so a terminal or a log never shows it."""
+    parts = urlsplit(url)
+    if parts.password:
+        url = url.replace(f":{parts.password}@", ":***@", 1)
+    return re.sub(r"(?i)([?&]password=)[^&]*", r"\1***", url)
+
+
 def path_segment(value: str) -> str:
     """``value`` as one URL path segment: every reserved character percent-encoded.
 
@@ -452,9 +464,11 @@ def migrate(db_url: str) -> None:
     except StoreError as error:
         raise click.ClickException(str(error)) from None
     if applied:
-        click.echo(f"applied migration(s) {', '.join(map(str, applied))}; {db_url} is at schema version {version}")
+        click.echo(
+            f"applied migration(s) {', '.join(map(str, applied))}; {shown_url(db_url)} is at schema version {version}"
+        )
     else:
-        click.echo(f"{db_url} is up to date at schema version {version}")
+        click.echo(f"{shown_url(db_url)} is up to date at schema version {version}")
 
 
 @main.command()

@@ -269,3 +269,33 @@ def test_chat_says_how_long_the_expired_ask_itself_waited(
     assert P.EXPIRED_NOTICE.format(hours=shown) in result.stdout
     assert ".0 h" not in result.stdout and "6 h" not in result.stdout  # not the gateway's default TTL
     assert "replace=True" not in result.stdout  # the busy start speaks to a person at a terminal
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://app:s3cr%40t@db.example:5432/prod", "postgresql://app:***@db.example:5432/prod"),
+        (
+            "postgresql://db.example/prod?user=app&password=s3cret&sslmode=require",
+            "postgresql://db.example/prod?user=app&password=***&sslmode=require",
+        ),
+        ("postgresql://app@db.example/prod", "postgresql://app@db.example/prod"),
+        ("sqlite:///parkgate.db", "sqlite:///parkgate.db"),
+    ],
+)
+def test_printed_store_urls_never_show_a_password(url: str, shown: str) -> None:
+    from parkgate.cli import shown_url
+
+    assert shown_url(url) == shown
+
+
+def test_migrate_prints_the_url_without_its_password(pg_url: str) -> None:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(pg_url)
+    with_password = pg_url.replace(
+        f"{parts.netloc}", f"{parts.username or 'postgres'}:not-needed@{parts.hostname}:{parts.port or 5432}", 1
+    )
+    result = CliRunner().invoke(main, ["migrate", "--db", with_password])
+    assert result.exit_code == 0, result.output
+    assert "not-needed" not in result.output and ":***@" in result.output
