@@ -19,8 +19,12 @@ MAX_MESSAGE_CHARS = 16_000
 #: Skill output carries prose around its stopping point, so it may be longer than a reply.
 MAX_SKILL_OUTPUT_CHARS = 256_000
 MAX_ID_CHARS = 200
-#: Characters an id may not hold (ord < 32 or 127); one regex scan instead of a per-character loop.
-_CONTROL_CHAR = re.compile("[\x00-\x1f\x7f]")
+#: The longest TTL. A TTL is stored as seconds in a double, which keeps every microsecond
+#: (the expiry boundary is exact to one) only up to ~285 years; 100 years stays well inside.
+MAX_TTL = timedelta(days=36_500)
+#: Characters an id may not hold: the C0 controls, DEL and the C1 controls (U+0080-U+009F);
+#: one regex scan instead of a per-character loop.
+_CONTROL_CHAR = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def check_id(value: object, what: str) -> str:
@@ -86,11 +90,14 @@ def check_limit(limit: object) -> int | None:
 
 
 def check_duration(value: object, what: str) -> timedelta:
-    """A positive duration: a ``timedelta`` or a number of seconds."""
+    """A positive duration of at most :data:`MAX_TTL`: a ``timedelta`` or a number of seconds."""
     try:
-        return as_timedelta(value, what)  # type: ignore[arg-type]  # it checks the type itself
+        duration = as_timedelta(value, what)  # type: ignore[arg-type]  # it checks the type itself
     except ValueError as error:
         raise InputError(str(error)) from None
+    if duration > MAX_TTL:
+        raise InputError(f"{what} of {duration} is longer than the limit, {MAX_TTL.days} days")
+    return duration
 
 
 def check_text(value: object, what: str, *, limit: int = MAX_MESSAGE_CHARS) -> str:

@@ -82,5 +82,8 @@ def as_timedelta(value: timedelta | float, what: str) -> timedelta:
     except (OverflowError, ValueError):
         raise ValueError(f"{what} of {value!r} seconds is out of range") from None
     if duration <= timedelta(0):
-        raise ValueError(f"{what} must be positive")
+        if isinstance(value, timedelta) or value <= 0:
+            raise ValueError(f"{what} must be positive")
+        # Durations count whole microseconds: a smaller positive number rounds to nothing.
+        raise ValueError(f"{what} of {value!r} seconds is below the smallest TTL, one microsecond (1e-06)")
     return duration

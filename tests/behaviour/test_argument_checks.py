@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from parkgate import AskStatus, Gateway, InputError, ReplyKind, StoppingPointError
+from parkgate import AskStatus, Gateway, InputError, ManualClock, ReplyKind, StoppingPointError
 from parkgate.demo import UML
 
 if TYPE_CHECKING:
@@ -174,3 +174,27 @@ def test_a_text_default_is_kept_as_given(gateway: Gateway) -> None:
 def test_options_keep_their_own_errors(gateway: Gateway) -> None:
     with pytest.raises(StoppingPointError):
         gateway.ask("conv-o", "Which?", [])
+
+
+def test_a_ttl_longer_than_the_limit_is_refused_and_the_limit_is_exact(gateway: Gateway, clock: ManualClock) -> None:
+    from parkgate.checks import MAX_TTL
+
+    with pytest.raises(InputError, match="longer than the limit"):
+        gateway.ask("long", "Q?", ["A"], ttl=MAX_TTL + timedelta(microseconds=1))
+    assert gateway.handle("long", "A").kind is ReplyKind.PASS  # nothing was parked
+    # At the limit the boundary is still exact to the microsecond.
+    ask_id = gateway.ask("edge", "Q?", ["A"], ttl=MAX_TTL).ask_id or ""
+    clock.advance(MAX_TTL)
+    assert gateway.get(ask_id).is_open
+    clock.advance(timedelta(microseconds=1))
+    assert not gateway.get(ask_id).is_open
+
+
+def test_one_miss_escalating_says_one_try(gateway: Gateway) -> None:
+    strict = Gateway(store=gateway.store, clock=gateway.clock, escalate_after=1)
+    strict.ask("c", "Pick", ["A", "B"])
+    first = strict.handle("c", "nope")
+    assert first.kind is ReplyKind.ESCALATED and "(1 try)" in first.text
+    assert "(2 tries)" in strict.handle("c", "nope").text
+    strict.ask("t", "Why?")
+    assert "(1 try)" in strict.handle("t", " ").text

@@ -247,3 +247,23 @@ def test_skill_output_takes_what_the_library_takes_even_with_every_character_esc
                      str(MAX_SKILL_OUTPUT_CHARS))  # fmt: skip
         # a message keeps its own, smaller limit
         assert_error(http.post(messages_path(conv), content=body), 413, "body_too_large", "limit")
+
+
+@pytest.mark.parametrize("control", ["\u0085", "\u009b", "\u0080", "\u009f"])
+def test_an_id_with_a_c1_control_character_is_refused(served: Server, control: str) -> None:
+    with served.client() as http:
+        body = {"conversation_id": f"a{control}b", "prompt": "Pick", "options": ["A", "B"]}
+        assert_error(http.post("/v1/asks", json=body), 422, "invalid_input", "control character")
+        assert_error(http.post(messages_path(f"a{control}b"), json={"text": "1"}), 422, "invalid_input")
+
+
+def test_a_ttl_below_one_microsecond_names_the_smallest(served: Server, conv: str) -> None:
+    with served.client() as http:
+        body = {"conversation_id": conv, "prompt": "Pick", "options": ["A", "B"], "ttl_seconds": 1e-9}
+        assert_error(http.post("/v1/asks", json=body), 422, "invalid_input", "one microsecond")
+
+
+@pytest.mark.parametrize(("method", "path"), [("GET", "/v1/asks/"), ("POST", "/v1/asks/"), ("GET", "/healthz/")])
+def test_a_trailing_slash_is_a_json_404_not_a_bare_redirect(served: Server, method: str, path: str) -> None:
+    with served.client() as http:
+        assert_error(http.request(method, path, json={}), 404, "not_found")

@@ -123,9 +123,13 @@ def step(ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCAL
 def _miss_line(ask: Ask, kind: ReplyKind, misses: int, question: str) -> str:
     if ask.kind is AskKind.TEXT:
         if kind is ReplyKind.ESCALATED:
-            return P.TEXT_ESCALATED.format(tries=misses, menu=question)
+            return P.TEXT_ESCALATED.format(tries=_tries(misses), menu=question)
         return P.TEXT_RETRY.format(hint=P.TEXT_EXITS_HINT, menu=question)
-    return P.PHRASES[kind].format(n=len(ask.options), tries=misses, menu=question)
+    return P.PHRASES[kind].format(n=len(ask.options), tries=_tries(misses), menu=question)
+
+
+def _tries(count: int) -> str:
+    return (P.TRIES_ONE if count == 1 else P.TRIES_MANY).format(count=count)
 
 
 def cancel(ask: Ask, now: datetime, outcome: str = AskStatus.CANCELLED.value) -> Ask:

@@ -75,16 +75,18 @@ PHRASES: dict[ReplyKind, str] = {
     ReplyKind.SELECTED: "Selected {index}. {answer}",
     ReplyKind.ANSWERED: "Got it.",
     ReplyKind.RETRY: "That did not match any option. Reply with a number from 1 to {n}.\n{menu}",
-    ReplyKind.ESCALATED: (
-        "Still no match ({tries} tries). Reply with a number from 1 to {n}, " + EXITS_HINT + ".\n{menu}"
-    ),
+    ReplyKind.ESCALATED: ("Still no match ({tries}). Reply with a number from 1 to {n}, " + EXITS_HINT + ".\n{menu}"),
     ReplyKind.RESHOWN: "{menu}",
     ReplyKind.CANCELLED: "Dropped the menu, nothing ran.",
 }
 
+# ``{tries}`` in an escalated line: "1 try", "3 tries".
+TRIES_ONE = "{count} try"
+TRIES_MANY = "{count} tries"
+
 # Variants for text asks, where the retry is about an empty answer.
 TEXT_RETRY = "Please type an answer ({hint}).\n{menu}"
-TEXT_ESCALATED = "Still no answer ({tries} tries). Type your answer, or " + EXITS_HINT + ".\n{menu}"
+TEXT_ESCALATED = "Still no answer ({tries}). Type your answer, or " + EXITS_HINT + ".\n{menu}"
 # Shown when a text answer is exactly a bare control word: taken as data, door named.
 TEXT_CONTROL_WORD_TAKEN = 'Got it: took "{answer}" as your answer. (To drop a question, type /cancel.)'
 # Rendering pieces.

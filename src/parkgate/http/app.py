@@ -563,6 +563,8 @@ def create_app(
         redoc_url=None,
         # A JSON body sent without a Content-Type is still read as JSON.
         strict_content_type=False,
+        # "/v1/asks/" is not a route: a JSON 404, not a bare 307 a POST client may not follow.
+        redirect_slashes=False,
     )
     app.state.gateway = gw
     app.state.owns_gateway = owned
