@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
@@ -17,6 +18,11 @@ from parkgate.metrics import Metrics
 from parkgate.reply import Reply
 from parkgate.store import DEFAULT_URL, Run, Store
 from parkgate.workflow import Workflow
+
+#: Gateway's own defaults, read from its signature (so they cannot drift from it here).
+_GATEWAY_DEFAULTS: dict[str, object] = {
+    name: parameter.default for name, parameter in inspect.signature(Gateway.__init__).parameters.items()
+}
 
 
 class AsyncGateway:
@@ -61,17 +67,17 @@ class AsyncGateway:
             return
         if not isinstance(gateway, Gateway):
             raise InputError(f"gateway must be a Gateway, not {type(gateway).__name__} (a store URL goes first)")
-        options: list[tuple[str, object, object]] = [
-            ("store_url", store_url, DEFAULT_URL),
-            ("store", store, None),
-            ("ttl", ttl, DEFAULT_TTL),
-            ("clock", clock, None),
-            ("escalate_after", escalate_after, machine.DEFAULT_ESCALATE_AFTER),
-            ("workflows", workflows, ()),
-            ("surface", surface, "library"),
-            ("metrics", metrics, None),
-        ]
-        given = [name for name, value, default in options if value != default]
+        options = {
+            "store_url": store_url,
+            "store": store,
+            "ttl": ttl,
+            "clock": clock,
+            "escalate_after": escalate_after,
+            "workflows": workflows,
+            "surface": surface,
+            "metrics": metrics,
+        }
+        given = [name for name, value in options.items() if value != _GATEWAY_DEFAULTS[name]]
         if given:
             raise InputError(
                 f"{', '.join(given)} would build a new Gateway, but gateway= wraps an existing one: "

@@ -150,3 +150,17 @@ def check_workflow(workflow: object) -> Workflow:
     if not isinstance(workflow, Workflow):
         raise InputError(f"workflow must be a parkgate Workflow, not {type(workflow).__name__}")
     return workflow
+
+
+def check_park_args(
+    run_id: object, ttl: object, replace: object, callback_url: object
+) -> tuple[str | None, timedelta | None]:
+    """The checks ``Gateway.ask`` and ``Gateway.ask_from_text`` share; the run id and TTL to use."""
+    checked_run = check_optional_id(run_id, "run_id")
+    ask_ttl = None if ttl is None else check_duration(ttl, "ttl")
+    check_flag(replace, "replace")
+    if callback_url is not None:
+        url = check_text(callback_url, "callback_url", limit=2048)
+        if not url.startswith(("http://", "https://")):
+            raise InputError("callback_url must be an http:// or https:// URL")
+    return checked_run, ask_ttl

@@ -44,7 +44,7 @@ from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError
 from parkgate.gateway import Gateway, ask_to_dict
 from parkgate.http.logs import logging_to_stderr
 from parkgate.reply import Reply
-from parkgate.store import DEFAULT_URL, Store, StoreError, open_deployed_store
+from parkgate.store import DEFAULT_URL, Store, StoreError, is_postgres_url, open_deployed_store
 
 db_option = click.option(
     "--db",
@@ -99,10 +99,6 @@ def _pg_timeout_option(_: click.Context, __: click.Parameter, value: str | None)
         raise click.BadParameter(str(error)) from None
 
 
-def _is_postgres(db_url: str) -> bool:
-    return db_url.startswith(("postgres://", "postgresql://"))
-
-
 def _where(store: Store) -> str:
     """Where a store keeps its tables, for an error message (never the URL: it may hold a password)."""
     path = getattr(store, "path", None)
@@ -122,7 +118,7 @@ def _open(db_url: str, *, reading: bool = False) -> Store:
     """
     store: Store | None = None
     try:
-        if reading or _is_postgres(db_url):
+        if reading or is_postgres_url(db_url):
             store = open_deployed_store(db_url, migrate=False)  # refuses a missing file or schema
             if reading and store.schema_version() == 0:
                 raise StoreError(
@@ -454,8 +450,7 @@ def migrate(db_url: str) -> None:
     try:
         store = open_deployed_store(db_url)  # opening migrates: a new file or schema is created
         try:
-            # What this opening did (both stores keep it; the Store interface does not).
-            applied: list[int] = list(getattr(store, "applied", []))
+            applied = list(store.applied)  # what this opening did
             if getattr(store, "created_schema", False):
                 click.echo(f"created PostgreSQL schema {getattr(store, 'schema', '')}")
             version = store.schema_version()
@@ -483,7 +478,7 @@ def prove(db_urls: tuple[str, ...], escalate_after: int) -> None:
         try:
             reports.append((url, proof.check_store(url, escalate_after)))
         except (StoreError, ParkgateError) as error:  # a SQLite error names its file already
-            raise click.ClickException(f"{url}: {error}" if _is_postgres(url) else str(error)) from None
+            raise click.ClickException(f"{url}: {error}" if is_postgres_url(url) else str(error)) from None
     failed = False
     for name, report in reports:
         click.echo(f"== {name}")

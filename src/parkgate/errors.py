@@ -7,11 +7,10 @@ written; ``StoppingPointError`` is the ``InputError`` for a malformed ask.
 
 from __future__ import annotations
 
-# ParkgateError and InputError are defined in the pure core, next to StoppingPointError
-# (an InputError): the core may import nothing from the rest of the package, so the base
-# moves down to it rather than the core importing this module (which imports the store).
-# They are the same classes here, and report "parkgate.errors" as their module.
-from parkgate.core.stopping_point import InputError, ParkgateError, StoppingPointError
+# ParkgateError and InputError live in the pure core (parkgate.core.errors), which
+# StoppingPointError (an InputError) needs: the same classes, published here.
+from parkgate.core.errors import InputError, ParkgateError
+from parkgate.core.stopping_point import StoppingPointError
 from parkgate.store.base import StoreError, StoreUnavailable
 
 

@@ -28,7 +28,7 @@ from parkgate.checks import (
     check_limit,
     check_message,
     check_optional_id,
-    check_text,
+    check_park_args,
     check_workflow,
     wait_seconds,
 )
@@ -144,7 +144,7 @@ class Gateway:
         written.
         """
         check_id(conversation_id, "conversation_id")
-        run_id, ask_ttl = self._check_park_args(run_id, ttl, replace, callback_url)
+        run_id, ask_ttl = check_park_args(run_id, ttl, replace, callback_url)
         if phase is not None:
             check_id(phase, "phase")
         # An explicit option list (even an empty one) means a choice: [] is an error, not a text ask.
@@ -169,7 +169,7 @@ class Gateway:
         arguments are :meth:`ask`'s, checked the same way (also when there is no marker).
         """
         check_id(conversation_id, "conversation_id")
-        run_id, ask_ttl = self._check_park_args(run_id, ttl, replace, callback_url)
+        run_id, ask_ttl = check_park_args(run_id, ttl, replace, callback_url)
         text = check_message(skill_output, limit=MAX_SKILL_OUTPUT_CHARS, what="skill output")
         spec = stopping_point.find(text)
         if spec is None:
@@ -229,20 +229,6 @@ class Gateway:
             return _asked(ask), closed
 
         return self._counted(self._transact(body))
-
-    @staticmethod
-    def _check_park_args(
-        run_id: object, ttl: object, replace: object, callback_url: object
-    ) -> tuple[str | None, timedelta | None]:
-        """The checks :meth:`ask` and :meth:`ask_from_text` share; the run id and TTL to use."""
-        checked_run = check_optional_id(run_id, "run_id")
-        ask_ttl = None if ttl is None else check_duration(ttl, "ttl")
-        check_flag(replace, "replace")
-        if callback_url is not None:
-            url = check_text(callback_url, "callback_url", limit=2048)
-            if not url.startswith(("http://", "https://")):
-                raise InputError("callback_url must be an http:// or https:// URL")
-        return checked_run, ask_ttl
 
     def _new_ask(
         self,

@@ -25,9 +25,7 @@ An :class:`AskSpec` is validated and canonicalised when it is built, however it 
 (:func:`make_spec`, :func:`parse`, :func:`from_json` or ``AskSpec(...)`` directly), so
 ``parse(render(spec)) == spec`` holds for every spec that exists.
 
-The base errors :class:`ParkgateError` and :class:`InputError` are defined here, in the
-pure core, because :class:`StoppingPointError` is an :class:`InputError` and the core
-imports nothing from the rest of the package; :mod:`parkgate.errors` re-exports them.
+:class:`StoppingPointError` is an :class:`~parkgate.errors.InputError`.
 """
 
 from __future__ import annotations
@@ -39,6 +37,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from parkgate.core.errors import InputError
 from parkgate.core.matcher import normalise
 from parkgate.core.phrases import AskKind
 
@@ -60,21 +59,6 @@ _OPTION = re.compile(r"^\s*(\d+)\s*(?:[.)]|-)\s*(.*?)\s*$")
 def is_marker_line(line: str) -> bool:
     """True when ``line`` would open or close a stopping-point marker (so no prompt may hold it)."""
     return bool(_OPEN.match(line) or _CLOSE.match(line))
-
-
-class ParkgateError(Exception):
-    """Base of the errors parkgate raises (store errors have their own base)."""
-
-    __module__ = "parkgate.errors"  # its public home (re-exported there; pickles by that name)
-
-
-class InputError(ParkgateError, ValueError):
-    """The input is not usable as given (not text, too long, an empty id, ...).
-
-    Raised before anything is read or written: the parked ask stays as it was.
-    """
-
-    __module__ = "parkgate.errors"
 
 
 class StoppingPointError(InputError):

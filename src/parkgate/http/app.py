@@ -55,7 +55,7 @@ from parkgate.gateway import Gateway, ask_to_dict
 from parkgate.http.logs import ensure_stderr_logging
 from parkgate.http.outbox import OutboxDeliverer
 from parkgate.reply import Reply
-from parkgate.store import DEFAULT_URL, ENV_PG_SCHEMA, Store, StoreError, StoreUnavailable, open_store
+from parkgate.store import DEFAULT_URL, ENV_PG_SCHEMA, Store, StoreError, StoreUnavailable, is_postgres_url, open_store
 
 log = logging.getLogger("parkgate.http")
 
@@ -750,7 +750,7 @@ def create_app(
             raise
         except Exception as error:  # any failure to read the store is an unhealthy store
             raise StoreUnavailable(f"the store check failed: {error}") from None
-        engine = "postgresql" if gw.store.url.startswith(("postgres://", "postgresql://")) else "sqlite"
+        engine = "postgresql" if is_postgres_url(gw.store.url) else "sqlite"
         return SafeJSONResponse({"status": "ok", "store": engine, "schema_version": version})
 
     @app.get(
@@ -827,7 +827,7 @@ def open_server_store(url: str | None = None, *, schema: str | None = None, pg_t
     fails fast instead of hanging. Both are ignored on SQLite. Opening migrates.
     """
     url = url or DEFAULT_URL
-    if not url.startswith(("postgres://", "postgresql://")):
+    if not is_postgres_url(url):
         return open_store(url)
     timeout = SERVER_PG_TIMEOUT_SECONDS if pg_timeout is None else parse_pg_timeout(pg_timeout)
     return open_store(url, schema=schema, timeout=timeout)

@@ -10,11 +10,16 @@ DEFAULT_URL = "sqlite:///parkgate.db"
 ENV_PG_SCHEMA = "PARKGATE_PG_SCHEMA"
 
 
+def is_postgres_url(url: str) -> bool:
+    """True for a ``postgresql://`` (or ``postgres://``) URL: the PostgreSQL store's."""
+    return url.startswith(("postgres://", "postgresql://"))
+
+
 def open_store(url: str = DEFAULT_URL, **options: object) -> Store:
     """The store a URL names: ``sqlite:///file.db``, a bare path, or ``postgresql://...``."""
     if not isinstance(url, str) or not url.strip():
         raise StoreError("the store URL is empty")
-    if url.startswith(("postgres://", "postgresql://")):
+    if is_postgres_url(url):
         from parkgate.store.postgres import PostgresStore
 
         return PostgresStore(url, **options)  # type: ignore[arg-type]
@@ -34,7 +39,7 @@ def open_deployed_store(url: str = DEFAULT_URL, **options: object) -> Store:
     import os
 
     schema = os.environ.get(ENV_PG_SCHEMA, "").strip()
-    if schema and url.startswith(("postgres://", "postgresql://")):
+    if schema and is_postgres_url(url):
         options.setdefault("schema", schema)
     return open_store(url, **options)
 
@@ -48,6 +53,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "Transaction",
+    "is_postgres_url",
     "open_deployed_store",
     "open_store",
 ]

@@ -128,6 +128,8 @@ class Store(ABC):
     """A durable home for asks. Implementations: SQLite and PostgreSQL."""
 
     url: str
+    #: The migrations this store object applied (on opening, or by :meth:`migrate`).
+    applied: list[int]
 
     @abstractmethod
     def transaction(self) -> AbstractContextManager[Transaction]:

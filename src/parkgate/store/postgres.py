@@ -297,6 +297,10 @@ def _translate(error: BaseException, *, guessed: bool) -> StoreError | None:
     return None
 
 
+def _schema_exists(conn: psycopg.Connection[Any], schema: str) -> bool:
+    return conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is not None
+
+
 class _SchemaRefused(Exception):
     """The database refused to create the store's schema (privileges)."""
 
@@ -376,10 +380,10 @@ class PostgresStore(Store):
         """Raise a clear :class:`StoreError` unless ``schema`` exists (one query)."""
         try:
             with self._pool.connection() as conn:
-                found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+                found = _schema_exists(conn, schema)
         except (psycopg.OperationalError, PoolTimeout) as error:
             raise _unavailable(error) from None
-        if found is None:
+        if not found:
             raise StoreError(
                 f"the PostgreSQL schema {schema!r} does not exist in this database: create it with "
                 f"`parkgate migrate` (PARKGATE_PG_SCHEMA={schema}) or by opening the store with "
@@ -502,7 +506,7 @@ class PostgresStore(Store):
         database even when the schema is there, and a deployment may have only the schema.
         The connection's ``search_path`` names the schema already, and takes it from here.
         """
-        if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone():
+        if _schema_exists(conn, schema):
             return False
         try:
             conn.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(schema)))
