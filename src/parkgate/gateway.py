@@ -226,7 +226,7 @@ class Gateway:
             ask = self._new_ask(run, spec, now, ttl, default, callback_url, phase)
             _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=ask.id)
             tx.insert_ask(ask)
-            return _asked(ask), closed
+            return asked_reply(ask), closed
 
         return self._counted(self._transact(body))
 
@@ -344,7 +344,7 @@ class Gateway:
         ask = self._new_ask(run, spec, now, None, None, None, phase.name)
         _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=ask.id)
         tx.insert_ask(ask)
-        return _asked(ask)
+        return asked_reply(ask)
 
     def _expire(self, tx: Transaction, ask: Ask, now: datetime) -> _Closed:
         result = machine.expire(ask, now)
@@ -583,7 +583,8 @@ def _new_id() -> str:
     return uuid.uuid4().hex
 
 
-def _asked(ask: Ask) -> Reply:
+def asked_reply(ask: Ask) -> Reply:
+    """The ``asked`` reply for an open ask: its rendered question (what parking it returns)."""
     text = PHRASES[ReplyKind.ASKED].format(menu=machine.render_question(ask))
     return Reply(ReplyKind.ASKED, text, parked=True, ask_id=ask.id, run_id=ask.run_id)
 

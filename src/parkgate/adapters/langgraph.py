@@ -66,12 +66,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 from langgraph.types import Command, GraphOutput, Interrupt, StateSnapshot
 
-from parkgate.core import machine, stopping_point
+from parkgate.core import stopping_point
 from parkgate.core.model import Ask
 from parkgate.core.phrases import PHRASES, AskKind, ReplyKind
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
 from parkgate.errors import InputError
-from parkgate.gateway import Gateway
+from parkgate.gateway import Gateway, asked_reply
 from parkgate.reply import Reply
 
 #: The key LangGraph puts interrupts under in a ``version="v1"`` ``invoke()`` result.
@@ -148,12 +148,6 @@ def _same_question(ask: Ask, interrupt: Interrupt) -> bool:
 
 def _pass() -> Reply:
     return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False)
-
-
-def _asked(ask: Ask) -> Reply:
-    """The ``asked`` reply of an open ask, as :meth:`Gateway.ask` gave it when it was parked."""
-    text = PHRASES[ReplyKind.ASKED].format(menu=machine.render_question(ask))
-    return Reply(ReplyKind.ASKED, text, parked=True, ask_id=ask.id, run_id=ask.run_id)
 
 
 def _answer(reply: Reply) -> Any:
@@ -362,7 +356,7 @@ class ParkgateInterrupts:
         if run.pending_ask_id is not None:
             pending = self.gateway.get(run.pending_ask_id)  # a read: the TTL still holds
             if pending.is_open and pending.conversation_id == conversation_id:
-                return Drive(reply, asked=_asked(pending))
+                return Drive(reply, asked=asked_reply(pending))
             return Drive(reply)
         if run.status != "running":
             return Drive(reply, finished=run.outcome == "done")
