@@ -94,7 +94,8 @@ def render(results: dict[str, Any]) -> str:
             lines.append("")
             lines.append(
                 f"2. vs LangGraph {lg['langgraph_version']} + SqliteSaver (4 round trips x "
-                f"{lg['conversations_per_side']} conversations; goal >= 10x)"
+                f"{lg['conversations_per_side']} conversations, measured once each WAL is at its reused size; "
+                "goal >= 10x)"
             )
         pg_lat, lg_lat = lg["parkgate_latency"], lg["langgraph_latency"]
         lines.append(

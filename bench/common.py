@@ -33,7 +33,8 @@ class Scale:
     #: Benchmark 1: conversations per (store, concurrency) cell, and the rounds they are split into.
     reply_conversations: int
     reply_rounds: int
-    #: Benchmark 2: conversations per side (each is 4 round trips).
+    #: Benchmark 2: measured conversations per side (each is 4 round trips; parkgate's WAL
+    #: checkpoints every ~330 of them, so ``full`` spans three checkpoints).
     langgraph_conversations: int
     #: Benchmark 3: the open-ask counts measured, in order (each level tops up the last).
     scale_levels: tuple[int, ...]
@@ -65,7 +66,7 @@ SCALES: dict[str, Scale] = {
         name="small",
         reply_conversations=1_000,
         reply_rounds=4,
-        langgraph_conversations=100,
+        langgraph_conversations=200,
         scale_levels=(1_000, 10_000),
         scale_batch=5_000,
         scale_samples=200,
@@ -77,7 +78,7 @@ SCALES: dict[str, Scale] = {
         name="full",
         reply_conversations=10_000,
         reply_rounds=4,
-        langgraph_conversations=500,
+        langgraph_conversations=1_000,
         scale_levels=(10_000, 100_000, 1_000_000),
         scale_batch=10_000,
         scale_samples=500,

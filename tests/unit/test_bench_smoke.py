@@ -82,6 +82,39 @@ def test_langgraph_comparison_runs_the_same_script_on_both(tmp_path: Path) -> No
     rates = result["parkgate_round_trips_per_s"], result["langgraph_round_trips_per_s"]
     assert result["ratio"] == pytest.approx(rates[0] / rates[1])
     assert result["langgraph_version"].startswith("1.")
+    for side in ("langgraph", "parkgate"):  # warmed up on its own file, which is in WAL mode
+        assert result["warm_up"][side]["conversations"] >= 1
+        assert result["warm_up"][side]["wal_bytes"] > 0
+
+
+def test_warm_up_runs_until_the_wal_stops_growing(tmp_path: Path) -> None:
+    database = tmp_path / "side.db"
+    wal = tmp_path / "side.db-wal"
+    calls: list[str] = []
+
+    def conversation(thread_id: str) -> list[int]:
+        calls.append(thread_id)
+        if len(calls) <= 6:  # the WAL grows for six conversations (three batches), then is reused
+            with wal.open("ab") as file:
+                file.write(b"\0" * 100)
+        return []
+
+    done = langgraph_vs._warm_up(conversation, database, 2, "side")
+    # Batches 1-3 grow it; batch 4 is the first that leaves it the size it found it.
+    assert done == {"conversations": 8, "wal_bytes": 600}
+    assert len(set(calls)) == 8
+
+
+def test_warm_up_gives_up_on_a_wal_that_never_stops_growing(tmp_path: Path) -> None:
+    database = tmp_path / "side.db"
+
+    def conversation(thread_id: str) -> list[int]:
+        with database.with_name("side.db-wal").open("ab") as file:
+            file.write(b"\0")
+        return []
+
+    done = langgraph_vs._warm_up(conversation, database, 1, "side")
+    assert done["conversations"] == langgraph_vs.MAX_WARM_UP_BATCHES
 
 
 def test_langgraph_graph_reinterrupts_until_an_exact_option(tmp_path: Path) -> None:
