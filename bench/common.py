@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -218,6 +218,30 @@ def sync_cost_ms(folder: Path, samples: int = 200) -> float:
         os.close(fd)
         path.unlink(missing_ok=True)
     return percentile(costs, 0.5) / 1e6
+
+
+#: Warm-up batches at most: a WAL stops growing at its first checkpoint (parkgate's at
+#: 4,000 pages, SQLite's default 1,000), a few batches in for any benchmark here.
+MAX_WARM_UP_BATCHES = 40
+
+
+def until_wal_settles(run_batch: Callable[[int], None], database: Path) -> dict[str, int]:
+    """Call ``run_batch(0)``, ``run_batch(1)``, ... until one leaves ``database``'s WAL the size it found it.
+
+    A SQLite WAL grows until its first checkpoint and is then reused from its start. While
+    it grows, each synced commit also syncs the file's new length and blocks, a cost a
+    long-running process pays once; benchmarks measure after it. At least two batches run,
+    at most :data:`MAX_WARM_UP_BATCHES`. Returns the batches run and the WAL's size in bytes.
+    """
+    wal = database.with_name(database.name + "-wal")
+    size = -1
+    for number in range(MAX_WARM_UP_BATCHES):
+        run_batch(number)
+        now = wal.stat().st_size if wal.exists() else 0
+        if number > 0 and now == size:
+            return {"batches": number + 1, "wal_bytes": now}
+        size = now
+    return {"batches": MAX_WARM_UP_BATCHES, "wal_bytes": size}
 
 
 def ratio(numerator: float, denominator: float) -> float:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypedDict
 
-from bench.common import latency_summary, ratio, sync_cost_ms
+from bench.common import latency_summary, ratio, sync_cost_ms, until_wal_settles
 
 OPTIONS = ("Sequence diagram", "Class diagram", "Activity diagram")
 PROMPT = "Which UML diagram should I draw?"
@@ -191,29 +191,15 @@ def run(
     return result
 
 
-#: Warm-up batches at most: a WAL stops growing after its first checkpoint (parkgate's at
-#: 4,000 pages, ~330 conversations of this script; LangGraph's at SQLite's default 1,000).
-MAX_WARM_UP_BATCHES = 40
-
-
 def _warm_up(conversation: Callable[[str], list[int]], database: Path, batch: int, name: str) -> dict[str, int]:
-    """Run unmeasured batches of conversations until ``database``'s WAL stops growing.
+    """Run unmeasured batches of ``batch`` conversations until ``database``'s WAL stops growing."""
 
-    A batch that leaves the WAL the size it found it (at least two batches) means the WAL
-    is being reused; the measured rounds then see what a long-running process sees.
-    """
-    wal = database.with_name(database.name + "-wal")
-    size = -1
-    done = 0
-    for number in range(MAX_WARM_UP_BATCHES):
+    def run_batch(number: int) -> None:
         for i in range(batch):
             conversation(f"warm-{name}-{number}-{i}")
-        done += batch
-        now = wal.stat().st_size if wal.exists() else 0
-        if number > 0 and now == size:
-            break
-        size = now
-    return {"conversations": done, "wal_bytes": size}
+
+    settled = until_wal_settles(run_batch, database)
+    return {"conversations": settled["batches"] * batch, "wal_bytes": settled["wal_bytes"]}
 
 
 def _dist_version(name: str) -> str:

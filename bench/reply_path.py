@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import StoreTarget, latency_summary, ratio, store_target
+from bench.common import StoreTarget, latency_summary, ratio, store_target, until_wal_settles
 
 OPTIONS = ("Sequence diagram", "Class diagram", "Activity diagram")
 CHOICE_PROMPT = "Which UML diagram should I draw?"
@@ -148,14 +148,28 @@ def _gateway_ops(
     return calls
 
 
-def _warm_up(gateway: Any, raw: Callable[[Sequence[str], list[int]], None], plan: Plan) -> None:
-    """Open connections, fill caches and let PostgreSQL prepare its statements."""
+#: Raw UPDATEs per warm-up batch while a SQLite WAL grows (one WAL frame each).
+WARM_UP_WRITES = 500
+
+
+def _warm_up(target: StoreTarget, gateway: Any, raw: Callable[[Sequence[str], list[int]], None], plan: Plan) -> None:
+    """Open connections, fill caches, let PostgreSQL prepare its statements, grow SQLite's WAL.
+
+    The WAL is grown to the size it is reused at with the raw UPDATE (one frame each):
+    otherwise whichever side runs first pays the growing file's dearer syncs.
+    """
     conversation = f"warm-{plan.worker}-{time.perf_counter_ns()}"
     for n in range(3):
         gateway.ask(f"{conversation}-{n}", CHOICE_PROMPT, OPTIONS)
         for text in ("huh", "menu", "1"):
             gateway.handle(f"{conversation}-{n}", text)
     raw(plan.raw_ids[:10], [])
+    if target.engine == "sqlite":
+        from parkgate.store.sqlite import path_from_url
+
+        ids = plan.raw_ids
+        batch = [ids[i % len(ids)] for i in range(WARM_UP_WRITES)]
+        until_wal_settles(lambda _: raw(batch, []), path_from_url(target.url))
 
 
 def run_worker(target: StoreTarget, plan: Plan, barrier: Any, gateway: Any | None = None) -> dict[str, Any]:
@@ -166,7 +180,7 @@ def run_worker(target: StoreTarget, plan: Plan, barrier: Any, gateway: Any | Non
     store = target.open() if own else gateway.store
     gw = Gateway(store=store) if own else gateway
     raw = _raw_loop(target, store)
-    _warm_up(gw, raw, plan)
+    _warm_up(target, gw, raw, plan)
     phases: list[dict[str, Any]] = []
     raw_ns: list[int] = []
     handle_ns: list[int] = []

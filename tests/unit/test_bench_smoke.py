@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:  # `bench` lives at the repository root, beside sr
 
 from bench import __main__ as bench_main  # noqa: E402
 from bench import http_load, langgraph_vs, reply_path, scale  # noqa: E402
-from bench.common import SCALES, StoreTarget, drop_schema, new_schema  # noqa: E402
+from bench.common import MAX_WARM_UP_BATCHES, SCALES, StoreTarget, drop_schema, new_schema  # noqa: E402
 
 SMOKE = SCALES["smoke"]
 
@@ -114,7 +114,7 @@ def test_warm_up_gives_up_on_a_wal_that_never_stops_growing(tmp_path: Path) -> N
         return []
 
     done = langgraph_vs._warm_up(conversation, database, 1, "side")
-    assert done["conversations"] == langgraph_vs.MAX_WARM_UP_BATCHES
+    assert done["conversations"] == MAX_WARM_UP_BATCHES
 
 
 def test_langgraph_graph_reinterrupts_until_an_exact_option(tmp_path: Path) -> None:
