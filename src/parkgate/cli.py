@@ -44,7 +44,7 @@ from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError
 from parkgate.gateway import Gateway, ask_to_dict
 from parkgate.http.logs import logging_to_stderr
 from parkgate.reply import Reply
-from parkgate.store import DEFAULT_URL, Store, StoreError, is_postgres_url, open_deployed_store
+from parkgate.store import DEFAULT_URL, Store, StoreError, deployed_schema, is_postgres_url, open_deployed_store
 
 db_option = click.option(
     "--db",
@@ -476,9 +476,9 @@ def prove(db_urls: tuple[str, ...], escalate_after: int) -> None:
     reports = [("pure machine", proof.check(escalate_after))]
     for url in db_urls:
         try:
-            reports.append((url, proof.check_store(url, escalate_after)))
+            reports.append((shown_url(url), proof.check_store(url, escalate_after, schema=deployed_schema(url))))
         except (StoreError, ParkgateError) as error:  # a SQLite error names its file already
-            raise click.ClickException(f"{url}: {error}" if is_postgres_url(url) else str(error)) from None
+            raise click.ClickException(f"{shown_url(url)}: {error}" if is_postgres_url(url) else str(error)) from None
     failed = False
     for name, report in reports:
         click.echo(f"== {name}")

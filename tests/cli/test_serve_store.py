@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -301,3 +302,27 @@ def test_serve_turns_a_server_that_failed_to_start_into_one_line(tmp_path: Any, 
     result = CliRunner().invoke(main, ["serve", "--db", f"sqlite:///{tmp_path / 's.db'}", "--port", "0"])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert "did not start" in result.output.strip().splitlines()[-1]
+
+
+@pytest.mark.postgres
+def test_prove_runs_through_the_schema_every_other_command_uses(
+    pg_url: str, pg_schema: str, decoy: tuple[str, str], clean_env: pytest.MonkeyPatch
+) -> None:
+    url, decoy_schema = decoy
+    clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
+    result = CliRunner().invoke(main, ["prove", "--db", url])
+    assert result.exit_code == 0, result.output
+    assert tables_in(pg_url, pg_schema) >= PARKGATE_TABLES  # proved where serve and asks look
+    assert tables_in(pg_url, decoy_schema) == set()
+
+
+@pytest.mark.postgres
+def test_prove_never_prints_the_store_password(pg_schema: str, clean_env: pytest.MonkeyPatch, pg_url: str) -> None:
+    parts = urlsplit(pg_url)
+    assert parts.username and not parts.password  # the local server trusts: any password is accepted
+    with_password = urlunsplit(parts._replace(netloc=parts.netloc.replace("@", ":sekret-word@", 1)))
+    clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
+    result = CliRunner().invoke(main, ["prove", "--db", with_password])
+    assert result.exit_code == 0, result.output
+    assert "sekret-word" not in result.output
+    assert "== " + with_password.replace("sekret-word", "***") in result.output

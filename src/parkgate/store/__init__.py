@@ -36,12 +36,18 @@ def open_deployed_store(url: str = DEFAULT_URL, **options: object) -> Store:
     For the programs a deployment runs (the CLI, the server), so that all of them open
     the same tables. ``options`` (including an explicit ``schema``) win over the variable.
     """
+    schema = deployed_schema(url)
+    if schema is not None:
+        options.setdefault("schema", schema)
+    return open_store(url, **options)
+
+
+def deployed_schema(url: str) -> str | None:
+    """The schema ``PARKGATE_PG_SCHEMA`` names for a PostgreSQL ``url``; None if unset or not PostgreSQL."""
     import os
 
     schema = os.environ.get(ENV_PG_SCHEMA, "").strip()
-    if schema and is_postgres_url(url):
-        options.setdefault("schema", schema)
-    return open_store(url, **options)
+    return schema if schema and is_postgres_url(url) else None
 
 
 __all__ = [
@@ -53,6 +59,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "Transaction",
+    "deployed_schema",
     "is_postgres_url",
     "open_deployed_store",
     "open_store",
