@@ -153,9 +153,24 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture(scope="session")
-def pg_url() -> str:
-    """The URL of a reachable PostgreSQL server (the test fails without one)."""
-    return require_postgres()
+def pg_url() -> Iterator[str]:
+    """The URL of a reachable PostgreSQL server (the test fails without one).
+
+    At the end of the run it checks that no test left tables in the database's default
+    schema (``public``): that schema is shared with whatever else uses the server, and
+    every test has ``pg_schema`` (or ``PARKGATE_PG_SCHEMA``) for a place of its own.
+    """
+    url = require_postgres()
+    before = _default_schema_tables(url)
+    yield url
+    left = _default_schema_tables(url) - before
+    assert not left, f"tests left tables {sorted(left)} in the shared default schema of {url}; use pg_schema"
+
+
+def _default_schema_tables(url: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()
+    return {row[0] for row in rows}
 
 
 @pytest.fixture

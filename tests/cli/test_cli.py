@@ -289,8 +289,15 @@ def test_printed_store_urls_never_show_a_password(url: str, shown: str) -> None:
     assert shown_url(url) == shown
 
 
-def test_migrate_prints_the_url_without_its_password(pg_url: str) -> None:
+@pytest.mark.postgres
+def test_migrate_prints_the_url_without_its_password(
+    pg_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from urllib.parse import urlsplit
+
+    from parkgate.store import ENV_PG_SCHEMA
+
+    monkeypatch.setenv(ENV_PG_SCHEMA, pg_schema)  # its own schema: never the shared database's public
 
     parts = urlsplit(pg_url)
     with_password = pg_url.replace(
