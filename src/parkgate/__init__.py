@@ -13,10 +13,18 @@ from parkgate.clock import Clock, ManualClock, SystemClock
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
-from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError, UnknownAsk, UnknownWorkflow
+from parkgate.errors import (
+    AskAlreadyOpen,
+    InputError,
+    ParkgateError,
+    RunStillAsking,
+    UnknownAsk,
+    UnknownRun,
+    UnknownWorkflow,
+)
 from parkgate.gateway import DEFAULT_TTL, Gateway, ask_to_dict
 from parkgate.reply import Reply
-from parkgate.store import Store, StoreError, StoreUnavailable, open_store
+from parkgate.store import Run, Store, StoreError, StoreUnavailable, open_store
 from parkgate.workflow import Phase, Workflow
 
 __version__ = "0.1.0"
@@ -37,12 +45,15 @@ __all__ = [
     "Phase",
     "Reply",
     "ReplyKind",
+    "Run",
+    "RunStillAsking",
     "StoppingPointError",
     "Store",
     "StoreError",
     "StoreUnavailable",
     "SystemClock",
     "UnknownAsk",
+    "UnknownRun",
     "UnknownWorkflow",
     "Workflow",
     "ask_to_dict",

@@ -187,9 +187,9 @@ class AsyncGateway:
         """The run with this id, or ``None`` (:meth:`Gateway.run`)."""
         return await asyncio.to_thread(self.sync.run, run_id)
 
-    async def finish_run(self, run_id: str, outcome: str = "done") -> None:
-        """Mark a run complete (:meth:`Gateway.finish_run`)."""
-        await asyncio.to_thread(self.sync.finish_run, run_id, outcome)
+    async def finish_run(self, run_id: str, outcome: str = "done") -> Run:
+        """Mark a run complete and return it (:meth:`Gateway.finish_run`)."""
+        return await asyncio.to_thread(self.sync.finish_run, run_id, outcome)
 
     async def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
         """Wait until the ask closes or ``timeout`` passes (:meth:`Gateway.wait`).

@@ -34,6 +34,23 @@ class UnknownAsk(ParkgateError, LookupError):
         super().__init__(f"no ask with id {ask_id!r}")
 
 
+class UnknownRun(InputError, LookupError):
+    """No run has this id (an :class:`InputError`, as it was before it had its own class)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"no run with id {run_id!r}")
+
+
+class RunStillAsking(ParkgateError):
+    """The run's pending ask is still open: answer or cancel it before finishing the run."""
+
+    def __init__(self, run_id: str, ask_id: str) -> None:
+        self.run_id = run_id
+        self.ask_id = ask_id
+        super().__init__(f"run {run_id!r} still has open ask {ask_id}; answer or cancel it before finishing the run")
+
+
 class UnknownWorkflow(ParkgateError, LookupError):
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(f"no workflow named {name!r}; known: {', '.join(known) or 'none'}")
@@ -43,9 +60,11 @@ __all__ = [
     "AskAlreadyOpen",
     "InputError",
     "ParkgateError",
+    "RunStillAsking",
     "StoppingPointError",
     "StoreError",
     "StoreUnavailable",
     "UnknownAsk",
+    "UnknownRun",
     "UnknownWorkflow",
 ]

@@ -36,7 +36,7 @@ from parkgate.clock import Clock, as_clock
 from parkgate.core import machine, stopping_point
 from parkgate.core.model import Ask, Step
 from parkgate.core.phrases import PHRASES, WORKFLOW_DONE, AskKind, AskStatus, ReplyKind
-from parkgate.errors import AskAlreadyOpen, InputError, UnknownAsk, UnknownWorkflow
+from parkgate.errors import AskAlreadyOpen, InputError, RunStillAsking, UnknownAsk, UnknownRun, UnknownWorkflow
 from parkgate.metrics import Metrics
 from parkgate.reply import Reply
 from parkgate.store import DEFAULT_URL, Run, Store, StoreConflict, Transaction, open_store
@@ -458,24 +458,54 @@ class Gateway:
             return tx.open_asks(limit)
 
     def run(self, run_id: str) -> Run | None:
-        """The run with this id (its status, outcome, pending ask and answers), or ``None``."""
-        check_id(run_id, "run_id")
-        with self.store.transaction() as tx:
-            return tx.run(run_id)
+        """The run with this id (its status, outcome, pending ask and answers), or ``None``.
 
-    def finish_run(self, run_id: str, outcome: str = "done") -> None:
+        Reading a run whose pending ask is past its TTL closes that ask as ``expired``
+        first (and with it the run), as reading the ask would.
+        """
+        check_id(run_id, "run_id")
+        now = self.clock.now()
+
+        def body(tx: Transaction) -> tuple[Run | None, list[_Closed]]:
+            run = tx.run(run_id)
+            closed = self._expire_pending(tx, run, now)
+            return (tx.run(run_id) if closed else run), closed
+
+        return self._transact(body)
+
+    def finish_run(self, run_id: str, outcome: str = "done") -> Run:
         """Mark a run complete once the caller's work after its last answer is done.
 
-        ``outcome`` is recorded on the run; an unknown ``run_id`` is an :class:`InputError`.
+        ``outcome`` is recorded on the run, which is returned. Raises :class:`UnknownRun`
+        (an :class:`InputError`) for an unknown ``run_id``, and :class:`RunStillAsking`
+        while the run's pending ask is open: answer or cancel it first, so no parked ask
+        outlives its run. A pending ask past its TTL is closed as ``expired`` on the way.
         """
         check_id(run_id, "run_id")
         check_id(outcome, "outcome")
         now = self.clock.now()
-        with self.store.transaction() as tx:
+
+        def body(tx: Transaction) -> tuple[Run, list[_Closed]]:
             run = tx.run(run_id)
             if run is None:
-                raise InputError(f"no run with id {run_id!r}")
-            _save_run(tx, run, now, status="complete", outcome=outcome, pending_ask_id=None)
+                raise UnknownRun(run_id)
+            closed = self._expire_pending(tx, run, now)
+            if run.pending_ask_id is not None and not closed:
+                pending = tx.ask(run.pending_ask_id)
+                if pending is not None and pending.is_open:
+                    raise RunStillAsking(run_id, pending.id)
+            return _save_run(tx, run, now, status="complete", outcome=outcome, pending_ask_id=None), closed
+
+        return self._transact(body)
+
+    def _expire_pending(self, tx: Transaction, run: Run | None, now: datetime) -> list[_Closed]:
+        """Close ``run``'s pending ask if it is open past its TTL (the read enforces the clock)."""
+        if run is None or run.pending_ask_id is None:
+            return []
+        pending = tx.ask(run.pending_ask_id)
+        if pending is None or not pending.is_expired(now):
+            return []
+        return [self._expire(tx, pending, now)]
 
     def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
         """Block until the ask closes or ``timeout`` passes; return its state.

@@ -236,3 +236,67 @@ async def test_an_app_made_from_a_url_serves_the_demo_on_the_http_surface(tmp_pa
         metrics = (await c.get("/metrics")).text
         assert 'parkgate_replies_total{kind="asked",surface="http"} 1.0' in metrics
     app.state.gateway.close()
+
+
+async def test_a_run_is_read_and_finished_over_http(http: httpx.AsyncClient, clock: ManualClock) -> None:
+    created = await http.post(
+        "/v1/asks", json={"conversation_id": "runs", "run_id": "run-1", "prompt": "Deploy?", "options": ["Yes", "No"]}
+    )
+    ask_id = created.json()["ask_id"]
+    run = (await http.get("/v1/runs/run-1")).json()
+    assert {k: run[k] for k in ("run_id", "conversation_id", "status", "outcome", "pending_ask_id", "answers")} == {
+        "run_id": "run-1",
+        "conversation_id": "runs",
+        "status": "running",
+        "outcome": None,
+        "pending_ask_id": ask_id,
+        "answers": {},
+    }
+    refused = await http.post("/v1/runs/run-1/finish", json={"outcome": "deployed"})
+    assert refused.status_code == 409
+    assert (refused.json()["error"], refused.json()["open_ask_id"]) == ("run_still_asking", ask_id)
+    assert (await http.get("/v1/runs/run-1")).json() == run  # nothing changed
+    await http.post("/v1/conversations/runs/messages", json={"text": "1"})
+    clock.advance(timedelta(seconds=30))
+    finished = await http.post("/v1/runs/run-1/finish", json={"outcome": "deployed"})
+    assert finished.status_code == 200
+    body = finished.json()
+    assert (body["status"], body["outcome"], body["pending_ask_id"]) == ("complete", "deployed", None)
+    assert body["updated_at"] == clock.now().isoformat()
+    assert (await http.get("/v1/runs/run-1")).json() == body
+    again = await http.post("/v1/runs/run-1/finish")  # no body: outcome "done"
+    assert (again.status_code, again.json()["outcome"]) == (200, "done")
+
+
+async def test_a_workflow_runs_answers_show_on_its_run(http: httpx.AsyncClient) -> None:
+    started = (await http.post("/v1/workflows/uml/start", json={"conversation_id": "wf", "run_id": "wf-run"})).json()
+    assert started["run_id"] == "wf-run"
+    await http.post("/v1/conversations/wf/messages", json={"text": "2"})
+    run = (await http.get("/v1/runs/wf-run")).json()
+    assert run["workflow"] == "uml" and run["status"] == "running" and len(run["answers"]) == 1
+    assert run["pending_ask_id"] is not None  # the next phase's question
+
+
+async def test_reading_a_run_closes_its_pending_ask_past_the_ttl_over_http(
+    http: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    created = await http.post(
+        "/v1/asks",
+        json={"conversation_id": "late", "run_id": "run-late", "prompt": "Q?", "options": ["A"], "ttl_seconds": 60},
+    )
+    clock.advance(timedelta(seconds=61))
+    run = (await http.get("/v1/runs/run-late")).json()
+    assert (run["status"], run["outcome"], run["pending_ask_id"]) == ("complete", "expired", None)
+    assert (await http.get(f"/v1/asks/{created.json()['ask_id']}")).json()["status"] == "expired"
+
+
+async def test_unknown_runs_are_404_and_a_bad_outcome_is_422(http: httpx.AsyncClient) -> None:
+    for response in (await http.get("/v1/runs/nope"), await http.post("/v1/runs/nope/finish")):
+        assert response.status_code == 404 and response.json()["error"] == "unknown_run"
+        assert "nope" in response.json()["detail"]
+    await http.post("/v1/asks", json={"conversation_id": "bad", "run_id": "run-bad", "prompt": "Q?"})
+    for outcome in ("", "x" * 201, 5):
+        response = await http.post("/v1/runs/run-bad/finish", json={"outcome": outcome})
+        assert response.status_code == 422, (outcome, response.text)
+    extra = await http.post("/v1/runs/run-bad/finish", json={"outcome": "done", "status": "complete"})
+    assert extra.status_code == 422

@@ -50,12 +50,21 @@ from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CH
 from parkgate.core.phrases import EXPIRED_NOTICE, STAND_IN_MODEL
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS, StoppingPointError
 from parkgate.demo import WORKFLOWS
-from parkgate.errors import AskAlreadyOpen, InputError, UnknownAsk, UnknownWorkflow
+from parkgate.errors import AskAlreadyOpen, InputError, RunStillAsking, UnknownAsk, UnknownRun, UnknownWorkflow
 from parkgate.gateway import Gateway, ask_to_dict
 from parkgate.http.logs import ensure_stderr_logging
 from parkgate.http.outbox import OutboxDeliverer
 from parkgate.reply import Reply
-from parkgate.store import DEFAULT_URL, ENV_PG_SCHEMA, Store, StoreError, StoreUnavailable, is_postgres_url, open_store
+from parkgate.store import (
+    DEFAULT_URL,
+    ENV_PG_SCHEMA,
+    Run,
+    Store,
+    StoreError,
+    StoreUnavailable,
+    is_postgres_url,
+    open_store,
+)
 
 log = logging.getLogger("parkgate.http")
 
@@ -200,6 +209,12 @@ class StartIn(_Body):
     replace: bool = False
 
 
+class FinishIn(_Body):
+    """Finish a run: the outcome recorded on it."""
+
+    outcome: Id = "done"
+
+
 class ReplyOut(BaseModel):
     """What the gateway did with a message (branch on ``kind``, never on ``text``)."""
 
@@ -234,6 +249,35 @@ class AskOut(BaseModel):
     last_touched: str
     answered_at: str | None = None
     hours_open: float | None = None
+
+
+class RunOut(BaseModel):
+    """A run: ``running`` while its caller works or an ask is pending, then ``complete``."""
+
+    run_id: str
+    conversation_id: str
+    workflow: str | None = None
+    status: Literal["running", "complete"]
+    outcome: str | None = None
+    pending_ask_id: str | None = None
+    answers: dict[str, str] = Field(description="A workflow run's answers by phase; empty for a plain ask's run.")
+    created_at: str
+    updated_at: str
+
+
+def run_to_dict(run: Run) -> dict[str, Any]:
+    """The public JSON shape of a run."""
+    return {
+        "run_id": run.id,
+        "conversation_id": run.conversation_id,
+        "workflow": run.workflow,
+        "status": run.status,
+        "outcome": run.outcome,
+        "pending_ask_id": run.pending_ask_id,
+        "answers": dict(run.context),
+        "created_at": run.created_at.isoformat(),
+        "updated_at": run.updated_at.isoformat(),
+    }
 
 
 class AskListOut(BaseModel):
@@ -607,6 +651,14 @@ def create_app(
     async def _unknown_ask(_: Request, error: UnknownAsk) -> Response:
         return error_response(404, "unknown_ask", str(error))
 
+    @app.exception_handler(UnknownRun)
+    async def _unknown_run(_: Request, error: UnknownRun) -> Response:
+        return error_response(404, "unknown_run", str(error))
+
+    @app.exception_handler(RunStillAsking)
+    async def _run_still_asking(_: Request, error: RunStillAsking) -> Response:
+        return error_response(409, "run_still_asking", str(error), open_ask_id=error.ask_id)
+
     @app.exception_handler(UnknownWorkflow)
     async def _unknown_workflow(_: Request, error: UnknownWorkflow) -> Response:
         return error_response(404, "unknown_workflow", str(error))
@@ -713,6 +765,24 @@ def create_app(
         ask = gw.cancel(ask_id)
         nudge()
         return SafeJSONResponse(ask_to_dict(ask))
+
+    @app.get("/v1/runs/{run_id}", response_model=RunOut, responses=_errors(404, *_V1_ERRORS), tags=["runs"])
+    def get_run(run_id: str) -> Response:
+        """One run: its status, outcome, pending ask and (for a workflow) answers so far."""
+        run = gw.run(run_id)
+        if run is None:
+            raise UnknownRun(run_id)
+        nudge()  # a pending ask past its TTL was closed on this read
+        return SafeJSONResponse(run_to_dict(run))
+
+    @app.post(
+        "/v1/runs/{run_id}/finish", response_model=RunOut, responses=_errors(404, 409, *_V1_ERRORS), tags=["runs"]
+    )
+    def finish_run(run_id: str, body: FinishIn | None = None) -> Response:
+        """Mark a run complete once the work after its last answer is done (409 while an ask is pending)."""
+        run = gw.finish_run(run_id, (body or FinishIn()).outcome)
+        nudge()
+        return SafeJSONResponse(run_to_dict(run))
 
     @app.post(
         "/v1/workflows/{name}/start",
