@@ -26,7 +26,7 @@ from parkgate.store.base import (
     Transaction,
     iter_migrations,
 )
-from parkgate.store.sql import MUTABLE_ASK_SET, Dialect, SqlTransaction
+from parkgate.store.sql import Dialect, SqlTransaction
 
 #: The last time encoded and its text. A message's writes stamp one ``now`` several times
 #: (asked_at, last_touched, the run's updated_at...), and isoformat() is a visible share of
@@ -62,13 +62,15 @@ WAL_AUTOCHECKPOINT_PAGES = 4_000
 class SQLiteTransaction(SqlTransaction):
     def save_ask(self, ask: Ask) -> None:
         if ask.status is AskStatus.OPEN:
-            # An ask that stays open (a bounce, a re-show): leave `status` out of the SET so
-            # SQLite does not rewrite the two partial indexes keyed on it on every message.
-            # The row is still open (this transaction holds the write lock), so the result
-            # is the same; if it is not, the full UPDATE writes every field.
+            # An ask that stays open (a bounce, a re-show) changes only when it was last
+            # touched and its miss count: an open ask has no outcome, answer or answer time.
+            # Writing just those leaves `status` out of the SET, so SQLite does not rewrite
+            # the two partial indexes keyed on it, and binds no NULLs (each costs the sqlite3
+            # module an adaptation lookup). The row is still open (this transaction holds the
+            # write lock), so the result is the same; if it is not, the full UPDATE runs.
             self._exec(
-                f"UPDATE asks SET {MUTABLE_ASK_SET} WHERE id = ? AND status = 'open'",
-                (*self._mutable_fields(ask), ask.id),
+                "UPDATE asks SET last_touched = ?, mismatches = ? WHERE id = ? AND status = 'open'",
+                (self._d.encode_time(ask.last_touched), ask.mismatches, ask.id),
             )
             if self._cur.rowcount == 1:
                 return
