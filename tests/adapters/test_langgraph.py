@@ -431,3 +431,35 @@ def test_importing_parkgate_does_not_import_the_frameworks() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ""
+
+
+class MaybeState(TypedDict, total=False):
+    ask: bool
+    answer: str
+
+
+def test_a_thread_restarted_to_its_end_cancels_the_question_it_no_longer_asks(gateway: Gateway) -> None:
+    """start() again on a thread parked at an interrupt, with input that runs to the end:
+    the run is finished, and its open ask (a question the graph no longer has) is
+    cancelled rather than left parked for a finished run."""
+
+    def maybe(state: MaybeState) -> dict[str, Any]:
+        if state.get("ask"):
+            return {"answer": interrupt({"prompt": "Proceed?", "options": ["Yes", "No"]})}
+        return {"answer": "skipped"}
+
+    builder = StateGraph(MaybeState)
+    builder.add_node("maybe", maybe)
+    builder.add_edge(START, "maybe")
+    builder.add_edge("maybe", END)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "restart-thread"}}
+    adapter = ParkgateInterrupts(gateway)
+    first = adapter.start(graph, {"ask": True}, config, "conv-restart")
+    assert first.reply.kind is ReplyKind.ASKED and first.reply.ask_id is not None
+    again = adapter.start(graph, {"ask": False}, config, "conv-restart")
+    assert again.finished and again.output == {"ask": False, "answer": "skipped"}
+    assert gateway.get(first.reply.ask_id).status is AskStatus.CANCELLED
+    run = gateway.run("restart-thread")
+    assert run is not None and (run.status, run.outcome) == ("complete", "done")
+    assert gateway.handle("conv-restart", "1").kind is ReplyKind.PASS  # nothing left parked

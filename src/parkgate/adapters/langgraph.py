@@ -70,7 +70,7 @@ from parkgate.core import stopping_point
 from parkgate.core.model import Ask
 from parkgate.core.phrases import PHRASES, AskKind, ReplyKind
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
-from parkgate.errors import InputError
+from parkgate.errors import InputError, RunStillAsking
 from parkgate.gateway import Gateway, asked_reply
 from parkgate.reply import Reply
 
@@ -397,8 +397,18 @@ class ParkgateInterrupts:
                 return Drive(asked, resumed=False, output=output, asked=asked)
             return Drive(reply, resumed=True, output=output, asked=asked)
         if self.gateway.run(run_id) is not None:
-            self.gateway.finish_run(run_id)
+            self._finish(run_id)
         return Drive(reply, resumed=resumed, output=output, finished=True)
+
+    def _finish(self, run_id: str) -> None:
+        """The thread ran to its end, so its run is done. An ask still open for it (the
+        thread was started again past its interrupt) asks a question the graph no longer
+        has: it is cancelled first, not left parked for a finished run."""
+        try:
+            self.gateway.finish_run(run_id)
+        except RunStillAsking as still:
+            self.gateway.cancel(still.ask_id)
+            self.gateway.finish_run(run_id)
 
 
 __all__ = [
