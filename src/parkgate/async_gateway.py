@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
@@ -13,7 +14,7 @@ from parkgate.core import machine
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind
 from parkgate.errors import InputError
-from parkgate.gateway import DEFAULT_TTL, Gateway
+from parkgate.gateway import DEFAULT_TTL, WAIT_POLL_SECONDS, Gateway
 from parkgate.metrics import Metrics
 from parkgate.reply import Reply
 from parkgate.store import DEFAULT_URL, Run, Store
@@ -194,14 +195,28 @@ class AsyncGateway:
     async def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
         """Wait until the ask closes or ``timeout`` passes (:meth:`Gateway.wait`).
 
-        Holds no thread while waiting: polls with ``asyncio.sleep`` between reads.
+        Holds no thread while waiting. Wakes as soon as this gateway closes an ask (from
+        any thread), and reads the store every :data:`~parkgate.gateway.WAIT_POLL_SECONDS`
+        meanwhile, for closes made by other processes.
         """
         check_id(ask_id, "ask_id")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds(timeout)
-        while True:
-            ask = await self.get(ask_id)
-            remaining = deadline - loop.time()
-            if not ask.is_open or remaining <= 0:
-                return ask
-            await asyncio.sleep(min(0.2, remaining))
+        woken = asyncio.Event()
+
+        def wake() -> None:  # runs in the thread that committed the close
+            with contextlib.suppress(RuntimeError):  # the loop may have closed meanwhile
+                loop.call_soon_threadsafe(woken.set)
+
+        remove = self.sync._on_close(wake)
+        try:
+            while True:
+                woken.clear()  # before the read: a close after it still wakes this wait
+                ask = await self.get(ask_id)
+                remaining = deadline - loop.time()
+                if not ask.is_open or remaining <= 0:
+                    return ask
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), min(WAIT_POLL_SECONDS, remaining))
+        finally:
+            remove()

@@ -99,7 +99,12 @@ class Gateway:
         self.workflows: dict[str, Workflow] = {flow.name: flow for flow in flows}
         self.metrics = metrics or Metrics(surface)
         self.metrics.count_open_with(self._count_open)
+        # Waiters in this process wake as soon as an ask closes here; other processes'
+        # closes are seen by polling. The count tells a waiter whether a close happened
+        # between its read and its wait (a notify alone would be missed then).
         self._closed_event = threading.Condition()
+        self._closes = 0
+        self._close_listeners: list[Callable[[], None]] = []
 
     # -- lifecycle -------------------------------------------------------------
     def close(self) -> None:
@@ -518,12 +523,29 @@ class Gateway:
         check_id(ask_id, "ask_id")
         deadline = time.monotonic() + wait_seconds(timeout)
         while True:
+            seen = self._closes
             ask = self.get(ask_id)
             remaining = deadline - time.monotonic()
             if not ask.is_open or remaining <= 0:
                 return ask
             with self._closed_event:
-                self._closed_event.wait(min(0.2, remaining))
+                if self._closes == seen:  # no close since the read: sleep until one, or poll
+                    self._closed_event.wait(min(WAIT_POLL_SECONDS, remaining))
+
+    def _on_close(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` (in the committing thread) whenever this gateway closes an ask.
+
+        For :class:`~parkgate.async_gateway.AsyncGateway.wait`; returns the call that
+        removes it. A listener must be quick and must not raise.
+        """
+        with self._closed_event:
+            self._close_listeners.append(listener)
+
+        def remove() -> None:
+            with self._closed_event:
+                self._close_listeners.remove(listener)
+
+        return remove
 
     # -- plumbing --------------------------------------------------------------
     def _workflow(self, name: str) -> Workflow:
@@ -581,7 +603,16 @@ class Gateway:
                 )
         if closed:
             with self._closed_event:
+                self._closes += 1
                 self._closed_event.notify_all()
+                listeners = list(self._close_listeners)
+            for listener in listeners:
+                listener()
+
+
+#: How often ``wait`` reads the store while nothing closes in this process (another
+#: process may close the ask; a close here wakes the waiter at once).
+WAIT_POLL_SECONDS = 0.2
 
 
 def ask_to_dict(ask: Ask, now: datetime | None = None) -> dict[str, Any]:

@@ -56,3 +56,41 @@ async def test_async_errors_are_the_same_errors(gateway: Gateway) -> None:
     assert reply.kind is ReplyKind.ASKED and reply.ask_id is not None
     cancelled = await agw.cancel(reply.ask_id)
     assert cancelled.status is AskStatus.CANCELLED
+
+
+@pytest.mark.parametrize("closer", ["another task", "a thread using the sync gateway"])
+async def test_async_wait_wakes_on_a_close_in_this_process_without_waiting_for_its_poll(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch, closer: str
+) -> None:
+    # A poll interval far longer than the test's bound: only the wake-up can end the wait in time.
+    monkeypatch.setattr("parkgate.async_gateway.WAIT_POLL_SECONDS", 60.0)
+    agw = AsyncGateway(gateway)
+    parked = await agw.ask("conv-wake", "Deploy?", ["Yes", "No"])
+    assert parked.ask_id is not None
+    waiter = asyncio.create_task(agw.wait(parked.ask_id, 120))
+    await asyncio.sleep(0.05)  # ordering only: let the wait read the open ask and sleep
+    if closer == "another task":
+        await agw.handle("conv-wake", "1")
+    else:
+        await asyncio.to_thread(gateway.handle, "conv-wake", "1")
+    waited = await asyncio.wait_for(waiter, 10)
+    assert waited.status is AskStatus.ANSWERED and waited.answer == "Yes"
+    assert gateway._close_listeners == []  # the wait unsubscribed
+
+
+def test_sync_wait_wakes_on_a_close_in_this_process_without_waiting_for_its_poll(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    monkeypatch.setattr("parkgate.gateway.WAIT_POLL_SECONDS", 60.0)
+    parked = gateway.ask("conv-wake-sync", "Deploy?", ["Yes", "No"])
+    assert parked.ask_id is not None
+    result: list[object] = []
+    waiter = threading.Thread(target=lambda: result.append(gateway.wait(parked.ask_id or "", 120)))
+    waiter.start()
+    threading.Event().wait(0.05)  # ordering only: let the wait read the open ask and sleep
+    gateway.handle("conv-wake-sync", "2")
+    waiter.join(10)
+    assert not waiter.is_alive() and len(result) == 1
+    assert getattr(result[0], "answer", None) == "No"
