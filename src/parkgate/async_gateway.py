@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 
 from parkgate.checks import check_id, wait_seconds
@@ -24,6 +24,27 @@ from parkgate.workflow import Workflow
 _GATEWAY_DEFAULTS: dict[str, object] = {
     name: parameter.default for name, parameter in inspect.signature(Gateway.__init__).parameters.items()
 }
+
+
+@contextlib.contextmanager
+def closes_of(gateway: Gateway) -> Iterator[asyncio.Event]:
+    """An event set (on the running loop) whenever ``gateway`` closes an ask, from any thread.
+
+    For waits that must not hold a thread: clear it before reading the ask, then wait on
+    it with a timeout (closes by other processes are only seen by reading again).
+    """
+    loop = asyncio.get_running_loop()
+    woken = asyncio.Event()
+
+    def wake() -> None:  # runs in the thread that committed the close
+        with contextlib.suppress(RuntimeError):  # the loop may have closed meanwhile
+            loop.call_soon_threadsafe(woken.set)
+
+    remove = gateway._on_close(wake)
+    try:
+        yield woken
+    finally:
+        remove()
 
 
 class AsyncGateway:
@@ -202,14 +223,7 @@ class AsyncGateway:
         check_id(ask_id, "ask_id")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds(timeout)
-        woken = asyncio.Event()
-
-        def wake() -> None:  # runs in the thread that committed the close
-            with contextlib.suppress(RuntimeError):  # the loop may have closed meanwhile
-                loop.call_soon_threadsafe(woken.set)
-
-        remove = self.sync._on_close(wake)
-        try:
+        with closes_of(self.sync) as woken:
             while True:
                 woken.clear()  # before the read: a close after it still wakes this wait
                 ask = await self.get(ask_id)
@@ -218,5 +232,3 @@ class AsyncGateway:
                     return ask
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken.wait(), min(WAIT_POLL_SECONDS, remaining))
-        finally:
-            remove()

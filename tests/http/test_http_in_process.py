@@ -300,3 +300,18 @@ async def test_unknown_runs_are_404_and_a_bad_outcome_is_422(http: httpx.AsyncCl
         assert response.status_code == 422, (outcome, response.text)
     extra = await http.post("/v1/runs/run-bad/finish", json={"outcome": "done", "status": "complete"})
     assert extra.status_code == 422
+
+
+async def test_a_long_poll_returns_as_soon_as_this_server_closes_the_ask(
+    http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pauses between reads far longer than the bound below: only the wake-up can end it in time.
+    monkeypatch.setattr("parkgate.http.app.LONG_POLL_FIRST_PAUSE", 60.0)
+    monkeypatch.setattr("parkgate.http.app.LONG_POLL_MAX_PAUSE", 60.0)
+    created = await http.post("/v1/asks", json={"conversation_id": "poll", "prompt": "Q?", "options": ["A", "B"]})
+    ask_id = created.json()["ask_id"]
+    waiter = asyncio.create_task(http.get(f"/v1/asks/{ask_id}?wait=50"))
+    await asyncio.sleep(0.1)  # ordering only: let the long poll read the open ask
+    await http.post("/v1/conversations/poll/messages", json={"text": "2"})
+    ask = (await asyncio.wait_for(waiter, 10)).json()
+    assert (ask["status"], ask["answer"]) == ("answered", "B")

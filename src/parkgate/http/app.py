@@ -46,6 +46,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.staticfiles import StaticFiles
 
+from parkgate.async_gateway import closes_of
 from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.phrases import EXPIRED_NOTICE, STAND_IN_MODEL
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS, StoppingPointError
@@ -319,6 +320,11 @@ def _responses(extra: dict[int | str, dict[str, Any]], *statuses: int) -> dict[i
 
 
 _V1_ERRORS = (400, 401, 413, 422, 503)
+#: A long poll (``GET /v1/asks/{id}?wait=S``) reads the ask again after these pauses,
+#: growing from the first to the most, for closes made by other workers; a close made by
+#: this worker wakes it at once.
+LONG_POLL_FIRST_PAUSE = 0.05
+LONG_POLL_MAX_PAUSE = 0.5
 
 
 # -- middleware: auth and body size, before anything is read ---------------------------
@@ -747,14 +753,17 @@ def create_app(
         """One ask. ``?wait=S`` (S <= 60) holds the request until it closes or S pass."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
-        pause = 0.05
-        while True:
-            ask = await run_in_threadpool(gw.get, ask_id)
-            remaining = deadline - loop.time()
-            if not ask.is_open or remaining <= 0 or await request.is_disconnected():
-                break
-            await asyncio.sleep(min(pause, remaining))
-            pause = min(pause * 1.5, 0.5)
+        pause = LONG_POLL_FIRST_PAUSE
+        with closes_of(gw) as woken:
+            while True:
+                woken.clear()
+                ask = await run_in_threadpool(gw.get, ask_id)
+                remaining = deadline - loop.time()
+                if not ask.is_open or remaining <= 0 or await request.is_disconnected():
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), min(pause, remaining))
+                pause = min(pause * 1.5, LONG_POLL_MAX_PAUSE)
         if not ask.is_open:
             nudge()
         return SafeJSONResponse(ask_to_dict(ask))
