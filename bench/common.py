@@ -33,8 +33,9 @@ class Scale:
     #: Benchmark 1: conversations per (store, concurrency) cell, and the rounds they are split into.
     reply_conversations: int
     reply_rounds: int
-    #: Benchmark 2: measured conversations per side (each is 4 round trips; parkgate's WAL
-    #: checkpoints every ~330 of them, so ``full`` spans three checkpoints).
+    #: Benchmark 2: measured conversations per side (each is 4 round trips). parkgate's WAL
+    #: checkpoints every ~330 of them and LangGraph's every few, so both sides must run past
+    #: at least one: ``small`` spans one of parkgate's, ``full`` three.
     langgraph_conversations: int
     #: Benchmark 3: the open-ask counts measured, in order (each level tops up the last).
     scale_levels: tuple[int, ...]
@@ -66,7 +67,7 @@ SCALES: dict[str, Scale] = {
         name="small",
         reply_conversations=1_000,
         reply_rounds=4,
-        langgraph_conversations=200,
+        langgraph_conversations=400,
         scale_levels=(1_000, 10_000),
         scale_batch=5_000,
         scale_samples=200,
