@@ -7,6 +7,7 @@ import contextlib
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from parkgate.checks import check_id, wait_seconds
 from parkgate.clock import Clock
@@ -50,8 +51,8 @@ def closes_of(gateway: Gateway) -> Iterator[asyncio.Event]:
 class AsyncGateway:
     """The same gateway for asyncio code: every :class:`Gateway` call, awaited.
 
-    Each call runs the sync gateway's in a worker thread (``wait`` polls with
-    ``asyncio.sleep`` instead, holding no thread). Build it as a Gateway is built
+    Each call runs the sync gateway's in a worker thread (``wait`` holds none: it waits
+    on the loop for a close, reading the store between). Build it as a Gateway is built
     (``AsyncGateway("sqlite:///parkgate.db", ttl=...)``, or keyword options alone), or
     wrap an existing one: ``AsyncGateway(gateway)`` or ``AsyncGateway(gateway=gateway)``.
     The wrapped Gateway is :attr:`sync`. ``async with AsyncGateway(...) as gw:`` closes
@@ -75,21 +76,7 @@ class AsyncGateway:
             if gateway is not None:
                 raise InputError("pass the gateway once: AsyncGateway(gateway) or AsyncGateway(gateway=gateway)")
             gateway, store_url = store_url, DEFAULT_URL
-        if gateway is None:
-            self.sync: Gateway = Gateway(
-                store_url,
-                store=store,
-                ttl=ttl,
-                clock=clock,
-                escalate_after=escalate_after,
-                workflows=workflows,
-                surface=surface,
-                metrics=metrics,
-            )
-            return
-        if not isinstance(gateway, Gateway):
-            raise InputError(f"gateway must be a Gateway, not {type(gateway).__name__} (a store URL goes first)")
-        options = {
+        options: dict[str, Any] = {
             "store_url": store_url,
             "store": store,
             "ttl": ttl,
@@ -99,6 +86,11 @@ class AsyncGateway:
             "surface": surface,
             "metrics": metrics,
         }
+        if gateway is None:
+            self.sync: Gateway = Gateway(**options)
+            return
+        if not isinstance(gateway, Gateway):
+            raise InputError(f"gateway must be a Gateway, not {type(gateway).__name__} (a store URL goes first)")
         given = [name for name, value in options.items() if value != _GATEWAY_DEFAULTS[name]]
         if given:
             raise InputError(
