@@ -473,8 +473,8 @@ class Gateway:
 
         def body(tx: Transaction) -> tuple[Run | None, list[_Closed]]:
             run = tx.run(run_id)
-            closed = self._expire_pending(tx, run, now)
-            return (tx.run(run_id) if closed else run), closed
+            _, closed = self._pending_ask(tx, run, now)
+            return (tx.run(run_id) if closed else run), closed  # an expiry closed the run too
 
         return self._transact(body)
 
@@ -494,23 +494,23 @@ class Gateway:
             run = tx.run(run_id)
             if run is None:
                 raise UnknownRun(run_id)
-            closed = self._expire_pending(tx, run, now)
-            if run.pending_ask_id is not None and not closed:
-                pending = tx.ask(run.pending_ask_id)
-                if pending is not None and pending.is_open:
-                    raise RunStillAsking(run_id, pending.id)
+            pending, closed = self._pending_ask(tx, run, now)
+            if pending is not None and pending.is_open:
+                raise RunStillAsking(run_id, pending.id)
             return _save_run(tx, run, now, status="complete", outcome=outcome, pending_ask_id=None), closed
 
         return self._transact(body)
 
-    def _expire_pending(self, tx: Transaction, run: Run | None, now: datetime) -> list[_Closed]:
-        """Close ``run``'s pending ask if it is open past its TTL (the read enforces the clock)."""
+    def _pending_ask(self, tx: Transaction, run: Run | None, now: datetime) -> tuple[Ask | None, list[_Closed]]:
+        """``run``'s pending ask as of ``now``: one open past its TTL is closed as expired
+        on this read (the reader enforces the clock), and is returned closed."""
         if run is None or run.pending_ask_id is None:
-            return []
+            return None, []
         pending = tx.ask(run.pending_ask_id)
         if pending is None or not pending.is_expired(now):
-            return []
-        return [self._expire(tx, pending, now)]
+            return pending, []
+        expired = self._expire(tx, pending, now)
+        return expired.ask, [expired]
 
     def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
         """Block until the ask closes or ``timeout`` passes; return its state.
