@@ -320,6 +320,16 @@ def _responses(extra: dict[int | str, dict[str, Any]], *statuses: int) -> dict[i
 
 
 _V1_ERRORS = (400, 401, 413, 422, 503)
+#: The library's errors and what the API answers for each: status and ``error`` code.
+_ANSWERED_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
+    (InputError, 422, "invalid_input"),
+    (StoppingPointError, 422, "malformed_stopping_point"),
+    (AskAlreadyOpen, 409, "ask_already_open"),
+    (RunStillAsking, 409, "run_still_asking"),
+    (UnknownAsk, 404, "unknown_ask"),
+    (UnknownRun, 404, "unknown_run"),
+    (UnknownWorkflow, 404, "unknown_workflow"),
+)
 #: A long poll (``GET /v1/asks/{id}?wait=S``) reads the ask again after these pauses,
 #: growing from the first to the most, for closes made by other workers; a close made by
 #: this worker wakes it at once.
@@ -641,33 +651,18 @@ def create_app(
             return error_response(405, "method_not_allowed", detail, {"Allow": ", ".join(allowed)})
         return error_response(error.status_code, "http_error", str(error.detail), error.headers)
 
-    @app.exception_handler(InputError)
-    async def _input(_: Request, error: InputError) -> Response:
-        return error_response(422, "invalid_input", str(error))
+    def answer(status: int, code: str) -> Callable[[Request, Exception], Awaitable[Response]]:
+        async def handler(_: Request, error: Exception) -> Response:
+            # The errors about an open ask name it, so a client can read or cancel it.
+            extra: dict[str, Any] = {}
+            if isinstance(error, (AskAlreadyOpen, RunStillAsking)):
+                extra["open_ask_id"] = error.ask_id
+            return error_response(status, code, str(error), **extra)
 
-    @app.exception_handler(StoppingPointError)
-    async def _stopping_point(_: Request, error: StoppingPointError) -> Response:
-        return error_response(422, "malformed_stopping_point", str(error))
+        return handler
 
-    @app.exception_handler(AskAlreadyOpen)
-    async def _already_open(_: Request, error: AskAlreadyOpen) -> Response:
-        return error_response(409, "ask_already_open", str(error), open_ask_id=error.ask_id)
-
-    @app.exception_handler(UnknownAsk)
-    async def _unknown_ask(_: Request, error: UnknownAsk) -> Response:
-        return error_response(404, "unknown_ask", str(error))
-
-    @app.exception_handler(UnknownRun)
-    async def _unknown_run(_: Request, error: UnknownRun) -> Response:
-        return error_response(404, "unknown_run", str(error))
-
-    @app.exception_handler(RunStillAsking)
-    async def _run_still_asking(_: Request, error: RunStillAsking) -> Response:
-        return error_response(409, "run_still_asking", str(error), open_ask_id=error.ask_id)
-
-    @app.exception_handler(UnknownWorkflow)
-    async def _unknown_workflow(_: Request, error: UnknownWorkflow) -> Response:
-        return error_response(404, "unknown_workflow", str(error))
+    for error_class, status, code in _ANSWERED_ERRORS:
+        app.add_exception_handler(error_class, answer(status, code))
 
     @app.exception_handler(StoreError)
     async def _store(_: Request, error: StoreError) -> Response:
