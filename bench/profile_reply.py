@@ -13,7 +13,7 @@ import pstats
 from collections import Counter
 
 from bench.common import postgres_url, store_target, workdir
-from bench.reply_path import Plan, _gateway_ops
+from bench.reply_path import _gateway_ops, script
 
 
 def profile(engine: str, conversations: int, sort: str, limit: int, pg_url: str, synchronous: str = "full") -> str:
@@ -23,12 +23,11 @@ def profile(engine: str, conversations: int, sort: str, limit: int, pg_url: str,
     with workdir() as work, store_target(engine, work, pg_url, "profile", synchronous=synchronous) as target:
         gateway = Gateway(store=target.open())
         try:
-            plan = Plan(0, (tuple(range(conversations)),), ("",))
-            warm = Plan(0, (), ("",))
-            _gateway_ops(gateway, warm, list(range(conversations, conversations + 20)), [], [], Counter(), [])
+            _gateway_ops(gateway, script(range(conversations, conversations + 20)), [], [], Counter(), [])
+            calls = script(range(conversations))
             profiler = cProfile.Profile()
             profiler.enable()
-            _gateway_ops(gateway, plan, list(range(conversations)), [], [], Counter(), [])
+            _gateway_ops(gateway, calls, [], [], Counter(), [])
             profiler.disable()
         finally:
             gateway.close()

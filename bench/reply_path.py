@@ -110,42 +110,56 @@ def _raw_loop(target: StoreTarget, store: Any) -> Callable[[Sequence[str], list[
     return pg_loop
 
 
-def _gateway_ops(
-    gateway: Any,
-    plan: Plan,
-    indices: Sequence[int],
-    handle_ns: list[int],
-    ask_ns: list[int],
-    kinds: Counter[str],
-    wrong: list[str],
-) -> int:
-    """Run the mix for ``indices`` (interleaved in chunks); return the number of calls."""
-    clock = time.perf_counter_ns
-    calls = 0
+#: One gateway call of the mix: (conversation, step, text or None for the ask, message_id, flavour).
+Call = tuple[str, int, str | None, str | None, str]
+
+
+def script(indices: Sequence[int], message_ids: bool = True) -> list[Call]:
+    """The mix for ``indices``, interleaved ``CHUNK`` conversations at a time, in call order.
+
+    Built before a round is timed, as the raw loop's row ids are: the measured loop then
+    does what a surface does per message (one call, its reply checked), no bookkeeping
+    of the script itself.
+    """
+    calls: list[Call] = []
     for start in range(0, len(indices), CHUNK):
         chunk = indices[start : start + CHUNK]
         flavours = {i: flavour_of(i) for i in chunk}
         for step in range(5):
             for i in chunk:
                 flavour = flavours[i]
-                conversation = f"c{i}"
-                began = clock()
-                if step == 0:
-                    if flavour == "text":
-                        reply = gateway.ask(conversation, TEXT_PROMPT, kind="text")
-                    else:
-                        reply = gateway.ask(conversation, CHOICE_PROMPT, OPTIONS)
-                    ask_ns.append(clock() - began)
-                else:
-                    message_id = f"m{i}-{step}" if plan.message_ids else None
-                    reply = gateway.handle(conversation, INPUTS[flavour][step - 1], message_id)
-                    handle_ns.append(clock() - began)
-                calls += 1
-                kind = str(reply.kind)
-                kinds[kind] += 1
-                if kind != EXPECTED[flavour][step] and len(wrong) < 10:
-                    wrong.append(f"{conversation} step {step}: {kind}, expected {EXPECTED[flavour][step]}")
+                text = None if step == 0 else INPUTS[flavour][step - 1]
+                message_id = f"m{i}-{step}" if message_ids and step else None
+                calls.append((f"c{i}", step, text, message_id, flavour))
     return calls
+
+
+def _gateway_ops(
+    gateway: Any,
+    calls: Sequence[Call],
+    handle_ns: list[int],
+    ask_ns: list[int],
+    kinds: Counter[str],
+    wrong: list[str],
+) -> int:
+    """Run ``calls`` (see :func:`script`) through ``gateway``; return how many ran."""
+    clock = time.perf_counter_ns
+    for conversation, step, text, message_id, flavour in calls:
+        began = clock()
+        if text is None:
+            if flavour == "text":
+                reply = gateway.ask(conversation, TEXT_PROMPT, kind="text")
+            else:
+                reply = gateway.ask(conversation, CHOICE_PROMPT, OPTIONS)
+            ask_ns.append(clock() - began)
+        else:
+            reply = gateway.handle(conversation, text, message_id)
+            handle_ns.append(clock() - began)
+        kind = reply.kind.value
+        kinds[kind] += 1
+        if kind != EXPECTED[flavour][step] and len(wrong) < 10:
+            wrong.append(f"{conversation} step {step}: {kind}, expected {EXPECTED[flavour][step]}")
+    return len(calls)
 
 
 #: Raw UPDATEs per warm-up batch while a SQLite WAL grows (one WAL frame each).
@@ -197,9 +211,10 @@ def run_worker(target: StoreTarget, plan: Plan, barrier: Any, gateway: Any | Non
             raw(ids, raw_ns)
             t1 = time.perf_counter()
             phases.append({"round": number, "side": "raw", "start": t0, "end": t1, "ops": ops})
+            calls_of_round = script(indices, plan.message_ids)
             barrier.wait()
             t2 = time.perf_counter()
-            calls = _gateway_ops(gw, plan, indices, handle_ns, ask_ns, kinds, wrong)
+            calls = _gateway_ops(gw, calls_of_round, handle_ns, ask_ns, kinds, wrong)
             t3 = time.perf_counter()
             phases.append({"round": number, "side": "gateway", "start": t2, "end": t3, "ops": calls})
     finally:
