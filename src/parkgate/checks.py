@@ -29,6 +29,10 @@ _CONTROL_CHAR = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 def check_id(value: object, what: str) -> str:
     """An id: a non-blank string of at most :data:`MAX_ID_CHARS`, no control characters."""
+    # Most ids are short printable ASCII: that alone rules out control characters and
+    # lone surrogates, so one pass of str methods replaces the regex and the encode.
+    if type(value) is str and value.isascii() and value.isprintable() and len(value) <= MAX_ID_CHARS and value.strip():
+        return value
     if not isinstance(value, str):
         raise InputError(f"{what} must be a string, not {type(value).__name__}")
     if not value.strip():

@@ -80,6 +80,8 @@ class Metrics:
         self._reply_children: dict[ReplyKind, Any] = {}
         for kind in ReplyKind:  # every series exists from the start, at zero
             self._reply_children[kind] = self.replies.labels(kind.value, surface)
+        self._closed_children: dict[str, Any] = {}
+        self._time_to_answer = self.time_to_answer.labels(surface)
 
     def count_open_with(self, count: Callable[[], int]) -> None:
         """Make the open-asks gauge read the store on each scrape (right across processes)."""
@@ -107,8 +109,11 @@ class Metrics:
         self._retries.inc()
 
     def close(self, outcome: str, seconds_open: float | None = None) -> None:
-        self.closed.labels(outcome, self.surface).inc()
+        child = self._closed_children.get(outcome)  # looked up once per outcome, as in reply()
+        if child is None:
+            child = self._closed_children[outcome] = self.closed.labels(outcome, self.surface)
+        child.inc()
         if seconds_open is not None:
             # A clock stepped backwards (an NTP correction) can make answered_at precede
             # asked_at; a negative duration would corrupt the histogram's sum, so it counts as 0.
-            self.time_to_answer.labels(self.surface).observe(max(0.0, seconds_open))
+            self._time_to_answer.observe(max(0.0, seconds_open))

@@ -8,6 +8,9 @@ from typing import Any
 
 from parkgate.core.phrases import ReplyKind
 
+#: One encoder for every stored reply (json.dumps with options builds a new one per call).
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
 
 @dataclass(frozen=True, slots=True)
 class Reply:
@@ -48,7 +51,14 @@ class Reply:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        """The compact form a redelivery is answered from: :meth:`from_json` reads it back.
+
+        Fields that are ``None`` are left out (:meth:`from_dict` reads a missing one as
+        ``None``): this text is stored once per inbound message, and smaller rows mean
+        fewer pages written per message.
+        """
+        data = {key: value for key, value in self.to_dict().items() if value is not None}
+        return _COMPACT.encode(data)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Reply:

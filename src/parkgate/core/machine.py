@@ -19,11 +19,17 @@ DEFAULT_ESCALATE_AFTER = 3
 
 def render_question(ask: Ask) -> str:
     """What a person is shown for ``ask``: the prompt, the numbered options, the exits."""
-    if ask.kind is AskKind.TEXT:
-        return f"{ask.prompt}\n{P.TEXT_QUESTION_FOOTER}"
-    lines = [ask.prompt, ""]
-    lines.extend(f"{i}. {label}" for i, label in enumerate(ask.options, start=1))
-    lines.extend(["", P.CHOICE_MENU_FOOTER if bare_exits_work(ask) else P.CHOICE_MENU_FOOTER_SLASHED])
+    return _render_question(ask.kind, ask.prompt, tuple(ask.options))
+
+
+@lru_cache(maxsize=4096)
+def _render_question(kind: AskKind, prompt: str, options: tuple[str, ...]) -> str:
+    # Every miss and re-show renders the question again; an ask's question never changes.
+    if kind is AskKind.TEXT:
+        return f"{prompt}\n{P.TEXT_QUESTION_FOOTER}"
+    lines = [prompt, ""]
+    lines.extend(f"{i}. {label}" for i, label in enumerate(options, start=1))
+    lines.extend(["", P.CHOICE_MENU_FOOTER if _bare_exits_work(kind, options) else P.CHOICE_MENU_FOOTER_SLASHED])
     return "\n".join(lines)
 
 

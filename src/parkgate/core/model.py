@@ -37,11 +37,11 @@ class Ask:
 
     @property
     def ttl(self) -> timedelta:
-        return timedelta(seconds=self.ttl_seconds)
+        return _ttl_of(self.ttl_seconds)
 
     def is_expired(self, now: datetime) -> bool:
         """Expired when idle for longer than the TTL (strictly longer)."""
-        return self.is_open and now - self.last_touched > self.ttl
+        return self.status is AskStatus.OPEN and now - self.last_touched > _ttl_of(self.ttl_seconds)
 
     def idle_minutes(self, now: datetime) -> float:
         return (now - self.last_touched).total_seconds() / 60.0
@@ -51,6 +51,21 @@ class Ask:
         values: dict[str, object] = {name: getattr(self, name) for name in _ASK_FIELDS}
         values.update(changes)
         return Ask(**values)  # type: ignore[arg-type]
+
+
+_ttls: dict[float, timedelta] = {}
+
+
+def _ttl_of(seconds: float) -> timedelta:
+    # Every message checks its ask's TTL, and nearly every ask has one of a few TTLs:
+    # build each timedelta once rather than on every check.
+    ttl = _ttls.get(seconds)
+    if ttl is None:
+        ttl = timedelta(seconds=seconds)
+        if len(_ttls) > 1024:
+            _ttls.clear()
+        _ttls[seconds] = ttl
+    return ttl
 
 
 #: Ask's field names, in order: evolve() runs on every message and this skips fields() each time.

@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from parkgate.core.model import Ask
@@ -33,6 +34,25 @@ class Dialect:
     encode_time: Callable[[datetime], Any]
     decode_time: Callable[[Any], datetime]
 
+    # The locked reads, built once per dialect: they run on every message, and an f-string
+    # rebuilt per call is a new string each time (hashed again by the statement cache).
+    @cached_property
+    def open_ask_sql(self) -> str:
+        return f"SELECT {ASK_COLUMNS} FROM asks WHERE conversation_id = ? AND status = 'open'" + self.lock_suffix
+
+    @cached_property
+    def message_context_sql(self) -> str:
+        # One statement for both reads of a message: its stored reply (a redelivery) and
+        # the conversation's open ask, locked. The LEFT JOIN keeps the row when no ask is open.
+        return (
+            "SELECT (SELECT reply FROM inbound_messages WHERE conversation_id = ? AND message_id = ?), a.* "
+            f"FROM (SELECT 1) AS one LEFT JOIN ({self.open_ask_sql}) AS a ON 1 = 1"
+        )
+
+    @cached_property
+    def ask_by_id_sql(self) -> str:
+        return f"SELECT {ASK_COLUMNS} FROM asks WHERE id = ?" + self.lock_suffix
+
     def sql(self, statement: str) -> str:
         if self.placeholder == "?":
             return statement
@@ -50,6 +70,22 @@ _options_cache: dict[str, tuple[str, ...]] = {}
 #: Stored value -> enum member, by dict lookup (an Enum call costs more, on every row read).
 _KINDS: dict[str, AskKind] = {member.value: member for member in AskKind}
 _STATUSES: dict[str, AskStatus] = {member.value: member for member in AskStatus}
+
+
+_encoded_options: dict[tuple[str, ...], str] = {}
+
+
+def _encode_options(options: tuple[str, ...]) -> str:
+    # The same few menus are parked over and over: encode each distinct list once.
+    if type(options) is not tuple:  # an Ask built by hand with a list: nothing to key on
+        return json.dumps(list(options), ensure_ascii=False)
+    encoded = _encoded_options.get(options)
+    if encoded is None:
+        encoded = json.dumps(list(options), ensure_ascii=False)
+        if len(_encoded_options) > 4096:
+            _encoded_options.clear()
+        _encoded_options[options] = encoded
+    return encoded
 
 
 def _decode_options(raw: str) -> tuple[str, ...]:
@@ -100,24 +136,14 @@ class SqlTransaction(Transaction):
         )
 
     def open_ask(self, conversation_id: str) -> Ask | None:
-        self._exec(
-            f"SELECT {ASK_COLUMNS} FROM asks WHERE conversation_id = ? AND status = 'open'" + self._d.lock_suffix,
-            (conversation_id,),
-        )
+        self._exec(self._d.open_ask_sql, (conversation_id,))
         row = self._cur.fetchone()
         return self._ask_from_row(row) if row else None
 
     def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
         if message_id is None:
             return None, self.open_ask(conversation_id)
-        # One statement for both reads of a message: its stored reply (a redelivery) and
-        # the conversation's open ask, locked. The LEFT JOIN keeps the row when no ask is open.
-        self._exec(
-            "SELECT (SELECT reply FROM inbound_messages WHERE conversation_id = ? AND message_id = ?), a.* "
-            f"FROM (SELECT 1) AS one LEFT JOIN (SELECT {ASK_COLUMNS} FROM asks "
-            "WHERE conversation_id = ? AND status = 'open'" + self._d.lock_suffix + ") AS a ON 1 = 1",
-            (conversation_id, message_id, conversation_id),
-        )
+        self._exec(self._d.message_context_sql, (conversation_id, message_id, conversation_id))
         row = self._cur.fetchone()
         earlier = row[0]
         if earlier is not None:
@@ -125,7 +151,7 @@ class SqlTransaction(Transaction):
         return None, (self._ask_from_row(row[1:]) if row[1] is not None else None)
 
     def ask(self, ask_id: str) -> Ask | None:
-        self._exec(f"SELECT {ASK_COLUMNS} FROM asks WHERE id = ?" + self._d.lock_suffix, (ask_id,))
+        self._exec(self._d.ask_by_id_sql, (ask_id,))
         row = self._cur.fetchone()
         return self._ask_from_row(row) if row else None
 
@@ -139,7 +165,7 @@ class SqlTransaction(Transaction):
                 ask.run_id,
                 ask.kind.value,
                 ask.prompt,
-                json.dumps(list(ask.options), ensure_ascii=False),
+                _encode_options(ask.options),
                 ask.status.value,
                 ask.outcome,
                 ask.answer,
@@ -194,7 +220,7 @@ class SqlTransaction(Transaction):
                 run.workflow,
                 run.status,
                 run.outcome,
-                json.dumps(run.context, ensure_ascii=False),
+                json.dumps(run.context, ensure_ascii=False) if run.context else "{}",
                 run.pending_ask_id,
                 t(run.created_at),
                 t(run.updated_at),
