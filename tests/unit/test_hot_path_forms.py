@@ -153,3 +153,28 @@ def test_options_are_stored_as_json_whatever_sequence_holds_them(tmp_path: objec
                 assert found is not None and found.options == ("Ja", "Nein ✓")
     finally:
         store.close()
+
+
+def test_the_per_menu_memos_stay_bounded_however_many_menus_pass(tmp_path: object) -> None:
+    # Unique, long prompts (say, written by a model for every conversation) must not
+    # grow a process's memory with each new ask: every memo keeps MENUS_REMEMBERED menus.
+    from pathlib import Path
+
+    from parkgate import Gateway
+    from parkgate.core import matcher
+    from parkgate.core.model import MENUS_REMEMBERED
+    from parkgate.store import sql
+
+    gateway = Gateway(f"sqlite:///{Path(str(tmp_path)) / 'm.db'}")
+    try:
+        for n in range(MENUS_REMEMBERED * 3):
+            conversation = f"c{n}"
+            gateway.ask(conversation, f"Question {n}: " + "why? " * 100, [f"yes {n}", f"no {n}", "maybe"])
+            gateway.handle(conversation, "hm")  # a miss: the question is rendered and the labels indexed
+            assert gateway.get(gateway.handle(conversation, "menu").ask_id or "").is_open
+    finally:
+        gateway.close()
+    assert machine._render_question.cache_info().currsize <= MENUS_REMEMBERED
+    assert matcher._label_positions.cache_info().currsize <= MENUS_REMEMBERED
+    assert len(sql._encoded_options) <= MENUS_REMEMBERED + 1
+    assert len(sql._options_cache) <= MENUS_REMEMBERED + 1

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from parkgate.core import phrases as P
 from parkgate.core.matcher import Verdict, match
-from parkgate.core.model import Ask, Step
+from parkgate.core.model import MENUS_REMEMBERED, Ask, Step
 from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 
 #: Misses 1..N-1 get the plain retry line; miss N and later the escalated one.
@@ -22,7 +22,7 @@ def render_question(ask: Ask) -> str:
     return _render_question(ask.kind, ask.prompt, tuple(ask.options))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=MENUS_REMEMBERED)
 def _render_question(kind: AskKind, prompt: str, options: tuple[str, ...]) -> str:
     # Every miss and re-show renders the question again; an ask's question never changes.
     if kind is AskKind.TEXT:
@@ -43,7 +43,7 @@ def bare_exits_work(ask: Ask) -> bool:
     return _bare_exits_work(ask.kind, ask.options)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=MENUS_REMEMBERED)
 def _bare_exits_work(kind: AskKind, options: tuple[str, ...]) -> bool:
     # Asked by the matcher itself, so the footer can never disagree with what a reply does.
     return (

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
+from parkgate.core.model import MENUS_REMEMBERED
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind
 
 
@@ -86,7 +87,7 @@ def match(kind: AskKind, options: tuple[str, ...] | list[str], text: str) -> Mat
     return Match(Verdict.MISMATCH)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=MENUS_REMEMBERED)
 def _label_positions(options: tuple[str, ...]) -> dict[str, int]:
     """Normalised label -> its 1-based position (the first, if two normalise alike).
 

@@ -7,6 +7,12 @@ from datetime import datetime, timedelta
 
 from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 
+#: How many distinct menus the per-menu memos keep (the label index, the rendered
+#: question, the options' JSON): enough for the menus in use at once, and bounded so
+#: that many long, unique prompts (up to 4,000 characters and 50 options of 200 each)
+#: cost a few MB at most, not memory per conversation.
+MENUS_REMEMBERED = 256
+
 
 @dataclass(frozen=True, slots=True)
 class Ask:

@@ -13,7 +13,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from parkgate.core.model import Ask
+from parkgate.core.model import MENUS_REMEMBERED, Ask
 from parkgate.core.phrases import AskKind, AskStatus
 from parkgate.store.base import Run, Transaction
 
@@ -82,7 +82,7 @@ def _encode_options(options: tuple[str, ...]) -> str:
     encoded = _encoded_options.get(options)
     if encoded is None:
         encoded = json.dumps(list(options), ensure_ascii=False)
-        if len(_encoded_options) > 4096:
+        if len(_encoded_options) > MENUS_REMEMBERED:
             _encoded_options.clear()
         _encoded_options[options] = encoded
     return encoded
@@ -93,7 +93,7 @@ def _decode_options(raw: str) -> tuple[str, ...]:
     cached = _options_cache.get(raw)
     if cached is None:
         cached = tuple(json.loads(raw))
-        if len(_options_cache) > 4096:
+        if len(_options_cache) > MENUS_REMEMBERED:
             _options_cache.clear()
         _options_cache[raw] = cached
     return cached
