@@ -340,12 +340,12 @@ class _Unit(AbstractContextManager[Transaction]):
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self._conn = conn
         self._path = path
-        # One cursor for the BEGIN, the statements and the COMMIT (Connection.execute
-        # would make a cursor for each of the two).
-        self._cur = conn.cursor()
 
     def __enter__(self) -> Transaction:
         try:
+            # One cursor for the BEGIN, the statements and the COMMIT (Connection.execute
+            # would make a cursor for each of the two).
+            self._cur = self._conn.cursor()
             self._cur.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as error:
             raise _classify(error, self._path) from None
