@@ -11,11 +11,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskStatus
@@ -62,14 +60,6 @@ WAL_AUTOCHECKPOINT_PAGES = 4_000
 
 
 class SQLiteTransaction(SqlTransaction):
-    # The statements are written with "?" already: no rewrite, and nothing is deferred,
-    # so both go straight to the cursor (a call fewer per statement on every message).
-    def _exec(self, statement: str, params: Sequence[Any] = ()) -> Any:
-        return self._cur.execute(statement, params)
-
-    def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
-        self._cur.execute(statement, params)
-
     def save_ask(self, ask: Ask) -> None:
         if ask.status is AskStatus.OPEN:
             # An ask that stays open (a bounce, a re-show) changes only when it was last
