@@ -176,5 +176,5 @@ def test_the_per_menu_memos_stay_bounded_however_many_menus_pass(tmp_path: objec
         gateway.close()
     assert machine._render_question.cache_info().currsize <= MENUS_REMEMBERED
     assert matcher._label_positions.cache_info().currsize <= MENUS_REMEMBERED
-    assert len(sql._encoded_options) <= MENUS_REMEMBERED + 1
-    assert len(sql._options_cache) <= MENUS_REMEMBERED + 1
+    assert sql._encode_options.cache_info().currsize <= MENUS_REMEMBERED
+    assert sql._decode_options.cache_info().currsize <= MENUS_REMEMBERED

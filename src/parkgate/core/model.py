@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 
@@ -59,19 +60,11 @@ class Ask:
         return Ask(**values)  # type: ignore[arg-type]
 
 
-_ttls: dict[float, timedelta] = {}
-
-
+@lru_cache(maxsize=1024)
 def _ttl_of(seconds: float) -> timedelta:
     # Every message checks its ask's TTL, and nearly every ask has one of a few TTLs:
     # build each timedelta once rather than on every check.
-    ttl = _ttls.get(seconds)
-    if ttl is None:
-        ttl = timedelta(seconds=seconds)
-        if len(_ttls) > 1024:
-            _ttls.clear()
-        _ttls[seconds] = ttl
-    return ttl
+    return timedelta(seconds=seconds)
 
 
 #: Ask's field names, in order: evolve() runs on every message and this skips fields() each time.

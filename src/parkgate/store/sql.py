@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from parkgate.core.model import MENUS_REMEMBERED, Ask
@@ -66,37 +66,21 @@ class Dialect:
 _rewritten: dict[str, str] = {}
 
 
-_options_cache: dict[str, tuple[str, ...]] = {}
 #: Stored value -> enum member, by dict lookup (an Enum call costs more, on every row read).
 _KINDS: dict[str, AskKind] = {member.value: member for member in AskKind}
 _STATUSES: dict[str, AskStatus] = {member.value: member for member in AskStatus}
 
 
-_encoded_options: dict[tuple[str, ...], str] = {}
-
-
+# Options never change after an ask is parked, and the same few menus are parked over
+# and over: each distinct list is encoded and decoded once.
+@lru_cache(maxsize=MENUS_REMEMBERED)
 def _encode_options(options: tuple[str, ...]) -> str:
-    # The same few menus are parked over and over: encode each distinct list once.
-    if type(options) is not tuple:  # an Ask built by hand with a list: nothing to key on
-        return json.dumps(list(options), ensure_ascii=False)
-    encoded = _encoded_options.get(options)
-    if encoded is None:
-        encoded = json.dumps(list(options), ensure_ascii=False)
-        if len(_encoded_options) > MENUS_REMEMBERED:
-            _encoded_options.clear()
-        _encoded_options[options] = encoded
-    return encoded
+    return json.dumps(list(options), ensure_ascii=False)
 
 
+@lru_cache(maxsize=MENUS_REMEMBERED)
 def _decode_options(raw: str) -> tuple[str, ...]:
-    # Options never change after an ask is parked; decode each distinct list once.
-    cached = _options_cache.get(raw)
-    if cached is None:
-        cached = tuple(json.loads(raw))
-        if len(_options_cache) > MENUS_REMEMBERED:
-            _options_cache.clear()
-        _options_cache[raw] = cached
-    return cached
+    return tuple(json.loads(raw))
 
 
 class SqlTransaction(Transaction):
@@ -165,7 +149,7 @@ class SqlTransaction(Transaction):
                 ask.run_id,
                 ask.kind.value,
                 ask.prompt,
-                _encode_options(ask.options),
+                _encode_options(tuple(ask.options)),  # an Ask built by hand may hold a list
                 ask.status.value,
                 ask.outcome,
                 ask.answer,
