@@ -98,18 +98,15 @@ class Metrics:
         return generate_latest(combined)
 
     def reply(self, kind: ReplyKind) -> None:
-        # The labelled child is looked up once per kind (labels() takes a lock and
-        # builds a key on every call; this runs once per message).
-        child = self._reply_children.get(kind)
-        if child is None:
-            child = self._reply_children[kind] = self.replies.labels(kind.value, self.surface)
-        child.inc()
+        # Every kind's labelled child was made up front: labels() takes a lock and builds
+        # a key on every call, and this runs once per message.
+        self._reply_children[kind].inc()
 
     def retry(self) -> None:
         self._retries.inc()
 
     def close(self, outcome: str, seconds_open: float | None = None) -> None:
-        child = self._closed_children.get(outcome)  # looked up once per outcome, as in reply()
+        child = self._closed_children.get(outcome)  # made on an outcome's first close, then reused
         if child is None:
             child = self._closed_children[outcome] = self.closed.labels(outcome, self.surface)
         child.inc()
