@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,14 +27,23 @@ _GATEWAY_DEFAULTS: dict[str, object] = {
 }
 
 
-@contextlib.contextmanager
-def closes_of(gateway: Gateway) -> Iterator[asyncio.Event]:
-    """An event set (on the running loop) whenever ``gateway`` closes an ask, from any thread.
+async def wait_for_close(
+    gateway: Gateway,
+    read: Callable[[], Awaitable[Ask]],
+    seconds: float,
+    *,
+    first_pause: float,
+    max_pause: float,
+    give_up: Callable[[], Awaitable[bool]] | None = None,
+) -> Ask:
+    """Read the ask with ``read`` until it is closed, ``seconds`` pass, or ``give_up()``.
 
-    For waits that must not hold a thread: clear it before reading the ask, then wait on
-    it with a timeout (closes by other processes are only seen by reading again).
+    Holds no thread while waiting: it wakes as soon as ``gateway`` closes an ask (from
+    any thread), and otherwise reads again after a pause that grows by half each time
+    from ``first_pause`` to ``max_pause``, for closes made by other processes.
     """
     loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
     woken = asyncio.Event()
 
     def wake() -> None:  # runs in the thread that committed the close
@@ -43,7 +52,16 @@ def closes_of(gateway: Gateway) -> Iterator[asyncio.Event]:
 
     remove = gateway._on_close(wake)
     try:
-        yield woken
+        pause = first_pause
+        while True:
+            woken.clear()  # before the read: a close after it still wakes this wait
+            ask = await read()
+            remaining = deadline - loop.time()
+            if not ask.is_open or remaining <= 0 or (give_up is not None and await give_up()):
+                return ask
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), min(pause, remaining))
+            pause = min(pause * 1.5, max_pause)
     finally:
         remove()
 
@@ -213,14 +231,10 @@ class AsyncGateway:
         meanwhile, for closes made by other processes.
         """
         check_id(ask_id, "ask_id")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait_seconds(timeout)
-        with closes_of(self.sync) as woken:
-            while True:
-                woken.clear()  # before the read: a close after it still wakes this wait
-                ask = await self.get(ask_id)
-                remaining = deadline - loop.time()
-                if not ask.is_open or remaining <= 0:
-                    return ask
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), min(WAIT_POLL_SECONDS, remaining))
+        return await wait_for_close(
+            self.sync,
+            lambda: self.get(ask_id),
+            wait_seconds(timeout),
+            first_pause=WAIT_POLL_SECONDS,
+            max_pause=WAIT_POLL_SECONDS,
+        )

@@ -46,7 +46,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.staticfiles import StaticFiles
 
-from parkgate.async_gateway import closes_of
+from parkgate.async_gateway import wait_for_close
 from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.phrases import EXPIRED_NOTICE, STAND_IN_MODEL
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS, StoppingPointError
@@ -746,19 +746,14 @@ def create_app(
         wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)] = 0,
     ) -> Response:
         """One ask. ``?wait=S`` (S <= 60) holds the request until it closes or S pass."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait
-        pause = LONG_POLL_FIRST_PAUSE
-        with closes_of(gw) as woken:
-            while True:
-                woken.clear()
-                ask = await run_in_threadpool(gw.get, ask_id)
-                remaining = deadline - loop.time()
-                if not ask.is_open or remaining <= 0 or await request.is_disconnected():
-                    break
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), min(pause, remaining))
-                pause = min(pause * 1.5, LONG_POLL_MAX_PAUSE)
+        ask = await wait_for_close(
+            gw,
+            lambda: run_in_threadpool(gw.get, ask_id),
+            wait,
+            first_pause=LONG_POLL_FIRST_PAUSE,
+            max_pause=LONG_POLL_MAX_PAUSE,
+            give_up=request.is_disconnected,
+        )
         if not ask.is_open:
             nudge()
         return SafeJSONResponse(ask_to_dict(ask))
