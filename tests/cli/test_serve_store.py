@@ -38,6 +38,19 @@ def tables_in(url: str, schema: str) -> set[str]:
         return {str(row[0]) for row in rows}
 
 
+def run_in_deployed_schema(
+    command: str, pg_url: str, pg_schema: str, decoy: tuple[str, str], env: pytest.MonkeyPatch
+) -> None:
+    """Run ``parkgate COMMAND --db URL`` with PARKGATE_PG_SCHEMA set: it must succeed and
+    leave the tables in that schema, none in the URL's own default (the decoy)."""
+    url, decoy_schema = decoy
+    env.setenv(ENV_PG_SCHEMA, pg_schema)
+    result = CliRunner().invoke(main, [command, "--db", url])
+    assert result.exit_code == 0, result.output
+    assert tables_in(pg_url, pg_schema) >= PARKGATE_TABLES
+    assert tables_in(pg_url, decoy_schema) == set()
+
+
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """The server's variables unset, and restored after the test (serve writes os.environ)."""
@@ -167,11 +180,7 @@ def test_migrate_and_asks_use_the_same_schema_as_the_server(
     pg_url: str, pg_schema: str, decoy: tuple[str, str], clean_env: pytest.MonkeyPatch
 ) -> None:
     url, decoy_schema = decoy
-    clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
-    migrated = CliRunner().invoke(main, ["migrate", "--db", url])
-    assert migrated.exit_code == 0, migrated.output
-    assert tables_in(pg_url, pg_schema) >= PARKGATE_TABLES
-    assert tables_in(pg_url, decoy_schema) == set()
+    run_in_deployed_schema("migrate", pg_url, pg_schema, decoy, clean_env)
     # An ask parked in the deployment's schema is what `parkgate asks` lists.
     from parkgate import Gateway
 
@@ -308,12 +317,7 @@ def test_serve_turns_a_server_that_failed_to_start_into_one_line(tmp_path: Any, 
 def test_prove_runs_through_the_schema_every_other_command_uses(
     pg_url: str, pg_schema: str, decoy: tuple[str, str], clean_env: pytest.MonkeyPatch
 ) -> None:
-    url, decoy_schema = decoy
-    clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
-    result = CliRunner().invoke(main, ["prove", "--db", url])
-    assert result.exit_code == 0, result.output
-    assert tables_in(pg_url, pg_schema) >= PARKGATE_TABLES  # proved where serve and asks look
-    assert tables_in(pg_url, decoy_schema) == set()
+    run_in_deployed_schema("prove", pg_url, pg_schema, decoy, clean_env)  # proved where serve and asks look
 
 
 @pytest.mark.postgres
