@@ -24,7 +24,7 @@ from parkgate.errors import (
 )
 from parkgate.gateway import DEFAULT_TTL, Gateway, ask_to_dict
 from parkgate.reply import Reply
-from parkgate.store import Run, Store, StoreError, StoreUnavailable, open_store
+from parkgate.store import Run, Store, StoreClosed, StoreError, StoreUnavailable, open_store
 from parkgate.workflow import Phase, Workflow
 
 __version__ = "0.1.0"
@@ -49,6 +49,7 @@ __all__ = [
     "RunStillAsking",
     "StoppingPointError",
     "Store",
+    "StoreClosed",
     "StoreError",
     "StoreUnavailable",
     "SystemClock",

@@ -108,7 +108,10 @@ class Gateway:
 
     # -- lifecycle -------------------------------------------------------------
     def close(self) -> None:
-        """Close the store (its connections or pool). ``with Gateway(...) as gw:`` does it on exit."""
+        """Close the store (its connections or pool). ``with Gateway(...) as gw:`` does it on exit.
+
+        Closing twice is harmless; any other call afterwards raises :class:`~parkgate.store.StoreClosed`.
+        """
         self.store.close()
 
     def __enter__(self) -> Gateway:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parkgate.store.base import Run, Store, StoreConflict, StoreError, StoreUnavailable, Transaction
+from parkgate.store.base import Run, Store, StoreClosed, StoreConflict, StoreError, StoreUnavailable, Transaction
 
 DEFAULT_URL = "sqlite:///parkgate.db"
 #: The environment variable that puts a deployment's PostgreSQL store in a schema of its
@@ -55,6 +55,7 @@ __all__ = [
     "ENV_PG_SCHEMA",
     "Run",
     "Store",
+    "StoreClosed",
     "StoreConflict",
     "StoreError",
     "StoreUnavailable",

@@ -26,6 +26,20 @@ class StoreUnavailable(StoreError):
     """The database is out of reach for now (a restart, a network cut); try again."""
 
 
+class StoreClosed(StoreError):
+    """The store was closed (:meth:`Gateway.close`, or the end of its ``with`` block).
+
+    A closed store stays closed: it does not quietly open new connections. Open a new
+    ``Gateway`` (or store) to go on.
+    """
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"{where}: this store is closed (Gateway.close() or the end of its with block closed it); "
+            "open a new Gateway or store to go on"
+        )
+
+
 class StoreConflict(StoreError):
     """A unique key said no (a racing worker parked or recorded first); retry the unit."""
 

@@ -19,12 +19,13 @@ from typing import Any
 import psycopg
 from psycopg import pq
 from psycopg import sql as pgsql
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from parkgate.core.model import Ask
 from parkgate.store.base import (
     Callback,
     Store,
+    StoreClosed,
     StoreConflict,
     StoreError,
     StoreUnavailable,
@@ -280,6 +281,8 @@ def _enter_pipeline(conn: psycopg.Connection[Any], stack: ExitStack) -> None:
 
 def _translate(error: BaseException, *, guessed: bool) -> StoreError | None:
     """The store's error for a failed transaction; ``None`` to let ``error`` through."""
+    if isinstance(error, PoolClosed):
+        return StoreClosed("PostgreSQL store")
     if isinstance(error, _RETRYABLE):
         # A racing worker won, or a remembered state was out of date (parkgate_claim), or
         # a connection's prepared statements fell out of step: nothing was written, and
@@ -552,6 +555,7 @@ class PostgresStore(Store):
             )
 
     def close(self) -> None:
+        """Close the pool; the store refuses to be used afterwards (:class:`StoreClosed`)."""
         self._pool.close()
 
 

@@ -20,6 +20,7 @@ from parkgate.core.phrases import AskStatus
 from parkgate.store.base import (
     Callback,
     Store,
+    StoreClosed,
     StoreConflict,
     StoreError,
     StoreUnavailable,
@@ -174,6 +175,7 @@ class SQLiteStore(Store):
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._closed = False
         try:
             self._check_is_ours()
             if migrate:
@@ -191,6 +193,8 @@ class SQLiteStore(Store):
     def _connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
+            if self._closed:
+                raise StoreClosed(str(self.path))
             try:
                 conn = sqlite3.connect(
                     self._target,
@@ -311,7 +315,9 @@ class SQLiteStore(Store):
             )
 
     def close(self) -> None:
+        """Close every connection; the store refuses to be used afterwards (:class:`StoreClosed`)."""
         with self._lock:
+            self._closed = True
             for conn in self._all:
                 conn.close()
             self._all.clear()
