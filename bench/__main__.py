@@ -132,7 +132,10 @@ def render(results: dict[str, Any]) -> str:
         if "skipped" in http:
             lines.append(f"4. HTTP: skipped ({http['skipped']})")
         else:
-            lines.append("4. HTTP POST /v1/conversations/{id}/messages via parkgate serve (PostgreSQL)")
+            lines.append(
+                "4. HTTP POST /v1/conversations/{id}/messages via parkgate serve "
+                f"(PostgreSQL; load from {http.get('load_generator', 'httpx')})"
+            )
             lines.append(
                 f"{'workers':>7} {'req/s':>7} {'p50':>9} {'p99':>9} {'healthz/s':>9} {'in-proc/s':>9} "
                 f"{'vs healthz':>10} {'vs in-proc':>10}"

@@ -1,8 +1,11 @@
 """Benchmark 4: POST /v1/conversations/{id}/messages through ``parkgate serve``.
 
 For 1 and 4 uvicorn workers on PostgreSQL (a fresh schema each), the server is started
-as a real process on loopback and driven by an async httpx client with a bounded
-number of requests, a bounded wall time and a fixed concurrency. The messages are
+as a real process on loopback and driven with a bounded number of requests, a bounded
+wall time and a fixed concurrency, by ``wrk`` (``bench/wrk_load.lua``) when it is
+installed, otherwise by an async httpx client. wrk is C: one of its threads keeps
+thousands of requests a second in flight, where the Python client tops out at a few
+hundred and would measure itself rather than the server. The messages are
 non-answers and ``menu`` to parked conversations (each with its own ``message_id``), so
 every request runs the full reply path and the conversations stay parked.
 
@@ -15,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -34,6 +39,15 @@ OPTIONS = ("Sequence diagram", "Class diagram", "Activity diagram")
 PROMPT = "Which UML diagram should I draw?"
 TEXTS = ("not sure yet", "which one is best?", "menu", "hmm")
 PARKED = 300
+#: Parked conversations are PREFIX0 .. PREFIX299 (wrk_load.lua builds the same ids).
+PREFIX = "http-"
+WRK_SCRIPT = Path(__file__).with_name("wrk_load.lua")
+GENERATORS = ("wrk", "httpx")
+
+
+def load_generator() -> str:
+    """``wrk`` when it is on PATH (Debian's ``wrk`` package), else the httpx client."""
+    return "wrk" if shutil.which("wrk") else "httpx"
 
 
 def free_port() -> int:
@@ -154,6 +168,79 @@ async def _drive(
     }
 
 
+def _drive_wrk(
+    base: str, mode: str, count: int, seconds: float, concurrency: int, seed: int, expected_rate: float | None = None
+) -> dict[str, Any]:
+    """:func:`_drive`'s figures from one wrk run (``mode``: ``messages`` or ``healthz``).
+
+    wrk always runs for its whole ``-d``; a thread stops sending after ``count``
+    responses, and the script times first request to last response itself. With an
+    ``expected_rate`` (requests/s seen earlier) ``-d`` is cut to twice the time ``count``
+    should take, so a small count does not idle out the whole ``seconds``.
+    """
+    if expected_rate:
+        seconds = min(seconds, 2 * count / expected_rate + 1)
+    command = [
+        "wrk",
+        "-t1",
+        f"-c{concurrency}",
+        f"-d{max(1, round(seconds))}s",
+        "--timeout",
+        "30s",
+        "-s",
+        str(WRK_SCRIPT),
+        base,
+        "--",
+        str(count),
+        mode,
+        f"w{uuid.uuid4().hex[:8]}",
+        str(PARKED),
+        PREFIX,
+        str(seed),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60, check=False)
+    line = next((text for text in done.stdout.splitlines() if text.startswith("PARKGATE_WRK ")), None)
+    if done.returncode != 0 or line is None:
+        raise RuntimeError(f"wrk failed ({done.returncode}): {(done.stdout + done.stderr)[-600:]}")
+    data = json.loads(line.split(" ", 1)[1])
+    wall = data["elapsed_us"] / 1e6
+    statuses: dict[str, int] = dict(data["statuses"])
+    if data["socket_errors"]:
+        statuses["socket errors"] = data["socket_errors"]
+    return {
+        "requests": data["requests"],
+        "wall_s": wall,
+        "requests_per_s": ratio(data["requests"], wall),
+        "latency": {
+            "count": data["requests"],
+            "p50_ms": data["p50_us"] / 1000,
+            "p99_ms": data["p99_us"] / 1000,
+            "mean_ms": data["mean_us"] / 1000,
+        },
+        "statuses": statuses,
+        "kinds": dict(data["kinds"]),
+    }
+
+
+def _drive_with(
+    generator: str,
+    base: str,
+    mode: str,
+    conversations: list[str],
+    count: int,
+    seconds: float,
+    concurrency: int,
+    seed: int,
+    expected_rate: float | None = None,
+) -> dict[str, Any]:
+    """One load of ``mode`` (``messages`` or ``healthz``) through ``generator``."""
+    if generator == "wrk":
+        return _drive_wrk(base, mode, count, seconds, concurrency, seed, expected_rate)
+    if mode == "healthz":
+        return asyncio.run(_drive(base, lambda _i: ("GET", "/healthz", None), count, seconds, concurrency))
+    return asyncio.run(_drive(base, _message_maker(conversations, seed), count, seconds, concurrency))
+
+
 def _message_maker(conversations: list[str], seed: int) -> Callable[[int], tuple[str, str, dict[str, Any] | None]]:
     rng = random.Random(seed)
     tag = uuid.uuid4().hex[:8]
@@ -187,8 +274,16 @@ def _in_process(gateway: Any, conversations: list[str], count: int, seconds: flo
     }
 
 
-def run_workers(pg_url: str, workers: int, scale: Any, work: Path, log: Callable[[str], None]) -> dict[str, Any]:
-    """One server configuration: start it, park conversations, alternate the three loads."""
+def run_workers(
+    pg_url: str, workers: int, scale: Any, work: Path, log: Callable[[str], None], generator: str | None = None
+) -> dict[str, Any]:
+    """One server configuration: start it, park conversations, alternate the three loads.
+
+    ``generator`` is ``wrk`` or ``httpx`` (default: :func:`load_generator`).
+    """
+    generator = generator or load_generator()
+    if generator not in GENERATORS:
+        raise ValueError(f"generator must be one of {', '.join(GENERATORS)}, not {generator!r}")
     from parkgate import Gateway
     from parkgate.store.postgres import PostgresStore
 
@@ -201,23 +296,29 @@ def run_workers(pg_url: str, workers: int, scale: Any, work: Path, log: Callable
     try:
         wait_healthy(base, proc)
         gateway = Gateway(store=PostgresStore(pg_url, schema=schema))
-        conversations = [f"http-{n}" for n in range(PARKED)]
+        conversations = [f"{PREFIX}{n}" for n in range(PARKED)]
         for conversation in conversations:
             gateway.ask(conversation, PROMPT, OPTIONS)
         rounds = 2
         count = max(1, scale.http_requests // rounds)
         seconds = scale.http_seconds / rounds
         concurrency = scale.http_concurrency
-        # Warm-up: every worker process opens its pool and prepares its statements.
-        asyncio.run(_drive(base, _message_maker(conversations, 99), min(200, count), 10.0, concurrency))
+        # Warm-up: every worker process opens its pool and prepares its statements; the
+        # rates seen bound how long each measured wrk run waits (see _drive_wrk).
+        rates: dict[str, float] = {}
+        for mode in ("healthz", "messages"):
+            warm = _drive_with(
+                generator, base, mode, conversations, min(200, count), min(5.0, seconds), concurrency, 99
+            )
+            rates[mode] = warm["requests_per_s"]
         loads: dict[str, list[dict[str, Any]]] = {"messages": [], "healthz": [], "in_process": []}
         for number in range(rounds):
-            loads["healthz"].append(
-                asyncio.run(_drive(base, lambda _i: ("GET", "/healthz", None), count, seconds, concurrency))
-            )
-            loads["messages"].append(
-                asyncio.run(_drive(base, _message_maker(conversations, number), count, seconds, concurrency))
-            )
+            for mode in ("healthz", "messages"):
+                load = _drive_with(
+                    generator, base, mode, conversations, count, seconds, concurrency, number, rates[mode]
+                )
+                rates[mode] = load["requests_per_s"]
+                loads[mode].append(load)
             loads["in_process"].append(_in_process(gateway, conversations, count, seconds, number))
     finally:
         if gateway is not None:
@@ -228,6 +329,7 @@ def run_workers(pg_url: str, workers: int, scale: Any, work: Path, log: Callable
     messages = merged["messages"]
     result = {
         "workers": workers,
+        "load_generator": generator,
         "concurrency": scale.http_concurrency,
         "messages": messages,
         "healthz": merged["healthz"],
@@ -236,7 +338,7 @@ def run_workers(pg_url: str, workers: int, scale: Any, work: Path, log: Callable
         "messages_vs_in_process": ratio(messages["requests_per_s"], merged["in_process"]["requests_per_s"]),
     }
     log(
-        f"    {workers} worker(s): messages {messages['requests_per_s']:.0f} req/s p99 "
+        f"    {workers} worker(s), {generator}: messages {messages['requests_per_s']:.0f} req/s p99 "
         f"{messages['latency']['p99_ms']:.1f} ms; healthz {merged['healthz']['requests_per_s']:.0f} req/s; "
         f"in-process {merged['in_process']['requests_per_s']:.0f}/s"
     )
@@ -276,8 +378,12 @@ def run(
     """Benchmark 4 for each worker count (PostgreSQL only; skipped without it)."""
     if not pg_url:
         return {"skipped": "PostgreSQL is not reachable"}
+    generator = load_generator()
     configs = []
     for workers in worker_counts:
-        log(f"  HTTP: parkgate serve --workers {workers} (PostgreSQL), {scale.http_requests} messages ...")
-        configs.append(run_workers(pg_url, workers, scale, work, log))
-    return {"configs": configs}
+        log(
+            f"  HTTP: parkgate serve --workers {workers} (PostgreSQL), up to {scale.http_requests} messages, "
+            f"load from {generator} ..."
+        )
+        configs.append(run_workers(pg_url, workers, scale, work, log, generator))
+    return {"load_generator": generator, "configs": configs}

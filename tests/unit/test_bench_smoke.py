@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -177,13 +178,22 @@ def test_scale_on_postgres(pg_url: str) -> None:
 
 
 @pytest.mark.postgres
-def test_http_through_parkgate_serve(pg_url: str, tmp_path: Path) -> None:
-    tiny = dataclasses.replace(SMOKE, http_requests=24, http_seconds=30.0, http_concurrency=3)
-    result = http_load.run_workers(pg_url, 1, tiny, tmp_path, log=lambda _: None)
+@pytest.mark.parametrize("generator", http_load.GENERATORS)
+def test_http_through_parkgate_serve(pg_url: str, tmp_path: Path, generator: str) -> None:
+    """Both load generators: wrk (Debian's package; ./dev test installs it as root) and httpx."""
+    if generator == "wrk":
+        assert shutil.which("wrk"), "wrk is not installed: `apt-get install wrk` (./dev test does it as root)"
+    tiny = dataclasses.replace(SMOKE, http_requests=24, http_seconds=8.0, http_concurrency=3)
+    result = http_load.run_workers(pg_url, 1, tiny, tmp_path, log=lambda _: None, generator=generator)
+    assert result["load_generator"] == generator
     messages = result["messages"]
+    # Every request answered 200 with a reply kind of a parked menu, within the bounds:
+    # at most the count (plus what was in flight when a wrk thread stopped) and the time.
     assert messages["statuses"] == {"200": messages["requests"]}
-    assert messages["requests"] > 0
+    assert 0 < messages["requests"] <= tiny.http_requests + 2 * tiny.http_concurrency
+    assert sum(messages["kinds"].values()) == messages["requests"]
     assert set(messages["kinds"]) <= {"retry", "escalated", "reshown"}
+    assert 0 < messages["wall_s"] <= tiny.http_seconds + 2
     assert result["healthz"]["statuses"] == {"200": result["healthz"]["requests"]}
     assert result["messages_vs_healthz"] > 0 and result["messages_vs_in_process"] > 0
 
