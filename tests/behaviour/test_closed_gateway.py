@@ -8,6 +8,7 @@ connections behind the caller's back; and the refused call changes nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -64,3 +65,17 @@ async def test_a_closed_async_gateway_is_refused_too(store_location: StoreLocati
         await agw.handle("chat-1", "1")
     with pytest.raises(StoreClosed):
         await agw.wait(parked.ask_id or "", 0.05)
+
+
+def test_a_closed_store_refuses_its_own_calls_too(store_location: StoreLocation) -> None:
+    """What a Gateway does not wrap (the schema version, the callback outbox) says closed as well."""
+    store = store_location.open()
+    assert store.schema_version() > 0
+    store.close()
+    for call in (
+        store.schema_version,
+        lambda: store.due_callbacks(datetime.now(UTC)),
+        lambda: store.callback_done(1, datetime.now(UTC)),
+    ):
+        with pytest.raises(StoreClosed):
+            call()

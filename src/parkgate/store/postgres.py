@@ -457,8 +457,17 @@ class PostgresStore(Store):
         assert tx is not None  # the body ran: the pool gave a connection
         self.recent.committed(tx.states)
 
+    @contextmanager
+    def _pooled(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection outside :meth:`transaction`; :class:`StoreClosed` once closed."""
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except PoolClosed:
+            raise StoreClosed("PostgreSQL store") from None
+
     def schema_version(self) -> int:
-        with self._pool.connection() as conn:
+        with self._pooled() as conn:
             row = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
             if not row or not row[0]:
                 return 0
@@ -469,7 +478,7 @@ class PostgresStore(Store):
         applied: list[int] = []
         created = False
         try:
-            with self._pool.connection() as conn, conn.transaction():
+            with self._pooled() as conn, conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
                 if self.schema:
                     created = self._create_schema(conn, self.schema)
@@ -518,7 +527,7 @@ class PostgresStore(Store):
         return True
 
     def due_callbacks(self, now: datetime, limit: int = 50) -> list[Callback]:
-        with self._pool.connection() as conn:
+        with self._pooled() as conn:
             rows = conn.execute(
                 "SELECT id, ask_id, url, payload, attempts FROM outbox "
                 "WHERE delivered_at IS NULL AND next_attempt_at <= %s ORDER BY next_attempt_at LIMIT %s",
@@ -529,7 +538,7 @@ class PostgresStore(Store):
     def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int = 50) -> list[Callback]:
         # SKIP LOCKED: workers claiming at the same moment take disjoint rows.
         try:
-            with self._pool.connection() as conn:
+            with self._pooled() as conn:
                 rows = conn.execute(
                     "UPDATE outbox SET next_attempt_at = %s WHERE id IN ("
                     "SELECT id FROM outbox WHERE delivered_at IS NULL AND next_attempt_at <= %s "
@@ -542,13 +551,13 @@ class PostgresStore(Store):
         return [Callback(*row) for row in rows]
 
     def callback_done(self, callback_id: int, now: datetime) -> None:
-        with self._pool.connection() as conn:
+        with self._pooled() as conn:
             conn.execute(
                 "UPDATE outbox SET delivered_at = %s, attempts = attempts + 1 WHERE id = %s", (now, callback_id)
             )
 
     def callback_failed(self, callback_id: int, error: str, retry_at: datetime) -> None:
-        with self._pool.connection() as conn:
+        with self._pooled() as conn:
             conn.execute(
                 "UPDATE outbox SET attempts = attempts + 1, last_error = %s, next_attempt_at = %s WHERE id = %s",
                 (error[:500], retry_at, callback_id),
