@@ -102,9 +102,10 @@ def _raw_loop(target: StoreTarget, store: Any) -> Callable[[Sequence[str], list[
         # One connection from the store's own pool (same configure hook, same settings).
         with store._pool.connection() as conn:
             assert conn.autocommit  # so each UPDATE is its own committed transaction
+            cur = conn.cursor()
             for ask_id in ids:
                 started = clock()
-                conn.execute(pg_statement, (datetime.now(UTC), ask_id))
+                cur.execute(pg_statement, (datetime.now(UTC), ask_id))
                 out.append(clock() - started)
 
     return pg_loop

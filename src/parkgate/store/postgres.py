@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from datetime import datetime
 from functools import partial
+from itertools import chain
 from typing import Any
 
 import psycopg
@@ -231,7 +232,7 @@ def _as_one_statement(writes: Sequence[tuple[str, Sequence[Any]]]) -> tuple[str,
     if not before:
         return last, tuple(last_params)
     ctes = ", ".join(f"w{n} AS ({statement})" for n, (statement, _) in enumerate(before))
-    return f"WITH {ctes} {last}", tuple(value for _, params in writes for value in params)
+    return f"WITH {ctes} {last}", tuple(chain.from_iterable(params for _, params in writes))
 
 
 _CLAIM = "SELECT parkgate_claim(?::text, ?::text, ?::text, ?::timestamptz, ?::int4, ?::float8)"
@@ -252,17 +253,27 @@ def check_idle_connection(conn: psycopg.Connection[Any]) -> None:
     """
     if conn.closed or conn.broken:
         raise psycopg.OperationalError("the connection is closed")
-    if _readable(conn.fileno()):
+    if _readable(conn):
         ConnectionPool.check_connection(conn)
 
 
-def _readable(fd: int) -> bool:
-    """Whether ``fd`` has something to read, without waiting (poll: any fd number)."""
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        return bool(poller.poll(0))
-    return bool(select.select([fd], [], [], 0)[0])  # Windows: no poll(); select() suffices
+def _readable(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the connection's socket has something to read, without waiting.
+
+    The poll object is made once per connection (its socket never changes) and kept on
+    it: making and registering one on every checkout cost more than the poll itself.
+    """
+    poll: Callable[[], Sequence[Any]] | None = getattr(conn, "_parkgate_poll", None)
+    if poll is None:
+        fd = conn.fileno()
+        if hasattr(select, "poll"):  # any fd number
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            poll = partial(poller.poll, 0)
+        else:  # Windows: no poll(); select() suffices
+            poll = partial(lambda fd: select.select([fd], [], [], 0)[0], fd)
+        conn._parkgate_poll = poll  # type: ignore[attr-defined]
+    return bool(poll())
 
 
 _RETRYABLE = (
