@@ -38,7 +38,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from parkgate.core import phrases as P
-from parkgate.core.phrases import ReplyKind
+from parkgate.core.phrases import CHAT_REFUSED, CHAT_STILL_PARKED, ReplyKind
 from parkgate.demo import WORKFLOWS
 from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError
 from parkgate.gateway import Gateway, ask_to_dict
@@ -272,7 +272,7 @@ def chat(db_url: str, conversation: str | None) -> None:
             try:
                 reply = gateway.handle(conversation_id, line)
             except InputError as error:
-                out.print(f"[red]refused:[/red] {escape(str(error))} (nothing was changed)")
+                out.print(f"[red]{escape(CHAT_REFUSED.format(error=error))}[/red]")
                 continue
             if reply.kind is ReplyKind.PASS:
                 if reply.expired_ask_id:
@@ -291,10 +291,7 @@ def _start_demo(out: Console, gateway: Gateway, conversation_id: str) -> None:
     try:
         reply = gateway.start(conversation_id, "uml")
     except AskAlreadyOpen:
-        out.print(
-            "[red]This conversation already has an open question: answer it, type /menu to see it "
-            f"again, or /cancel to drop it (then {CHAT_RESTART} runs the demo).[/red]"
-        )
+        out.print(f"[red]{escape(CHAT_STILL_PARKED.format(restart=CHAT_RESTART))}[/red]")
         return
     except InputError:
         raise  # a conversation id no message could use: one line, and chat ends (see _gateway)
@@ -306,19 +303,26 @@ def _start_demo(out: Console, gateway: Gateway, conversation_id: str) -> None:
 
 @main.command()
 @db_option
-@click.option("--older-than", "older_than", default=None, help="Only asks open longer than this (30m, 6h, 2d).")
+@click.option(
+    "--older-than",
+    "older_than",
+    default=None,
+    help="Only list asks open longer than this (30m, 6h, 2d); the exit status still checks them all.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line instead of a table.")
 def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
     """List open asks and their hours open: the clock check.
 
     Reads without closing anything, and exits 1 if any open ask is older than its
-    TTL (a row the readers should have expired).
+    TTL (a row the readers should have expired), listed or not: --older-than narrows
+    the listing, never the check.
     """
     minimum = parse_duration(older_than) if older_than else None
     with _gateway(db_url, reading=True) as gateway:
         now = gateway.clock.now()
-        found = [a for a in gateway.audit() if minimum is None or now - a.asked_at >= minimum]
-        overdue = [a for a in found if a.is_expired(now)]
+        everything = gateway.audit()
+        found = [a for a in everything if minimum is None or now - a.asked_at >= minimum]
+        overdue = [a for a in everything if a.is_expired(now)]
         if as_json:
             for ask in found:
                 click.echo(json.dumps({**ask_to_dict(ask, now), "overdue": ask.is_expired(now)}, ensure_ascii=False))
@@ -338,7 +342,8 @@ def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
                 )
             console = Console()
             console.print(table)
-            console.print(f"{len(found)} open, {len(overdue)} past their TTL")
+            shown = f"{len(found)} open" if minimum is None else f"{len(found)} of {len(everything)} open listed"
+            console.print(f"{shown}, {len(overdue)} past their TTL")
     if overdue:
         sys.exit(1)
 

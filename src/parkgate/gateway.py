@@ -188,7 +188,10 @@ class Gateway:
         """Start a registered workflow: its first phase is parked (``asked``).
 
         ``workflow`` is a registered name (:class:`UnknownWorkflow` if it is not);
-        ``replace`` and ``run_id`` are as in :meth:`ask`.
+        ``replace`` is as in :meth:`ask`. A workflow always starts a new run: ``run_id``
+        names it, and naming a run that exists already is an :class:`InputError` that
+        changes nothing (an old run's answers and workflow would otherwise mix with the
+        new one's).
         """
         check_id(conversation_id, "conversation_id")
         if not isinstance(workflow, str):
@@ -196,10 +199,13 @@ class Gateway:
         check_flag(replace, "replace")
         check_optional_id(run_id, "run_id")
         flow = self._workflow(workflow)
+        given_run = run_id is not None
         run_id = run_id or _new_id()
         now = self.clock.now()
 
         def body(tx: Transaction) -> tuple[Reply, list[_Closed]]:
+            if given_run and tx.run(run_id) is not None:
+                raise InputError(f"run {run_id} already exists: a workflow starts a new run (leave run_id out)")
             closed = self._clear_for_new_ask(tx, conversation_id, replace, now)
             run = Run(run_id, conversation_id, flow.name, "running", None, {}, None, now, now)
             reply = self._park_phase(tx, run, flow.first, now)

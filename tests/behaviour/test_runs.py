@@ -79,3 +79,20 @@ def test_an_unknown_run_reads_as_none_and_cannot_be_finished(gateway: Gateway) -
         gateway.finish_run("no-such-run")
     assert isinstance(unknown.value, InputError) and isinstance(unknown.value, LookupError)
     assert "no-such-run" in str(unknown.value)
+
+
+@pytest.mark.parametrize("where", ["same conversation", "another conversation"])
+def test_a_workflow_cannot_start_under_an_existing_run(gateway: Gateway, where: str) -> None:
+    """A workflow's run is new: reusing a run id would leave the workflow stopping after one answer."""
+    gateway.ask("conv-1", "Deploy?", ["Yes", "No"], run_id="run-old")
+    assert gateway.handle("conv-1", "1").kind is ReplyKind.SELECTED
+    before = gateway.run("run-old")
+    conversation = "conv-1" if where == "same conversation" else "conv-2"
+    with pytest.raises(InputError, match="run-old already exists"):
+        gateway.start(conversation, "uml", run_id="run-old")
+    assert gateway.run("run-old") == before  # nothing changed
+    assert gateway.handle(conversation, "1").kind is ReplyKind.PASS  # nothing was parked
+    started = gateway.start(conversation, "uml", run_id="run-new")  # a new id starts as usual
+    assert started.kind is ReplyKind.ASKED and started.run_id == "run-new"
+    chose = gateway.handle(conversation, "1")
+    assert chose.kind is ReplyKind.SELECTED and chose.followup is not None  # the next phase is asked

@@ -91,8 +91,19 @@ def test_asks_older_than_filters(db: str) -> None:
     _park(db, "new", datetime.now(UTC) - timedelta(minutes=3))
     result = CliRunner().invoke(main, ["asks", "--db", db, "--json", "--older-than", "2h"])
     assert [json.loads(line)["conversation_id"] for line in result.stdout.splitlines()] == ["old"]
+    assert result.exit_code == 0  # neither is past its TTL
     bad = CliRunner().invoke(main, ["asks", "--db", db, "--older-than", "soon"])
     assert bad.exit_code == 2 and "not a duration" in bad.output
+
+
+def test_asks_older_than_narrows_the_listing_not_the_ttl_check(db: str) -> None:
+    """An ask past a short TTL but younger than --older-than still fails the clock check."""
+    _park(db, "old", datetime.now(UTC) - timedelta(hours=3))
+    _park(db, "short", datetime.now(UTC) - timedelta(minutes=10), ttl=timedelta(minutes=1))
+    result = CliRunner().invoke(main, ["asks", "--db", db, "--older-than", "2h"])
+    assert result.exit_code == 1
+    assert "1 of 2 open listed, 1 past their TTL" in result.stdout
+    assert "old" in result.stdout and "short" not in result.stdout
 
 
 def test_db_comes_from_the_environment(db: str) -> None:
@@ -129,8 +140,18 @@ def test_chat_runs_the_demo_and_never_sends_a_parked_reply_to_the_model(db: str)
     assert "[retry]" in out and "You said: hello" not in out
     assert "@startuml" in out and "@enduml" in out
     assert out.count(stand_in) == 2  # "what is the weather" and "bye", nothing else
-    assert "not valid UTF-8" in out
+    assert "not valid UTF-8" in out and P.CHAT_REFUSED.split("{")[0] in out
     assert P.PHRASES[ReplyKind.CANCELLED] in out
+
+
+def test_chat_on_a_conversation_with_an_open_question_says_how_to_leave_it(db: str) -> None:
+    _park(db, "c-busy", datetime.now(UTC))
+    result = CliRunner().invoke(main, ["chat", "--db", db, "--conversation", "c-busy"], input=b"/cancel\n/start\n")
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.stdout.split())  # rich wraps long lines
+    assert P.CHAT_STILL_PARKED.format(restart="/start") in said
+    assert P.PHRASES[ReplyKind.CANCELLED] in said  # /cancel dropped the caller's question
+    assert "Which UML diagram" in said  # then /start ran the demo
 
 
 def test_chat_logs_an_expiry_as_one_json_line_on_stderr(db: str) -> None:

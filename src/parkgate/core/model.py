@@ -6,7 +6,11 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
+# AskKind and AskStatus are re-exported: they are stored values, and the store takes
+# them from the data model it persists, never from the phrases module.
+from parkgate.core.phrases import AskKind as AskKind
+from parkgate.core.phrases import AskStatus as AskStatus
+from parkgate.core.phrases import ReplyKind
 
 #: How many distinct menus the per-menu memos keep (the label index, the rendered
 #: question, the options' JSON): enough for the menus in use at once, and bounded so

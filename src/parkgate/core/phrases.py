@@ -100,3 +100,10 @@ EXPIRED_NOTICE = "That question timed out after {hours} h idle and was closed."
 # message would go to the caller's model, and the demo has none.
 STAND_IN_MODEL = "[stand-in model] I am a placeholder, not a real model. You said: {text}"
 WORKFLOW_DONE = "Done."
+# `parkgate chat`: what the demo's restart word says while a question is still open, and
+# how a refused input is reported (the error's own message fills {error}).
+CHAT_STILL_PARKED = (
+    "This conversation already has an open question: answer it, type /menu to see it again, "
+    "or /cancel to drop it (then {restart} runs the demo)."
+)
+CHAT_REFUSED = "refused: {error} (nothing was changed)"

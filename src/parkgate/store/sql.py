@@ -13,8 +13,7 @@ from datetime import datetime
 from functools import cached_property, lru_cache
 from typing import Any
 
-from parkgate.core.model import MENUS_REMEMBERED, Ask
-from parkgate.core.phrases import AskKind, AskStatus
+from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus
 from parkgate.store.base import Run, Transaction
 
 ASK_COLUMNS = (

@@ -15,8 +15,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from parkgate.core.model import Ask
-from parkgate.core.phrases import AskStatus
+from parkgate.core.model import Ask, AskStatus
 from parkgate.store.base import (
     Callback,
     Store,
