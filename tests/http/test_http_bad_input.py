@@ -123,6 +123,14 @@ def test_a_second_open_ask_is_a_409_naming_the_open_one(parked: Any) -> None:
     assert_error(started, 409, "ask_already_open", before["ask_id"])
 
 
+def test_a_workflow_started_under_an_existing_run_is_a_422_that_changes_nothing(parked: Any) -> None:
+    http, conv, before = parked
+    other = conv + "-2"
+    started = http.post("/v1/workflows/uml/start", json={"conversation_id": other, "run_id": before["run_id"]})
+    assert_error(started, 422, "invalid_input", before["run_id"], "already exists")
+    assert http.post(messages_path(other), json={"text": "1"}).json()["kind"] == "pass"  # nothing was parked
+
+
 def test_bad_ids_are_refused_clearly(served: Server, conv: str) -> None:
     with served.client() as http:
         assert_error(http.get("/v1/asks/no-such-ask"), 404, "unknown_ask", "no-such-ask")
