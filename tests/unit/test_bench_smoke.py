@@ -210,3 +210,28 @@ def test_python_m_bench_writes_json_and_prints_the_table(tmp_path: Path, capsys:
     printed = capsys.readouterr().out
     assert "vs LangGraph" in printed and f"wrote {out}" in printed
     assert "synchronous=full" in printed and "synchronous=normal" in printed
+
+
+def test_instructions_counts_a_real_child_run_under_valgrind() -> None:
+    """The valgrind path itself: a child process runs the gateway side and is counted."""
+    from bench import instructions
+
+    counted = instructions.count("gateway", "sqlite", 2, "postgresql://unused")
+    assert counted > 10_000_000  # an interpreter's start-up alone is tens of millions
+
+
+def test_instructions_per_message_is_the_difference_of_two_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import instructions
+
+    # Start-up costs 1,000 on both sides; a message costs 300 (gateway) and 60 (raw).
+    cost = {"gateway": 300, "raw": 60}
+    monkeypatch.setattr(
+        instructions,
+        "count",
+        lambda side, engine, conversations, url: 1_000 + cost[side] * conversations * 5,
+    )
+    result = instructions.measure("sqlite", 10, 30, "postgresql://unused")
+    assert result["instructions_per_message"] == {"gateway": 300, "raw": 60}
+    assert result["raw_over_gateway"] == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="--large"):
+        instructions.measure("sqlite", 30, 30, "postgresql://unused")
