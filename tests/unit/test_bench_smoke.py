@@ -235,3 +235,39 @@ def test_instructions_per_message_is_the_difference_of_two_runs(monkeypatch: pyt
     assert result["raw_over_gateway"] == pytest.approx(0.2)
     with pytest.raises(ValueError, match="--large"):
         instructions.measure("sqlite", 30, 30, "postgresql://unused")
+
+
+def test_profile_reply_samples_the_measured_mix_with_py_spy() -> None:
+    from bench import profile_reply
+
+    text = profile_reply.sample("sqlite", 150, 10, "postgresql://unused", rate=500)
+    assert "on-CPU samples in the measured mix" in text, text
+    assert "Gateway.handle" in text or "handle (parkgate/gateway.py)" in text, text
+
+
+def test_profile_reply_counts_only_stacks_through_the_measured_mix() -> None:
+    from bench import profile_reply
+
+    lines = [
+        "<module> (x.py:1);warm_up (x.py:2);handle (parkgate/gateway.py:9) 50",  # outside: ignored
+        "<module> (x.py:1);measured_mix (bench/profile_reply.py:4);handle (parkgate/gateway.py:9) 30",
+        "<module> (x.py:1);measured_mix (bench/profile_reply.py:4);handle (parkgate/gateway.py:12);"
+        "Connection.wait (psycopg/connection.py:495) 60",
+        "<module> (x.py:1);measured_mix (bench/profile_reply.py:4);step (parkgate/core/machine.py:3) 10",
+    ]
+    text = profile_reply.summarise_samples(lines, 5)
+    assert text.startswith("100 on-CPU samples")
+    assert "60% in the store's I/O" in text
+    inclusive, own = text.split("self")
+    assert "90.0%  handle (parkgate/gateway.py)" in inclusive  # its two lines add up; counted once a stack
+    assert "<module>" not in text and "measured_mix" not in text  # only what the mix called
+    assert "60.0%  Connection.wait (psycopg/connection.py)" in own
+    assert "30.0%  handle (parkgate/gateway.py)" in own
+    assert profile_reply.summarise_samples(lines[:1], 5).startswith("no samples")
+
+
+def test_profile_reply_cprofile_still_counts_calls() -> None:
+    from bench import profile_reply
+
+    text = profile_reply.profile("sqlite", 10, "ncalls", 5, "postgresql://unused")
+    assert "function calls" in text
