@@ -390,11 +390,7 @@ def doorcheck(db_url: str | None, url: str | None, token: str | None, conversati
             try:
                 gateway.start(conversation_id, "uml")
             except AskAlreadyOpen as busy:  # the transaction rolled back: nothing changed
-                raise click.ClickException(
-                    f"conversation {conversation_id!r} is busy: it already has an open ask ({busy.ask_id}), "
-                    "and the door check needs a fresh one; pick another --conversation, or leave it out "
-                    "to check in a new conversation"
-                ) from None
+                raise _busy(conversation_id, busy.ask_id) from None
             lines = list(_doorcheck_lines(lambda text: gateway.handle(conversation_id, text).to_dict()))
     for line in lines:
         click.echo(json.dumps(line, ensure_ascii=False))
@@ -424,25 +420,73 @@ def path_segment(value: str) -> str:
     return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
 
 
+def _busy(conversation_id: str, ask_id: str | None) -> click.ClickException:
+    return click.ClickException(
+        f"conversation {conversation_id!r} is busy: it already has an open ask ({ask_id or 'unknown id'}), "
+        "and the door check needs a fresh one; pick another --conversation, or leave it out "
+        "to check in a new conversation"
+    )
+
+
+def _header_safe(token: str) -> bool:
+    """Whether ``token`` can travel in an HTTP header as it is: printable ASCII, no spaces."""
+    return token.isascii() and token.isprintable() and not any(c.isspace() for c in token)
+
+
+def _json_object(response: Any) -> dict[str, Any] | None:
+    """A response's body as a JSON object; ``None`` when it is not one."""
+    try:
+        data = response.json()
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def _doorcheck_http(base: str, token: str | None, conversation_id: str) -> list[dict[str, Any]]:
+    """The door check against a live gateway; every way it can fail is one ``Error:`` line."""
     import httpx
 
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        with httpx.Client(base_url=base, headers=headers, timeout=10) as client:
+        url = httpx.URL(base)
+    except httpx.InvalidURL as error:
+        raise click.ClickException(f"--url {base!r} is not a valid URL ({error})") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise click.ClickException(f"--url must look like http://host:port, not {base!r}")
+    if token is not None and not _header_safe(token):
+        # Not shown: it is a secret, and a stray newline is the usual cause.
+        raise click.ClickException("--token must be printable ASCII with no spaces or line breaks")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def answer(response: httpx.Response, what: str) -> dict[str, Any]:
+        """The JSON body of a 2xx reply; anything else names the server's own reason."""
+        data = _json_object(response)
+        if response.is_success and data is not None:
+            return data
+        if data is not None and "error" in data:
+            reason = f"{data['error']}: {data.get('detail', '')}"
+        else:
+            reason = "not parkgate's JSON" if response.is_success else response.reason_phrase
+        raise click.ClickException(
+            f"the gateway at {base} refused {what} (HTTP {response.status_code}, {reason})".replace("\n", " ")
+        )
+
+    try:
+        with httpx.Client(base_url=url, headers=headers, timeout=10) as client:
             started = client.post("/v1/workflows/uml/start", json={"conversation_id": conversation_id})
-            started.raise_for_status()
+            if started.status_code == 409:
+                raise _busy(conversation_id, (_json_object(started) or {}).get("open_ask_id"))
+            answer(started, "to start the demo workflow")
+            path = f"/v1/conversations/{path_segment(conversation_id)}/messages"
 
             def send(text: str) -> dict[str, Any]:
-                path = f"/v1/conversations/{path_segment(conversation_id)}/messages"
-                response = client.post(path, json={"text": text})
-                response.raise_for_status()
-                data: dict[str, Any] = response.json()
-                return data
+                reply = answer(client.post(path, json={"text": text}), f"the message {text!r}")
+                if not {"kind", "parked", "text"} <= reply.keys():
+                    raise click.ClickException(f"the gateway at {base} answered {text!r} without a reply kind")
+                return reply
 
             return list(_doorcheck_lines(send))
     except httpx.HTTPError as error:
-        raise click.ClickException(f"the gateway at {base} did not answer as expected: {error}") from None
+        raise click.ClickException(f"the gateway at {base} did not answer ({error})") from None
 
 
 @main.command()

@@ -243,7 +243,7 @@ def test_doorcheck_on_a_busy_conversation_prints_no_traceback_as_a_program(db: s
         (["chat", "--conversation", "x" * 500], "conversation_id is 500 characters"),
         (["doorcheck", "--db", "{tmp}/junk.db"], "not a parkgate database"),
         (["doorcheck", "--url", "http://[not-a-host"], "did not answer"),
-        (["doorcheck", "--url", "ftp://127.0.0.1:1"], "did not answer"),
+        (["doorcheck", "--url", "ftp://127.0.0.1:1"], "must look like http://host:port"),
         (["migrate", "--db", "sqlite:///{tmp}/no/such/folder.db"], "does not exist"),
         (["prove", "--db", "ftp://example.org/x"], "unknown store URL"),
     ],

@@ -51,6 +51,9 @@ MESSAGE_CASES = [
     ({"content": b'{"text":"\xc3"}', "headers": {"content-type": "application/json"}}, 422, "malformed_json",
      ("not valid UTF-8",)),
     ({"content": '{"text": "1"}'.encode("utf-16")}, 422, "malformed_json", ("not valid UTF-8",)),
+    # Nesting the JSON decoder gives up on: malformed JSON too, not a bare 400.
+    ({"content": b'{"text": "1", "message_id": ' + b"[" * 5000 + b"]" * 5000 + b"}"}, 422, "malformed_json",
+     ("nested too deeply",)),
     ({"content": '{"text": "1"}'.encode("utf-32")}, 422, "malformed_json", ("not valid UTF-8",)),
     ({"content": b""}, 422, "invalid_request", ("JSON object",)),
     ({"json": [1, 2]}, 422, "invalid_request", ("JSON object",)),
@@ -112,6 +115,14 @@ def test_a_bad_ask_is_refused_with_what_is_wrong(
         assert_error(http.post("/v1/asks", json={"conversation_id": conv, **fields}), status, error, *mentions)
         # nothing was parked
         assert http.post(messages_path(conv), json={"text": "1"}).json()["kind"] == "pass"
+
+
+def test_replace_null_means_the_default_like_every_optional_field(parked: Any) -> None:
+    http, conv, before = parked
+    response = http.post("/v1/asks", json={"conversation_id": conv, "prompt": "Again?", "replace": None})
+    assert_error(response, 409, "ask_already_open", before["ask_id"])  # null: not replacing
+    started = http.post("/v1/workflows/uml/start", json={"conversation_id": conv, "replace": None})
+    assert_error(started, 409, "ask_already_open", before["ask_id"])
 
 
 def test_a_second_open_ask_is_a_409_naming_the_open_one(parked: Any) -> None:

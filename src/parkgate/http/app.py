@@ -40,7 +40,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
@@ -163,6 +163,9 @@ class _Body(BaseModel):
 
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
+#: A yes/no field that defaults to no; ``null`` means the default, as it does for every
+#: other optional field.
+Flag = Annotated[bool, BeforeValidator(lambda value: False if value is None else value)]
 
 
 class AskIn(_Body):
@@ -177,7 +180,7 @@ class AskIn(_Body):
     prompt: Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)] | None = None
     options: Annotated[list[Label], Field(max_length=MAX_OPTIONS)] | None = None
     ttl_seconds: Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)] | None = None
-    replace: bool = False
+    replace: Flag = False
     callback_url: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
     default: str | None = Field(default=None, description="Recorded as the answer if the ask expires.")
     skill_output: Annotated[str, Field(max_length=MAX_SKILL_OUTPUT_CHARS)] | None = Field(
@@ -207,7 +210,7 @@ class StartIn(_Body):
 
     conversation_id: Id
     run_id: Id | None = None
-    replace: bool = False
+    replace: Flag = False
 
 
 class FinishIn(_Body):
@@ -649,6 +652,11 @@ def create_app(
             allowed = _allowed_methods(app, request)
             detail = f"{request.method} is not allowed here; use {', '.join(allowed)}"
             return error_response(405, "method_not_allowed", detail, {"Allow": ", ".join(allowed)})
+        if error.status_code == 400:
+            # The app raises no 400 of its own: this is FastAPI failing to parse a body the
+            # JSON decoder gave up on in some other way than a syntax error (nesting too deep
+            # for it). To the client that is malformed JSON, like any other.
+            return error_response(422, "malformed_json", "the body could not be read as JSON (nested too deeply?)")
         return error_response(error.status_code, "http_error", str(error.detail), error.headers)
 
     def answer(status: int, code: str) -> Callable[[Request, Exception], Awaitable[Response]]:
