@@ -27,6 +27,7 @@ from parkgate.http.app import (
     SERVER_PG_TIMEOUT_SECONDS,
     store_from_env,
 )
+from parkgate.store import StoreUnavailable
 from parkgate.store.postgres import PostgresStore, create_schema, drop_schema
 
 PARKGATE_TABLES = {"asks", "runs", "inbound_messages", "outbox", "schema_migrations"}
@@ -330,3 +331,19 @@ def test_prove_never_prints_the_store_password(pg_schema: str, clean_env: pytest
     assert result.exit_code == 0, result.output
     assert "sekret-word" not in result.output
     assert "== " + with_password.replace("sekret-word", "***") in result.output
+
+
+def test_an_unreachable_postgresql_is_one_error_line_with_the_servers_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The pool's own retries stay quiet; the one error says why (here: nothing listens on port 1)."""
+    unreachable = "postgresql://postgres@127.0.0.1:1/test"
+    with caplog.at_level(logging.DEBUG, logger="psycopg.pool"), pytest.raises(StoreUnavailable) as refused:
+        PostgresStore(unreachable, timeout=1.0)
+    message = str(refused.value)
+    assert "Connection refused" in message and "\n" not in message
+    assert not [r for r in caplog.records if r.name == "psycopg.pool" and r.levelno >= logging.WARNING]
+    result = CliRunner().invoke(main, ["serve", "--db", unreachable, "--port", "0"])
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Connection refused" in lines[0], result.output

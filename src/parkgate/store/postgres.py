@@ -336,8 +336,23 @@ class _SchemaRefused(Exception):
         self.error = error
 
 
+def _drop_records(record: logging.LogRecord) -> bool:
+    """A logging filter that lets nothing through."""
+    return False
+
+
+def _why_unreachable(url: str, timeout: float) -> psycopg.Error | None:
+    """The server's own reason when a pool could not open (it says only that it timed out)."""
+    try:
+        psycopg.connect(url, connect_timeout=max(1, min(int(timeout), 5))).close()
+    except psycopg.Error as error:
+        return error
+    return None  # reachable now: the timeout's own message is the reason
+
+
 def _unavailable(error: Exception) -> StoreUnavailable:
-    return StoreUnavailable(f"PostgreSQL is unreachable right now; try again ({error})".strip())
+    reason = " ".join(str(error).split())  # libpq's messages run over lines: one line here
+    return StoreUnavailable(f"PostgreSQL is unreachable right now; try again ({reason})")
 
 
 class PostgresStore(Store):
@@ -389,11 +404,17 @@ class PostgresStore(Store):
             # Drop connections that died with a server restart instead of handing them out.
             check=check_idle_connection,
         )
+        # While opening, the pool retries in its own thread and logs a warning per failed
+        # try; the store raises the reason once instead (one clear error for a CLI or a host).
+        pool_log = logging.getLogger("psycopg.pool")
+        pool_log.addFilter(_drop_records)
         try:
             self._pool.open(wait=True, timeout=timeout)
         except PoolTimeout as error:
             self._pool.close()
-            raise _unavailable(error) from None
+            raise _unavailable(_why_unreachable(url, timeout) or error) from None
+        finally:
+            pool_log.removeFilter(_drop_records)
         try:
             if migrate:
                 self.migrate()
