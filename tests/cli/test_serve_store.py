@@ -334,7 +334,7 @@ def test_prove_never_prints_the_store_password(pg_schema: str, clean_env: pytest
 
 
 def test_an_unreachable_postgresql_is_one_error_line_with_the_servers_reason(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, clean_env: pytest.MonkeyPatch
 ) -> None:
     """The pool's own retries stay quiet; the one error says why (here: nothing listens on port 1)."""
     unreachable = "postgresql://postgres@127.0.0.1:1/test"
