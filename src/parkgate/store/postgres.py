@@ -253,27 +253,35 @@ def check_idle_connection(conn: psycopg.Connection[Any]) -> None:
     """
     if conn.closed or conn.broken:
         raise psycopg.OperationalError("the connection is closed")
-    if _readable(conn):
+    if _kept(conn).readable():
         ConnectionPool.check_connection(conn)
 
 
-def _readable(conn: psycopg.Connection[Any]) -> bool:
-    """Whether the connection's socket has something to read, without waiting.
+class _Kept:
+    """What the store keeps on each pooled connection, made once when the pool opens it.
 
-    The poll object is made once per connection (its socket never changes) and kept on
-    it: making and registering one on every checkout cost more than the poll itself.
+    ``cursor`` is the one cursor every transaction on the connection uses: a cursor is
+    only a client-side object (its adapters and last result), and making one a message
+    was a measurable part of the client's work. ``readable`` polls the socket without
+    waiting, through a poll object registered once (its socket never changes).
     """
-    poll: Callable[[], Sequence[Any]] | None = getattr(conn, "_parkgate_poll", None)
-    if poll is None:
+
+    __slots__ = ("cursor", "readable")
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.cursor: psycopg.Cursor[Any] = conn.cursor()
         fd = conn.fileno()
         if hasattr(select, "poll"):  # any fd number
             poller = select.poll()
             poller.register(fd, select.POLLIN)
-            poll = partial(poller.poll, 0)
+            self.readable: Callable[[], object] = partial(poller.poll, 0)
         else:  # Windows: no poll(); select() suffices
-            poll = partial(lambda fd: select.select([fd], [], [], 0)[0], fd)
-        conn._parkgate_poll = poll  # type: ignore[attr-defined]
-    return bool(poll())
+            self.readable = partial(lambda fd: select.select([fd], [], [], 0)[0], fd)
+
+
+def _kept(conn: psycopg.Connection[Any]) -> _Kept:
+    kept: _Kept = conn._parkgate  # type: ignore[attr-defined]  # set by the pool's configure
+    return kept
 
 
 _RETRYABLE = (
@@ -282,19 +290,6 @@ _RETRYABLE = (
     psycopg.errors.SerializationFailure,
     psycopg.errors.InvalidSqlStatementName,
 )
-
-
-def _cursor(conn: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
-    """The connection's one cursor, made on first use and reused by every transaction on it.
-
-    A cursor is only a client-side object (its adapters and last result), so a pooled
-    connection needs no more than one; making and closing one a message was a measurable
-    part of the client's work. It goes when the connection goes.
-    """
-    cur: psycopg.Cursor[Any] | None = getattr(conn, "_parkgate_cursor", None)
-    if cur is None:
-        cur = conn._parkgate_cursor = conn.cursor()  # type: ignore[attr-defined]
-    return cur
 
 
 def _enter_pipeline(conn: psycopg.Connection[Any], stack: ExitStack) -> None:
@@ -390,6 +385,7 @@ class PostgresStore(Store):
         def configure(conn: psycopg.Connection[Any]) -> None:
             if schema:
                 conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
+            conn._parkgate = _Kept(conn)  # type: ignore[attr-defined]  # goes when the connection goes
 
         self._pool = ConnectionPool(
             url,
@@ -460,7 +456,7 @@ class PostgresStore(Store):
                     failed: psycopg.Error | None = None
                     try:
                         with ExitStack() as stack:
-                            cur = _cursor(conn)
+                            cur = _kept(conn).cursor
                             tx = PostgresTransaction(cur, self.recent, partial(_enter_pipeline, conn, stack))
                             try:
                                 yield tx
