@@ -24,12 +24,11 @@ import re
 import shutil
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.common import postgres_url, store_target, workdir
-from bench.reply_path import _gateway_ops, _park_raw_targets, _raw_loop, script
+from bench.common import postgres_url
+from bench.reply_path import _park_raw_targets, _raw_loop, checked_ops, fresh_gateway, script
 
 SIDES = ("gateway", "raw")
 MESSAGES_PER_CONVERSATION = 5  # the mix's park, two bounces, menu, select (or cancel/answer)
@@ -40,24 +39,15 @@ _COLLECTED = re.compile(r"Collected : (\d+)")
 
 def run_side(side: str, engine: str, conversations: int, pg_url: str) -> None:
     """The child's work: ``conversations`` scripts (or as many raw UPDATEs) on a fresh store."""
-    from parkgate import Gateway
-
-    with workdir() as work, store_target(engine, work, pg_url, "instructions") as target:
-        gateway = Gateway(store=target.open())
-        try:
-            if side == "gateway":
-                wrong: list[str] = []
-                _gateway_ops(gateway, script(range(10**6, 10**6 + WARM_UP_CONVERSATIONS)), [], [], Counter(), [])
-                _gateway_ops(gateway, script(range(conversations)), [], [], Counter(), wrong)
-                if wrong:
-                    raise SystemExit(f"unexpected reply kinds: {wrong}")
-            else:
-                ids = _park_raw_targets(gateway, 1)[0]
-                raw = _raw_loop(target, gateway.store)
-                raw(ids[:WARM_UP_CONVERSATIONS], [])
-                raw([ids[i % len(ids)] for i in range(conversations * MESSAGES_PER_CONVERSATION)], [])
-        finally:
-            gateway.close()
+    with fresh_gateway(engine, pg_url, "instructions") as (target, gateway):
+        if side == "gateway":
+            checked_ops(gateway, script(range(10**6, 10**6 + WARM_UP_CONVERSATIONS)))
+            checked_ops(gateway, script(range(conversations)))
+        else:
+            ids = _park_raw_targets(gateway, 1)[0]
+            raw = _raw_loop(target, gateway.store)
+            raw(ids[:WARM_UP_CONVERSATIONS], [])
+            raw([ids[i % len(ids)] for i in range(conversations * MESSAGES_PER_CONVERSATION)], [])
 
 
 def count(side: str, engine: str, conversations: int, pg_url: str) -> int:

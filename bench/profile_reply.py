@@ -32,8 +32,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import postgres_url, store_target, workdir
-from bench.reply_path import Call, _gateway_ops, script
+from bench.common import postgres_url
+from bench.reply_path import Call, checked_ops, fresh_gateway, script
 
 #: Conversations run before measuring: connections, caches and prepared statements warm.
 WARM_UP_CONVERSATIONS = 20
@@ -50,28 +50,18 @@ _LINE_NUMBER = re.compile(r":\d+\)$")
 
 def measured_mix(gateway: Any, calls: Sequence[Call]) -> None:
     """The profiled part. Its name marks the samples that count (see :func:`summarise_samples`)."""
-    wrong: list[str] = []
-    _gateway_ops(gateway, calls, [], [], Counter(), wrong)
-    if wrong:
-        raise SystemExit(f"unexpected reply kinds: {wrong}")
+    checked_ops(gateway, calls)
 
 
 def _run_mix(engine: str, conversations: int, pg_url: str, synchronous: str, profiler: Any = None) -> None:
-    from parkgate import Gateway
-
-    with workdir() as work, store_target(engine, work, pg_url, "profile", synchronous=synchronous) as target:
-        gateway = Gateway(store=target.open())
-        try:
-            warm_up = range(conversations, conversations + WARM_UP_CONVERSATIONS)
-            _gateway_ops(gateway, script(warm_up), [], [], Counter(), [])
-            calls = script(range(conversations))
-            if profiler is not None:
-                profiler.enable()
-            measured_mix(gateway, calls)
-            if profiler is not None:
-                profiler.disable()
-        finally:
-            gateway.close()
+    with fresh_gateway(engine, pg_url, "profile", synchronous) as (_, gateway):
+        checked_ops(gateway, script(range(conversations, conversations + WARM_UP_CONVERSATIONS)))
+        calls = script(range(conversations))
+        if profiler is not None:
+            profiler.enable()
+        measured_mix(gateway, calls)
+        if profiler is not None:
+            profiler.disable()
 
 
 def profile(engine: str, conversations: int, sort: str, limit: int, pg_url: str, synchronous: str = "full") -> str:

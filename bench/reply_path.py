@@ -21,13 +21,14 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import StoreTarget, latency_summary, ratio, store_target, until_wal_settles
+from bench.common import StoreTarget, latency_summary, ratio, store_target, until_wal_settles, workdir
 
 OPTIONS = ("Sequence diagram", "Class diagram", "Activity diagram")
 CHOICE_PROMPT = "Which UML diagram should I draw?"
@@ -161,6 +162,27 @@ def _gateway_ops(
         if kind != EXPECTED[flavour][step] and len(wrong) < 10:
             wrong.append(f"{conversation} step {step}: {kind}, expected {EXPECTED[flavour][step]}")
     return len(calls)
+
+
+def checked_ops(gateway: Any, calls: Sequence[Call]) -> None:
+    """Run ``calls`` untimed (the profiler's and the instruction counter's mix); a wrong kind raises."""
+    wrong: list[str] = []
+    _gateway_ops(gateway, calls, [], [], Counter(), wrong)
+    if wrong:
+        raise SystemExit(f"unexpected reply kinds: {wrong}")
+
+
+@contextmanager
+def fresh_gateway(engine: str, pg_url: str, label: str, synchronous: str = "full") -> Iterator[tuple[StoreTarget, Any]]:
+    """A gateway on a new, empty store (its target too), closed and removed afterwards."""
+    from parkgate import Gateway
+
+    with workdir() as work, store_target(engine, work, pg_url, label, synchronous=synchronous) as target:
+        gateway = Gateway(store=target.open())
+        try:
+            yield target, gateway
+        finally:
+            gateway.close()
 
 
 #: Raw UPDATEs per warm-up batch while a SQLite WAL grows (one WAL frame each).
