@@ -4,6 +4,11 @@ The statements are not retyped here: the store's own :class:`SqlTransaction` run
 reads through a recording cursor, and each recorded statement is then explained with
 its parameters. The table is loaded (through the store's own insert path) with many
 closed asks and a few open ones, so that a full scan would be the wrong plan.
+
+On PostgreSQL the one-round-trip message runs inside ``parkgate_step`` and
+``parkgate_claim``, whose statements PL/pgSQL plans once per connection and keeps.
+Those plans are read with ``auto_explain`` as the functions run, as generic plans, on a
+small table never analysed (a new deployment's first messages) and again once it is.
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+import pytest
 from psycopg import sql as pgsql
 
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind, AskStatus
 from parkgate.store import Run, Store
+from parkgate.store.postgres import _CLAIM, _STEP, DIALECT, PostgresStore
 from parkgate.store.sql import Dialect, SqlTransaction
 
 if TYPE_CHECKING:
@@ -46,11 +53,11 @@ class RecordingCursor:
         return self.cursor.fetchall()
 
 
-def _load(store: Store) -> None:
+def _load(store: Store, rows: int = ROWS, open_every: int = OPEN_EVERY) -> None:
     with store.transaction() as tx:
-        for n in range(ROWS):
+        for n in range(rows):
             tx.save_run(Run(f"run-{n}", f"conv-{n}", None, "running", None, {}, None, T0, T0))
-            status = AskStatus.OPEN if n % OPEN_EVERY == 0 else AskStatus.ANSWERED
+            status = AskStatus.OPEN if n % open_every == 0 else AskStatus.ANSWERED
             tx.insert_ask(
                 Ask(
                     id=f"ask-{n}",
@@ -148,3 +155,90 @@ def test_reads_use_their_indexes(store: Store, store_location: StoreLocation) ->
     assert "inbound_messages_pkey" in combined or "inbound_messages USING PRIMARY KEY" in combined, combined
     assert "Seq Scan" not in combined, combined
     assert "SCAN asks" not in combined.replace("SCAN asks USING INDEX", ""), combined
+
+
+#: auto_explain, for one session: every statement's plan, nested ones too, sent to the
+#: client as a NOTICE. Plans are generic (what PL/pgSQL caches for a connection's life).
+_EXPLAIN_EVERYTHING = (
+    "LOAD 'auto_explain'",
+    "SET auto_explain.log_min_duration = 0",
+    "SET auto_explain.log_nested_statements = on",
+    "SET auto_explain.log_level = notice",
+    "SET client_min_messages = notice",
+    "SET plan_cache_mode = force_generic_plan",
+)
+
+
+def _function_plans(conn: psycopg.Connection[Any]) -> dict[str, str]:
+    """The plans of parkgate_claim's and parkgate_step's statements, by their first words.
+
+    Each function runs as the store calls it, on an open ask, in a transaction rolled
+    back afterwards so the table is as loaded for the next call.
+    """
+    ask_id, conversation_id, run_id, touched, misses, ttl = conn.execute(
+        "SELECT id, conversation_id, run_id, last_touched, mismatches, ttl_seconds FROM asks "
+        "WHERE status = 'open' ORDER BY id DESC LIMIT 1"
+    ).fetchone() or pytest.fail("the load parked no ask")
+    expected = (conversation_id, "msg-new", ask_id, touched, misses, ttl)
+    step = (
+        *expected,
+        *("open", None, None, None, touched + timedelta(seconds=1), None, misses + 1),
+        *(run_id, "running", None, ask_id, touched),
+        *('{"kind": "retry"}', touched),
+    )
+    notices: list[str] = []
+    conn.add_notice_handler(lambda diagnostic: notices.append(diagnostic.message_primary or ""))
+    for statement, params in ((_CLAIM, expected), (_STEP, step)):
+        with conn.transaction(force_rollback=True):
+            conn.execute(DIALECT.sql(statement).encode(), params)
+    plans: dict[str, str] = {}
+    for notice in notices:
+        text = notice.split("Query Text:", 1)[-1].strip()
+        plans.setdefault(" ".join(text.split()[:3]), notice)
+    return plans
+
+
+def _function_plans_on(pg_url: str, pg_schema: str, rows: int, *, analysed: bool) -> dict[str, str]:
+    store = PostgresStore(pg_url, schema=pg_schema)
+    try:
+        _load(store, rows=rows, open_every=1 if rows < ROWS else OPEN_EVERY)
+    finally:
+        store.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(pg_schema)))
+        if analysed:
+            conn.execute("ANALYZE")
+        for setting in _EXPLAIN_EVERYTHING:
+            conn.execute(setting.encode())
+        return _function_plans(conn)
+
+
+def _by_key(plan: str, index: str) -> None:
+    assert f"Index Scan using {index}" in plan, plan
+    assert "asks_open_by_age" not in plan and "Seq Scan" not in plan, plan
+
+
+@pytest.mark.postgres
+def test_parkgate_step_finds_the_ask_by_its_key_on_a_new_table(pg_url: str, pg_schema: str) -> None:
+    """A new deployment's first messages, on a few rows that were never analysed.
+
+    PL/pgSQL plans the step's statements then and keeps the plans for the connection's
+    life, however large the table grows (with autovacuum off, nothing ever replans them).
+    The check-and-write must find the ask by its primary key: a scan of every open ask
+    (asks_open_by_age, filtered on id) costs the planner the same on such a table, and
+    schema v3 chose it, so each message's cost grew with the number of parked asks.
+    """
+    plans = _function_plans_on(pg_url, pg_schema, 40, analysed=False)
+    _by_key(plans["UPDATE asks SET"], "asks_pkey")
+    _by_key(plans["UPDATE runs SET"], "runs_pkey")
+
+
+@pytest.mark.postgres
+def test_the_one_round_trip_functions_use_their_indexes(pg_url: str, pg_schema: str) -> None:
+    plans = _function_plans_on(pg_url, pg_schema, ROWS, analysed=True)
+    _by_key(plans["UPDATE asks SET"], "asks_pkey")
+    _by_key(plans["UPDATE runs SET"], "runs_pkey")
+    # The claim reads the conversation's open ask, and its message id, each on its index.
+    _by_key(plans["SELECT id, last_touched,"], "asks_open_by_conversation")
+    seen_before = next(plan for plan in plans.values() if "FROM inbound_messages" in plan)
+    assert "inbound_messages_pkey" in seen_before and "Seq Scan" not in seen_before, seen_before

@@ -1,0 +1,4 @@
+-- parkgate schema v4 (SQLite): nothing changes. Version 4 replaces PostgreSQL's
+-- parkgate_step so that it always finds the ask by its primary key; SQLite has no such
+-- function. Both engines keep the same version numbers so `parkgate migrate` reports
+-- alike on either.
