@@ -271,3 +271,44 @@ def test_profile_reply_cprofile_still_counts_calls() -> None:
 
     text = profile_reply.profile("sqlite", 10, "ncalls", 5, "postgresql://unused")
     assert "function calls" in text
+
+
+@pytest.mark.postgres
+def test_cpu_split_reads_the_local_servers_processes(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import cpu_split
+
+    monkeypatch.setenv("PARKGATE_BENCH_POSTGRES_URL", pg_url)
+    result = cpu_split.measure(conversations=60, rounds=1, pg_url=pg_url)
+    assert result["messages_per_side"] == 300
+    for side in cpu_split.SIDES:
+        row = result["cpu_us_per_message"][side]
+        # The server is on this machine: its share is read, not unknown.
+        assert row["server_user"] is not None and row["server_system"] is not None, row
+        assert row["total"] == pytest.approx(
+            row["client_user"] + row["client_system"] + row["server_user"] + row["server_system"]
+        )
+    table = cpu_split.render(result)
+    assert "server user" in table.splitlines()[1] and table.splitlines()[-1].startswith("raw / gateway (total) ")
+    assert result["cpu_us_per_message"]["gateway"]["client_user"] > 0  # ~0.1 s of the mix: counted
+
+
+def test_cpu_split_never_counts_a_process_that_is_not_postgres() -> None:
+    """A remote server's pid may name some other process here: it is not read."""
+    import os
+
+    from bench import cpu_split
+
+    assert cpu_split.process_ticks(os.getpid()) is None  # this is python, not postgres
+    assert cpu_split.process_ticks(2**22 + 7) is None  # no such process
+    unknown = cpu_split.measured(lambda: None, [os.getpid()])
+    assert unknown.server_user is None and unknown.total is None
+    result = {
+        "messages_per_side": 10,
+        "cpu_us_per_message": {
+            side: dict.fromkeys(("client_user", "client_system"), 1.0)
+            | dict.fromkeys(("server_user", "server_system", "total"))
+            for side in cpu_split.SIDES
+        },
+        "raw_over_gateway": None,
+    }
+    assert "unknown: the server is not on this machine" in cpu_split.render(result)
