@@ -181,7 +181,8 @@ class Gateway:
         text = check_message(skill_output, limit=MAX_SKILL_OUTPUT_CHARS, what="skill output")
         spec = stopping_point.find(text)
         if spec is None:
-            return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False)
+            # Nothing was parked, but it is still a reply a surface sends: counted like any other.
+            return self._counted(Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False))
         return self._park(conversation_id, spec, run_id, ask_ttl, replace, None, callback_url, None)
 
     def start(self, conversation_id: str, workflow: str, *, replace: bool = False, run_id: str | None = None) -> Reply:
