@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.common import postgres_url
-from bench.reply_path import _park_raw_targets, _raw_loop, checked_ops, fresh_gateway, script
+from bench.reply_path import checked_ops, cycled, fresh_gateway, script, warmed_raw_loop
 
 SIDES = ("gateway", "raw")
 WARM_UP_CONVERSATIONS = 200
@@ -102,13 +102,11 @@ def measure(conversations: int, rounds: int, pg_url: str) -> dict[str, Any]:
     messages = 0
     with fresh_gateway("postgres", pg_url, "cpusplit") as (target, gateway):
         checked_ops(gateway, script(range(10**6, 10**6 + WARM_UP_CONVERSATIONS)))
-        ids = _park_raw_targets(gateway, 1)[0]
-        raw = _raw_loop(target, gateway.store)
-        raw(ids[:WARM_UP_CONVERSATIONS], [])
+        raw, ids = warmed_raw_loop(target, gateway, WARM_UP_CONVERSATIONS)
         pids = server_pids(gateway.store)
         for n in range(rounds):
             calls = script(range(n * conversations, (n + 1) * conversations))
-            targets = [ids[i % len(ids)] for i in range(len(calls))]
+            targets = cycled(ids, len(calls))
             totals["gateway"] += measured(lambda calls=calls: checked_ops(gateway, calls), pids)
             totals["raw"] += measured(lambda targets=targets: raw(targets, []), pids)
             messages += len(calls)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import postgres_url
-from bench.reply_path import _park_raw_targets, _raw_loop, checked_ops, fresh_gateway, script
+from bench.reply_path import checked_ops, cycled, fresh_gateway, script, warmed_raw_loop
 
 SIDES = ("gateway", "raw")
 MESSAGES_PER_CONVERSATION = 5  # the mix's park, two bounces, menu, select (or cancel/answer)
@@ -44,10 +44,8 @@ def run_side(side: str, engine: str, conversations: int, pg_url: str) -> None:
             checked_ops(gateway, script(range(10**6, 10**6 + WARM_UP_CONVERSATIONS)))
             checked_ops(gateway, script(range(conversations)))
         else:
-            ids = _park_raw_targets(gateway, 1)[0]
-            raw = _raw_loop(target, gateway.store)
-            raw(ids[:WARM_UP_CONVERSATIONS], [])
-            raw([ids[i % len(ids)] for i in range(conversations * MESSAGES_PER_CONVERSATION)], [])
+            raw, ids = warmed_raw_loop(target, gateway, WARM_UP_CONVERSATIONS)
+            raw(cycled(ids, conversations * MESSAGES_PER_CONVERSATION), [])
 
 
 def count(side: str, engine: str, conversations: int, pg_url: str) -> int:

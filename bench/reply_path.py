@@ -204,8 +204,7 @@ def _warm_up(target: StoreTarget, gateway: Any, raw: Callable[[Sequence[str], li
     if target.engine == "sqlite":
         from parkgate.store.sqlite import path_from_url
 
-        ids = plan.raw_ids
-        batch = [ids[i % len(ids)] for i in range(WARM_UP_WRITES)]
+        batch = cycled(plan.raw_ids, WARM_UP_WRITES)
         until_wal_settles(lambda _: raw(batch, []), path_from_url(target.url))
 
 
@@ -270,6 +269,22 @@ def _plans(conversations: int, rounds: int, workers: int, raw_ids: Sequence[Sequ
         per_round = tuple(tuple(mine[r::rounds]) for r in range(rounds))
         plans.append(Plan(w, per_round, tuple(raw_ids[w])))
     return plans
+
+
+def cycled(ids: Sequence[str], count: int) -> list[str]:
+    """``count`` row ids taken from ``ids`` in turn: the raw side's rows for ``count`` writes."""
+    return [ids[i % len(ids)] for i in range(count)]
+
+
+def warmed_raw_loop(
+    target: StoreTarget, gateway: Any, warm_up: int
+) -> tuple[Callable[[Sequence[str], list[int]], None], list[str]]:
+    """The raw loop on ``gateway``'s store and its target rows, parked and ``warm_up`` of them
+    updated once (the tools that run one side at a time: instructions, cpu_split)."""
+    ids = _park_raw_targets(gateway, 1)[0]
+    raw = _raw_loop(target, gateway.store)
+    raw(ids[:warm_up], [])
+    return raw, ids
 
 
 def _park_raw_targets(gateway: Any, workers: int) -> list[list[str]]:
