@@ -199,10 +199,11 @@ def _function_plans(conn: psycopg.Connection[Any]) -> dict[str, str]:
     return plans
 
 
-def _function_plans_on(pg_url: str, pg_schema: str, rows: int, *, analysed: bool) -> dict[str, str]:
+def _function_plans_on(pg_url: str, pg_schema: str, *, analysed: bool, **load: int) -> dict[str, str]:
+    """The functions' plans on a store loaded by ``_load(store, **load)``."""
     store = PostgresStore(pg_url, schema=pg_schema)
     try:
-        _load(store, rows=rows, open_every=1 if rows < ROWS else OPEN_EVERY)
+        _load(store, **load)
     finally:
         store.close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
@@ -229,14 +230,14 @@ def test_parkgate_step_finds_the_ask_by_its_key_on_a_new_table(pg_url: str, pg_s
     (asks_open_by_age, filtered on id) costs the planner the same on such a table, and
     schema v3 chose it, so each message's cost grew with the number of parked asks.
     """
-    plans = _function_plans_on(pg_url, pg_schema, 40, analysed=False)
+    plans = _function_plans_on(pg_url, pg_schema, analysed=False, rows=40, open_every=1)
     _by_key(plans["UPDATE asks SET"], "asks_pkey")
     _by_key(plans["UPDATE runs SET"], "runs_pkey")
 
 
 @pytest.mark.postgres
 def test_the_one_round_trip_functions_use_their_indexes(pg_url: str, pg_schema: str) -> None:
-    plans = _function_plans_on(pg_url, pg_schema, ROWS, analysed=True)
+    plans = _function_plans_on(pg_url, pg_schema, analysed=True)
     _by_key(plans["UPDATE asks SET"], "asks_pkey")
     _by_key(plans["UPDATE runs SET"], "runs_pkey")
     # The claim reads the conversation's open ask, and its message id, each on its index.

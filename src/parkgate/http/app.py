@@ -653,9 +653,10 @@ def create_app(
             detail = f"{request.method} is not allowed here; use {', '.join(allowed)}"
             return error_response(405, "method_not_allowed", detail, {"Allow": ", ".join(allowed)})
         if error.status_code == 400:
-            # The app raises no 400 of its own: this is FastAPI failing to parse a body the
-            # JSON decoder gave up on in some other way than a syntax error (nesting too deep
-            # for it). To the client that is malformed JSON, like any other.
+            # No route raises a 400 (GuardMiddleware answers its own 400s before routing):
+            # this is FastAPI failing to parse a body the JSON decoder gave up on in some
+            # other way than a syntax error (nesting too deep for it). To the client that is
+            # malformed JSON, like any other.
             return error_response(422, "malformed_json", "the body could not be read as JSON (nested too deeply?)")
         return error_response(error.status_code, "http_error", str(error.detail), error.headers)
 

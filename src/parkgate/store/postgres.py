@@ -276,7 +276,7 @@ class _Kept:
             poller.register(fd, select.POLLIN)
             self.readable: Callable[[], object] = partial(poller.poll, 0)
         else:  # Windows: no poll(); select() suffices
-            self.readable = partial(lambda fd: select.select([fd], [], [], 0)[0], fd)
+            self.readable = lambda: select.select([fd], [], [], 0)[0]
 
 
 def _kept(conn: psycopg.Connection[Any]) -> _Kept:
