@@ -69,8 +69,8 @@ class Metrics:
         )
         self.retries = Counter(
             "parkgate_store_retries",
-            "Transactions run again because a racing worker, or a stale memory of a conversation "
-            "(PostgreSQL), got there first. Nothing was written by the failed try.",
+            "Transactions run again because a racing worker, or a stale memory of a conversation, "
+            "got there first. Nothing was written by the failed try.",
             ["surface"],
             registry=self.registry,
         )

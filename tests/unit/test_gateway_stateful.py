@@ -1,6 +1,6 @@
 """A stateful property test: random asks, inputs, clock moves and restarts against a real
 :class:`parkgate.Gateway` on a temporary SQLite file, checked against a small model; and
-the same through two gateways taking turns on one PostgreSQL schema.
+the same through two gateways taking turns on one SQLite file and on one PostgreSQL schema.
 
 Invariants, after every step:
 - every reply has a :class:`ReplyKind`, and it is the kind the matching rules predict;
@@ -30,8 +30,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from parkgate import AskAlreadyOpen, AskKind, AskStatus, Gateway, InputError, ManualClock, Reply, ReplyKind
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
+from parkgate.store import Store
 from parkgate.store.postgres import PostgresStore, create_schema, drop_schema
 from parkgate.store.recent import DEFAULT_SIZE
+from parkgate.store.sqlite import SQLiteStore
 
 GATEWAY_TTL = timedelta(minutes=10)
 SHORT_TTL = timedelta(minutes=1)
@@ -369,29 +371,25 @@ GatewayMachine.TestCase.settings = settings(
 test_gateway_stateful = GatewayMachine.TestCase
 
 
-class TwoProcessesOnPostgres(GatewayMachine):
+class TwoProcesses(GatewayMachine):
     """The same rules through two gateways with stores of their own, as two processes on
-    one PostgreSQL schema, switching between them at random.
+    one database, switching between them at random.
 
     Each decides a message from what it last committed (the second remembers a single
     conversation, so it also forgets), so every switch leaves the other's memory stale:
     a wrong guess must cost a retry and never a wrong reply or a wrong stored ask.
     """
 
-    def __init__(self, pg_url: str) -> None:
-        self.pg_url = pg_url
-        self.pg_schema = create_schema(self.pg_url, "parkgate_stateful")
+    def __init__(self) -> None:
         self.pair: list[Gateway] = []
         super().__init__()
 
+    def _store(self, remember: int) -> Store:
+        raise NotImplementedError
+
     def _open(self) -> Gateway:
         self.pair = [
-            Gateway(
-                store=PostgresStore(self.pg_url, schema=self.pg_schema, remember=remember, max_size=2),
-                ttl=GATEWAY_TTL,
-                clock=self.clock,
-                escalate_after=ESCALATE_AFTER,
-            )
+            Gateway(store=self._store(remember), ttl=GATEWAY_TTL, clock=self.clock, escalate_after=ESCALATE_AFTER)
             for remember in (DEFAULT_SIZE, 1)
         ]
         return self.pair[0]
@@ -419,18 +417,44 @@ class TwoProcessesOnPostgres(GatewayMachine):
     def teardown(self) -> None:
         for gateway in self.pair:
             gateway.close()
-        drop_schema(self.pg_url, self.pg_schema)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class TwoProcessesOnSQLite(TwoProcesses):
+    """Two stores on one SQLite file."""
+
+    def _store(self, remember: int) -> Store:
+        return SQLiteStore(self.url, remember=remember)
+
+
+class TwoProcessesOnPostgres(TwoProcesses):
+    """Two stores on one PostgreSQL schema."""
+
+    def __init__(self, pg_url: str) -> None:
+        self.pg_url = pg_url
+        self.pg_schema = create_schema(self.pg_url, "parkgate_stateful")
+        super().__init__()
+
+    def _store(self, remember: int) -> Store:
+        return PostgresStore(self.pg_url, schema=self.pg_schema, remember=remember, max_size=2)
+
+    def teardown(self) -> None:
+        super().teardown()
+        drop_schema(self.pg_url, self.pg_schema)
+
+
+TWO_PROCESS_SETTINGS = settings(
+    max_examples=40,
+    stateful_step_count=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+
+def test_two_processes_on_sqlite() -> None:
+    run_state_machine_as_test(TwoProcessesOnSQLite, settings=TWO_PROCESS_SETTINGS)
 
 
 @pytest.mark.postgres
 def test_two_processes_on_postgres(pg_url: str) -> None:
-    run_state_machine_as_test(
-        lambda: TwoProcessesOnPostgres(pg_url),
-        settings=settings(
-            max_examples=40,
-            stateful_step_count=30,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-        ),
-    )
+    run_state_machine_as_test(lambda: TwoProcessesOnPostgres(pg_url), settings=TWO_PROCESS_SETTINGS)

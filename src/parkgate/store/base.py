@@ -3,7 +3,9 @@
 A store knows tables and rows, nothing of phrases or matching. The gateway opens one
 :meth:`Store.transaction` per inbound message; inside it, reads of an open ask lock
 that row (``FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite) so two workers
-racing on one conversation serialise.
+racing on one conversation serialise. A store may answer that read from its memory of
+what this process last committed (:mod:`parkgate.store.recent`); its writes then check
+that the row is still so, and a failed check is a :class:`StoreConflict` (retried).
 """
 
 from __future__ import annotations

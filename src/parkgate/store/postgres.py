@@ -183,7 +183,7 @@ class PostgresTransaction(SqlTransaction):
         if not isinstance(known, Marker):
             return known
         self._lock_conversation(conversation_id)
-        found = SqlTransaction.open_ask(self, conversation_id)
+        found = self._read_open_ask(conversation_id)
         self.states[conversation_id] = found
         return found
 
@@ -192,10 +192,7 @@ class PostgresTransaction(SqlTransaction):
         if not isinstance(known, Marker):
             return None, known
         self._lock_conversation(conversation_id)
-        if message_id is None:
-            earlier, found = None, SqlTransaction.open_ask(self, conversation_id)
-        else:
-            earlier, found = super().message_context(conversation_id, message_id)
+        earlier, found = super().message_context(conversation_id, message_id)
         if earlier is None:
             self.states[conversation_id] = found
         return earlier, found

@@ -1,11 +1,13 @@
 """What this process last committed about each conversation's open ask.
 
-The PostgreSQL store uses it to decide a message without reading first: it guesses
-that the conversation's open ask is the one this process last wrote or read, and
-sends, at the head of the same round trip as the writes, a check that aborts the
-whole transaction if the guess is wrong (see ``parkgate_claim`` in migration 3). A
-wrong guess therefore costs a retry, never a wrong answer: the memory is a hint, the
-database stays the only truth, and nothing here needs to be invalidated in time.
+Both stores use it to decide a message without reading first: they guess that the
+conversation's open ask is the one this process last wrote or read, and let the writes
+check it. PostgreSQL sends, at the head of the same round trip as the writes, a check
+that aborts the whole transaction if the guess is wrong (see ``parkgate_claim`` in
+migration 3); SQLite's ``UPDATE`` changes the ask only if it is still as remembered
+(see :class:`parkgate.store.sqlite.SQLiteTransaction`). A wrong guess therefore costs a
+retry, never a wrong answer: the memory is a hint, the database stays the only truth,
+and nothing here needs to be invalidated in time.
 
 Bounded (least recently used first out), so a million parked conversations cost no
 more memory than a thousand.

@@ -119,13 +119,17 @@ class SqlTransaction(Transaction):
         )
 
     def open_ask(self, conversation_id: str) -> Ask | None:
+        return self._read_open_ask(conversation_id)
+
+    def _read_open_ask(self, conversation_id: str) -> Ask | None:
+        """The open ask as the database has it (never answered from a store's memory)."""
         self._exec(self._d.open_ask_sql, (conversation_id,))
         row = self._cur.fetchone()
         return self._ask_from_row(row) if row else None
 
     def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
         if message_id is None:
-            return None, self.open_ask(conversation_id)
+            return None, self._read_open_ask(conversation_id)
         self._exec(self._d.message_context_sql, (conversation_id, message_id, conversation_id))
         row = self._cur.fetchone()
         earlier = row[0]

@@ -1,9 +1,11 @@
 """The embedded store: one SQLite file in WAL mode, no set-up.
 
-Each thread gets its own connection. A transaction starts with ``BEGIN IMMEDIATE`` so
-the write lock is taken before the open ask is read: two writers on one file
-serialise instead of deadlocking on a lock upgrade. ``busy_timeout`` bounds the wait;
-past it the caller gets :class:`StoreUnavailable`, never a half-written row.
+Each thread gets its own connection. A transaction's first statement is preceded by
+``BEGIN IMMEDIATE``, so the write lock is taken before any open ask is read: two writers
+on one file serialise instead of deadlocking on a lock upgrade. A message in a
+conversation this store remembers reads nothing and takes the lock only for its writes
+(see :class:`SQLiteTransaction`). ``busy_timeout`` bounds the wait; past it the caller
+gets :class:`StoreUnavailable`, never a half-written row.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from parkgate.core.model import Ask, AskStatus
 from parkgate.store.base import (
@@ -26,7 +30,8 @@ from parkgate.store.base import (
     Transaction,
     iter_migrations,
 )
-from parkgate.store.sql import Dialect, SqlTransaction
+from parkgate.store.recent import DEFAULT_SIZE, STALE, UNSEEN, Marker, RecentOpenAsks
+from parkgate.store.sql import MUTABLE_ASK_SET, Dialect, SqlTransaction
 
 #: The last time encoded and its text. A message's writes stamp one ``now`` several times
 #: (asked_at, last_touched, the run's updated_at...), and isoformat() is a visible share of
@@ -59,8 +64,95 @@ BUSY_TIMEOUT_MS = 10_000
 WAL_AUTOCHECKPOINT_PAGES = 4_000
 
 
+class _StaleGuess(Exception):
+    """The conversation was not as this process remembered it: retry with a real read."""
+
+
 class SQLiteTransaction(SqlTransaction):
+    """One write transaction, begun at its first statement, that may decide from memory.
+
+    ``BEGIN IMMEDIATE`` is sent just before the first statement, not on entry: a message
+    whose conversation ``recent`` remembers reads nothing, so it is decided (the matcher,
+    the reply) before the write lock is taken, and another writer on the file waits only
+    for the writes. The remembered open ask is then checked by the first write that
+    touches it: the ``UPDATE`` changes the row only if it is still open exactly as
+    remembered (id, last touch, miss count and TTL, as PostgreSQL's ``parkgate_step``
+    checks), and the stored reply's primary key refuses a ``message_id`` seen before. A
+    new ask where nothing is remembered open is checked by the unique index on open
+    asks. Any failed check raises, everything rolls back, and the gateway retries the
+    message with a real read (see :mod:`parkgate.store.recent`).
+    """
+
+    def __init__(self, cursor: sqlite3.Cursor, recent: RecentOpenAsks | None) -> None:
+        super().__init__(cursor, DIALECT)
+        self._recent = recent if recent is not None and recent.size else None
+        self.began = False
+        #: conversation -> its open ask (None: none) as this transaction leaves it.
+        self.states: dict[str, Ask | None] = {}
+        #: The state answered from memory and not yet checked by a write: the remembered
+        #: open ask, or the id of a conversation remembered (or guessed) to have none.
+        self._unchecked: Ask | str | None = None
+        self.guessed = False
+
+    def _exec(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        if not self.began:
+            self._cur.execute("BEGIN IMMEDIATE")
+            self.began = True
+        return self._cur.execute(statement, params)
+
+    # -- reads that may be answered from memory --------------------------------------------
+    def _guess(self, conversation_id: str, *, parking: bool) -> Ask | Marker | None:
+        """The remembered open ask, or None (none open); a marker when it must be read.
+
+        A reply is guessed only onto a remembered open ask: "none open" would need a read
+        to check, which is what it saves. Parking a new ask guesses "none open" unless an
+        ask is remembered: the unique index on open asks checks that for free.
+        """
+        if self._recent is None or self.guessed:
+            return STALE  # one guess per transaction
+        known = self._recent.get(conversation_id)
+        if parking and (known is None or known is UNSEEN):
+            self._unchecked = conversation_id
+            known = None
+        elif not isinstance(known, Ask):
+            return STALE
+        else:
+            self._unchecked = known
+        self.guessed = True
+        self.states[conversation_id] = known
+        return known
+
+    def open_ask(self, conversation_id: str) -> Ask | None:
+        known = self._guess(conversation_id, parking=True)
+        if not isinstance(known, Marker):
+            return known
+        found = self._read_open_ask(conversation_id)
+        self.states[conversation_id] = found
+        return found
+
+    def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
+        known = self._guess(conversation_id, parking=False)
+        if not isinstance(known, Marker):
+            return None, known
+        earlier, found = super().message_context(conversation_id, message_id)
+        if earlier is None:
+            self.states[conversation_id] = found
+        return earlier, found
+
+    # -- writes (each the check of a guess it touches) -----------------------------------------
+    def insert_ask(self, ask: Ask) -> None:
+        if self._unchecked == ask.conversation_id:
+            self._unchecked = None  # the unique index on open asks refuses it if one is open
+        super().insert_ask(ask)
+        self.states[ask.conversation_id] = ask
+
     def save_ask(self, ask: Ask) -> None:
+        self.states[ask.conversation_id] = ask if ask.is_open else None
+        expected = self._unchecked
+        if isinstance(expected, Ask) and expected.id == ask.id:
+            self._unchecked = None
+            self._save_if_unchanged(ask, expected)
+            return
         if ask.status is AskStatus.OPEN:
             # An ask that stays open (a bounce, a re-show) changes only when it was last
             # touched and its miss count: an open ask has no outcome, answer or answer time.
@@ -75,6 +167,40 @@ class SQLiteTransaction(SqlTransaction):
             if self._cur.rowcount == 1:
                 return
         super().save_ask(ask)
+
+    def _save_if_unchanged(self, ask: Ask, expected: Ask) -> None:
+        """Write ``ask`` over the row only if it is still ``expected``; else the guess was stale."""
+        check = self._as_remembered(expected)
+        if ask.status is AskStatus.OPEN:  # as in save_ask: the partial indexes stay untouched
+            self._exec(_TOUCH_IF_UNCHANGED, (self._d.encode_time(ask.last_touched), ask.mismatches, *check))
+        else:
+            self._exec(_SAVE_IF_UNCHANGED, (ask.status.value, *self._mutable_fields(ask), *check))
+        if self._cur.rowcount != 1:
+            raise _StaleGuess(f"ask {expected.id} changed since this process last saw it")
+
+    def finish(self) -> None:
+        """Check a guess that no write checked (a body that wrote nothing it touched)."""
+        unchecked, self._unchecked = self._unchecked, None
+        if unchecked is None:
+            return
+        if isinstance(unchecked, Ask):
+            self._exec(_STILL_UNCHANGED, self._as_remembered(unchecked))
+            as_remembered = self._cur.fetchone() is not None
+        else:
+            self._exec("SELECT 1 FROM asks WHERE conversation_id = ? AND status = 'open'", (unchecked,))
+            as_remembered = self._cur.fetchone() is None
+        if not as_remembered:
+            raise _StaleGuess("the conversation changed since this process last saw it")
+
+    def _as_remembered(self, expected: Ask) -> tuple[Any, ...]:
+        """The parameters of :data:`_UNCHANGED` for ``expected``."""
+        return (expected.id, self._d.encode_time(expected.last_touched), expected.mismatches, expected.ttl_seconds)
+
+
+_UNCHANGED = "id = ? AND status = 'open' AND last_touched = ? AND mismatches = ? AND ttl_seconds = ?"
+_TOUCH_IF_UNCHANGED = f"UPDATE asks SET last_touched = ?, mismatches = ? WHERE {_UNCHANGED}"
+_SAVE_IF_UNCHANGED = f"UPDATE asks SET status = ?, {MUTABLE_ASK_SET} WHERE {_UNCHANGED}"
+_STILL_UNCHANGED = f"SELECT 1 FROM asks WHERE {_UNCHANGED}"
 
 
 #: ``PRAGMA synchronous`` settings a store may use. ``full`` (the default) syncs the WAL
@@ -144,10 +270,19 @@ class SQLiteStore(Store):
     file is a :class:`StoreError` (``no parkgate database at PATH``), and is left as it was.
     ``applied`` lists the migrations this object applied (on opening, or by
     :meth:`migrate`).
+
+    ``remember`` is how many conversations this store remembers the open ask of, so that
+    a message there is decided before the write lock is taken and without a read (see
+    :class:`SQLiteTransaction`); 0 reads every time.
     """
 
     def __init__(
-        self, url: str = "sqlite:///parkgate.db", *, migrate: bool = True, synchronous: str | None = None
+        self,
+        url: str = "sqlite:///parkgate.db",
+        *,
+        migrate: bool = True,
+        synchronous: str | None = None,
+        remember: int = DEFAULT_SIZE,
     ) -> None:
         self.url = url
         self.path, options = parse_url(url)
@@ -155,6 +290,9 @@ class SQLiteStore(Store):
         if chosen not in SYNCHRONOUS:
             raise StoreError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {chosen!r}")
         self.synchronous = chosen
+        if isinstance(remember, bool) or not isinstance(remember, int) or remember < 0:
+            raise StoreError(f"remember must be a whole number of conversations, 0 or more, not {remember!r}")
+        self.recent = RecentOpenAsks(remember)
         if self.path.is_dir():
             raise StoreError(f"{self.path} is a folder, not a database file")
         if not self.path.parent.exists():
@@ -239,7 +377,10 @@ class SQLiteStore(Store):
             )
 
     def transaction(self) -> AbstractContextManager[Transaction]:
-        return _Unit(self._connection(), self.path)
+        return self._unit()
+
+    def _unit(self) -> _Unit:
+        return _Unit(self._connection(), self.path, self.recent)
 
     def schema_version(self) -> int:
         conn = self._connection()
@@ -286,29 +427,28 @@ class SQLiteStore(Store):
         return [Callback(*row) for row in rows]
 
     def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int = 50) -> list[Callback]:
-        # BEGIN IMMEDIATE (in transaction()): one claimer at a time, so claims never overlap.
-        with self.transaction():
-            conn = self._connection()
-            rows = conn.execute(
+        # One write transaction (BEGIN IMMEDIATE at its first statement): one claimer at a
+        # time, so claims never overlap.
+        with self._unit() as tx:
+            rows = tx._exec(
                 "SELECT id, ask_id, url, payload, attempts FROM outbox "
                 "WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
                 (_encode(now), limit),
             ).fetchall()
-            conn.executemany(
-                "UPDATE outbox SET next_attempt_at = ? WHERE id = ?", [(_encode(lease_until), row[0]) for row in rows]
-            )
+            for row in rows:
+                tx._exec("UPDATE outbox SET next_attempt_at = ? WHERE id = ?", (_encode(lease_until), row[0]))
         return [Callback(*row) for row in rows]
 
     def callback_done(self, callback_id: int, now: datetime) -> None:
-        with self.transaction():
-            self._connection().execute(
+        with self._unit() as tx:
+            tx._exec(
                 "UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
                 (_encode(now), callback_id),
             )
 
     def callback_failed(self, callback_id: int, error: str, retry_at: datetime) -> None:
-        with self.transaction():
-            self._connection().execute(
+        with self._unit() as tx:
+            tx._exec(
                 "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?",
                 (error[:500], _encode(retry_at), callback_id),
             )
@@ -323,41 +463,48 @@ class SQLiteStore(Store):
         self._local = threading.local()
 
 
-class _Unit(AbstractContextManager[Transaction]):
-    """One ``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any exception.
+class _Unit(AbstractContextManager[SQLiteTransaction]):
+    """One transaction (``BEGIN IMMEDIATE`` at its first statement) ... ``COMMIT``, rolled
+    back on any exception; what it left each conversation in is remembered on commit.
 
     A class rather than a ``@contextmanager`` generator: it runs on every message, and the
     generator's machinery was a measurable share of a round trip.
     """
 
-    __slots__ = ("_conn", "_cur", "_path")
+    __slots__ = ("_conn", "_path", "_recent", "_tx")
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path, recent: RecentOpenAsks) -> None:
         self._conn = conn
         self._path = path
+        self._recent = recent
 
-    def __enter__(self) -> Transaction:
-        try:
-            # One cursor for the BEGIN, the statements and the COMMIT (Connection.execute
-            # would make a cursor for each of the two).
-            self._cur = self._conn.cursor()
-            self._cur.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as error:
-            raise _classify(error, self._path) from None
-        return SQLiteTransaction(self._cur, DIALECT)
+    def __enter__(self) -> SQLiteTransaction:
+        # One cursor for the BEGIN, the statements and the COMMIT (Connection.execute
+        # would make a cursor for each of the two).
+        self._tx = SQLiteTransaction(self._conn.cursor(), self._recent)
+        return self._tx
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
-        conn = self._conn
+        tx = self._tx
         if kind is None:
             try:
-                self._cur.execute("COMMIT")
+                tx.finish()
+                if tx.began:
+                    tx._cur.execute("COMMIT")
+                self._recent.committed(tx.states)
                 return
-            except sqlite3.Error as failed:
+            except (sqlite3.Error, _StaleGuess) as failed:
                 error = failed
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+        self._recent.failed(tx.states)
         if isinstance(error, sqlite3.Error):
             raise _classify(error, self._path) from None
+        if tx.guessed and isinstance(error, Exception) and not isinstance(error, StoreError):
+            # A stale guess, or the caller gave up (an ask already open, say) on a state
+            # answered from memory: retry with a real read, which raises the caller's
+            # error again if it stands.
+            raise StoreConflict(f"retrying with a real read after {type(error).__name__}: {error}") from None
 
 
 def _statements(script: str) -> list[str]:
