@@ -28,7 +28,7 @@ from parkgate.store.postgres import _CLAIM, _STEP, DIALECT, PostgresStore
 from parkgate.store.sql import Dialect, SqlTransaction
 
 if TYPE_CHECKING:
-    from conftest import StoreLocation
+    from conftest import StoreLocation, StoreUrlFactory
 
 ROWS = 3000
 OPEN_EVERY = 10  # 10% of the asks are open
@@ -244,3 +244,27 @@ def test_the_one_round_trip_functions_use_their_indexes(pg_url: str, pg_schema: 
     _by_key(plans["SELECT id, last_touched,"], "asks_open_by_conversation")
     seen_before = next(plan for plan in plans.values() if "FROM inbound_messages" in plan)
     assert "inbound_messages_pkey" in seen_before and "Seq Scan" not in seen_before, seen_before
+
+
+def test_sqlite_checked_writes_find_the_ask_by_its_key(store_url_factory: StoreUrlFactory) -> None:
+    """The writes that check a remembered ask (SQLiteTransaction) search the primary key,
+    never a scan of the partial index their ``status = 'open'`` would also allow."""
+    import sqlite3
+
+    from parkgate.store import sqlite
+
+    location = store_url_factory("sqlite")
+    store = location.open()
+    try:
+        _load(store)
+    finally:
+        store.close()
+    assert location.path is not None
+    conn = sqlite3.connect(location.path)
+    try:
+        for statement in (sqlite._TOUCH_IF_UNCHANGED, sqlite._SAVE_IF_UNCHANGED, sqlite._STILL_UNCHANGED):
+            params = (None,) * statement.count("?")
+            plan = "\n".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statement, params))
+            assert plan == "SEARCH asks USING INDEX sqlite_autoindex_asks_1 (id=?)", (statement, plan)
+    finally:
+        conn.close()
