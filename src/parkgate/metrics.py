@@ -69,8 +69,9 @@ class Metrics:
         )
         self.retries = Counter(
             "parkgate_store_retries",
-            "Transactions run again because a racing worker, or a stale memory of a conversation, "
-            "got there first. Nothing was written by the failed try.",
+            "Transactions run again because a racing worker got there first, or a conversation was "
+            "not as this process remembered it (another process wrote it, or a message came twice). "
+            "Nothing was written by the failed try.",
             ["surface"],
             registry=self.registry,
         )
