@@ -22,7 +22,7 @@ import pytest
 from conftest import STORE_PARAMS
 from parkgate import AskAlreadyOpen, AskStatus, Gateway, ManualClock, ReplyKind
 from parkgate.store import postgres, sqlite
-from parkgate.store.base import StoreError
+from parkgate.store.base import StoreConflict, StoreError
 from parkgate.store.postgres import PostgresStore
 from parkgate.store.recent import STALE
 from parkgate.store.sqlite import SQLiteStore
@@ -379,3 +379,24 @@ def test_sqlite_remember_must_be_a_whole_number_of_conversations(
     with pytest.raises(StoreError, match="remember must be a whole number"):
         SQLiteStore(location.url, remember=remember)
     assert not location.path.exists()  # refused before anything was created
+
+
+def test_sqlite_a_guess_no_write_checked_is_checked_at_commit(
+    store_url_factory: StoreUrlFactory, make_store: MakeStore
+) -> None:
+    """A transaction that answers a read from memory and writes nothing there (no gateway
+    path does today) still commits only if the conversation was as remembered."""
+    location = store_url_factory("sqlite")
+    here = Gateway(store=make_store(location), clock=ManualClock(T0))
+    there = Gateway(store=make_store(location), clock=ManualClock(T0))
+    asked = here.ask("c-1", "Ship it?", OPTIONS)
+    with here.store.transaction() as tx:  # as remembered: commits
+        assert tx.message_context("c-1", None) == (None, here.get(asked.ask_id or ""))
+    there.handle("c-1", "huh")  # here's memory of c-1 is now stale
+    with pytest.raises(StoreConflict), here.store.transaction() as tx:
+        tx.message_context("c-1", None)
+    assert here.store.recent.get("c-1") is STALE  # read for real from then on
+    # "Nothing open", guessed for a conversation never seen here, checked the same way.
+    there.ask("c-2", "Roll back?", OPTIONS)
+    with pytest.raises(StoreConflict), here.store.transaction() as tx:
+        assert tx.open_ask("c-2") is None
