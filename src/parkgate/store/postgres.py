@@ -34,7 +34,7 @@ from parkgate.store.base import (
     iter_migrations,
 )
 from parkgate.store.recent import DEFAULT_SIZE, STALE, UNSEEN, Marker, RecentOpenAsks
-from parkgate.store.sql import Dialect, SqlTransaction
+from parkgate.store.sql import Dialect, RememberingTransaction, SqlTransaction, retry_after_guess
 
 
 def _same(moment: Any) -> Any:
@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 CONVERSATION_LOCK_CLASS = 0x70617263  # "parc"
 
 
-class PostgresTransaction(SqlTransaction):
+class PostgresTransaction(RememberingTransaction):
     """Reads a conversation's open ask only after taking that conversation's lock.
 
     ``FOR UPDATE`` alone does not serialise: a transaction blocked on the row re-checks
@@ -70,12 +70,9 @@ class PostgresTransaction(SqlTransaction):
     def __init__(
         self, cursor: Any, recent: RecentOpenAsks | None = None, enter_pipeline: Callable[[], None] | None = None
     ) -> None:
-        super().__init__(cursor, DIALECT)
+        super().__init__(cursor, DIALECT, recent)
         #: Called before every statement but the folded one (see PostgresStore.transaction).
         self._enter_pipeline = enter_pipeline or (lambda: None)
-        self._recent = recent if recent is not None and recent.size else None
-        #: conversation -> its open ask (None: none) as this transaction leaves it.
-        self.states: dict[str, Ask | None] = {}
         #: The claim's parameters once a read was answered from memory, and the writes
         #: held back behind it (None: sending as they come).
         self._claim: tuple[Any, ...] = ()
@@ -148,7 +145,8 @@ class PostgresTransaction(SqlTransaction):
         return (*self._claim, ask.status.value, *self._mutable_fields(ask), *run, *reply[2:])
 
     # -- reads that may be answered from memory --------------------------------------------
-    def _lock_conversation(self, conversation_id: str) -> None:
+    def _before_read(self, conversation_id: str) -> None:
+        """Take the conversation's lock: the read that follows sees what its last holder committed."""
         self._write(
             "SELECT pg_advisory_xact_lock(?::int4, hashtext(?::text))", (CONVERSATION_LOCK_CLASS, conversation_id)
         )
@@ -178,25 +176,6 @@ class PostgresTransaction(SqlTransaction):
         self.states[conversation_id] = known
         return known
 
-    def open_ask(self, conversation_id: str) -> Ask | None:
-        known = self._guess(conversation_id, None, parking=True)
-        if not isinstance(known, Marker):
-            return known
-        self._lock_conversation(conversation_id)
-        found = self._read_open_ask(conversation_id)
-        self.states[conversation_id] = found
-        return found
-
-    def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
-        known = self._guess(conversation_id, message_id, parking=False)
-        if not isinstance(known, Marker):
-            return None, known
-        self._lock_conversation(conversation_id)
-        earlier, found = super().message_context(conversation_id, message_id)
-        if earlier is None:
-            self.states[conversation_id] = found
-        return earlier, found
-
     # -- writes (remembered, and noted for folding) ------------------------------------------
     def _part(self, name: str, values: tuple[Any, ...]) -> None:
         if self._held is not None:
@@ -205,12 +184,10 @@ class PostgresTransaction(SqlTransaction):
     def insert_ask(self, ask: Ask) -> None:
         self._part("park", (ask.conversation_id,))
         super().insert_ask(ask)
-        self.states[ask.conversation_id] = ask
 
     def save_ask(self, ask: Ask) -> None:
         self._part("ask", (ask,))
         super().save_ask(ask)
-        self.states[ask.conversation_id] = ask if ask.is_open else None
 
     def set_run_state(
         self, run_id: str, status: str, outcome: str | None, pending_ask_id: str | None, now: datetime
@@ -308,12 +285,7 @@ def _translate(error: BaseException, *, guessed: bool) -> StoreError | None:
         return _unavailable(error)
     if isinstance(error, psycopg.errors.ReadOnlySqlTransaction):
         return StoreError(f"PostgreSQL refused the write: {error}")
-    if guessed and isinstance(error, Exception) and not isinstance(error, StoreError):
-        # The caller gave up (an ask already open, say) on a state answered from memory
-        # and never checked: that may be stale, so retry with a real read, which raises
-        # the caller's error again if it stands.
-        return StoreConflict(f"retrying with a real read after {type(error).__name__}: {error}")
-    return None
+    return retry_after_guess(error) if guessed else None
 
 
 def _schema_exists(conn: psycopg.Connection[Any], schema: str) -> bool:

@@ -14,7 +14,8 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus
-from parkgate.store.base import Run, Transaction
+from parkgate.store.base import Run, StoreConflict, StoreError, Transaction
+from parkgate.store.recent import STALE, Marker, RecentOpenAsks
 
 ASK_COLUMNS = (
     "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
@@ -255,3 +256,69 @@ class SqlTransaction(Transaction):
             params = (limit,)
         self._exec(statement, params)
         return [self._ask_from_row(row) for row in self._cur.fetchall()]
+
+
+class RememberingTransaction(SqlTransaction):
+    """A transaction whose reads of a conversation's open ask may be answered from what
+    this process last committed (:mod:`parkgate.store.recent`).
+
+    The engine's :meth:`_guess` decides when to answer from memory, and its writes check
+    the guess (each engine its own way). This class records what the transaction leaves
+    each conversation in, ``states``, for the store to remember once the transaction
+    commits, or to mark stale if it fails.
+    """
+
+    def __init__(self, cursor: Any, dialect: Dialect, recent: RecentOpenAsks | None) -> None:
+        super().__init__(cursor, dialect)
+        self._recent = recent if recent is not None and recent.size else None
+        #: conversation -> its open ask (None: none) as this transaction leaves it.
+        self.states: dict[str, Ask | None] = {}
+
+    def _guess(self, conversation_id: str, message_id: str | None, *, parking: bool) -> Ask | Marker | None:
+        """The state to answer a read from (an ask, or None: none open), or a marker: read
+        for real. This base never guesses."""
+        return STALE
+
+    def _before_read(self, conversation_id: str) -> None:
+        """Runs before a real read of the conversation's open ask (PostgreSQL locks it)."""
+
+    def open_ask(self, conversation_id: str) -> Ask | None:
+        known = self._guess(conversation_id, None, parking=True)
+        if not isinstance(known, Marker):
+            return known
+        self._before_read(conversation_id)
+        found = self._read_open_ask(conversation_id)
+        self.states[conversation_id] = found
+        return found
+
+    def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
+        known = self._guess(conversation_id, message_id, parking=False)
+        if not isinstance(known, Marker):
+            return None, known
+        self._before_read(conversation_id)
+        earlier, found = super().message_context(conversation_id, message_id)
+        if earlier is None:
+            self.states[conversation_id] = found
+        return earlier, found
+
+    def insert_ask(self, ask: Ask) -> None:
+        super().insert_ask(ask)
+        self.states[ask.conversation_id] = ask
+
+    def save_ask(self, ask: Ask) -> None:
+        self.states[ask.conversation_id] = ask if ask.is_open else None
+        self._save_ask(ask)
+
+    def _save_ask(self, ask: Ask) -> None:
+        """Write the ask's new state; an engine may write it more cheaply, or checked."""
+        super().save_ask(ask)
+
+
+def retry_after_guess(error: BaseException | None) -> StoreConflict | None:
+    """The conflict to raise when a transaction that answered a read from memory failed
+    with ``error`` that is not the store's (an ask already open, say, or a stale guess):
+    the state it acted on may have been stale, so the gateway retries with a real read,
+    which raises the caller's error again if it stands. ``None``: let ``error`` through."""
+    if isinstance(error, Exception) and not isinstance(error, StoreError):
+        return StoreConflict(f"retrying with a real read after {type(error).__name__}: {error}")
+    return None

@@ -31,7 +31,7 @@ from parkgate.store.base import (
     iter_migrations,
 )
 from parkgate.store.recent import DEFAULT_SIZE, STALE, UNSEEN, Marker, RecentOpenAsks
-from parkgate.store.sql import MUTABLE_ASK_SET, Dialect, SqlTransaction
+from parkgate.store.sql import MUTABLE_ASK_SET, Dialect, RememberingTransaction, retry_after_guess
 
 #: The last time encoded and its text. A message's writes stamp one ``now`` several times
 #: (asked_at, last_touched, the run's updated_at...), and isoformat() is a visible share of
@@ -68,7 +68,7 @@ class _StaleGuess(Exception):
     """The conversation was not as this process remembered it: retry with a real read."""
 
 
-class SQLiteTransaction(SqlTransaction):
+class SQLiteTransaction(RememberingTransaction):
     """One write transaction, begun at its first statement, that may decide from memory.
 
     ``BEGIN IMMEDIATE`` is sent just before the first statement, not on entry: a message
@@ -84,11 +84,8 @@ class SQLiteTransaction(SqlTransaction):
     """
 
     def __init__(self, cursor: sqlite3.Cursor, recent: RecentOpenAsks | None) -> None:
-        super().__init__(cursor, DIALECT)
-        self._recent = recent if recent is not None and recent.size else None
+        super().__init__(cursor, DIALECT, recent)
         self.began = False
-        #: conversation -> its open ask (None: none) as this transaction leaves it.
-        self.states: dict[str, Ask | None] = {}
         #: The state answered from memory and not yet checked by a write: the remembered
         #: open ask, or the id of a conversation remembered (or guessed) to have none.
         self._unchecked: Ask | str | None = None
@@ -101,7 +98,7 @@ class SQLiteTransaction(SqlTransaction):
         return self._cur.execute(statement, params)
 
     # -- reads that may be answered from memory --------------------------------------------
-    def _guess(self, conversation_id: str, *, parking: bool) -> Ask | Marker | None:
+    def _guess(self, conversation_id: str, message_id: str | None, *, parking: bool) -> Ask | Marker | None:
         """The remembered open ask, or None (none open); a marker when it must be read.
 
         A reply is guessed only onto a remembered open ask: "none open" would need a read
@@ -122,32 +119,13 @@ class SQLiteTransaction(SqlTransaction):
         self.states[conversation_id] = known
         return known
 
-    def open_ask(self, conversation_id: str) -> Ask | None:
-        known = self._guess(conversation_id, parking=True)
-        if not isinstance(known, Marker):
-            return known
-        found = self._read_open_ask(conversation_id)
-        self.states[conversation_id] = found
-        return found
-
-    def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
-        known = self._guess(conversation_id, parking=False)
-        if not isinstance(known, Marker):
-            return None, known
-        earlier, found = super().message_context(conversation_id, message_id)
-        if earlier is None:
-            self.states[conversation_id] = found
-        return earlier, found
-
     # -- writes (each the check of a guess it touches) -----------------------------------------
     def insert_ask(self, ask: Ask) -> None:
         if self._unchecked == ask.conversation_id:
             self._unchecked = None  # the unique index on open asks refuses it if one is open
         super().insert_ask(ask)
-        self.states[ask.conversation_id] = ask
 
-    def save_ask(self, ask: Ask) -> None:
-        self.states[ask.conversation_id] = ask if ask.is_open else None
+    def _save_ask(self, ask: Ask) -> None:
         expected = self._unchecked
         if isinstance(expected, Ask) and expected.id == ask.id:
             self._unchecked = None
@@ -166,7 +144,7 @@ class SQLiteTransaction(SqlTransaction):
             )
             if self._cur.rowcount == 1:
                 return
-        super().save_ask(ask)
+        super()._save_ask(ask)
 
     def _save_if_unchanged(self, ask: Ask, expected: Ask) -> None:
         """Write ``ask`` over the row only if it is still ``expected``; else the guess was stale."""
@@ -500,11 +478,9 @@ class _Unit(AbstractContextManager[SQLiteTransaction]):
         self._recent.failed(tx.states)
         if isinstance(error, sqlite3.Error):
             raise _classify(error, self._path) from None
-        if tx.guessed and isinstance(error, Exception) and not isinstance(error, StoreError):
-            # A stale guess, or the caller gave up (an ask already open, say) on a state
-            # answered from memory: retry with a real read, which raises the caller's
-            # error again if it stands.
-            raise StoreConflict(f"retrying with a real read after {type(error).__name__}: {error}") from None
+        retry = retry_after_guess(error) if tx.guessed else None
+        if retry is not None:
+            raise retry from None
 
 
 def _statements(script: str) -> list[str]:
