@@ -20,6 +20,7 @@ import shutil
 import tempfile
 import unicodedata
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -371,6 +372,10 @@ GatewayMachine.TestCase.settings = settings(
 test_gateway_stateful = GatewayMachine.TestCase
 
 
+#: Opens one of the pair's stores: (the machine's SQLite URL, how many conversations it remembers).
+OpenStore = Callable[[str, int], Store]
+
+
 class TwoProcesses(GatewayMachine):
     """The same rules through two gateways with stores of their own, as two processes on
     one database, switching between them at random.
@@ -380,16 +385,19 @@ class TwoProcesses(GatewayMachine):
     a wrong guess must cost a retry and never a wrong reply or a wrong stored ask.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, open_store: OpenStore) -> None:
+        self.open_store = open_store
         self.pair: list[Gateway] = []
         super().__init__()
 
-    def _store(self, remember: int) -> Store:
-        raise NotImplementedError
-
     def _open(self) -> Gateway:
         self.pair = [
-            Gateway(store=self._store(remember), ttl=GATEWAY_TTL, clock=self.clock, escalate_after=ESCALATE_AFTER)
+            Gateway(
+                store=self.open_store(self.url, remember),
+                ttl=GATEWAY_TTL,
+                clock=self.clock,
+                escalate_after=ESCALATE_AFTER,
+            )
             for remember in (DEFAULT_SIZE, 1)
         ]
         return self.pair[0]
@@ -420,29 +428,6 @@ class TwoProcesses(GatewayMachine):
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-class TwoProcessesOnSQLite(TwoProcesses):
-    """Two stores on one SQLite file."""
-
-    def _store(self, remember: int) -> Store:
-        return SQLiteStore(self.url, remember=remember)
-
-
-class TwoProcessesOnPostgres(TwoProcesses):
-    """Two stores on one PostgreSQL schema."""
-
-    def __init__(self, pg_url: str) -> None:
-        self.pg_url = pg_url
-        self.pg_schema = create_schema(self.pg_url, "parkgate_stateful")
-        super().__init__()
-
-    def _store(self, remember: int) -> Store:
-        return PostgresStore(self.pg_url, schema=self.pg_schema, remember=remember, max_size=2)
-
-    def teardown(self) -> None:
-        super().teardown()
-        drop_schema(self.pg_url, self.pg_schema)
-
-
 TWO_PROCESS_SETTINGS = settings(
     max_examples=40,
     stateful_step_count=30,
@@ -452,9 +437,25 @@ TWO_PROCESS_SETTINGS = settings(
 
 
 def test_two_processes_on_sqlite() -> None:
-    run_state_machine_as_test(TwoProcessesOnSQLite, settings=TWO_PROCESS_SETTINGS)
+    """Two stores on one SQLite file."""
+    run_state_machine_as_test(
+        lambda: TwoProcesses(lambda url, remember: SQLiteStore(url, remember=remember)),
+        settings=TWO_PROCESS_SETTINGS,
+    )
 
 
 @pytest.mark.postgres
 def test_two_processes_on_postgres(pg_url: str) -> None:
-    run_state_machine_as_test(lambda: TwoProcessesOnPostgres(pg_url), settings=TWO_PROCESS_SETTINGS)
+    """Two stores on one PostgreSQL schema (a new one per example, dropped afterwards)."""
+    schemas: list[str] = []
+
+    def on_postgres() -> TwoProcesses:
+        schema = create_schema(pg_url, "parkgate_stateful")
+        schemas.append(schema)
+        return TwoProcesses(lambda _url, remember: PostgresStore(pg_url, schema=schema, remember=remember, max_size=2))
+
+    try:
+        run_state_machine_as_test(on_postgres, settings=TWO_PROCESS_SETTINGS)
+    finally:
+        for schema in schemas:
+            drop_schema(pg_url, schema)
