@@ -5,20 +5,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from parkgate.checks import check_id, wait_seconds
+from parkgate.checks import check_flag, check_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core import machine
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind
 from parkgate.errors import InputError
-from parkgate.gateway import DEFAULT_TTL, WAIT_POLL_SECONDS, Gateway
+from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
 from parkgate.metrics import Metrics
 from parkgate.reply import Reply
 from parkgate.store import DEFAULT_URL, Run, Store
+from parkgate.store.base import AskGauges
 from parkgate.workflow import Workflow
 
 #: Gateway's own defaults, read from its signature (so they cannot drift from it here).
@@ -29,41 +30,36 @@ _GATEWAY_DEFAULTS: dict[str, object] = {
 
 async def wait_for_close(
     gateway: Gateway,
-    read: Callable[[], Awaitable[Ask]],
+    ask_id: str,
     seconds: float,
     *,
-    first_pause: float,
-    max_pause: float,
     give_up: Callable[[], Awaitable[bool]] | None = None,
 ) -> Ask:
-    """Read the ask with ``read`` until it is closed, ``seconds`` pass, or ``give_up()``.
+    """Read the ask until it is closed, ``seconds`` pass, or ``give_up()`` says so.
 
-    Holds no thread while waiting: it wakes as soon as ``gateway`` closes an ask (from
-    any thread), and otherwise reads again after a pause that grows by half each time
-    from ``first_pause`` to ``max_pause``, for closes made by other processes.
+    The one wait every asyncio waiter uses (:meth:`AsyncGateway.wait`, the HTTP long-poll,
+    the adapters). It holds no thread while waiting: it sleeps on the close signal
+    (:mod:`parkgate.signal`), which wakes it as soon as the ask closes in this process or
+    another, and reads again when the ask's TTL falls due (that read closes it as
+    ``expired``), as :meth:`Gateway.wait` does.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
-    woken = asyncio.Event()
-
-    def wake() -> None:  # runs in the thread that committed the close
-        with contextlib.suppress(RuntimeError):  # the loop may have closed meanwhile
-            loop.call_soon_threadsafe(woken.set)
-
-    remove = gateway._on_close(wake)
-    try:
-        pause = first_pause
+    with gateway.signal.waiting(ask_id, loop=loop) as waiter:
         while True:
-            woken.clear()  # before the read: a close after it still wakes this wait
-            ask = await read()
+            waiter.clear()  # before the read: a close after it still wakes this wait
+            ask = await asyncio.to_thread(gateway.get, ask_id)
             remaining = deadline - loop.time()
             if not ask.is_open or remaining <= 0 or (give_up is not None and await give_up()):
                 return ask
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), min(pause, remaining))
-            pause = min(pause * 1.5, max_pause)
-    finally:
-        remove()
+            pause = pause_before_reading(ask, gateway.clock.now(), remaining)
+            if give_up is not None:
+                pause = min(pause, GIVE_UP_CHECK_SECONDS)
+            await waiter.wait_async(pause)
+
+
+#: How often a wait with ``give_up`` (a long-poll whose client may hang up) asks it.
+GIVE_UP_CHECK_SECONDS = 1.0
 
 
 class AsyncGateway:
@@ -89,7 +85,11 @@ class AsyncGateway:
         workflows: Iterable[Workflow] = (),
         surface: str = "library",
         metrics: Metrics | None = None,
+        deliver: bool = False,
     ) -> None:
+        check_flag(deliver, "deliver")
+        self._deliver = deliver
+        self._delivering: asyncio.Task[None] | None = None
         if isinstance(store_url, Gateway):  # AsyncGateway(gateway), as before gateway= existed
             if gateway is not None:
                 raise InputError("pass the gateway once: AsyncGateway(gateway) or AsyncGateway(gateway=gateway)")
@@ -106,6 +106,7 @@ class AsyncGateway:
         }
         if gateway is None:
             self.sync: Gateway = Gateway(**options)
+            self._start_delivering()
             return
         if not isinstance(gateway, Gateway):
             raise InputError(f"gateway must be a Gateway, not {type(gateway).__name__} (a store URL goes first)")
@@ -116,13 +117,33 @@ class AsyncGateway:
                 "set them on that Gateway instead"
             )
         self.sync = gateway
+        self._start_delivering()
+
+    def _start_delivering(self) -> None:
+        """With ``deliver=True``, run the deliverer as a task on the running loop (if any yet)."""
+        if not self._deliver or self._delivering is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # built outside a loop: ``async with`` starts it
+        from parkgate.delivery import Deliverer
+
+        self._delivering = loop.create_task(Deliverer(self.sync).run(), name="parkgate-deliver")
 
     # -- lifecycle -------------------------------------------------------------
     async def close(self) -> None:
-        """Close the wrapped :class:`Gateway` and its store (:meth:`Gateway.close`)."""
+        """Stop the deliverer task (``deliver=True``), then close the wrapped :class:`Gateway`
+        and its store (:meth:`Gateway.close`)."""
+        task, self._delivering = self._delivering, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await asyncio.to_thread(self.sync.close)
 
     async def __aenter__(self) -> AsyncGateway:
+        self._start_delivering()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -146,6 +167,8 @@ class AsyncGateway:
         default: str | None = None,
         callback_url: str | None = None,
         phase: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        watched: bool = False,
     ) -> Reply:
         """Park a question in ``conversation_id`` (:meth:`Gateway.ask`)."""
         return await asyncio.to_thread(
@@ -160,6 +183,8 @@ class AsyncGateway:
             default=default,
             callback_url=callback_url,
             phase=phase,
+            context=context,
+            watched=watched,
         )
 
     async def ask_from_text(
@@ -223,18 +248,23 @@ class AsyncGateway:
         """Mark a run complete and return it (:meth:`Gateway.finish_run`)."""
         return await asyncio.to_thread(self.sync.finish_run, run_id, outcome)
 
+    async def gauges(self) -> AskGauges:
+        """The open, overdue and unread-due figures (:meth:`Gateway.gauges`)."""
+        return await asyncio.to_thread(self.sync.gauges)
+
+    async def read_due(self, limit: int = 100) -> int:
+        """Read the asks whose TTL has fallen due (:meth:`Gateway.read_due`)."""
+        return await asyncio.to_thread(self.sync.read_due, limit)
+
+    async def next_due(self) -> datetime | None:
+        """The earliest due time among asks something waits on (:meth:`Gateway.next_due`)."""
+        return await asyncio.to_thread(self.sync.next_due)
+
     async def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
         """Wait until the ask closes or ``timeout`` passes (:meth:`Gateway.wait`).
 
-        Holds no thread while waiting. Wakes as soon as this gateway closes an ask (from
-        any thread), and reads the store every :data:`~parkgate.gateway.WAIT_POLL_SECONDS`
-        meanwhile, for closes made by other processes.
+        Holds no thread while waiting: it wakes on the close signal, as soon as the ask
+        closes here or in another process, and reads the ask when its TTL falls due.
         """
         check_id(ask_id, "ask_id")
-        return await wait_for_close(
-            self.sync,
-            lambda: self.get(ask_id),
-            wait_seconds(timeout),
-            first_pause=WAIT_POLL_SECONDS,
-            max_pause=WAIT_POLL_SECONDS,
-        )
+        return await wait_for_close(self.sync, ask_id, wait_seconds(timeout))

@@ -4,9 +4,12 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
 from parkgate.clock import as_timedelta
 from parkgate.core import stopping_point
@@ -154,6 +157,31 @@ def check_workflow(workflow: object) -> Workflow:
     if not isinstance(workflow, Workflow):
         raise InputError(f"workflow must be a parkgate Workflow, not {type(workflow).__name__}")
     return workflow
+
+
+#: The largest ``context`` an ask may carry, as UTF-8 JSON.
+MAX_CONTEXT_BYTES = 16_384
+
+
+def check_context(context: object) -> dict[str, Any] | None:
+    """An ask's context: ``None`` or a mapping with string keys that JSON can hold, at most
+    :data:`MAX_CONTEXT_BYTES` encoded; returned as a plain dict (a copy)."""
+    if context is None:
+        return None
+    if not isinstance(context, Mapping):
+        raise InputError(f"context must be a mapping (a JSON object), not {type(context).__name__}")
+    if not all(isinstance(key, str) for key in context):
+        raise InputError("context keys must be strings")
+    try:
+        encoded = json.dumps(dict(context), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"context must hold only JSON values ({error})") from None
+    size = len(encoded.encode("utf-8", "surrogatepass"))
+    if size > MAX_CONTEXT_BYTES:
+        raise InputError(f"context is {size} bytes as JSON; the limit is {MAX_CONTEXT_BYTES}")
+    _check_unicode(encoded, "context")
+    value: dict[str, Any] = json.loads(encoded)
+    return value
 
 
 def check_park_args(

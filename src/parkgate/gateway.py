@@ -17,10 +17,14 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from parkgate.delivery.deliverer import DelivererThread
 
 from parkgate.checks import (
     MAX_SKILL_OUTPUT_CHARS,
+    check_context,
     check_default,
     check_duration,
     check_flag,
@@ -39,7 +43,9 @@ from parkgate.core.phrases import PHRASES, WORKFLOW_DONE, AskKind, AskStatus, Re
 from parkgate.errors import AskAlreadyOpen, InputError, RunStillAsking, UnknownAsk, UnknownRun, UnknownWorkflow
 from parkgate.metrics import Metrics
 from parkgate.reply import Reply
+from parkgate.signal import FALLBACK_READ_SECONDS, Change, CloseSignal
 from parkgate.store import DEFAULT_URL, Run, Store, StoreConflict, Transaction, open_store
+from parkgate.store.base import AskGauges
 from parkgate.workflow import Phase, Workflow
 
 log = logging.getLogger("parkgate")
@@ -80,6 +86,7 @@ class Gateway:
         workflows: Iterable[Workflow] = (),
         surface: str = "library",
         metrics: Metrics | None = None,
+        deliver: bool = False,
     ) -> None:
         # Every option is checked before the store is opened: a bad one creates nothing.
         if store is None and not isinstance(store_url, str):
@@ -89,6 +96,7 @@ class Gateway:
         if escalate_after < 1:
             raise InputError("escalate_after must be at least 1")
         default_ttl = check_duration(ttl, "ttl")
+        check_flag(deliver, "deliver")
         flows = list(workflows)
         for flow in flows:
             check_workflow(flow)
@@ -98,20 +106,29 @@ class Gateway:
         self.escalate_after = escalate_after
         self.workflows: dict[str, Workflow] = {flow.name: flow for flow in flows}
         self.metrics = metrics or Metrics(surface)
-        self.metrics.count_open_with(self._count_open)
-        # Waiters in this process wake as soon as an ask closes here; other processes'
-        # closes are seen by polling. The count tells a waiter whether a close happened
-        # between its read and its wait (a notify alone would be missed then).
-        self._closed_event = threading.Condition()
-        self._closes = 0
-        self._close_listeners: list[Callable[[], None]] = []
+        self.metrics.read_gauges_with(self.gauges)
+        #: Every waiter on this gateway's asks hears their close here (see parkgate.signal).
+        self.signal = CloseSignal(self.store.watch)
+        #: Set while a deliverer runs on this gateway (``deliver=True``, ``parkgate serve``).
+        self.delivering = False
+        self._undelivered_warning = _UndeliveredWarning()
+        self._deliverer: DelivererThread | None = None
+        if deliver:
+            from parkgate.delivery.deliverer import DelivererThread
+
+            self._deliverer = DelivererThread(self)
 
     # -- lifecycle -------------------------------------------------------------
     def close(self) -> None:
-        """Close the store (its connections or pool). ``with Gateway(...) as gw:`` does it on exit.
+        """Stop the deliverer (``deliver=True``) and close the store (its connections or pool).
 
-        Closing twice is harmless; any other call afterwards raises :class:`~parkgate.store.StoreClosed`.
+        ``with Gateway(...) as gw:`` does it on exit. Closing twice is harmless; any other
+        call afterwards raises :class:`~parkgate.store.StoreClosed`.
         """
+        deliverer, self._deliverer = self._deliverer, None
+        if deliverer is not None:
+            deliverer.stop()
+        self.signal.close()
         self.store.close()
 
     def __enter__(self) -> Gateway:
@@ -139,6 +156,8 @@ class Gateway:
         default: str | None = None,
         callback_url: str | None = None,
         phase: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        watched: bool = False,
     ) -> Reply:
         """Park a question in ``conversation_id``; the reply (``asked``) carries the menu.
 
@@ -147,19 +166,25 @@ class Gateway:
         ``expired``); for a choice it must be one of the options, compared after the
         whitespace folding the labels get, and is stored folded. ``ttl`` (a timedelta
         or seconds, positive) overrides the gateway's. Raises :class:`AskAlreadyOpen`
-        unless ``replace`` is true. A bad argument raises :class:`InputError` (a bad
-        prompt or option list :class:`StoppingPointError`) before anything is read or
-        written.
+        unless ``replace`` is true. ``context`` (a JSON object of at most 16 KiB) is kept
+        with the ask and shown with it. An ask with a ``callback_url``, or ``watched``,
+        has something waiting on its close: a deliverer reads it when its TTL falls due
+        (a *due read*), so it closes on time even if nobody else reads it. A bad argument
+        raises :class:`InputError` (a bad prompt or option list :class:`StoppingPointError`)
+        before anything is read or written.
         """
         check_id(conversation_id, "conversation_id")
         run_id, ask_ttl = check_park_args(run_id, ttl, replace, callback_url)
         if phase is not None:
             check_id(phase, "phase")
+        check_flag(watched, "watched")
+        context = check_context(context)
         # An explicit option list (even an empty one) means a choice: [] is an error, not a text ask.
         chosen_kind = kind if kind is not None else (AskKind.TEXT if options is None else AskKind.CHOICE)
         spec = stopping_point.make_spec(chosen_kind, prompt, options)
         default = check_default(spec, default)
-        return self._park(conversation_id, spec, run_id, ask_ttl, replace, default, callback_url, phase)
+        extra = _Extra(default, callback_url, phase, context, watched or callback_url is not None)
+        return self._park(conversation_id, spec, run_id, ask_ttl, replace, extra)
 
     def ask_from_text(
         self,
@@ -183,7 +208,8 @@ class Gateway:
         if spec is None:
             # Nothing was parked, but it is still a reply a surface sends: counted like any other.
             return self._counted(Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False))
-        return self._park(conversation_id, spec, run_id, ask_ttl, replace, None, callback_url, None)
+        extra = _Extra(callback_url=callback_url, watched=callback_url is not None)
+        return self._park(conversation_id, spec, run_id, ask_ttl, replace, extra)
 
     def start(self, conversation_id: str, workflow: str, *, replace: bool = False, run_id: str | None = None) -> Reply:
         """Start a registered workflow: its first phase is parked (``asked``).
@@ -221,9 +247,7 @@ class Gateway:
         run_id: str | None,
         ttl: timedelta | None,
         replace: bool,
-        default: str | None,
-        callback_url: str | None,
-        phase: str | None,
+        extra: _Extra,
     ) -> Reply:
         """Park ``spec``; every argument has been checked by the caller."""
         now = self.clock.now()
@@ -238,12 +262,15 @@ class Gateway:
             )
             if run.conversation_id != conversation_id:
                 raise InputError(f"run {run_id} belongs to another conversation")
-            ask = self._new_ask(run, spec, now, ttl, default, callback_url, phase)
+            ask = self._new_ask(run, spec, now, ttl, extra)
             _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=ask.id)
             tx.insert_ask(ask)
             return asked_reply(ask), closed
 
-        return self._counted(self._transact(body))
+        reply = self._counted(self._transact(body))
+        if extra.watched:  # the earliest due time may be this one now
+            self.signal.changed(Change.DUE, reply.ask_id)
+        return reply
 
     def _new_ask(
         self,
@@ -251,9 +278,7 @@ class Gateway:
         spec: stopping_point.AskSpec,
         now: datetime,
         ttl: timedelta | None,
-        default: str | None,
-        callback_url: str | None,
-        phase: str | None,
+        extra: _Extra,
     ) -> Ask:
         return Ask(
             id=_new_id(),
@@ -266,9 +291,11 @@ class Gateway:
             asked_at=now,
             last_touched=now,
             ttl_seconds=(ttl or self.ttl).total_seconds(),
-            phase=phase,
-            default=default,
-            callback_url=callback_url,
+            phase=extra.phase,
+            default=extra.default,
+            callback_url=extra.callback_url,
+            watched=extra.watched,
+            context=extra.context,
         )
 
     def _clear_for_new_ask(self, tx: Transaction, conversation_id: str, replace: bool, now: datetime) -> list[_Closed]:
@@ -356,7 +383,7 @@ class Gateway:
 
     def _park_phase(self, tx: Transaction, run: Run, phase: Phase, now: datetime) -> Reply:
         spec = stopping_point.make_spec(phase.kind, phase.prompt_for(run.context), phase.options)
-        ask = self._new_ask(run, spec, now, None, None, None, phase.name)
+        ask = self._new_ask(run, spec, now, None, _Extra(phase=phase.name))
         _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=ask.id)
         tx.insert_ask(ask)
         return asked_reply(ask)
@@ -459,9 +486,34 @@ class Gateway:
 
         return self._transact(body)
 
-    def _count_open(self) -> int:
+    def gauges(self) -> AskGauges:
+        """The open, overdue and unread-due figures of the whole store (``/metrics`` shows them)."""
+        now = self.clock.now()
         with self.store.transaction() as tx:
-            return tx.count_open_asks()
+            return tx.ask_gauges(now)
+
+    def read_due(self, limit: int = 100) -> int:
+        """Read the asks something waits on whose TTL has fallen due; return how many closed.
+
+        This is the ordinary read, made on time: each ask found past its TTL is closed as
+        ``expired`` exactly as any read would close it (its default recorded, its run
+        closed, its callback queued, one ``ask_expired`` log line), in one transaction for
+        up to ``limit`` asks. Asks another process is reading are skipped. The deliverer
+        calls it when the earliest due time passes; a caller may too.
+        """
+        check_limit(limit)
+        now = self.clock.now()
+
+        def body(tx: Transaction) -> tuple[int, list[_Closed]]:
+            closed = [self._expire(tx, ask, now) for ask in tx.due_asks(now, limit) if ask.is_expired(now)]
+            return len(closed), closed
+
+        return self._transact(body)
+
+    def next_due(self) -> datetime | None:
+        """The earliest due time among open asks something waits on (``None``: none)."""
+        with self.store.transaction() as tx:
+            return tx.next_due()
 
     def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing: the clock check's view.
@@ -526,36 +578,21 @@ class Gateway:
         """Block until the ask closes or ``timeout`` passes; return its state.
 
         ``timeout`` is a timedelta or a finite number of seconds; 0 or less reads the
-        ask once without waiting. Polls the store (other processes may answer) and
-        wakes early when this process closes an ask. Expiry is still decided by the
-        injected clock.
+        ask once without waiting. The wait is on the close signal (:mod:`parkgate.signal`):
+        it wakes as soon as the ask closes here or in another process, and reads the ask
+        again when its TTL falls due, so an ask nobody answers is closed as ``expired`` by
+        this wait's own read. Expiry is still decided by the injected clock.
         """
         check_id(ask_id, "ask_id")
         deadline = time.monotonic() + wait_seconds(timeout)
-        while True:
-            seen = self._closes
-            ask = self.get(ask_id)
-            remaining = deadline - time.monotonic()
-            if not ask.is_open or remaining <= 0:
-                return ask
-            with self._closed_event:
-                if self._closes == seen:  # no close since the read: sleep until one, or poll
-                    self._closed_event.wait(min(WAIT_POLL_SECONDS, remaining))
-
-    def _on_close(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call ``listener`` (in the committing thread) whenever this gateway closes an ask.
-
-        For :class:`~parkgate.async_gateway.AsyncGateway.wait`; returns the call that
-        removes it. A listener must be quick and must not raise.
-        """
-        with self._closed_event:
-            self._close_listeners.append(listener)
-
-        def remove() -> None:
-            with self._closed_event:
-                self._close_listeners.remove(listener)
-
-        return remove
+        with self.signal.waiting(ask_id) as waiter:
+            while True:
+                waiter.clear()  # before the read: a close after it still wakes this wait
+                ask = self.get(ask_id)
+                remaining = deadline - time.monotonic()
+                if not ask.is_open or remaining <= 0:
+                    return ask
+                waiter.wait(pause_before_reading(ask, self.clock.now(), remaining))
 
     # -- plumbing --------------------------------------------------------------
     def _workflow(self, name: str) -> Workflow:
@@ -576,7 +613,8 @@ class Gateway:
                 if attempt == CONFLICT_RETRIES - 1:
                     raise
                 self.metrics.retry()
-        self._after_commit(closed)
+        if closed:
+            self._after_commit(closed)
         return result
 
     def _enqueue_callback(self, tx: Transaction, ask: Ask) -> None:
@@ -611,18 +649,70 @@ class Gateway:
                         }
                     )
                 )
-        if closed:
-            with self._closed_event:
-                self._closes += 1
-                self._closed_event.notify_all()
-                listeners = list(self._close_listeners)
-            for listener in listeners:
-                listener()
+        self.signal.closed([item.ask.id for item in closed])
+        if any(item.ask.callback_url for item in closed):
+            self.signal.changed(Change.OUTBOX)
+            if not self.delivering:
+                self._undelivered_warning.check(self)
 
 
-#: How often ``wait`` reads the store while nothing closes in this process (another
-#: process may close the ask; a close here wakes the waiter at once).
-WAIT_POLL_SECONDS = 0.2
+#: A waiter reads its ask this long after its due time, so that the read finds it past
+#: its TTL (expiry is strict: an ask is past its TTL only after the due instant).
+DUE_MARGIN_SECONDS = 0.002
+#: How long after warning that nothing delivers callbacks a gateway looks again.
+UNDELIVERED_CHECK_SECONDS = 60.0
+#: A deliverer stamps its heartbeat this often; one not seen for three times as long is gone.
+HEARTBEAT_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Extra:
+    """What an ask may carry besides its question: checked by the caller."""
+
+    default: str | None = None
+    callback_url: str | None = None
+    phase: str | None = None
+    context: Mapping[str, Any] | None = None
+    watched: bool = False
+
+
+class _UndeliveredWarning:
+    """Logs once per gateway when it queues callbacks while no deliverer runs on its database."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next_check = 0.0
+        self._warned = False
+
+    def check(self, gateway: Gateway) -> None:
+        with self._lock:
+            if self._warned or time.monotonic() < self._next_check:
+                return
+            self._next_check = time.monotonic() + UNDELIVERED_CHECK_SECONDS
+        try:
+            with gateway.store.transaction() as tx:
+                last = tx.last_beat()
+        except Exception:  # a warning must never fail the call that queued the callback
+            return
+        now = gateway.clock.now()
+        if last is not None and (now - last).total_seconds() < 3 * HEARTBEAT_SECONDS:
+            return
+        with self._lock:
+            self._warned = True
+        log.warning(
+            "callbacks were queued in the outbox at %s but no deliverer runs on this database: "
+            "nothing will send them. Run one: Gateway(..., deliver=True), `parkgate deliver --db URL`, "
+            "or `parkgate serve`",
+            gateway.store.url,
+        )
+
+
+def pause_before_reading(ask: Ask, now: datetime, remaining: float) -> float:
+    """How long a waiter on open ``ask`` sleeps before its next read unless signalled: until
+    its due time (a hair after, so the read finds it past its TTL), the end of its wait
+    (``remaining`` seconds), or the fallback read, whichever comes first."""
+    due_in = (ask.due_at - now).total_seconds() + DUE_MARGIN_SECONDS
+    return max(0.0, min(remaining, due_in, FALLBACK_READ_SECONDS))
 
 
 def ask_to_dict(ask: Ask, now: datetime | None = None) -> dict[str, Any]:
@@ -644,6 +734,7 @@ def ask_to_dict(ask: Ask, now: datetime | None = None) -> dict[str, Any]:
         "asked_at": ask.asked_at.isoformat(),
         "last_touched": ask.last_touched.isoformat(),
         "answered_at": ask.answered_at.isoformat() if ask.answered_at else None,
+        "context": dict(ask.context) if ask.context is not None else None,
     }
     if now is not None:
         data["hours_open"] = round((now - ask.asked_at).total_seconds() / 3600, 3)

@@ -18,31 +18,48 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from parkgate.core.phrases import ReplyKind
+from parkgate.store.base import AskGauges
 
 TIME_TO_ANSWER_BUCKETS = (5, 15, 30, 60, 120, 300, 900, 1800, 3600, 7200, 21600, 86400)
 #: Where the Prometheus client keeps several processes' counters (its own variable).
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
-OPEN_ASKS_HELP = (
-    "Asks with status open in the store, counted at scrape time. An ask past its TTL "
-    "counts until the read that finds it closes it (there is no sweeper)."
+OPEN_ASKS_HELP = "Open asks not past their TTL, counted at scrape time."
+OVERDUE_ASKS_HELP = (
+    "Open asks past their TTL, counted at scrape time: awaiting their due read (a callback "
+    "or a watcher waits on them), or the next read of anyone (nothing waits on them)."
+)
+UNREAD_DUE_HELP = (
+    "Seconds since the earliest due time that passed without its due read, among open asks "
+    "something waits on (0: none). A due read closes such an ask at once; a growing value "
+    "means no deliverer runs or it cannot keep up."
 )
 
 
-class _OpenAsks(Collector):
-    """The open-asks gauge, read from the store on each scrape.
+class _AskGauges(Collector):
+    r"""The open-ask gauges, read from the store on each scrape.
 
-    A collector rather than a ``Gauge``: the count is the store's, the same from every
-    process, so it must not be one of the per-process values that are added up.
+    A collector rather than ``Gauge``\s: the figures are the store's, the same from every
+    process, so they must not be per-process values that are added up.
     """
 
     def __init__(self) -> None:
-        self.count: Callable[[], int] | None = None
+        self.read: Callable[[], AskGauges] | None = None
 
     def collect(self) -> Iterator[Metric]:
-        gauge = GaugeMetricFamily("parkgate_open_asks", OPEN_ASKS_HELP)
-        if self.count is not None:
-            gauge.add_metric([], float(self.count()))
-        yield gauge
+        figures = self.read() if self.read is not None else None
+        for name, help_text, value in (
+            ("parkgate_open_asks", OPEN_ASKS_HELP, figures.open if figures else None),
+            ("parkgate_asks_overdue", OVERDUE_ASKS_HELP, figures.overdue if figures else None),
+            (
+                "parkgate_oldest_unread_due_seconds",
+                UNREAD_DUE_HELP,
+                figures.oldest_unread_due_seconds if figures else None,
+            ),
+        ):
+            gauge = GaugeMetricFamily(name, help_text)
+            if value is not None:
+                gauge.add_metric([], float(value))
+            yield gauge
 
 
 class Metrics:
@@ -76,7 +93,7 @@ class Metrics:
             registry=self.registry,
         )
         self._retries = self.retries.labels(surface)
-        self._open_asks = _OpenAsks()
+        self._open_asks = _AskGauges()
         self.registry.register(self._open_asks)
         self._reply_children: dict[ReplyKind, Any] = {}
         for kind in ReplyKind:  # every series exists from the start, at zero
@@ -84,9 +101,9 @@ class Metrics:
         self._closed_children: dict[str, Any] = {}
         self._time_to_answer = self.time_to_answer.labels(surface)
 
-    def count_open_with(self, count: Callable[[], int]) -> None:
-        """Make the open-asks gauge read the store on each scrape (right across processes)."""
-        self._open_asks.count = count
+    def read_gauges_with(self, read: Callable[[], AskGauges]) -> None:
+        """Make the open-ask gauges read the store on each scrape (right across processes)."""
+        self._open_asks.read = read
 
     def exposition(self) -> bytes:
         """The Prometheus text for a scrape: this process's counters, or, when several

@@ -63,7 +63,8 @@ async def test_async_wait_wakes_on_a_close_in_this_process_without_waiting_for_i
     gateway: Gateway, monkeypatch: pytest.MonkeyPatch, closer: str
 ) -> None:
     # A poll interval far longer than the test's bound: only the wake-up can end the wait in time.
-    monkeypatch.setattr("parkgate.async_gateway.WAIT_POLL_SECONDS", 60.0)
+    monkeypatch.setattr("parkgate.signal.FALLBACK_READ_SECONDS", 60.0)
+    monkeypatch.setattr("parkgate.gateway.FALLBACK_READ_SECONDS", 60.0)
     agw = AsyncGateway(gateway)
     parked = await agw.ask("conv-wake", "Deploy?", ["Yes", "No"])
     assert parked.ask_id is not None
@@ -75,7 +76,7 @@ async def test_async_wait_wakes_on_a_close_in_this_process_without_waiting_for_i
         await asyncio.to_thread(gateway.handle, "conv-wake", "1")
     waited = await asyncio.wait_for(waiter, 10)
     assert waited.status is AskStatus.ANSWERED and waited.answer == "Yes"
-    assert gateway._close_listeners == []  # the wait unsubscribed
+    assert gateway.signal.waited_ids() == []  # the wait unsubscribed
 
 
 def test_sync_wait_wakes_on_a_close_in_this_process_without_waiting_for_its_poll(
@@ -83,7 +84,7 @@ def test_sync_wait_wakes_on_a_close_in_this_process_without_waiting_for_its_poll
 ) -> None:
     import threading
 
-    monkeypatch.setattr("parkgate.gateway.WAIT_POLL_SECONDS", 60.0)
+    monkeypatch.setattr("parkgate.gateway.FALLBACK_READ_SECONDS", 60.0)
     parked = gateway.ask("conv-wake-sync", "Deploy?", ["Yes", "No"])
     assert parked.ask_id is not None
     result: list[object] = []

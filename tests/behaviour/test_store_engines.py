@@ -13,7 +13,7 @@ import logging
 import sqlite3
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -106,6 +106,15 @@ def test_a_version_1_sqlite_file_is_upgraded_with_its_messages_kept(tmp_path: Pa
                 if statement.startswith(("CREATE TABLE inbound_messages", "CREATE INDEX asks_by_run")):
                     conn.execute(statement)
     conn.executemany("INSERT INTO inbound_messages VALUES (?, ?, ?, ?)", rows)
+    # What version 5 added, taken out again.
+    for statement in (
+        "DROP TRIGGER asks_due_moves",
+        "DROP INDEX asks_due",
+        "DROP TABLE deliverers",
+        "ALTER TABLE asks DROP COLUMN due_at",
+        "ALTER TABLE asks DROP COLUMN context",
+    ):
+        conn.execute(statement)
     conn.execute("DELETE FROM schema_migrations WHERE version > 1")
     assert conn.execute("SELECT wr FROM pragma_table_list('inbound_messages')").fetchone()[0] == 0
     conn.close()
@@ -183,13 +192,27 @@ def test_postgres_a_pooled_connection_the_server_dropped_is_replaced(
 def test_a_version_1_postgres_schema_is_upgraded_in_place(pg_url: str, pg_schema: str) -> None:
     with Gateway(store=PostgresStore(pg_url, schema=pg_schema), clock=ManualClock(T0)) as gateway:
         gateway.ask("c-1", "Deploy?", ["Deploy", "Hold"])
+        waited_on = gateway.ask("c-2", "Ship?", ["Ship", "Wait"], ttl=60, callback_url="http://hooks.test/h")
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{pg_schema}"')
         conn.execute("CREATE INDEX asks_by_run ON asks (run_id)")  # as version 1 made it
+        for statement in (  # what version 5 added, taken out again
+            "DROP TABLE deliverers",
+            "DROP TRIGGER asks_due_moves ON asks",
+            "DROP TRIGGER asks_closed ON asks",
+            "DROP TRIGGER asks_due_parked ON asks",
+            "DROP TRIGGER outbox_queued ON outbox",
+            "ALTER TABLE asks DROP COLUMN due_at",
+            "ALTER TABLE asks DROP COLUMN context",
+        ):
+            conn.execute(statement.encode())
         conn.execute("DELETE FROM schema_migrations WHERE version > 1")
     with Gateway(store=PostgresStore(pg_url, schema=pg_schema), clock=ManualClock(T0)) as gateway:
         assert gateway.store.schema_version() == LATEST
         assert gateway.handle("c-1", "1").kind is ReplyKind.SELECTED  # the parked ask survived
+        # The ask with a callback that was open gets its due time: a due read will close it.
+        assert gateway.next_due() == T0 + timedelta(seconds=60)
+        assert gateway.get(waited_on.ask_id or "").watched
     with psycopg.connect(pg_url, autocommit=True) as conn:
         found = conn.execute(
             "SELECT count(*) FROM pg_indexes WHERE schemaname = %s AND indexname = 'asks_by_run'", (pg_schema,)

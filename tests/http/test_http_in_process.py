@@ -15,11 +15,11 @@ from typing import Any
 
 import httpx
 import pytest
+from parkgate.delivery.outbox import MAX_DELAY_SECONDS, OutboxDeliverer, backoff_delay
 
 from parkgate import Gateway, ManualClock
 from parkgate.demo import UML
 from parkgate.http.app import create_app
-from parkgate.http.outbox import MAX_DELAY_SECONDS, OutboxDeliverer, backoff_delay
 
 
 @pytest.fixture
@@ -306,8 +306,7 @@ async def test_a_long_poll_returns_as_soon_as_this_server_closes_the_ask(
     http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Pauses between reads far longer than the bound below: only the wake-up can end it in time.
-    monkeypatch.setattr("parkgate.http.app.LONG_POLL_FIRST_PAUSE", 60.0)
-    monkeypatch.setattr("parkgate.http.app.LONG_POLL_MAX_PAUSE", 60.0)
+    monkeypatch.setattr("parkgate.gateway.FALLBACK_READ_SECONDS", 60.0)
     created = await http.post("/v1/asks", json={"conversation_id": "poll", "prompt": "Q?", "options": ["A", "B"]})
     ask_id = created.json()["ask_id"]
     waiter = asyncio.create_task(http.get(f"/v1/asks/{ask_id}?wait=50"))

@@ -20,7 +20,8 @@ metrics.close("selected", 12.0)
 SCRAPE = """
 from parkgate.metrics import Metrics
 metrics = Metrics("http")
-metrics.count_open_with(lambda: 7)
+from parkgate.store.base import AskGauges
+metrics.read_gauges_with(lambda: AskGauges(open=7, overdue=2, oldest_unread_due_seconds=1.5))
 print(metrics.exposition().decode())
 """
 
@@ -46,6 +47,7 @@ def test_counters_of_several_processes_add_up_and_the_gauge_is_read_once(tmp_pat
     # The store's count, once: not a per-process value added up, and no pid label.
     assert [name for name in found if name.startswith("parkgate_open_asks")] == ["parkgate_open_asks"]
     assert found["parkgate_open_asks"] == 7
+    assert found["parkgate_asks_overdue"] == 2
 
 
 def test_one_process_exposes_its_own_registry(tmp_path: Path) -> None:

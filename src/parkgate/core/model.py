@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from functools import lru_cache
+from typing import Any
 
 # AskKind and AskStatus are re-exported: they are stored values, and the store takes
 # them from the data model it persists, never from the phrases module.
@@ -41,10 +43,20 @@ class Ask:
     phase: str | None = None
     default: str | None = None
     callback_url: str | None = None
+    #: Something waits on this ask's close (a callback, an adapter's watcher): when its
+    #: TTL falls due, a due read makes the ordinary read that closes it.
+    watched: bool = False
+    #: What else the caller parked with the ask (shown with it; never matched against).
+    context: Mapping[str, Any] | None = None
 
     @property
     def is_open(self) -> bool:
         return self.status is AskStatus.OPEN
+
+    @property
+    def due_at(self) -> datetime:
+        """When the ask falls due: the first moment after which a read closes it as expired."""
+        return self.last_touched + _ttl_of(self.ttl_seconds)
 
     @property
     def ttl(self) -> timedelta:

@@ -41,7 +41,6 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.staticfiles import StaticFiles
@@ -50,11 +49,11 @@ from parkgate.async_gateway import wait_for_close
 from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.phrases import EXPIRED_NOTICE, STAND_IN_MODEL
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS, StoppingPointError
+from parkgate.delivery import Deliverer
 from parkgate.demo import WORKFLOWS
 from parkgate.errors import AskAlreadyOpen, InputError, RunStillAsking, UnknownAsk, UnknownRun, UnknownWorkflow
 from parkgate.gateway import Gateway, ask_to_dict
 from parkgate.http.logs import ensure_stderr_logging
-from parkgate.http.outbox import OutboxDeliverer
 from parkgate.reply import Reply
 from parkgate.store import (
     DEFAULT_URL,
@@ -252,6 +251,9 @@ class AskOut(BaseModel):
     asked_at: str
     last_touched: str
     answered_at: str | None = None
+    context: dict[str, Any] | None = Field(
+        default=None, description="What else was parked with the ask (a JSON object), shown with it."
+    )
     hours_open: float | None = None
 
 
@@ -333,11 +335,6 @@ _ANSWERED_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
     (UnknownRun, 404, "unknown_run"),
     (UnknownWorkflow, 404, "unknown_workflow"),
 )
-#: A long poll (``GET /v1/asks/{id}?wait=S``) reads the ask again after these pauses,
-#: growing from the first to the most, for closes made by other workers; a close made by
-#: this worker wakes it at once.
-LONG_POLL_FIRST_PAUSE = 0.05
-LONG_POLL_MAX_PAUSE = 0.5
 
 
 # -- middleware: auth and body size, before anything is read ---------------------------
@@ -591,8 +588,9 @@ def create_app(
 ) -> FastAPI:
     """The ASGI app serving ``gateway`` (or a new one on ``db_url`` with the demo workflow).
 
-    ``token`` switches bearer auth on for ``/v1``. ``deliver_callbacks`` runs the outbox
-    deliverer as a background task while the app is up (in its lifespan). A gateway
+    ``token`` switches bearer auth on for ``/v1``. ``deliver_callbacks`` runs a
+    :class:`~parkgate.delivery.Deliverer` (due reads and callbacks) as a background task
+    while the app is up (in its lifespan). A gateway
     made here is closed on shutdown; one passed in belongs to the caller.
     """
     owned = gateway is None
@@ -602,11 +600,11 @@ def create_app(
     for flow in WORKFLOWS.values():
         gw.workflows.setdefault(flow.name, flow)
     token = token or None
-    deliverer = OutboxDeliverer(gw.store, gw.clock) if deliver_callbacks else None
+    deliverer = Deliverer(gw) if deliver_callbacks else None
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        task = asyncio.create_task(deliverer.run(), name="parkgate-outbox") if deliverer else None
+        task = asyncio.create_task(deliverer.run(), name="parkgate-deliver") if deliverer else None
         try:
             yield
         finally:
@@ -633,10 +631,6 @@ def create_app(
     app.state.owns_gateway = owned
     app.state.deliverer = deliverer
     app.add_middleware(GuardMiddleware, token=token, limits={("POST", "/v1/asks"): MAX_ASK_BODY_BYTES})
-
-    def nudge() -> None:
-        if deliverer is not None:
-            deliverer.nudge()
 
     # -- errors ------------------------------------------------------------------------
     @app.exception_handler(RequestValidationError)
@@ -720,8 +714,6 @@ def create_app(
                 default=body.default,
                 callback_url=body.callback_url,
             )
-        if body.replace:
-            nudge()
         return _reply_json(reply, 201 if reply.parked else 200)
 
     @app.post(
@@ -733,8 +725,6 @@ def create_app(
     def post_message(conversation_id: str, body: MessageIn) -> Response:
         """Match one inbound message against the conversation's parked ask."""
         reply = gw.handle(conversation_id, body.text, body.message_id)
-        if not reply.parked or reply.expired_ask_id:
-            nudge()
         return _reply_json(reply)
 
     @app.get("/v1/asks", response_model=AskListOut, responses=_errors(*_V1_ERRORS), tags=["asks"])
@@ -745,7 +735,6 @@ def create_app(
         """Open asks across conversations, oldest first, with ``hours_open``."""
         asks = gw.open_asks(limit)
         now = gw.clock.now()
-        nudge()  # any it found past their TTL were closed on this read
         return SafeJSONResponse({"asks": [ask_to_dict(ask, now) for ask in asks]})
 
     @app.get("/v1/asks/{ask_id}", response_model=AskOut, responses=_errors(404, *_V1_ERRORS), tags=["asks"])
@@ -755,23 +744,13 @@ def create_app(
         wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)] = 0,
     ) -> Response:
         """One ask. ``?wait=S`` (S <= 60) holds the request until it closes or S pass."""
-        ask = await wait_for_close(
-            gw,
-            lambda: run_in_threadpool(gw.get, ask_id),
-            wait,
-            first_pause=LONG_POLL_FIRST_PAUSE,
-            max_pause=LONG_POLL_MAX_PAUSE,
-            give_up=request.is_disconnected,
-        )
-        if not ask.is_open:
-            nudge()
+        ask = await wait_for_close(gw, ask_id, wait, give_up=request.is_disconnected)
         return SafeJSONResponse(ask_to_dict(ask))
 
     @app.post("/v1/asks/{ask_id}/cancel", response_model=AskOut, responses=_errors(404, *_V1_ERRORS), tags=["asks"])
     def cancel_ask(ask_id: str) -> Response:
         """An operator's cancel: the ask closes as ``cancelled`` (a closed one is returned as it is)."""
         ask = gw.cancel(ask_id)
-        nudge()
         return SafeJSONResponse(ask_to_dict(ask))
 
     @app.get("/v1/runs/{run_id}", response_model=RunOut, responses=_errors(404, *_V1_ERRORS), tags=["runs"])
@@ -780,7 +759,6 @@ def create_app(
         run = gw.run(run_id)
         if run is None:
             raise UnknownRun(run_id)
-        nudge()  # a pending ask past its TTL was closed on this read
         return SafeJSONResponse(run_to_dict(run))
 
     @app.post(
@@ -789,7 +767,6 @@ def create_app(
     def finish_run(run_id: str, body: FinishIn | None = None) -> Response:
         """Mark a run complete once the work after its last answer is done (409 while an ask is pending)."""
         run = gw.finish_run(run_id, (body or FinishIn()).outcome)
-        nudge()
         return SafeJSONResponse(run_to_dict(run))
 
     @app.post(
@@ -802,8 +779,6 @@ def create_app(
     def start_workflow(name: str, body: StartIn) -> Response:
         """Start a registered workflow (the demo is ``uml``): its first question is parked."""
         reply = gw.start(body.conversation_id, name, replace=body.replace, run_id=body.run_id)
-        if body.replace:
-            nudge()
         return _reply_json(reply, 201)
 
     @app.get("/v1/workflows", tags=["workflows"], responses=_errors(*_V1_ERRORS))

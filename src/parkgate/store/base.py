@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from parkgate.core.model import Ask
+from parkgate.signal import CloseSignal, Watcher
 
 
 class StoreError(RuntimeError):
@@ -57,6 +58,20 @@ class Run:
     pending_ask_id: str | None
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AskGauges:
+    """What the open-ask gauges show at one moment."""
+
+    #: Open asks not past their TTL.
+    open: int
+    #: Open asks past their TTL: awaiting their due read, or a read nobody makes.
+    overdue: int
+    #: How long ago the earliest passed due time of an ask something waits on fell due
+    #: (0 when none has): a due read closes such an ask at once, so a growing value
+    #: means no deliverer is running or keeping up.
+    oldest_unread_due_seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +152,32 @@ class Transaction(ABC):
 
     @abstractmethod
     def count_open_asks(self) -> int:
-        """How many asks are open (the metrics gauge; no rows are loaded)."""
+        """How many asks are open (no rows are loaded)."""
+
+    @abstractmethod
+    def ask_gauges(self, now: datetime) -> AskGauges:
+        """The open, overdue and unread-due figures as of ``now`` (the metrics gauges)."""
+
+    @abstractmethod
+    def due_asks(self, now: datetime, limit: int) -> list[Ask]:
+        """Open asks something waits on whose due time is ``now`` or earlier, earliest
+        first, locked for this transaction; rows another transaction holds are skipped."""
+
+    @abstractmethod
+    def next_due(self) -> datetime | None:
+        """The earliest due time among open asks something waits on (``None``: none)."""
+
+    @abstractmethod
+    def beat(self, deliverer_id: str, now: datetime) -> None:
+        """Stamp a running deliverer's heartbeat."""
+
+    @abstractmethod
+    def stop_beating(self, deliverer_id: str) -> None:
+        """Remove a deliverer that stops cleanly."""
+
+    @abstractmethod
+    def last_beat(self) -> datetime | None:
+        """The latest heartbeat of any deliverer on this database (``None``: never)."""
 
 
 class Store(ABC):
@@ -169,6 +209,14 @@ class Store(ABC):
         :meth:`due_callbacks` (several workers may then send one row more than once).
         """
         return self.due_callbacks(now, limit)
+
+    @abstractmethod
+    def next_callback_at(self) -> datetime | None:
+        """When the earliest undelivered callback is next due (``None``: none waiting)."""
+
+    def watch(self, signal: CloseSignal) -> Watcher | None:
+        """Start feeding ``signal`` with other processes' commits; ``None``: this store cannot."""
+        return None
 
     @abstractmethod
     def callback_done(self, callback_id: int, now: datetime) -> None: ...

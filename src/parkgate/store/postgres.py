@@ -23,6 +23,7 @@ from psycopg import sql as pgsql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from parkgate.core.model import Ask
+from parkgate.signal import CloseSignal, Watcher
 from parkgate.store.base import (
     Callback,
     Store,
@@ -35,13 +36,23 @@ from parkgate.store.base import (
 )
 from parkgate.store.recent import DEFAULT_SIZE, STALE, UNSEEN, Marker, RecentOpenAsks
 from parkgate.store.sql import Dialect, RememberingTransaction, SqlTransaction, retry_after_guess
+from parkgate.store.watch import PostgresWatcher
 
 
 def _same(moment: Any) -> Any:
     return moment
 
 
-DIALECT = Dialect(placeholder="%s", lock_suffix=" FOR UPDATE", encode_time=_same, decode_time=_same)
+DIALECT = Dialect(
+    placeholder="%s",
+    lock_suffix=" FOR UPDATE",
+    encode_time=_same,
+    decode_time=_same,
+    encode_due=_same,
+    decode_due=_same,
+    due_expression="(last_touched + ttl_seconds * interval '1 second')",
+    skip_locked_suffix=" FOR UPDATE SKIP LOCKED",
+)
 MIGRATION_LOCK_KEY = 0x7061726B  # "park": one migrator at a time across processes
 logger = logging.getLogger(__name__)
 #: Class of the per-conversation advisory locks (the two-key space never meets the one-key one).
@@ -565,6 +576,14 @@ class PostgresStore(Store):
         except (psycopg.OperationalError, PoolTimeout) as error:
             raise _unavailable(error) from None
         return [Callback(*row) for row in rows]
+
+    def next_callback_at(self) -> datetime | None:
+        with self._pooled() as conn:
+            row = conn.execute("SELECT min(next_attempt_at) FROM outbox WHERE delivered_at IS NULL").fetchone()
+        return row[0] if row else None
+
+    def watch(self, signal: CloseSignal) -> Watcher:
+        return PostgresWatcher(self.url, self.schema, signal)
 
     def callback_done(self, callback_id: int, now: datetime) -> None:
         with self._pooled() as conn:

@@ -14,13 +14,13 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus
-from parkgate.store.base import Run, StoreConflict, StoreError, Transaction
+from parkgate.store.base import AskGauges, Run, StoreConflict, StoreError, Transaction
 from parkgate.store.recent import STALE, Marker, RecentOpenAsks
 
 ASK_COLUMNS = (
     "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
     "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
-    "default_answer, callback_url"
+    "default_answer, callback_url, due_at, context"
 )
 #: What a step may change in an ask besides its status (``save_ask`` writes these).
 MUTABLE_ASK_SET = "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?"
@@ -33,6 +33,13 @@ class Dialect:
     lock_suffix: str  # "" or " FOR UPDATE"
     encode_time: Callable[[datetime], Any]
     decode_time: Callable[[Any], datetime]
+    #: ``due_at`` as stored (Unix seconds on SQLite, a timestamp on PostgreSQL), both ways.
+    encode_due: Callable[[datetime], Any]
+    decode_due: Callable[[Any], datetime]
+    #: An ask row's due time computed from its columns, in ``due_at``'s form.
+    due_expression: str
+    #: The lock of the due read: rows another worker is reading are skipped, not waited for.
+    skip_locked_suffix: str
 
     # The locked reads, built once per dialect: they run on every message, and an f-string
     # rebuilt per call is a new string each time (hashed again by the statement cache).
@@ -52,6 +59,23 @@ class Dialect:
     @cached_property
     def ask_by_id_sql(self) -> str:
         return f"SELECT {ASK_COLUMNS} FROM asks WHERE id = ?" + self.lock_suffix
+
+    @cached_property
+    def due_asks_sql(self) -> str:
+        return (
+            f"SELECT {ASK_COLUMNS} FROM asks WHERE status = 'open' AND due_at IS NOT NULL AND due_at <= ? "
+            "ORDER BY due_at LIMIT ?" + self.skip_locked_suffix
+        )
+
+    @cached_property
+    def gauges_sql(self) -> str:
+        # Open asks not past their TTL, open asks past it, and the earliest due time that
+        # has passed among the asks something waits on (a due read should have closed it).
+        overdue = f"{self.due_expression} < ?"
+        return (
+            f"SELECT count(*) FILTER (WHERE NOT ({overdue})), count(*) FILTER (WHERE {overdue}), "
+            "min(due_at) FILTER (WHERE due_at IS NOT NULL AND due_at < ?) FROM asks WHERE status = 'open'"
+        )
 
     def sql(self, statement: str) -> str:
         if self.placeholder == "?":
@@ -81,6 +105,11 @@ def _encode_options(options: tuple[str, ...]) -> str:
 @lru_cache(maxsize=MENUS_REMEMBERED)
 def _decode_options(raw: str) -> tuple[str, ...]:
     return tuple(json.loads(raw))
+
+
+def _decode_context(raw: str) -> dict[str, Any]:
+    value = json.loads(raw)
+    return value if isinstance(value, dict) else {"value": value}
 
 
 class SqlTransaction(Transaction):
@@ -117,6 +146,8 @@ class SqlTransaction(Transaction):
             phase=row[15],
             default=row[16],
             callback_url=row[17],
+            watched=row[18] is not None,
+            context=_decode_context(row[19]) if row[19] is not None else None,
         )
 
     def open_ask(self, conversation_id: str) -> Ask | None:
@@ -146,7 +177,7 @@ class SqlTransaction(Transaction):
     def insert_ask(self, ask: Ask) -> None:
         t = self._d.encode_time
         self._write(
-            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 ask.id,
                 ask.conversation_id,
@@ -166,6 +197,8 @@ class SqlTransaction(Transaction):
                 ask.phase,
                 ask.default,
                 ask.callback_url,
+                self._d.encode_due(ask.due_at) if ask.watched else None,
+                json.dumps(ask.context, ensure_ascii=False) if ask.context is not None else None,
             ),
         )
 
@@ -247,6 +280,37 @@ class SqlTransaction(Transaction):
     def count_open_asks(self) -> int:
         self._exec("SELECT count(*) FROM asks WHERE status = 'open'")
         return int(self._cur.fetchone()[0])
+
+    def ask_gauges(self, now: datetime) -> AskGauges:
+        due_now = self._d.encode_due(now)
+        self._exec(self._d.gauges_sql, (due_now, due_now, due_now))
+        live, overdue, earliest = self._cur.fetchone()
+        late = (now - self._d.decode_due(earliest)).total_seconds() if earliest is not None else 0.0
+        return AskGauges(open=int(live), overdue=int(overdue), oldest_unread_due_seconds=late)
+
+    def due_asks(self, now: datetime, limit: int) -> list[Ask]:
+        self._exec(self._d.due_asks_sql, (self._d.encode_due(now), limit))
+        return [self._ask_from_row(row) for row in self._cur.fetchall()]
+
+    def next_due(self) -> datetime | None:
+        self._exec("SELECT min(due_at) FROM asks WHERE status = 'open' AND due_at IS NOT NULL")
+        earliest = self._cur.fetchone()[0]
+        return self._d.decode_due(earliest) if earliest is not None else None
+
+    def beat(self, deliverer_id: str, now: datetime) -> None:
+        self._write(
+            "INSERT INTO deliverers (id, beat_at) VALUES (?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET beat_at = excluded.beat_at",
+            (deliverer_id, self._d.encode_time(now)),
+        )
+
+    def stop_beating(self, deliverer_id: str) -> None:
+        self._write("DELETE FROM deliverers WHERE id = ?", (deliverer_id,))
+
+    def last_beat(self) -> datetime | None:
+        self._exec("SELECT max(beat_at) FROM deliverers")
+        latest = self._cur.fetchone()[0]
+        return self._d.decode_time(latest) if latest is not None else None
 
     def open_asks(self, limit: int | None = None) -> list[Ask]:
         statement = f"SELECT {ASK_COLUMNS} FROM asks WHERE status = 'open' ORDER BY asked_at, id"

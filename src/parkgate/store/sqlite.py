@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from parkgate.core.model import Ask, AskStatus
+from parkgate.signal import CloseSignal, Watcher
 from parkgate.store.base import (
     Callback,
     Store,
@@ -32,6 +33,7 @@ from parkgate.store.base import (
 )
 from parkgate.store.recent import DEFAULT_SIZE, STALE, UNSEEN, Marker, RecentOpenAsks
 from parkgate.store.sql import MUTABLE_ASK_SET, Dialect, RememberingTransaction, retry_after_guess
+from parkgate.store.watch import SQLiteWatcher
 
 #: The last time encoded and its text. A message's writes stamp one ``now`` several times
 #: (asked_at, last_touched, the run's updated_at...), and isoformat() is a visible share of
@@ -54,7 +56,25 @@ def _decode(raw: str) -> datetime:
     return datetime.fromisoformat(raw)
 
 
-DIALECT = Dialect(placeholder="?", lock_suffix="", encode_time=_encode, decode_time=_decode)
+def _encode_due(moment: datetime) -> float:
+    return moment.timestamp()
+
+
+def _decode_due(raw: float) -> datetime:
+    return datetime.fromtimestamp(raw, UTC)
+
+
+DIALECT = Dialect(
+    placeholder="?",
+    lock_suffix="",
+    encode_time=_encode,
+    decode_time=_decode,
+    encode_due=_encode_due,
+    decode_due=_decode_due,
+    # As migration 5's trigger computes due_at (julianday keeps milliseconds).
+    due_expression="((julianday(last_touched) - 2440587.5) * 86400.0 + ttl_seconds)",
+    skip_locked_suffix="",  # one writer at a time: BEGIN IMMEDIATE holds the file
+)
 BUSY_TIMEOUT_MS = 10_000
 #: WAL pages between automatic checkpoints (SQLite's default is 1,000). A checkpoint copies
 #: every page changed since the last one into the database file and syncs it, inside the
@@ -417,6 +437,14 @@ class SQLiteStore(Store):
                 tx._exec("UPDATE outbox SET next_attempt_at = ? WHERE id = ?", (_encode(lease_until), row[0]))
         return [Callback(*row) for row in rows]
 
+    def next_callback_at(self) -> datetime | None:
+        row = self._connection().execute("SELECT min(next_attempt_at) FROM outbox WHERE delivered_at IS NULL")
+        earliest = row.fetchone()[0]
+        return _decode(earliest) if earliest is not None else None
+
+    def watch(self, signal: CloseSignal) -> Watcher:
+        return SQLiteWatcher(self._target, self._uri, signal)
+
     def callback_done(self, callback_id: int, now: datetime) -> None:
         with self._unit() as tx:
             tx._exec(
@@ -484,6 +512,14 @@ class _Unit(AbstractContextManager[SQLiteTransaction]):
 
 
 def _statements(script: str) -> list[str]:
-    """Split a migration script on ';' (our scripts hold no literal semicolons)."""
+    """Split a migration script into whole statements (a trigger's body holds several)."""
     body = "\n".join(line for line in script.splitlines() if not line.strip().startswith("--"))
-    return [part.strip() for part in body.split(";") if part.strip()]
+    statements: list[str] = []
+    current = ""
+    for part in body.split(";"):
+        current += part + ";"
+        if sqlite3.complete_statement(current):
+            if current.strip(" \n;"):
+                statements.append(current.strip())
+            current = ""
+    return statements

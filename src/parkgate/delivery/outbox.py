@@ -2,7 +2,7 @@
 
 When an ask with a ``callback_url`` closes (answered, cancelled, replaced or expired),
 the gateway writes an ``outbox`` row in the same transaction that closed it. The
-:class:`OutboxDeliverer` (a background task of the HTTP app) POSTs each due row's
+:class:`OutboxDeliverer` (driven by :class:`~parkgate.delivery.Deliverer`) POSTs each due row's
 payload (the ask's JSON) to its URL with ``Idempotency-Key: <ask id>``; a 2xx marks the
 row delivered, anything else (an error status, a refused connection, a timeout)
 reschedules it with exponential backoff capped at ``max_delay``. The rows are durable,
@@ -18,9 +18,7 @@ deduplicate on ``Idempotency-Key`` (one ask closes once, so one key per callback
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import threading
 from datetime import timedelta
 
 import httpx
@@ -35,8 +33,6 @@ log = logging.getLogger("parkgate.outbox")
 BASE_DELAY_SECONDS = 1.0
 #: The backoff never waits longer than this between attempts.
 MAX_DELAY_SECONDS = 300.0
-#: How often the outbox is polled when nothing nudges the deliverer.
-POLL_INTERVAL_SECONDS = 1.0
 #: Rows fetched per poll, and callbacks in flight at once.
 BATCH_SIZE = 50
 CONCURRENCY = 8
@@ -56,11 +52,11 @@ def backoff_delay(attempts: int, base: float = BASE_DELAY_SECONDS, cap: float = 
 
 
 class OutboxDeliverer:
-    """POSTs due outbox rows to their callback URLs; run :meth:`run` as a background task.
+    """POSTs due outbox rows to their callback URLs, one pass per :meth:`deliver_due`.
 
     ``clock`` must be the gateway's clock: outbox times are written with it.
     ``client`` may be given (tests pass an ``httpx.AsyncClient`` with a mock transport);
-    otherwise one is created and closed by :meth:`run`.
+    otherwise one is made for each pass, or kept between :meth:`open` and :meth:`aclose`.
     """
 
     def __init__(
@@ -69,33 +65,19 @@ class OutboxDeliverer:
         clock: Clock,
         *,
         client: httpx.AsyncClient | None = None,
-        poll_interval: float = POLL_INTERVAL_SECONDS,
         base_delay: float = BASE_DELAY_SECONDS,
         max_delay: float = MAX_DELAY_SECONDS,
         timeout: float = REQUEST_TIMEOUT_SECONDS,
     ) -> None:
         self.store = store
         self.clock = clock
-        self.poll_interval = poll_interval
         self.base_delay = base_delay
         self.max_delay = max_delay
         self.timeout = timeout
         self._client = client
-        self._wake: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock = threading.Lock()
+        self._owned: httpx.AsyncClient | None = None
         self.delivered = 0
         self.failed = 0
-
-    # -- waking ----------------------------------------------------------------
-    def nudge(self) -> None:
-        """Look at the outbox now (thread-safe): an ask may just have closed."""
-        with self._lock:
-            loop, wake = self._loop, self._wake
-        if loop is None or wake is None or loop.is_closed():
-            return
-        with contextlib.suppress(RuntimeError):  # the loop is shutting down
-            loop.call_soon_threadsafe(wake.set)
 
     # -- delivering ------------------------------------------------------------
     async def deliver_due(self) -> int:
@@ -106,7 +88,7 @@ class OutboxDeliverer:
         rows = await asyncio.to_thread(self.store.claim_callbacks, now, lease_until, BATCH_SIZE)
         if not rows:
             return 0
-        client = self._client
+        client = self._client or self._owned
         owned = client is None
         if client is None:
             client = self._new_client()
@@ -161,30 +143,12 @@ class OutboxDeliverer:
         # No redirects: a callback goes where it was told, or it fails and is retried.
         return httpx.AsyncClient(timeout=self.timeout, follow_redirects=False, trust_env=False)
 
-    async def run(self) -> None:
-        """Deliver until cancelled: poll the outbox, or sooner when :meth:`nudge` is called."""
-        wake = asyncio.Event()
-        with self._lock:
-            self._loop = asyncio.get_running_loop()
-            self._wake = wake
-        owned = self._client is None
-        if self._client is None:
-            self._client = self._new_client()
-        try:
-            while True:
-                wake.clear()
-                try:
-                    await self.deliver_due()
-                except asyncio.CancelledError:
-                    raise
-                except Exception as error:  # the store is away, a row is odd: keep going
-                    log.warning("outbox poll failed: %s", error)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), self.poll_interval)
-        finally:
-            with self._lock:
-                self._loop = None
-                self._wake = None
-            if owned and self._client is not None:
-                await self._client.aclose()
-                self._client = None
+    def open(self) -> None:
+        """Keep one client for the passes until :meth:`aclose` (a long-running deliverer)."""
+        if self._client is None and self._owned is None:
+            self._owned = self._new_client()
+
+    async def aclose(self) -> None:
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            await owned.aclose()

@@ -1,0 +1,172 @@
+"""The deliverer: due reads and callback delivery for one gateway, until stopped.
+
+Each pass reads the asks something waits on whose TTL has fallen due
+(:meth:`Gateway.read_due <parkgate.Gateway.read_due>`: the ordinary read, which closes
+them as ``expired`` and queues their callbacks), then POSTs the callbacks that are due.
+Between passes it sleeps until the earliest due time, the earliest callback retry or the
+next heartbeat, and wakes early when the close signal says an ask with a due time was
+parked, a callback was queued, or another process committed (:mod:`parkgate.signal`).
+
+This is not a sweeper: it decides no lifetime. An ask it reads is closed only if the
+read finds it past its TTL, exactly as a person's next message would find it; an ask
+touched meanwhile is left open and read again at its new due time. Several deliverers
+on one database are safe: a due read skips asks another is reading and finds closed asks
+closed, and a callback row is leased to one deliverer at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import threading
+import uuid
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import httpx
+
+from parkgate.delivery.outbox import OutboxDeliverer
+from parkgate.signal import FALLBACK_READ_SECONDS, Change
+
+if TYPE_CHECKING:
+    from parkgate.gateway import Gateway
+
+log = logging.getLogger("parkgate.deliver")
+
+#: Asks closed per due-read transaction; a full batch is followed by another at once.
+DUE_BATCH = 100
+#: The shortest sleep between passes when a pass closed or sent something.
+MIN_PAUSE_SECONDS = 0.002
+#: The shortest sleep when due asks were found but none could be closed yet (another
+#: deliverer is reading them, or a due time rounded a hair early).
+IDLE_PAUSE_SECONDS = 0.05
+#: How long to wait after a pass that failed (the store away, say) before the next.
+ERROR_PAUSE_SECONDS = 1.0
+_WAKING_CHANGES = frozenset({Change.DUE, Change.OUTBOX, Change.COMMITTED, Change.ANY})
+
+
+class Deliverer:
+    """Due reads and callback delivery for ``gateway``; ``await run()`` until cancelled.
+
+    ``client`` is the HTTP client for callbacks (tests pass one with a mock transport).
+    """
+
+    def __init__(self, gateway: Gateway, *, client: httpx.AsyncClient | None = None) -> None:
+        self.gateway = gateway
+        self.outbox = OutboxDeliverer(gateway.store, gateway.clock, client=client)
+        self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        #: Asks closed by this deliverer's due reads.
+        self.due_reads = 0
+
+    async def run(self) -> None:
+        """Deliver until cancelled."""
+        from parkgate.gateway import HEARTBEAT_SECONDS
+
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+
+        def heard(change: Change, ask_id: str | None) -> None:
+            if change in _WAKING_CHANGES:
+                with contextlib.suppress(RuntimeError):  # the loop is closing
+                    loop.call_soon_threadsafe(wake.set)
+
+        remove = self.gateway.signal.listen(heard)
+        self.gateway.delivering = True
+        self.outbox.open()
+        next_beat = 0.0
+        try:
+            while True:
+                wake.clear()  # before the pass: a signal during it runs another
+                if loop.time() >= next_beat:
+                    await asyncio.to_thread(self._beat)
+                    next_beat = loop.time() + HEARTBEAT_SECONDS
+                try:
+                    pause = await self.deliver_once()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as error:  # the store is away, a row is odd: keep going
+                    log.warning("delivery pass failed: %s", error)
+                    pause = ERROR_PAUSE_SECONDS
+                pause = min(pause, max(0.0, next_beat - loop.time()))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), pause)
+        finally:
+            remove()
+            self.gateway.delivering = False
+            await self.outbox.aclose()
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self._stop_beating)
+
+    async def deliver_once(self) -> float:
+        """One pass: the due reads, then the due callbacks; return how long to sleep."""
+        closed = await asyncio.to_thread(self._read_due)
+        sent = await self.outbox.deliver_due()
+        next_due, next_callback, now = await asyncio.to_thread(self._next_times)
+        pause = FALLBACK_READ_SECONDS
+        for moment in (next_due, next_callback):
+            if moment is not None:
+                pause = min(pause, (moment - now).total_seconds())
+        floor = MIN_PAUSE_SECONDS if closed or sent else IDLE_PAUSE_SECONDS
+        return max(floor, pause)
+
+    def _read_due(self) -> int:
+        total = 0
+        while True:
+            closed = self.gateway.read_due(DUE_BATCH)
+            total += closed
+            if closed < DUE_BATCH:
+                self.due_reads += total
+                return total
+
+    def _next_times(self) -> tuple[datetime | None, datetime | None, datetime]:
+        return self.gateway.next_due(), self.gateway.store.next_callback_at(), self.gateway.clock.now()
+
+    def _beat(self) -> None:
+        with self.gateway.store.transaction() as tx:
+            tx.beat(self.id, self.gateway.clock.now())
+
+    def _stop_beating(self) -> None:
+        with self.gateway.store.transaction() as tx:
+            tx.stop_beating(self.id)
+
+
+class DelivererThread:
+    """A :class:`Deliverer` on an event loop of its own, in a daemon thread.
+
+    What ``Gateway(..., deliver=True)`` runs; it starts at once and :meth:`stop` ends it
+    (the gateway's ``close()`` calls it).
+    """
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.deliverer = Deliverer(gateway)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="parkgate-deliver", daemon=True)
+        self._thread.start()
+        self._ready.wait(timeout=10)
+
+    def _main(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._task = asyncio.current_task()
+            self._ready.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.deliverer.run()
+
+        try:
+            asyncio.run(main())
+        finally:
+            self._ready.set()
+
+    def stop(self) -> None:
+        """Cancel the deliverer and wait for its thread to end."""
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already ended
+                loop.call_soon_threadsafe(task.cancel)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=10)

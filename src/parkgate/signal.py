@@ -1,0 +1,218 @@
+"""The close signal: one way for everything that waits on an ask to hear that it closed.
+
+Every waiter subscribes here: :meth:`Gateway.wait <parkgate.Gateway.wait>`,
+:meth:`AsyncGateway.wait <parkgate.AsyncGateway.wait>` (and so the HTTP long-poll and the
+adapters), and the deliverer. The signal is fed from two sides:
+
+- **this process**: the gateway reports every ask it closes, every callback it queues and
+  every watched ask it parks, right after the commit;
+- **other processes**: a store watcher (PostgreSQL ``LISTEN``, SQLite's
+  ``PRAGMA data_version``; see :mod:`parkgate.store.watch`) reports what other processes
+  committed. It runs only while something listens.
+
+A signal carries no state of its own: a woken waiter reads the ask (the ordinary read,
+which also enforces the TTL) and decides from what it finds. A lost or extra wake-up
+costs a read, never a wrong answer; a waiter still reads at its ask's due time and, as a
+safety net, every :data:`FALLBACK_READ_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Protocol
+
+#: A waiter reads its ask at least this often even if no signal comes (a signal lost to a
+#: dropped connection, a store without a watcher).
+FALLBACK_READ_SECONDS = 15.0
+
+
+class Change(enum.Enum):
+    """What a signal says happened."""
+
+    #: An ask closed (its id comes with it).
+    CLOSED = "closed"
+    #: An ask something waits on was parked: the earliest due time may be earlier now.
+    DUE = "due"
+    #: A callback was queued in the outbox.
+    OUTBOX = "outbox"
+    #: Another process committed something the watcher cannot name (SQLite): listeners
+    #: look again; waiters are woken only by :data:`CLOSED` for their own ask.
+    COMMITTED = "committed"
+    #: Something was committed that the watcher cannot name (SQLite), or signals may have
+    #: been lost (a reconnect): listeners look again.
+    ANY = "any"
+
+
+Listener = Callable[[Change, "str | None"], None]
+
+
+class Watcher(Protocol):
+    """A store's watcher of other processes' commits (see :mod:`parkgate.store.watch`)."""
+
+    def stop(self) -> None: ...
+
+
+class Waiter:
+    """One waiter's interest in one ask: woken when that ask closes (or on :data:`Change.ANY`).
+
+    Usable from threads (:meth:`wait`) and from asyncio (:meth:`wait_async`, on the loop it
+    was made on). :meth:`clear` before each read, so a close that lands between the read
+    and the wait still wakes it.
+    """
+
+    __slots__ = ("_async", "_event", "_loop", "ask_id")
+
+    def __init__(self, ask_id: str, loop: asyncio.AbstractEventLoop | None) -> None:
+        self.ask_id = ask_id
+        self._event = threading.Event()
+        self._loop = loop
+        self._async = asyncio.Event() if loop is not None else None
+
+    def fire(self) -> None:
+        self._event.set()
+        if self._loop is not None and self._async is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                self._loop.call_soon_threadsafe(self._async.set)
+
+    def clear(self) -> None:
+        self._event.clear()
+        if self._async is not None:
+            self._async.clear()
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds; whether the signal came."""
+        return self._event.wait(max(0.0, timeout))
+
+    async def wait_async(self, timeout: float) -> bool:
+        """Await up to ``timeout`` seconds; whether the signal came."""
+        assert self._async is not None, "made for threads: pass a loop"
+        try:
+            await asyncio.wait_for(self._async.wait(), max(0.0, timeout))
+        except TimeoutError:
+            return False
+        return True
+
+
+class CloseSignal:
+    """The in-process hub of the close signal (one per :class:`~parkgate.Gateway`).
+
+    ``start_watcher`` makes the store's watcher of other processes; it is called when the
+    first waiter or listener arrives and the watcher stops with :meth:`close`.
+    """
+
+    def __init__(self, start_watcher: Callable[[CloseSignal], Watcher | None] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._waiters: dict[str, set[Waiter]] = {}
+        self._listeners: list[Listener] = []
+        self._start_watcher = start_watcher
+        self._watcher: Watcher | None = None
+        self._closed = False
+        #: Notified whenever someone starts waiting (the SQLite watcher sleeps while nobody does).
+        self._interest = threading.Condition(self._lock)
+
+    # -- subscribing ---------------------------------------------------------------
+    @contextmanager
+    def waiting(self, ask_id: str, *, loop: asyncio.AbstractEventLoop | None = None) -> Iterator[Waiter]:
+        """A :class:`Waiter` on ``ask_id`` for the ``with`` block."""
+        waiter = Waiter(ask_id, loop)
+        with self._lock:
+            self._waiters.setdefault(ask_id, set()).add(waiter)
+            self._interest.notify_all()
+        self._ensure_watcher()
+        try:
+            yield waiter
+        finally:
+            with self._lock:
+                group = self._waiters.get(ask_id)
+                if group is not None:
+                    group.discard(waiter)
+                    if not group:
+                        del self._waiters[ask_id]
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(change, ask_id)`` on every signal; returns the call that removes it.
+
+        A listener runs in the thread that sent the signal (a committing thread, or the
+        watcher's): it must be quick and must not raise.
+        """
+        with self._lock:
+            self._listeners.append(listener)
+            self._interest.notify_all()
+        self._ensure_watcher()
+
+        def remove() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return remove
+
+    def waited_ids(self) -> list[str]:
+        """The asks some waiter in this process waits on now."""
+        with self._lock:
+            return list(self._waiters)
+
+    def wait_for_interest(self, timeout: float) -> bool:
+        """Whether anything waits or listens, blocking up to ``timeout`` seconds while nothing does."""
+        with self._lock:
+            if not (self._waiters or self._listeners or self._closed):
+                self._interest.wait(timeout)
+            return bool(self._waiters or self._listeners)
+
+    def stir(self) -> None:
+        """Wake whoever blocks in :meth:`wait_for_interest` (a watcher that is stopping)."""
+        with self._lock:
+            self._interest.notify_all()
+
+    # -- signalling ----------------------------------------------------------------
+    def closed(self, ask_ids: Iterable[str]) -> None:
+        """Asks closed (here, or in another process): wake their waiters and every listener."""
+        for ask_id in ask_ids:
+            with self._lock:
+                waiters = list(self._waiters.get(ask_id, ()))
+                listeners = list(self._listeners)
+            for waiter in waiters:
+                waiter.fire()
+            for listener in listeners:
+                listener(Change.CLOSED, ask_id)
+
+    def changed(self, change: Change, ask_id: str | None = None) -> None:
+        """Anything but a close: listeners hear it; on :data:`Change.ANY` every waiter reads again."""
+        with self._lock:
+            listeners = list(self._listeners)
+            waiters = [w for group in self._waiters.values() for w in group] if change is Change.ANY else []
+        for waiter in waiters:
+            waiter.fire()
+        for listener in listeners:
+            listener(change, ask_id)
+
+    # -- the watcher of other processes ---------------------------------------------
+    def _ensure_watcher(self) -> None:
+        if self._start_watcher is None:
+            return
+        with self._lock:
+            if self._watcher is not None or self._closed:
+                return
+            start, self._start_watcher = self._start_watcher, None
+        watcher = start(self)
+        with self._lock:
+            if self._closed:
+                stop_now = watcher
+            else:
+                self._watcher, stop_now = watcher, None
+        if stop_now is not None:
+            stop_now.stop()
+
+    def close(self) -> None:
+        """Stop the watcher and wake every waiter (it then reads, and finds the store closed)."""
+        with self._lock:
+            self._closed = True
+            watcher, self._watcher = self._watcher, None
+            self._interest.notify_all()
+        if watcher is not None:
+            watcher.stop()
+        self.changed(Change.ANY)
