@@ -169,6 +169,7 @@ class AsyncGateway:
         phase: str | None = None,
         context: Mapping[str, Any] | None = None,
         watched: bool = False,
+        follow_up: bool = False,
     ) -> Reply:
         """Park a question in ``conversation_id`` (:meth:`Gateway.ask`)."""
         return await asyncio.to_thread(
@@ -185,6 +186,7 @@ class AsyncGateway:
             phase=phase,
             context=context,
             watched=watched,
+            follow_up=follow_up,
         )
 
     async def ask_from_text(
@@ -239,6 +241,22 @@ class AsyncGateway:
     async def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing (:meth:`Gateway.audit`)."""
         return await asyncio.to_thread(self.sync.audit, limit)
+
+    async def parked(self, conversation_id: str) -> Ask | None:
+        """The conversation's open ask as stored, closing nothing (:meth:`Gateway.parked`)."""
+        return await asyncio.to_thread(self.sync.parked, conversation_id)
+
+    async def closed_follow_ups(self, limit: int = 100) -> list[Ask]:
+        """Closed asks whose follow-up is pending (:meth:`Gateway.closed_follow_ups`)."""
+        return await asyncio.to_thread(self.sync.closed_follow_ups, limit)
+
+    async def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
+        """Take an ask's follow-up for ``lease`` (:meth:`Gateway.claim_follow_up`)."""
+        return await asyncio.to_thread(self.sync.claim_follow_up, ask_id, lease)
+
+    async def follow_up_done(self, ask_id: str) -> None:
+        """Mark an ask's follow-up done (:meth:`Gateway.follow_up_done`)."""
+        await asyncio.to_thread(self.sync.follow_up_done, ask_id)
 
     async def run(self, run_id: str) -> Run | None:
         """The run with this id, or ``None`` (:meth:`Gateway.run`)."""

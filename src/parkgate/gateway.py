@@ -158,6 +158,7 @@ class Gateway:
         phase: str | None = None,
         context: Mapping[str, Any] | None = None,
         watched: bool = False,
+        follow_up: bool = False,
     ) -> Reply:
         """Park a question in ``conversation_id``; the reply (``asked``) carries the menu.
 
@@ -169,21 +170,26 @@ class Gateway:
         unless ``replace`` is true. ``context`` (a JSON object of at most 16 KiB) is kept
         with the ask and shown with it. An ask with a ``callback_url``, or ``watched``,
         has something waiting on its close: a deliverer reads it when its TTL falls due
-        (a *due read*), so it closes on time even if nobody else reads it. A bad argument
-        raises :class:`InputError` (a bad prompt or option list :class:`StoppingPointError`)
-        before anything is read or written.
+        (a *due read*), so it closes on time even if nobody else reads it. ``follow_up``
+        (which implies ``watched``) records, with the ask, that a waiter acts on its close:
+        once closed, the ask is listed by :meth:`closed_follow_ups` until the waiter calls
+        :meth:`follow_up_done`, so a waiter that was not running at the close still finds
+        it. A bad argument raises :class:`InputError` (a bad prompt or option list
+        :class:`StoppingPointError`) before anything is read or written.
         """
         check_id(conversation_id, "conversation_id")
         run_id, ask_ttl = check_park_args(run_id, ttl, replace, callback_url)
         if phase is not None:
             check_id(phase, "phase")
         check_flag(watched, "watched")
+        check_flag(follow_up, "follow_up")
         context = check_context(context)
         # An explicit option list (even an empty one) means a choice: [] is an error, not a text ask.
         chosen_kind = kind if kind is not None else (AskKind.TEXT if options is None else AskKind.CHOICE)
         spec = stopping_point.make_spec(chosen_kind, prompt, options)
         default = check_default(spec, default)
-        extra = _Extra(default, callback_url, phase, context, watched or callback_url is not None)
+        watched = watched or follow_up or callback_url is not None
+        extra = _Extra(default, callback_url, phase, context, watched, follow_up)
         return self._park(conversation_id, spec, run_id, ask_ttl, replace, extra)
 
     def ask_from_text(
@@ -265,6 +271,8 @@ class Gateway:
             ask = self._new_ask(run, spec, now, ttl, extra)
             _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=ask.id)
             tx.insert_ask(ask)
+            if extra.follow_up:
+                tx.insert_follow_up(ask.id)
             return asked_reply(ask), closed
 
         reply = self._counted(self._transact(body))
@@ -524,6 +532,54 @@ class Gateway:
         with self.store.transaction() as tx:
             return tx.open_asks(limit)
 
+    def parked(self, conversation_id: str) -> Ask | None:
+        """The conversation's open ask exactly as stored, closing nothing (``None``: none).
+
+        A look before deciding what to do with a message (which run it would go to, say);
+        :meth:`handle` still makes the read that enforces the TTL. Like :meth:`audit`, it
+        may return an ask that is past its TTL.
+        """
+        check_id(conversation_id, "conversation_id")
+
+        def body(tx: Transaction) -> tuple[Ask | None, list[_Closed]]:
+            return tx.open_ask(conversation_id), []
+
+        return self._transact(body)
+
+    def closed_follow_ups(self, limit: int = 100) -> list[Ask]:
+        """Closed asks parked with ``follow_up=True`` whose follow-up is not done, earliest
+        close first (claimed ones only once their claim has run out).
+
+        Asks something waits on are closed on time by the due read; an open one is not
+        listed, so a waiter also needs :meth:`read_due` or a deliverer.
+        """
+        check_limit(limit)
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            return tx.closed_follow_ups(now, limit)
+
+    def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
+        """Take the follow-up of ``ask_id`` for ``lease``: true for one caller, in any process.
+
+        The claim holds until :meth:`follow_up_done` or until ``lease`` (a positive duration)
+        runs out, when another caller may take it (the first one died). An ask without a
+        pending follow-up (none was asked for, or it is done) is never claimed. The ask may
+        still be open: a caller about to close it claims first, so that no other waiter acts
+        on the close.
+        """
+        check_id(ask_id, "ask_id")
+        until = check_duration(lease, "lease")
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            return tx.claim_follow_up(ask_id, now, now + until)
+
+    def follow_up_done(self, ask_id: str) -> None:
+        """Mark the follow-up of ``ask_id`` done: it is never listed or claimed again."""
+        check_id(ask_id, "ask_id")
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            tx.follow_up_done(ask_id, now)
+
     def run(self, run_id: str) -> Run | None:
         """The run with this id (its status, outcome, pending ask and answers), or ``None``.
 
@@ -674,6 +730,7 @@ class _Extra:
     phase: str | None = None
     context: Mapping[str, Any] | None = None
     watched: bool = False
+    follow_up: bool = False
 
 
 class _UndeliveredWarning:

@@ -107,3 +107,18 @@ CHAT_STILL_PARKED = (
     "or /cancel to drop it (then {restart} runs the demo)."
 )
 CHAT_REFUSED = "refused: {error} (nothing was changed)"
+
+# The LangGraph adapter's questions for LangChain's HumanInTheLoopMiddleware: one choice
+# per tool call the agent wants to run, then, for "Respond", the text that stands in for
+# the tool's result.
+HITL_APPROVE = "Approve"
+HITL_REJECT = "Reject"
+HITL_RESPOND = "Respond"
+HITL_PROMPT = "Run {tool}{position}?\n{description}"
+HITL_POSITION = " ({number} of {count})"
+HITL_ARGUMENTS = "Arguments: {arguments}"
+HITL_RESPOND_PROMPT = "What should {tool} answer instead of running?"
+# The reason a "reject" decision gives the agent's model when the person's side closed
+# without a decision (the middleware says "User rejected the tool call ... with reason: ...").
+HITL_CANCELLED = "the approval request was cancelled, so the tool was not run"
+HITL_EXPIRED = "nobody answered the approval request before it expired, so the tool was not run"

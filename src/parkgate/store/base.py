@@ -168,6 +168,24 @@ class Transaction(ABC):
         """The earliest due time among open asks something waits on (``None``: none)."""
 
     @abstractmethod
+    def insert_follow_up(self, ask_id: str) -> None:
+        """Note that a waiter follows ``ask_id`` up once it closes (written with the ask)."""
+
+    @abstractmethod
+    def closed_follow_ups(self, now: datetime, limit: int) -> list[Ask]:
+        """Closed asks whose follow-up is neither done nor claimed past ``now``, earliest
+        close first."""
+
+    @abstractmethod
+    def claim_follow_up(self, ask_id: str, now: datetime, until: datetime) -> bool:
+        """Lease ``ask_id``'s follow-up until ``until`` if it is pending and unclaimed (or its
+        claim ran out by ``now``); whether this call took it."""
+
+    @abstractmethod
+    def follow_up_done(self, ask_id: str, now: datetime) -> None:
+        """Mark ``ask_id``'s follow-up done: it is never listed or claimed again."""
+
+    @abstractmethod
     def beat(self, deliverer_id: str, now: datetime) -> None:
         """Stamp a running deliverer's heartbeat."""
 

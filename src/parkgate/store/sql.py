@@ -297,6 +297,31 @@ class SqlTransaction(Transaction):
         earliest = self._cur.fetchone()[0]
         return self._d.decode_due(earliest) if earliest is not None else None
 
+    def insert_follow_up(self, ask_id: str) -> None:
+        self._write("INSERT INTO follow_ups (ask_id) VALUES (?)", (ask_id,))
+
+    def closed_follow_ups(self, now: datetime, limit: int) -> list[Ask]:
+        self._exec(
+            f"SELECT {ASK_COLUMNS} FROM asks WHERE status <> 'open' AND id IN ("
+            "SELECT ask_id FROM follow_ups WHERE done_at IS NULL AND (claimed_until IS NULL OR claimed_until < ?)"
+            ") ORDER BY answered_at, id LIMIT ?",
+            (self._d.encode_time(now), limit),
+        )
+        return [self._ask_from_row(row) for row in self._cur.fetchall()]
+
+    def claim_follow_up(self, ask_id: str, now: datetime, until: datetime) -> bool:
+        # One statement: on PostgreSQL a racing claimer waits for the row and re-checks the
+        # condition after the first commits; on SQLite writers are one at a time.
+        self._exec(
+            "UPDATE follow_ups SET claimed_until = ? WHERE ask_id = ? AND done_at IS NULL "
+            "AND (claimed_until IS NULL OR claimed_until < ?) RETURNING ask_id",
+            (self._d.encode_time(until), ask_id, self._d.encode_time(now)),
+        )
+        return self._cur.fetchone() is not None
+
+    def follow_up_done(self, ask_id: str, now: datetime) -> None:
+        self._write("UPDATE follow_ups SET done_at = ? WHERE ask_id = ?", (self._d.encode_time(now), ask_id))
+
     def beat(self, deliverer_id: str, now: datetime) -> None:
         self._write(
             "INSERT INTO deliverers (id, beat_at) VALUES (?, ?) "
