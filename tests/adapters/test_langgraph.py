@@ -1,8 +1,10 @@
 """LangGraph interrupts parked and resumed through parkgate, on a real StateGraph.
 
-The graph uses the SQLite checkpointer (a file), the gateway its own SQLite file:
-non-answers must leave the graph's checkpoint exactly where it was, a selection
-must resume it with the chosen label, and cancel/expiry must never run the node on.
+The graph's checkpoints go to a SQLite file (``SqliteSaver``); the gateway runs on SQLite
+and on PostgreSQL (the ``gateway`` fixture). Non-answers must leave the checkpoint where it
+was, a selection must resume the thread with the chosen label, and whatever closes an ask
+(a cancel, an expiry, an operator in another process) must resume the thread that owns it,
+once, so that no thread is left interrupted, no ask open and no run ``running``.
 """
 
 from __future__ import annotations
@@ -10,20 +12,23 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import pytest
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Interrupt, interrupt
 
-from parkgate import AskStatus, Gateway, ManualClock, ReplyKind, StoppingPointError
+from parkgate import AskAlreadyOpen, AskStatus, Gateway, ManualClock, ReplyKind, StoppingPointError
 from parkgate.adapters.langgraph import (
+    Closed,
+    NotThisGraph,
     ParkgateInterrupts,
     pending_interrupts,
     spec_from_payload,
@@ -32,9 +37,14 @@ from parkgate.adapters.langgraph import (
 from parkgate.core import phrases as P
 from parkgate.core import stopping_point
 from parkgate.core.phrases import AskKind
+from parkgate.gateway import ask_to_dict
+
+if TYPE_CHECKING:
+    from conftest import Reopen
 
 OPTIONS = ["Sequence", "Class", "State machine"]
 PROMPT = "Which UML diagram?"
+TTL = timedelta(hours=6)
 
 
 class State(TypedDict, total=False):
@@ -42,14 +52,16 @@ class State(TypedDict, total=False):
     diagram: str
     description: str
     finished: bool
+    closed: str
 
 
 class Counter:
-    """Counts node entries and completions: a node that runs on shows up here."""
+    """Counts node entries and completions, and keeps what each ``interrupt()`` returned."""
 
     def __init__(self) -> None:
         self.entered: dict[str, int] = {}
         self.completed: dict[str, int] = {}
+        self.got: list[Any] = []
 
     def enter(self, name: str) -> None:
         self.entered[name] = self.entered.get(name, 0) + 1
@@ -58,16 +70,24 @@ class Counter:
         self.completed[name] = self.completed.get(name, 0) + 1
 
 
-def build_graph(checkpointer: Any, counter: Counter) -> Any:
-    def pick(state: State) -> dict[str, Any]:
+def build_graph(checkpointer: Any, counter: Counter, *, name: str = "uml") -> Any:
+    """pick (a menu) -> describe (a text question) -> done; a Closed ends the run at once."""
+
+    def pick(state: State) -> Any:
         counter.enter("pick")
         choice = interrupt({"prompt": PROMPT, "options": OPTIONS})
+        counter.got.append(choice)
+        if isinstance(choice, Closed):
+            return {"closed": choice.outcome}  # nothing ran
         counter.complete("pick")
         return {"diagram": choice}
 
-    def describe(state: State) -> dict[str, Any]:
+    def describe(state: State) -> Any:
         counter.enter("describe")
         text = interrupt(f"Describe the {state['diagram']} diagram for {state['topic']}")
+        counter.got.append(text)
+        if isinstance(text, Closed):
+            return {"closed": text.outcome}
         counter.complete("describe")
         return {"description": text}
 
@@ -80,22 +100,10 @@ def build_graph(checkpointer: Any, counter: Counter) -> Any:
     builder.add_node("describe", describe)
     builder.add_node("done", done)
     builder.add_edge(START, "pick")
-    builder.add_edge("pick", "describe")
-    builder.add_edge("describe", "done")
+    builder.add_conditional_edges("pick", lambda state: END if state.get("closed") else "describe")
+    builder.add_conditional_edges("describe", lambda state: END if state.get("closed") else "done")
     builder.add_edge("done", END)
-    return builder.compile(checkpointer=checkpointer)
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def gateway(tmp_path: Path, clock: ManualClock) -> Iterator[Gateway]:
-    gw = Gateway(f"sqlite:///{tmp_path / 'parkgate.db'}", clock=clock, ttl=timedelta(hours=6))
-    yield gw
-    gw.close()
+    return builder.compile(checkpointer=checkpointer, name=name)
 
 
 @pytest.fixture
@@ -115,16 +123,36 @@ def graph(saver: SqliteSaver, counter: Counter) -> Any:
     return build_graph(saver, counter)
 
 
-CONFIG: RunnableConfig = {"configurable": {"thread_id": "thread-1"}}
+def config_of(thread: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread}}
+
+
+CONFIG = config_of("thread-1")
 
 
 def checkpoint_id(graph: Any, config: RunnableConfig = CONFIG) -> str:
     return str(graph.get_state(config).config["configurable"]["checkpoint_id"])
 
 
+def run_of(gateway: Gateway, run_id: str) -> tuple[str, str | None]:
+    run = gateway.run(run_id)
+    assert run is not None, run_id
+    return run.status, run.outcome
+
+
+def eventually(check: Callable[[], bool], what: str) -> None:
+    """Wait for a watcher in another thread to have done ``what`` (polls; asserts no timing)."""
+    give_up = time.monotonic() + 60
+    while not check():
+        assert time.monotonic() < give_up, f"never happened: {what}"
+        time.sleep(0.02)
+
+
+# -- asking and answering ---------------------------------------------------------------
+
+
 def test_a_three_option_interrupt_is_parked_as_a_numbered_menu(gateway: Gateway, graph: Any, counter: Counter) -> None:
-    bridge = ParkgateInterrupts(gateway)
-    first = bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
+    first = ParkgateInterrupts(gateway).start(graph, {"topic": "login"}, CONFIG, "chat-1")
 
     assert first.reply.kind is ReplyKind.ASKED
     assert first.parked and not first.finished and not first.resumed
@@ -134,6 +162,7 @@ def test_a_three_option_interrupt_is_parked_as_a_numbered_menu(gateway: Gateway,
     assert (ask.kind, ask.prompt, ask.options) == (AskKind.CHOICE, PROMPT, tuple(OPTIONS))
     assert ask.run_id == "thread-1"
     assert ask.phase == "pick"  # the node that interrupted
+    assert ask.context is not None and ask.context["langgraph"]["thread_id"] == "thread-1"
     assert counter.completed.get("pick", 0) == 0
 
 
@@ -149,32 +178,19 @@ def test_non_answers_bounce_without_touching_the_graph_and_a_selection_resumes_i
     for text in ["4", "the second one", "menu", "1.5", "Clas"]:
         step = bridge.drive(graph, CONFIG, "chat-1", text)
         kinds.append(step.reply.kind)
-        assert not step.resumed
-        assert step.output is None
-        assert step.parked
+        assert not step.resumed and step.output is None and step.parked
         assert step.text == step.reply.text != ""
-    assert kinds == [
-        ReplyKind.RETRY,
-        ReplyKind.RETRY,
-        ReplyKind.RESHOWN,
-        ReplyKind.ESCALATED,
-        ReplyKind.ESCALATED,
-    ]
-    # Nothing ran: same checkpoint, no node entered again, still waiting at "pick".
+    assert kinds == [ReplyKind.RETRY, ReplyKind.RETRY, ReplyKind.RESHOWN, ReplyKind.ESCALATED, ReplyKind.ESCALATED]
     assert checkpoint_id(graph) == before
     assert counter.entered == entered
     assert graph.get_state(CONFIG).next == ("pick",)
-    assert "diagram" not in graph.get_state(CONFIG).values
 
     chosen = bridge.drive(graph, CONFIG, "chat-1", "2")
-    assert chosen.reply.kind is ReplyKind.SELECTED
-    assert chosen.reply.answer == "Class"
+    assert chosen.reply.kind is ReplyKind.SELECTED and chosen.reply.answer == "Class"
     assert chosen.resumed
     assert graph.get_state(CONFIG).values["diagram"] == "Class"
     assert counter.completed["pick"] == 1
-    # The graph asked its next question (a plain string payload: a text ask).
     assert chosen.asked is not None and chosen.asked.kind is ReplyKind.ASKED
-    assert chosen.text.startswith(chosen.reply.text)
     assert "Describe the Class diagram for login" in chosen.text
     [ask] = gateway.open_asks()
     assert ask.kind is AskKind.TEXT and ask.phase == "describe"
@@ -189,74 +205,299 @@ def test_the_whole_run_finishes_and_closes_its_run(gateway: Gateway, graph: Any)
     assert answered.reply.kind is ReplyKind.ANSWERED
     assert answered.resumed and answered.finished and not answered.parked
     values = graph.get_state(CONFIG).values
-    assert values["diagram"] == "State machine"
-    assert values["description"] == "Login: idle -> authenticating -> in"
-    assert values["finished"] is True
-    assert answered.output["finished"] is True
+    assert (values["diagram"], values["description"], values["finished"]) == (
+        "State machine",
+        "Login: idle -> authenticating -> in",
+        True,
+    )
     assert gateway.open_asks() == []
-    run = gateway.run("thread-1")
-    assert run is not None and run.status == "complete" and run.outcome == "done"
-    # Nothing is parked any more: the next message is the caller's to route.
+    assert run_of(gateway, "thread-1") == ("complete", "done")
     after = bridge.drive(graph, CONFIG, "chat-1", "thanks")
     assert after.reply.kind is ReplyKind.PASS and not after.resumed
 
 
-def test_a_cancel_word_closes_the_ask_and_never_resumes_the_graph(
+# -- a cancel or an expiry resumes the thread -----------------------------------------------
+
+
+def test_a_cancel_word_resumes_the_thread_with_closed_and_nothing_runs(
     gateway: Gateway, graph: Any, counter: Counter
 ) -> None:
     bridge = ParkgateInterrupts(gateway)
     first = bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
-    before = checkpoint_id(graph)
 
     step = bridge.drive(graph, CONFIG, "chat-1", "/stop")
     assert step.reply.kind is ReplyKind.CANCELLED
     assert step.text == P.PHRASES[ReplyKind.CANCELLED]
-    assert not step.resumed and not step.parked
-    assert checkpoint_id(graph) == before
-    assert counter.completed.get("pick", 0) == 0
+    assert step.resumed and step.finished and not step.parked
+    # The node learned what happened, within the call that cancelled, and ran nothing.
+    assert counter.got == [Closed("cancelled", first.reply.ask_id or "")]
+    assert counter.completed == {}
+    state = graph.get_state(CONFIG)
+    assert state.next == () and state.interrupts == ()
+    assert state.values["closed"] == "cancelled" and "diagram" not in state.values
     assert gateway.get(first.reply.ask_id or "").status is AskStatus.CANCELLED
-    run = gateway.run("thread-1")
-    assert run is not None and run.status == "complete" and run.outcome == "cancelled"
-    # A later "2" is not an answer to anything: pass, and the graph still did not run.
+    assert run_of(gateway, "thread-1") == ("complete", "cancelled")
+    assert gateway.closed_follow_ups() == []
     late = bridge.drive(graph, CONFIG, "chat-1", "2")
     assert late.reply.kind is ReplyKind.PASS and not late.resumed
-    assert "diagram" not in graph.get_state(CONFIG).values
 
 
-def test_an_expired_ask_passes_and_the_graph_is_not_resumed(
+def test_an_expiry_found_by_a_message_resumes_the_thread_with_closed(
     gateway: Gateway, graph: Any, clock: ManualClock, counter: Counter
 ) -> None:
     bridge = ParkgateInterrupts(gateway)
     first = bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
-    clock.advance(timedelta(hours=6, seconds=1))
+    clock.advance(TTL + timedelta(seconds=1))
 
     step = bridge.drive(graph, CONFIG, "chat-1", "2")
-    assert step.reply.kind is ReplyKind.PASS
+    assert step.reply.kind is ReplyKind.PASS  # the message is the caller's to route onward
     assert step.reply.expired_ask_id == first.reply.ask_id
-    assert not step.resumed
-    assert counter.completed.get("pick", 0) == 0
-    assert gateway.get(first.reply.ask_id or "").status is AskStatus.EXPIRED
+    assert step.resumed and step.finished
+    assert counter.got == [Closed("expired", first.reply.ask_id or "")]
+    assert graph.get_state(CONFIG).next == ()
+    assert run_of(gateway, "thread-1") == ("complete", "expired")
 
 
-def test_a_redelivered_selection_does_not_resume_the_graph_twice(
+class DeployState(TypedDict, total=False):
+    service: str
+    status: str
+
+
+def deploy_graph(checkpointer: Any, payload: dict[str, Any], seen: list[Any]) -> Any:
+    def approve(state: DeployState) -> dict[str, Any]:
+        choice = interrupt(payload)
+        seen.append(choice)
+        if isinstance(choice, Closed):
+            return {"status": choice.outcome}
+        return {"status": f"chose {choice}"}
+
+    builder = StateGraph(DeployState)
+    builder.add_node("approve", approve)
+    builder.add_edge(START, "approve")
+    builder.add_edge("approve", END)
+    return builder.compile(checkpointer=checkpointer, name="deploy")
+
+
+def test_a_payload_ttl_and_default_resume_the_thread_with_the_default_when_it_expires(
+    gateway: Gateway, saver: SqliteSaver, clock: ManualClock
+) -> None:
+    seen: list[Any] = []
+    payload = {"question": "Deploy api?", "choices": ["Deploy", "Hold"], "ttl_seconds": 60, "default": "Hold"}
+    graph = deploy_graph(saver, payload, seen)
+    bridge = ParkgateInterrupts(gateway)
+    first = bridge.start(graph, {"service": "api"}, CONFIG, "chat-1")
+    ask = gateway.get(first.reply.ask_id or "")
+    assert (ask.ttl_seconds, ask.default, ask.options) == (60.0, "Hold", ("Deploy", "Hold"))
+
+    clock.advance(timedelta(seconds=61))
+    step = bridge.drive(graph, CONFIG, "chat-1", "hello")
+    assert step.reply.expired_ask_id == ask.id and step.resumed and step.finished
+    assert seen == ["Hold"]  # like a selection of the default
+    assert graph.get_state(CONFIG).values["status"] == "chose Hold"
+    assert run_of(gateway, "thread-1") == ("complete", "done")
+
+
+def test_payloads_people_write_are_parked_with_their_extra_keys_as_context(
+    gateway: Gateway, saver: SqliteSaver
+) -> None:
+    seen: list[Any] = []
+    payload = {
+        "question": "Deploy api to production?",
+        "details": {"version": "1.4.2", "changes": 12},
+        "action_request": {"action": "deploy", "args": {"env": "prod"}},
+    }
+    graph = deploy_graph(saver, payload, seen)
+    first = ParkgateInterrupts(gateway).start(graph, {"service": "api"}, CONFIG, "chat-1")
+    ask = gateway.get(first.reply.ask_id or "")
+    assert (ask.kind, ask.prompt) == (AskKind.TEXT, "Deploy api to production?")
+    shown = ask_to_dict(ask)["context"]
+    assert shown["details"] == {"version": "1.4.2", "changes": 12}
+    assert shown["action_request"] == {"action": "deploy", "args": {"env": "prod"}}
+
+
+def test_an_agent_inbox_style_request_is_parked_from_its_description(gateway: Gateway, saver: SqliteSaver) -> None:
+    payload = {
+        "action_request": {"action": "send_email", "args": {"to": "ops@example.com"}},
+        "config": {"allow_accept": True, "allow_respond": True},
+        "description": "Send the release notes to ops?",
+    }
+    graph = deploy_graph(saver, payload, [])
+    first = ParkgateInterrupts(gateway).start(graph, {"service": "api"}, CONFIG, "chat-1")
+    ask = gateway.get(first.reply.ask_id or "")
+    assert ask.prompt == "Send the release notes to ops?"
+    assert ask.context is not None and ask.context["config"] == {"allow_accept": True, "allow_respond": True}
+
+
+def test_an_operator_cancel_in_another_process_is_followed_up_by_the_watcher(
+    gateway: Gateway, graph: Any, counter: Counter, reopen: Reopen
+) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    first = bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
+    stop = threading.Event()
+    watcher = threading.Thread(target=bridge.watch, args=(graph,), kwargs={"stop": stop}, daemon=True)
+    watcher.start()
+    try:
+        operator = reopen()  # the console's process
+        operator.cancel(first.reply.ask_id or "")
+        eventually(lambda: graph.get_state(CONFIG).next == (), "the thread resumed after the operator's cancel")
+    finally:
+        stop.set()
+        watcher.join(timeout=30)
+    assert counter.got == [Closed("cancelled", first.reply.ask_id or "")]
+    assert run_of(gateway, "thread-1") == ("complete", "cancelled")
+    assert gateway.closed_follow_ups() == []
+
+
+def test_an_expiry_nobody_reads_is_closed_by_the_due_read_and_resumes_the_thread(
+    gateway: Gateway, graph: Any, clock: ManualClock, counter: Counter
+) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    first = bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
+    stop = threading.Event()
+    watcher = threading.Thread(target=bridge.watch, args=(graph,), kwargs={"stop": stop}, daemon=True)
+    watcher.start()
+    try:
+        clock.advance(TTL + timedelta(seconds=1))
+        assert gateway.read_due() == 1  # what a deliverer does when the TTL falls due
+        eventually(lambda: graph.get_state(CONFIG).next == (), "the thread resumed after the due read")
+    finally:
+        stop.set()
+        watcher.join(timeout=30)
+    assert counter.got == [Closed("expired", first.reply.ask_id or "")]
+    assert run_of(gateway, "thread-1") == ("complete", "expired")
+
+
+def test_a_watcher_started_after_the_close_catches_up_and_two_never_resume_twice(
+    gateway: Gateway, graph: Any, counter: Counter, reopen: Reopen
+) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    first = bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
+    gateway.cancel(first.reply.ask_id or "")  # while no watcher runs
+    assert graph.get_state(CONFIG).next == ("pick",)  # still interrupted: nobody followed up yet
+
+    other = ParkgateInterrupts(reopen())  # a second process with its own watcher
+    results: list[int] = []
+    passes = [threading.Thread(target=lambda b=b: results.append(b.follow_up(graph))) for b in (bridge, other)]
+    for each in passes:
+        each.start()
+    for each in passes:
+        each.join(timeout=60)
+    assert sorted(results) == [0, 1]  # one of them resumed the thread, the other found it claimed
+    assert counter.got == [Closed("cancelled", first.reply.ask_id or "")]
+    assert graph.get_state(CONFIG).next == ()
+    assert bridge.follow_up(graph) == 0 and counter.got == [Closed("cancelled", first.reply.ask_id or "")]
+
+
+# -- whose ask a message answers ---------------------------------------------------------
+
+
+def test_a_message_is_applied_to_the_thread_that_owns_the_parked_ask(
     gateway: Gateway, graph: Any, counter: Counter
 ) -> None:
     bridge = ParkgateInterrupts(gateway)
     bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
-    once = bridge.drive(graph, CONFIG, "chat-1", "1", message_id="m-1")
-    assert once.resumed
-    before = checkpoint_id(graph)
+    other = config_of("thread-2")
 
-    again = bridge.drive(graph, CONFIG, "chat-1", "1", message_id="m-1")
-    assert again.reply == once.reply  # the gateway's first reply, unchanged
-    assert not again.resumed
-    assert checkpoint_id(graph) == before
-    assert counter.completed["pick"] == 1
+    step = bridge.drive(graph, other, "chat-1", "1")
+    assert step.reply.kind is ReplyKind.SELECTED and step.resumed
+    assert graph.get_state(CONFIG).values["diagram"] == "Sequence"  # thread-1 ran on
+    assert step.asked is not None and "Describe the Sequence diagram" in step.text
+    assert graph.get_state(other).values == {}  # thread-2 never ran
     [ask] = gateway.open_asks()
-    assert ask.phase == "describe"  # still waiting for the description, not re-answered
+    assert ask.run_id == "thread-1"
 
 
-def test_a_redelivered_selection_returns_the_first_outcome_with_the_next_question_parked(
+def test_a_message_for_an_ask_the_graph_cannot_resume_is_refused_changing_nothing(
+    gateway: Gateway, graph: Any
+) -> None:
+    plain = gateway.ask("chat-1", "Ship it?", ["Yes", "No"])  # parked by hand, not by the bridge
+    with pytest.raises(NotThisGraph, match="not a LangGraph thread") as raised:
+        ParkgateInterrupts(gateway).drive(graph, CONFIG, "chat-1", "1")
+    assert raised.value.ask_id == plain.ask_id and raised.value.thread_id is None
+    [ask] = gateway.open_asks()
+    assert ask.id == plain.ask_id and ask.mismatches == 0 and ask.is_open
+
+
+def test_a_message_for_another_graphs_thread_is_refused_naming_the_thread(
+    gateway: Gateway, graph: Any, saver: SqliteSaver
+) -> None:
+    other = build_graph(saver, Counter(), name="other")
+    ParkgateInterrupts(gateway).start(other, {"topic": "x"}, config_of("their-thread"), "chat-1")
+    with pytest.raises(NotThisGraph, match="their-thread") as raised:
+        ParkgateInterrupts(gateway).drive(graph, CONFIG, "chat-1", "1")
+    assert raised.value.thread_id == "their-thread"
+    [ask] = gateway.open_asks()
+    assert ask.is_open and ask.mismatches == 0
+
+
+# -- start() checks before it runs ----------------------------------------------------------
+
+
+def test_start_refuses_when_another_threads_ask_is_open_and_runs_nothing(
+    gateway: Gateway, graph: Any, counter: Counter
+) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    first = bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
+    second = config_of("thread-2")
+
+    with pytest.raises(AskAlreadyOpen):
+        bridge.start(graph, {"topic": "billing"}, second, "chat-1")
+    assert counter.entered == {"pick": 1}  # thread-2's graph never ran
+    assert graph.get_state(second).values == {}
+    assert [ask.id for ask in gateway.open_asks()] == [first.reply.ask_id]
+
+
+def test_start_with_replace_cancels_the_other_threads_ask_and_resumes_it_with_closed(
+    gateway: Gateway, graph: Any, counter: Counter
+) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    first = bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
+    second = config_of("thread-2")
+
+    step = bridge.start(graph, {"topic": "billing"}, second, "chat-1", replace=True)
+    assert step.reply.kind is ReplyKind.ASKED
+    assert counter.got == [Closed("cancelled", first.reply.ask_id or "")]
+    assert graph.get_state(CONFIG).next == ()  # thread-1 is not left interrupted
+    assert run_of(gateway, "thread-1") == ("complete", "cancelled")
+    [ask] = gateway.open_asks()
+    assert ask.run_id == "thread-2"
+
+
+def test_start_again_on_its_own_thread_cancels_the_stale_ask_first(
+    gateway: Gateway, graph: Any, counter: Counter
+) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    first = bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
+
+    again = bridge.start(graph, {"topic": "billing"}, CONFIG, "chat-1")
+    assert again.reply.kind is ReplyKind.ASKED
+    assert gateway.get(first.reply.ask_id or "").status is AskStatus.CANCELLED
+    assert run_of(gateway, "thread-1") == ("complete", "cancelled")  # a finished run stays finished
+    [ask] = gateway.open_asks()
+    assert ask.run_id == "thread-1#2"
+    assert counter.got == []  # the old interrupt was replaced by the new input, not resumed
+    assert graph.get_state(CONFIG).values["topic"] == "billing"
+
+
+def test_starting_a_thread_whose_run_finished_never_reopens_that_run(gateway: Gateway, graph: Any) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
+    bridge.drive(graph, CONFIG, "chat-1", "/cancel")
+    assert run_of(gateway, "thread-1") == ("complete", "cancelled")
+
+    bridge.start(graph, {"topic": "billing", "closed": ""}, CONFIG, "chat-1")
+    assert run_of(gateway, "thread-1") == ("complete", "cancelled")
+    assert run_of(gateway, "thread-1#2") == ("running", None)
+    bridge.drive(graph, CONFIG, "chat-1", "2")
+    done = bridge.drive(graph, CONFIG, "chat-1", "A -> B")
+    assert done.finished and run_of(gateway, "thread-1#2") == ("complete", "done")
+    assert run_of(gateway, "thread-1") == ("complete", "cancelled")
+
+
+# -- redelivery ------------------------------------------------------------------------------
+
+
+def test_a_redelivered_selection_returns_the_first_outcome_and_resumes_nothing(
     gateway: Gateway, graph: Any, counter: Counter
 ) -> None:
     bridge = ParkgateInterrupts(gateway)
@@ -267,14 +508,8 @@ def test_a_redelivered_selection_returns_the_first_outcome_with_the_next_questio
     [pending] = gateway.open_asks()
 
     again = bridge.drive(graph, CONFIG, "chat-1", "2", message_id="m1")
-    # The same outcome: the same reply, the same next question, still parked on it.
-    assert again.reply == first.reply
-    assert again.asked == first.asked
-    assert again.parked and not again.finished
-    assert again.text == first.text
-    assert "Describe the Class diagram for login" in again.text
-    # ...and nothing changed: the graph did not run again, the same ask is open.
-    assert not again.resumed
+    assert again.reply == first.reply and again.asked == first.asked and again.text == first.text
+    assert not again.resumed and again.parked and not again.finished
     assert checkpoint_id(graph) == before
     assert counter.completed == {"pick": 1}
     assert gateway.open_asks() == [pending]
@@ -289,18 +524,17 @@ def test_a_redelivered_last_answer_reports_the_run_finished_again(gateway: Gatew
     before = checkpoint_id(graph)
 
     again = bridge.drive(graph, CONFIG, "chat-1", "Alice -> Bob", message_id="m2")
-    assert again.reply == last.reply and again.finished and not again.parked
-    assert again.text == last.text
-    assert not again.resumed and checkpoint_id(graph) == before
+    assert again.reply == last.reply and again.finished and not again.parked and not again.resumed
+    assert checkpoint_id(graph) == before
 
 
 class LoopState(TypedDict, total=False):
     picks: list[str]
 
 
-def test_a_redelivered_selection_never_answers_the_same_question_asked_again(gateway: Gateway) -> None:
-    """A node that asks the identical question twice: a redelivery must not answer round two."""
-
+def test_a_redelivered_selection_never_answers_the_same_question_asked_again(
+    gateway: Gateway, saver: SqliteSaver
+) -> None:
     def pick(state: LoopState) -> dict[str, Any]:
         return {"picks": [*state.get("picks", []), interrupt({"prompt": PROMPT, "options": OPTIONS})]}
 
@@ -308,8 +542,8 @@ def test_a_redelivered_selection_never_answers_the_same_question_asked_again(gat
     builder.add_node("pick", pick)
     builder.add_edge(START, "pick")
     builder.add_conditional_edges("pick", lambda state: END if len(state["picks"]) >= 2 else "pick")
-    graph = builder.compile(checkpointer=InMemorySaver())
-    config: RunnableConfig = {"configurable": {"thread_id": "loop"}}
+    graph = builder.compile(checkpointer=saver, name="loop")
+    config = config_of("loop")
     bridge = ParkgateInterrupts(gateway)
     bridge.start(graph, {"picks": []}, config, "chat-loop")
 
@@ -323,87 +557,78 @@ def test_a_redelivered_selection_never_answers_the_same_question_asked_again(gat
     assert graph.get_state(config).values["picks"] == ["Sequence", "State machine"]
 
 
-def test_a_selection_for_another_run_never_resumes_this_thread(gateway: Gateway, graph: Any) -> None:
+# -- several interrupts at once ------------------------------------------------------------
+
+
+class PairState(TypedDict, total=False):
+    color: str
+    size: str
+
+
+def test_parallel_interrupts_are_asked_one_after_another_and_resumed_once(
+    gateway: Gateway, saver: SqliteSaver
+) -> None:
+    entered: list[str] = []
+
+    def color(state: PairState) -> dict[str, Any]:
+        entered.append("color")
+        return {"color": interrupt({"prompt": "Colour?", "options": ["Red", "Blue"]})}
+
+    def size(state: PairState) -> dict[str, Any]:
+        entered.append("size")
+        return {"size": interrupt({"prompt": "Size?", "options": ["S", "M"]})}
+
+    builder = StateGraph(PairState)
+    builder.add_node("color", color)
+    builder.add_node("size", size)
+    builder.add_edge(START, "color")
+    builder.add_edge(START, "size")
+    builder.add_edge("color", END)
+    builder.add_edge("size", END)
+    graph = builder.compile(checkpointer=saver, name="pair")
     bridge = ParkgateInterrupts(gateway)
-    bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
-    other: RunnableConfig = {"configurable": {"thread_id": "thread-2"}}
-    step = bridge.drive(graph, other, "chat-1", "1")
-    # The person's "1" selected the conversation's ask, but that ask is thread-1's.
-    assert step.reply.kind is ReplyKind.SELECTED
-    assert not step.resumed
-    assert "diagram" not in graph.get_state(CONFIG).values
-
-
-def test_park_and_resume_value_by_hand_with_the_in_memory_saver(gateway: Gateway) -> None:
-    counter = Counter()
-    graph = build_graph(InMemorySaver(), counter)
-    config: RunnableConfig = {"configurable": {"thread_id": "t-hand"}}
-    bridge = ParkgateInterrupts(gateway)
-
-    result = graph.invoke({"topic": "billing"}, config)
-    asked = bridge.park("chat-9", result, run_id=thread_id(config))
-    assert asked.kind is ReplyKind.ASKED
-
-    assert bridge.resume_value(gateway.handle("chat-9", "nope")) is None
-    assert bridge.resume_value(gateway.handle("chat-9", "options")) is None
-    reply = gateway.handle("chat-9", "3")
-    command = bridge.resume_value(reply)
-    assert isinstance(command, Command) and command.resume == "State machine"
-    [pending] = pending_interrupts(result)
-    keyed = bridge.resume_value(reply, pending.id)
-    assert keyed is not None and keyed.resume == {pending.id: "State machine"}
-
-    graph.invoke(keyed, config)
-    assert graph.get_state(config).values["diagram"] == "State machine"
-
-
-def test_resume_with_shapes_the_value_the_node_receives(gateway: Gateway, graph: Any) -> None:
-    bridge = ParkgateInterrupts(gateway, resume_with=lambda reply: f"{reply.option_index}:{reply.answer}")
-    bridge.start(graph, {"topic": "login"}, CONFIG, "chat-1")
-    bridge.drive(graph, CONFIG, "chat-1", "2")
-    assert graph.get_state(CONFIG).values["diagram"] == "2:Class"
-
-
-def test_a_graph_that_never_interrupts_passes_and_parks_nothing(gateway: Gateway) -> None:
-    builder = StateGraph(State)
-    builder.add_node("only", lambda state: {"finished": True})
-    builder.add_edge(START, "only")
-    builder.add_edge("only", END)
-    graph = builder.compile(checkpointer=InMemorySaver())
-    step = ParkgateInterrupts(gateway).start(graph, {"topic": "x"}, {"configurable": {"thread_id": "q"}}, "chat-q")
-    assert step.reply.kind is ReplyKind.PASS and step.finished and not step.parked
-    assert gateway.open_asks() == []
-
-
-async def test_the_async_variants_resume_the_same_way(gateway: Gateway) -> None:
-    counter = Counter()
-    graph = build_graph(InMemorySaver(), counter)
-    config: RunnableConfig = {"configurable": {"thread_id": "t-async"}}
-    bridge = ParkgateInterrupts(gateway)
-    first = await bridge.astart(graph, {"topic": "search"}, config, "chat-a")
+    first = bridge.start(graph, {}, CONFIG, "chat-1")
     assert first.reply.kind is ReplyKind.ASKED
-    bounced = await bridge.adrive(graph, config, "chat-a", "zero")
-    assert bounced.reply.kind is ReplyKind.RETRY and not bounced.resumed
-    chosen = await bridge.adrive(graph, config, "chat-a", "1")
-    assert chosen.resumed and (await graph.aget_state(config)).values["diagram"] == "Sequence"
-    assert counter.completed["pick"] == 1
+    runs_before = len(entered)
+
+    one = bridge.drive(graph, CONFIG, "chat-1", "2")
+    assert not one.resumed and one.asked is not None and one.parked  # the second question
+    assert len(entered) == runs_before  # nothing resumed yet
+    two = bridge.drive(graph, CONFIG, "chat-1", "1")
+    assert two.resumed and two.finished
+    values = graph.get_state(CONFIG).values
+    assert sorted([values["color"], values["size"]]) == sorted(
+        [one.reply.answer or "", two.reply.answer or ""]
+    )
+
+
+# -- the pure parts ---------------------------------------------------------------------------
 
 
 def test_payloads_map_onto_asks() -> None:
     assert spec_from_payload({"prompt": "Deploy?", "options": ["Yes", "No"]}) == stopping_point.make_spec(
         AskKind.CHOICE, "Deploy?", ["Yes", "No"]
     )
+    assert spec_from_payload({"question": "Deploy?", "choices": ["Yes", "No"]}).options == ("Yes", "No")
     assert spec_from_payload({"prompt": "Why?", "kind": "text"}).kind is AskKind.TEXT
     marked = "Some model output.\n[[ask]]\nPick one\n\n1) Red\n2) Blue\n[[/ask]]\ntrailing"
     assert spec_from_payload(marked) == stopping_point.make_spec(AskKind.CHOICE, "Pick one", ["Red", "Blue"])
     plain = spec_from_payload("What is the ticket number?")
     assert (plain.kind, plain.prompt, plain.options) == (AskKind.TEXT, "What is the ticket number?", ())
-    with pytest.raises(StoppingPointError, match="unknown field"):
-        spec_from_payload({"prompt": "x", "choices": ["a"]})
     with pytest.raises(StoppingPointError, match="gap"):
         spec_from_payload("[[ask]]\nPick\n1. a\n3. b\n[[/ask]]")
     with pytest.raises(StoppingPointError, match="mapping"):
         spec_from_payload(42)
+    with pytest.raises(StoppingPointError, match="prompt or question"):
+        spec_from_payload({"options": ["a"]})
+    with pytest.raises(StoppingPointError, match="both"):
+        spec_from_payload({"prompt": "a", "question": "b"})
+    with pytest.raises(StoppingPointError, match="adapter's own"):
+        spec_from_payload({"prompt": "a", "langgraph": 1})
+    with pytest.raises(StoppingPointError, match="ttl_seconds"):
+        spec_from_payload({"prompt": "a", "ttl_seconds": 0})
+    with pytest.raises(StoppingPointError, match="not one of the options"):
+        spec_from_payload({"prompt": "a", "options": ["x"], "default": "y"})
 
 
 def test_pending_interrupts_reads_every_result_shape() -> None:
@@ -413,53 +638,15 @@ def test_pending_interrupts_reads_every_result_shape() -> None:
     assert pending_interrupts([one, "noise"]) == (one,)
     assert pending_interrupts({"diagram": "Class"}) == ()
     assert pending_interrupts("text") == ()
-
-
-def test_a_bad_payload_parks_nothing(gateway: Gateway) -> None:
-    bridge = ParkgateInterrupts(gateway)
-    with pytest.raises(StoppingPointError):
-        bridge.park("chat-bad", Interrupt(value={"prompt": "", "options": ["a"]}, id="x"), run_id="r")
-    assert gateway.open_asks() == []
+    assert thread_id(CONFIG) == "thread-1"
 
 
 def test_importing_parkgate_does_not_import_the_frameworks() -> None:
     code = (
         "import sys, parkgate, parkgate.adapters\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('langgraph', 'mcp', 'mcp_types'))\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('langgraph', 'langchain', 'mcp', 'mcp_types'))\n"
         "print(','.join(bad))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ""
-
-
-class MaybeState(TypedDict, total=False):
-    ask: bool
-    answer: str
-
-
-def test_a_thread_restarted_to_its_end_cancels_the_question_it_no_longer_asks(gateway: Gateway) -> None:
-    """start() again on a thread parked at an interrupt, with input that runs to the end:
-    the run is finished, and its open ask (a question the graph no longer has) is
-    cancelled rather than left parked for a finished run."""
-
-    def maybe(state: MaybeState) -> dict[str, Any]:
-        if state.get("ask"):
-            return {"answer": interrupt({"prompt": "Proceed?", "options": ["Yes", "No"]})}
-        return {"answer": "skipped"}
-
-    builder = StateGraph(MaybeState)
-    builder.add_node("maybe", maybe)
-    builder.add_edge(START, "maybe")
-    builder.add_edge("maybe", END)
-    graph = builder.compile(checkpointer=InMemorySaver())
-    config: RunnableConfig = {"configurable": {"thread_id": "restart-thread"}}
-    adapter = ParkgateInterrupts(gateway)
-    first = adapter.start(graph, {"ask": True}, config, "conv-restart")
-    assert first.reply.kind is ReplyKind.ASKED and first.reply.ask_id is not None
-    again = adapter.start(graph, {"ask": False}, config, "conv-restart")
-    assert again.finished and again.output == {"ask": False, "answer": "skipped"}
-    assert gateway.get(first.reply.ask_id).status is AskStatus.CANCELLED
-    run = gateway.run("restart-thread")
-    assert run is not None and (run.status, run.outcome) == ("complete", "done")
-    assert gateway.handle("conv-restart", "1").kind is ReplyKind.PASS  # nothing left parked

@@ -26,6 +26,7 @@ from parkgate.checks import MAX_CONTEXT_BYTES, check_default
 from parkgate.core import phrases as P
 from parkgate.core import stopping_point
 from parkgate.core.model import Ask
+from parkgate.core.errors import InputError
 from parkgate.core.phrases import AskKind, AskStatus
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
 
@@ -189,7 +190,11 @@ def _from_mapping(data: Mapping[Any, Any]) -> Payload:
     spec = stopping_point.from_json({"prompt": prompt, "options": options, "kind": kind})
     if CONTEXT_KEY in extras:
         raise StoppingPointError(f"the payload key {CONTEXT_KEY!r} is the adapter's own; name it otherwise")
-    return Payload(spec, ttl, check_default(spec, default), _context(extras))
+    try:
+        default = check_default(spec, default)
+    except InputError as error:
+        raise StoppingPointError(f"an interrupt payload's {error}") from None
+    return Payload(spec, ttl, default, _context(extras))
 
 
 def _one_of(data: dict[str, Any], keys: Sequence[str]) -> Any:
