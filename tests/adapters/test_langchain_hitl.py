@@ -1,0 +1,169 @@
+"""LangChain v1 ``create_agent`` with ``HumanInTheLoopMiddleware``, reviewed through parkgate.
+
+A fake chat model from ``langchain_core`` emits real tool calls; the middleware interrupts
+before they run; the bridge asks the person about each tool call in turn and resumes the
+agent once with the middleware's own decisions. A cancel or an expiry rejects every call
+with a message that says so: the tools do not run and the model hears "not approved".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from parkgate import Gateway, ManualClock, ReplyKind
+from parkgate.adapters.langgraph import ParkgateInterrupts
+from parkgate.core import phrases as P
+from parkgate.core.phrases import AskKind
+
+CONFIG: RunnableConfig = {"configurable": {"thread_id": "agent-1"}}
+
+
+class ToolCallingModel(GenericFakeChatModel):
+    """The fake chat model, able to take tools (it answers from its script whatever they are)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingModel:
+        return self
+
+
+class Agent:
+    """An agent whose model asks to send an email and delete a file, then sums up."""
+
+    def __init__(self, checkpointer: Any) -> None:
+        self.ran: list[str] = []
+
+        @tool
+        def send_email(to: str, body: str) -> str:
+            """Send an email."""
+            self.ran.append(f"send_email {to}")
+            return f"sent to {to}"
+
+        @tool
+        def delete_file(path: str) -> str:
+            """Delete a file."""
+            self.ran.append(f"delete_file {path}")
+            return f"deleted {path}"
+
+        calls = [
+            {"name": "send_email", "args": {"to": "ops@example.com", "body": "Release 1.4"}, "id": "call-1"},
+            {"name": "delete_file", "args": {"path": "/tmp/report.txt"}, "id": "call-2"},
+        ]
+        model = ToolCallingModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
+        review = HumanInTheLoopMiddleware(
+            interrupt_on={
+                "send_email": {"allowed_decisions": ["approve", "edit", "reject", "respond"]},
+                "delete_file": {"allowed_decisions": ["approve", "reject"], "description": "Deleting is forever."},
+            }
+        )
+        self.graph = create_agent(
+            model, tools=[send_email, delete_file], middleware=[review], checkpointer=checkpointer, name="ops"
+        )
+
+    def tool_messages(self) -> list[ToolMessage]:
+        messages = self.graph.get_state(CONFIG).values["messages"]
+        return [message for message in messages if isinstance(message, ToolMessage)]
+
+
+@pytest.fixture
+def saver(tmp_path: Path) -> Iterator[SqliteSaver]:
+    conn = sqlite3.connect(tmp_path / "agent.db", check_same_thread=False)
+    yield SqliteSaver(conn)
+    conn.close()
+
+
+@pytest.fixture
+def agent(saver: SqliteSaver) -> Agent:
+    return Agent(saver)
+
+
+def start(bridge: ParkgateInterrupts, agent: Agent) -> Any:
+    return bridge.start(agent.graph, {"messages": [{"role": "user", "content": "Ship it."}]}, CONFIG, "chat-1")
+
+
+def test_each_tool_call_is_a_menu_and_the_agent_resumes_once_with_the_decisions(gateway: Gateway, agent: Agent) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    first = start(bridge, agent)
+    [ask] = gateway.open_asks()
+    assert ask.kind is AskKind.CHOICE
+    assert ask.options == (P.HITL_APPROVE, P.HITL_REJECT, P.HITL_RESPOND)  # edit does not fit a chat
+    assert "send_email" in ask.prompt and "ops@example.com" in ask.prompt and "(1 of 2)" in ask.prompt
+    assert ask.context is not None and ask.context["tool"] == "send_email"
+    assert "1. Approve" in first.text
+
+    one = bridge.drive(agent.graph, CONFIG, "chat-1", "1")
+    assert one.reply.kind is ReplyKind.SELECTED and not one.resumed  # one decision of two
+    assert agent.ran == []
+    [second] = gateway.open_asks()
+    assert second.options == (P.HITL_APPROVE, P.HITL_REJECT)
+    assert "delete_file" in second.prompt and "Deleting is forever." in second.prompt
+    assert "/tmp/report.txt" in second.prompt
+
+    two = bridge.drive(agent.graph, CONFIG, "chat-1", "reject")
+    assert two.resumed and two.finished
+    assert agent.ran == ["send_email ops@example.com"]  # the approved call ran, the rejected did not
+    results = {message.name: message for message in agent.tool_messages()}
+    assert results["send_email"].content == "sent to ops@example.com"
+    assert results["delete_file"].status == "error" and "rejected" in str(results["delete_file"].content)
+    assert agent.graph.get_state(CONFIG).next == ()
+    assert gateway.open_asks() == []
+    run = gateway.run("agent-1")
+    assert run is not None and (run.status, run.outcome) == ("complete", "done")
+
+
+def test_respond_asks_for_the_text_that_stands_in_for_the_tool(gateway: Gateway, agent: Agent) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    start(bridge, agent)
+    chosen = bridge.drive(agent.graph, CONFIG, "chat-1", "3")  # Respond
+    assert chosen.reply.answer == P.HITL_RESPOND and chosen.asked is not None
+    [text] = gateway.open_asks()
+    assert text.kind is AskKind.TEXT and "send_email" in text.prompt
+    bridge.drive(agent.graph, CONFIG, "chat-1", "Ops already know; no email needed.")
+    last = bridge.drive(agent.graph, CONFIG, "chat-1", "1")  # approve the delete
+    assert last.resumed and last.finished
+    assert agent.ran == ["delete_file /tmp/report.txt"]
+    results = {message.name: message for message in agent.tool_messages()}
+    assert results["send_email"].content == "Ops already know; no email needed."
+
+
+def test_a_cancel_rejects_every_tool_call_saying_it_was_cancelled(gateway: Gateway, agent: Agent) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    start(bridge, agent)
+    bridge.drive(agent.graph, CONFIG, "chat-1", "1")  # approve the email, then drop the menu
+    step = bridge.drive(agent.graph, CONFIG, "chat-1", "/cancel")
+    assert step.reply.kind is ReplyKind.CANCELLED and step.resumed and step.finished
+    assert agent.ran == []  # "nothing ran": not even the call approved before the cancel
+    results = agent.tool_messages()
+    assert len(results) == 2
+    for message in results:
+        assert message.status == "error" and P.HITL_CANCELLED in str(message.content)
+    assert agent.graph.get_state(CONFIG).next == ()
+    run = gateway.run("agent-1")
+    assert run is not None and (run.status, run.outcome) == ("complete", "cancelled")
+
+
+def test_an_expiry_rejects_every_tool_call_saying_it_expired(
+    gateway: Gateway, agent: Agent, clock: ManualClock
+) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    start(bridge, agent)
+    clock.advance(timedelta(hours=6, seconds=1))
+    assert gateway.read_due() == 1  # the due read closes it; the watcher's pass resumes the agent
+    assert bridge.follow_up(agent.graph) == 1
+    assert agent.ran == []
+    for message in agent.tool_messages():
+        assert message.status == "error" and P.HITL_EXPIRED in str(message.content)
+    assert agent.graph.get_state(CONFIG).next == ()
+    run = gateway.run("agent-1")
+    assert run is not None and (run.status, run.outcome) == ("complete", "expired")
