@@ -23,7 +23,7 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, Interrupt, interrupt
+from langgraph.types import Interrupt, interrupt
 
 from parkgate import AskAlreadyOpen, AskStatus, Gateway, ManualClock, ReplyKind, StoppingPointError
 from parkgate.adapters.langgraph import (

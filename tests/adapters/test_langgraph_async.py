@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from test_langgraph import CONFIG, OPTIONS, Counter, build_graph
 
 from parkgate import AsyncGateway, Gateway, ManualClock, ReplyKind
 from parkgate.adapters.langgraph import Closed, ParkgateInterrupts
-
-from test_langgraph import CONFIG, OPTIONS, Counter, build_graph
 
 if TYPE_CHECKING:
     from conftest import Reopen

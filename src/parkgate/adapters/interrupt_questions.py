@@ -25,8 +25,8 @@ from typing import Any
 from parkgate.checks import MAX_CONTEXT_BYTES, check_default
 from parkgate.core import phrases as P
 from parkgate.core import stopping_point
-from parkgate.core.model import Ask
 from parkgate.core.errors import InputError
+from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind, AskStatus
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
 

@@ -1,0 +1,66 @@
+"""Follow-ups: an ask parked with ``follow_up=True`` is listed once it closes, until the
+waiter that acts on its close says it is done; one waiter in any process claims it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+
+from parkgate import Gateway, InputError, ManualClock
+
+if TYPE_CHECKING:
+    from conftest import Reopen
+
+
+def test_a_closed_follow_up_is_listed_until_it_is_done(gateway: Gateway) -> None:
+    asked = gateway.ask("chat-1", "Deploy?", ["Deploy", "Hold"], follow_up=True)
+    plain = gateway.ask("chat-2", "Ship?", ["Yes", "No"])
+    ask_id = asked.ask_id or ""
+    assert gateway.closed_follow_ups() == []  # open: nothing to follow up yet
+
+    gateway.handle("chat-1", "1")
+    gateway.handle("chat-2", "1")
+    [closed] = gateway.closed_follow_ups()
+    assert closed.id == ask_id and closed.answer == "Deploy"
+    assert plain.ask_id not in [ask.id for ask in gateway.closed_follow_ups()]
+
+    gateway.follow_up_done(ask_id)
+    assert gateway.closed_follow_ups() == []
+    assert not gateway.claim_follow_up(ask_id, 60)  # done is done
+
+
+def test_one_claim_wins_across_processes_until_its_lease_runs_out(
+    gateway: Gateway, reopen: Reopen, clock: ManualClock
+) -> None:
+    ask_id = gateway.ask("chat-1", "Deploy?", ["Deploy", "Hold"], follow_up=True).ask_id or ""
+    gateway.cancel(ask_id)
+    other = reopen()
+
+    assert gateway.claim_follow_up(ask_id, timedelta(minutes=10))
+    assert not other.claim_follow_up(ask_id, timedelta(minutes=10))
+    assert other.closed_follow_ups() == []  # claimed: not listed while the claim holds
+
+    clock.advance(timedelta(minutes=10, seconds=1))  # the claimer died: its lease ran out
+    assert [ask.id for ask in other.closed_follow_ups()] == [ask_id]
+    assert other.claim_follow_up(ask_id, timedelta(minutes=10))
+    assert not gateway.claim_follow_up(ask_id, timedelta(minutes=10))
+
+
+def test_an_ask_without_a_follow_up_is_never_claimed(gateway: Gateway) -> None:
+    ask_id = gateway.ask("chat-1", "Deploy?", ["Deploy", "Hold"]).ask_id or ""
+    gateway.cancel(ask_id)
+    assert not gateway.claim_follow_up(ask_id, 60)
+    with pytest.raises(InputError):
+        gateway.claim_follow_up(ask_id, 0)
+
+
+def test_parked_reads_the_open_ask_as_stored_and_closes_nothing(gateway: Gateway, clock: ManualClock) -> None:
+    assert gateway.parked("chat-1") is None
+    ask_id = gateway.ask("chat-1", "Deploy?", ["Deploy", "Hold"], ttl=60).ask_id
+    clock.advance(timedelta(seconds=61))
+    seen = gateway.parked("chat-1")
+    assert seen is not None and seen.id == ask_id and seen.is_open  # past its TTL, still as stored
+    assert gateway.handle("chat-1", "1").expired_ask_id == ask_id  # the read that enforces it
+    assert gateway.parked("chat-1") is None
