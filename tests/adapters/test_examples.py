@@ -1,0 +1,50 @@
+"""The README's adapter examples run as written, on a SQLite file and on PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from conftest import StoreLocation
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def run_example(name: str, location: StoreLocation) -> list[str]:
+    env = {**os.environ, "PARKGATE_DB": location.url}
+    env.pop("PARKGATE_PG_SCHEMA", None)
+    if location.schema is not None:
+        env["PARKGATE_PG_SCHEMA"] = location.schema
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_the_langgraph_approval_example(store_location: StoreLocation) -> None:
+    lines = run_example("langgraph_approval.py", store_location)
+    assert "1. Deploy" in lines and "Selected 1. Deploy" in lines
+    assert lines[-4:] == [
+        "api: deployed",
+        "Dropped the menu, nothing ran.",
+        "web: not deployed (cancelled)",
+        "db: not deployed (cancelled)",
+    ]
+    # Every ask it parked is closed: nothing is left open for a thread that moved on.
+    assert store_location.raw_query("SELECT count(*) FROM asks WHERE status = 'open'") == [(0,)]
+    assert store_location.raw_query("SELECT count(*) FROM runs WHERE status = 'running'") == [(0,)]
+
+
+def test_the_langchain_review_example(store_location: StoreLocation) -> None:
+    lines = run_example("langchain_hitl.py", store_location)
+    assert lines[0] == "Run send_email (1 of 2)?"
+    assert "Selected 2. Reject" in lines
+    assert "send_email: sent to ops@example.com" in lines
+    assert any(line.startswith("delete_file: User rejected the tool call") for line in lines)
+    assert lines[-1] == "agent: All done."
+    assert store_location.raw_query("SELECT count(*) FROM asks WHERE status = 'open'") == [(0,)]
