@@ -73,7 +73,8 @@ def main(folder: Path, store_url: str) -> None:
     bridge = ParkgateInterrupts(gateway)
     config = {"configurable": {"thread_id": "ops-1"}}
 
-    print(bridge.start(agent, {"messages": [{"role": "user", "content": "Announce and tidy up."}]}, config, "chat-1").text)
+    request = {"messages": [{"role": "user", "content": "Announce and tidy up."}]}
+    print(bridge.start(agent, request, config, "chat-1").text)
     print(bridge.drive(agent, config, "chat-1", "1").text)  # approve the email; the deletion is asked next
     last = bridge.drive(agent, config, "chat-1", "2")  # reject the deletion: the agent runs on
     print(last.text)
