@@ -1,4 +1,4 @@
-"""The ``parkgate`` command: serve, chat, asks, doorcheck, migrate, prove.
+"""The ``parkgate`` command: serve, deliver, chat, asks, doorcheck, migrate, prove.
 
 ``--db`` (or ``PARKGATE_DB``) chooses the store everywhere: ``sqlite:///parkgate.db``
 (the default), a file path, or ``postgresql://...``; with PostgreSQL,
@@ -13,21 +13,23 @@ An expected error (bad input, a store that is missing or out of reach, a busy
 conversation) ends the command with one ``Error:`` line and exit code 1, never a
 traceback.
 
-Every command that can close an ask (``serve``, ``chat``, ``doorcheck``) writes each
+Every command that can close an ask (``serve``, ``deliver``, ``chat``, ``doorcheck``) writes each
 expiry's structured line (``{"event": "ask_expired", ...}``) to stderr, one JSON object a
 line; ``asks`` only reads, so it closes (and logs) nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import signal
 import socket
 import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import timedelta
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -234,6 +236,34 @@ def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg
             f"the server did not start on {_http_url(host, port)} (uvicorn exited with {stopped.code}; "
             "its error is above)"
         ) from None
+
+
+@main.command()
+@db_option
+def deliver(db_url: str) -> None:
+    """Run due reads and callback delivery for a database, with no HTTP server.
+
+    Each ask something waits on (one with a callback) is read when its TTL falls due,
+    which closes it as expired, and the callbacks of closed asks are POSTed from the
+    outbox. `parkgate serve` does the same in each worker; run this beside a library
+    Gateway instead. Any number may run on one database. Ctrl-C or SIGTERM stops it.
+    """
+    with _gateway(db_url, surface="deliver") as gateway:
+        click.echo(f"parkgate delivering callbacks and due reads for {shown_url(db_url)} (Ctrl-C stops)")
+        asyncio.run(_deliver_until_stopped(gateway))
+        click.echo("parkgate deliver stopped")
+
+
+async def _deliver_until_stopped(gateway: Gateway) -> None:
+    from parkgate.delivery import Deliverer
+
+    task = asyncio.create_task(Deliverer(gateway).run())
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with suppress(NotImplementedError, RuntimeError):  # Windows: Ctrl-C raises KeyboardInterrupt
+            loop.add_signal_handler(signum, task.cancel)
+    with suppress(asyncio.CancelledError):
+        await task
 
 
 def _print_reply(out: Console, reply: Reply) -> None:

@@ -8,6 +8,7 @@
 - ``start_server(location, token=None, workers=1)``: a started :class:`Server`; every
   server started here is stopped before the database is dropped.
 - ``conv``: a conversation id no other test uses.
+- ``receiver``: a started callback :class:`Receiver` on loopback, stopped afterwards.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 
 import psycopg
 import pytest
-from live_server import Server
+from live_server import Receiver, Server
 from psycopg import sql as pgsql
 
 ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -111,3 +112,11 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def served_sqlite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A SQLite server shared by the module's tests (no token)."""
     yield from _module_server(request, "sqlite", tmp_path_factory.mktemp("served"))
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A callback receiver on loopback that records every POST."""
+    hooks = Receiver().start()
+    yield hooks
+    hooks.stop()

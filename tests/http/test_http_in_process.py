@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 import pytest
-from parkgate.delivery.outbox import MAX_DELAY_SECONDS, OutboxDeliverer, backoff_delay
 
 from parkgate import Gateway, ManualClock
+from parkgate.delivery.outbox import MAX_DELAY_SECONDS, OutboxDeliverer, backoff_delay
 from parkgate.demo import UML
 from parkgate.http.app import create_app
 

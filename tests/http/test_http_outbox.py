@@ -10,9 +10,9 @@ import asyncio
 from datetime import timedelta
 
 import httpx
-from parkgate.delivery.outbox import LEASE_MARGIN_SECONDS, REQUEST_TIMEOUT_SECONDS, OutboxDeliverer
 
 from parkgate import Gateway, ManualClock
+from parkgate.delivery.outbox import LEASE_MARGIN_SECONDS, REQUEST_TIMEOUT_SECONDS, OutboxDeliverer
 
 
 def close_asks_with_callbacks(gateway: Gateway, count: int) -> set[str]:

@@ -71,8 +71,11 @@ DIALECT = Dialect(
     decode_time=_decode,
     encode_due=_encode_due,
     decode_due=_decode_due,
-    # As migration 5's trigger computes due_at (julianday keeps milliseconds).
-    due_expression="((julianday(last_touched) - 2440587.5) * 86400.0 + ttl_seconds)",
+    # As migration 5's trigger computes due_at.
+    due_expression=(
+        "(round((julianday(substr(last_touched, 1, 19)) - 2440587.5) * 86400.0) "
+        "+ CAST(substr(last_touched, 21, 6) AS INTEGER) / 1000000.0 + ttl_seconds)"
+    ),
     skip_locked_suffix="",  # one writer at a time: BEGIN IMMEDIATE holds the file
 )
 BUSY_TIMEOUT_MS = 10_000
