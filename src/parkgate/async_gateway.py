@@ -146,6 +146,7 @@ class AsyncGateway:
         default: str | None = None,
         callback_url: str | None = None,
         phase: str | None = None,
+        owner: str | None = None,
     ) -> Reply:
         """Park a question in ``conversation_id`` (:meth:`Gateway.ask`)."""
         return await asyncio.to_thread(
@@ -160,6 +161,7 @@ class AsyncGateway:
             default=default,
             callback_url=callback_url,
             phase=phase,
+            owner=owner,
         )
 
     async def ask_from_text(
@@ -171,6 +173,7 @@ class AsyncGateway:
         *,
         replace: bool = False,
         callback_url: str | None = None,
+        owner: str | None = None,
     ) -> Reply:
         """Park the stopping point marked in a skill's output (:meth:`Gateway.ask_from_text`)."""
         return await asyncio.to_thread(
@@ -181,13 +184,22 @@ class AsyncGateway:
             ttl,
             replace=replace,
             callback_url=callback_url,
+            owner=owner,
         )
 
     async def start(
-        self, conversation_id: str, workflow: str, *, replace: bool = False, run_id: str | None = None
+        self,
+        conversation_id: str,
+        workflow: str,
+        *,
+        replace: bool = False,
+        run_id: str | None = None,
+        owner: str | None = None,
     ) -> Reply:
         """Start a registered workflow (:meth:`Gateway.start`)."""
-        return await asyncio.to_thread(self.sync.start, conversation_id, workflow, replace=replace, run_id=run_id)
+        return await asyncio.to_thread(
+            self.sync.start, conversation_id, workflow, replace=replace, run_id=run_id, owner=owner
+        )
 
     # -- replies ---------------------------------------------------------------
     async def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
@@ -207,9 +219,15 @@ class AsyncGateway:
         """Close an open ask as ``expired`` now (:meth:`Gateway.expire`)."""
         return await asyncio.to_thread(self.sync.expire, ask_id)
 
-    async def open_asks(self, limit: int | None = None) -> list[Ask]:
+    async def open_asks(
+        self, limit: int | None = None, *, after: Ask | None = None, owner: str | None = None
+    ) -> list[Ask]:
         """Open asks, oldest first, closing any past their TTL (:meth:`Gateway.open_asks`)."""
-        return await asyncio.to_thread(self.sync.open_asks, limit)
+        return await asyncio.to_thread(self.sync.open_asks, limit, after=after, owner=owner)
+
+    async def count_open_asks(self, owner: str | None = None) -> int:
+        """How many asks are open, all or ``owner``'s (:meth:`Gateway.count_open_asks`)."""
+        return await asyncio.to_thread(self.sync.count_open_asks, owner)
 
     async def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing (:meth:`Gateway.audit`)."""

@@ -192,7 +192,40 @@ def main() -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64))
-@click.option("--token", envvar="PARKGATE_TOKEN", default=None, help="Bearer token for /v1 (env PARKGATE_TOKEN).")
+@click.option(
+    "--token",
+    envvar="PARKGATE_TOKEN",
+    default=None,
+    help="One bearer token with every scope for /v1 (env PARKGATE_TOKEN; on the command line it shows in ps: "
+    "prefer --token-file).",
+)
+@click.option(
+    "--token-file",
+    envvar="PARKGATE_TOKEN_FILE",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="A file holding the one bearer token (env PARKGATE_TOKEN_FILE). Named, scoped tokens: PARKGATE_TOKENS_FILE.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="HOST",
+    help="Another Host name this server answers to (repeatable; env PARKGATE_ALLOWED_HOSTS, comma-separated). "
+    "localhost, loopback addresses and --host are always allowed.",
+)
+@click.option(
+    "--insecure-no-token",
+    is_flag=True,
+    help="Serve a non-loopback --host without any token (refused otherwise): only behind another guard.",
+)
+@click.option(
+    "--max-connections",
+    default=500,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="Connections served at once; more get 503.",
+)
 @click.option(
     "--pg-timeout",
     "pg_timeout",
@@ -203,17 +236,47 @@ def main() -> None:
     help="PostgreSQL only: seconds a request waits for a database connection before it gets "
     "a 503 (default 3; env PARKGATE_PG_TIMEOUT).",
 )
-def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg_timeout: float | None) -> None:
+def serve(
+    db_url: str,
+    host: str,
+    port: int,
+    workers: int,
+    token: str | None,
+    token_file: str | None,
+    allowed_hosts: tuple[str, ...],
+    insecure_no_token: bool,
+    max_connections: int,
+    pg_timeout: float | None,
+) -> None:
     """Run the HTTP gateway (with the web console and the demo workflow).
 
     With PostgreSQL, PARKGATE_PG_SCHEMA picks the schema (created if it does not exist):
     the migration run here and every worker use it. Every expiry logs one JSON line
-    on stderr.
+    on stderr. A non-loopback --host needs a token (or --insecure-no-token).
+    PARKGATE_TOKENS_FILE names a TOML file of named, scoped tokens (their hashes only);
+    PARKGATE_CALLBACK_ALLOW lets callbacks reach internal receivers on purpose.
     """
     from parkgate.http.server import configure, migrate_configured_store
     from parkgate.http.server import serve as run_server
+    from parkgate.http.settings import SettingsError, check_exposure, settings_from_env
 
-    configure(db_url, token, pg_timeout)
+    if token is not None and not token.strip():
+        raise click.ClickException("--token (PARKGATE_TOKEN) is blank: give a real token, or none")
+    context = click.get_current_context()
+    if token and context.get_parameter_source("token") is click.core.ParameterSource.COMMANDLINE:
+        click.secho(
+            "warning: a --token on the command line shows in ps to every user of this machine; "
+            "use --token-file or PARKGATE_TOKEN",
+            err=True,
+            fg="yellow",
+        )
+    configure(db_url, token, pg_timeout, token_file=token_file, allowed_hosts=allowed_hosts, bind_host=host)
+    try:
+        warning = check_exposure(host, settings_from_env(), insecure_no_token)
+    except SettingsError as error:
+        raise click.ClickException(str(error)) from None
+    if warning:
+        click.secho(warning, err=True, fg="red", bold=True)
     check_can_listen(host, port)  # a port in use is one line, before a file or schema is made
     try:  # migrate (and fail clearly) in the store the workers will open, before they start
         with logging_to_stderr():  # a schema the store creates is logged (a JSON line)
@@ -226,7 +289,18 @@ def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg
         "(console at /, API at /v1, docs at /docs)"
     )
     try:
-        run_server(db_url, host, port, workers, token, pg_timeout)
+        run_server(
+            db_url,
+            host,
+            port,
+            workers,
+            token,
+            pg_timeout,
+            token_file=token_file,
+            allowed_hosts=allowed_hosts,
+            insecure_no_token=insecure_no_token,
+            max_connections=max_connections,
+        )
     except SystemExit as stopped:
         if stopped.code in (None, 0):
             raise

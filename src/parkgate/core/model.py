@@ -41,6 +41,8 @@ class Ask:
     phase: str | None = None
     default: str | None = None
     callback_url: str | None = None
+    #: Who parked it: the name of the HTTP token that did (``None`` from the library).
+    owner: str | None = None
 
     @property
     def is_open(self) -> bool:

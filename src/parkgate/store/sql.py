@@ -20,7 +20,7 @@ from parkgate.store.recent import STALE, Marker, RecentOpenAsks
 ASK_COLUMNS = (
     "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
     "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
-    "default_answer, callback_url"
+    "default_answer, callback_url, owner"
 )
 #: What a step may change in an ask besides its status (``save_ask`` writes these).
 MUTABLE_ASK_SET = "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?"
@@ -117,6 +117,7 @@ class SqlTransaction(Transaction):
             phase=row[15],
             default=row[16],
             callback_url=row[17],
+            owner=row[18],
         )
 
     def open_ask(self, conversation_id: str) -> Ask | None:
@@ -146,7 +147,7 @@ class SqlTransaction(Transaction):
     def insert_ask(self, ask: Ask) -> None:
         t = self._d.encode_time
         self._write(
-            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 ask.id,
                 ask.conversation_id,
@@ -166,6 +167,7 @@ class SqlTransaction(Transaction):
                 ask.phase,
                 ask.default,
                 ask.callback_url,
+                ask.owner,
             ),
         )
 
@@ -244,16 +246,29 @@ class SqlTransaction(Transaction):
             (ask_id, url, payload, t, t),
         )
 
-    def count_open_asks(self) -> int:
-        self._exec("SELECT count(*) FROM asks WHERE status = 'open'")
+    def count_open_asks(self, owner: str | None = None) -> int:
+        if owner is None:
+            self._exec("SELECT count(*) FROM asks WHERE status = 'open'")
+        else:
+            self._exec("SELECT count(*) FROM asks WHERE status = 'open' AND owner = ?", (owner,))
         return int(self._cur.fetchone()[0])
 
-    def open_asks(self, limit: int | None = None) -> list[Ask]:
-        statement = f"SELECT {ASK_COLUMNS} FROM asks WHERE status = 'open' ORDER BY asked_at, id"
-        params: tuple[Any, ...] = ()
+    def open_asks(
+        self, limit: int | None = None, *, after: tuple[datetime, str] | None = None, owner: str | None = None
+    ) -> list[Ask]:
+        conditions = ["status = 'open'"]
+        params: list[Any] = []
+        if after is not None:
+            conditions.append("(asked_at > ? OR (asked_at = ? AND id > ?))")
+            stamp = self._d.encode_time(after[0])
+            params += [stamp, stamp, after[1]]
+        if owner is not None:
+            conditions.append("owner = ?")
+            params.append(owner)
+        statement = f"SELECT {ASK_COLUMNS} FROM asks WHERE {' AND '.join(conditions)} ORDER BY asked_at, id"
         if limit is not None:
             statement += " LIMIT ?"
-            params = (limit,)
+            params.append(limit)
         self._exec(statement, params)
         return [self._ask_from_row(row) for row in self._cur.fetchall()]
 
