@@ -13,6 +13,10 @@ An expected error (bad input, a store that is missing or out of reach, a busy
 conversation) ends the command with one ``Error:`` line and exit code 1, never a
 traceback.
 
+Every value from a store or a server is printed through :mod:`parkgate.display`: no
+Rich markup is read from data, and control, direction and invisible characters show
+as their escapes (``\\u202e``), so no value can restyle, rewrite or hide on the screen.
+
 Every command that can close an ask (``serve``, ``chat``, ``doorcheck``) writes each
 expiry's structured line (``{"event": "ask_expired", ...}``) to stderr, one JSON object a
 line; ``asks`` only reads, so it closes (and logs) nothing.
@@ -20,7 +24,6 @@ line; ``asks`` only reads, so it closes (and logs) nothing.
 
 from __future__ import annotations
 
-import json
 import re
 import socket
 import sys
@@ -36,10 +39,12 @@ import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from parkgate.core import phrases as P
 from parkgate.core.phrases import CHAT_REFUSED, CHAT_STILL_PARKED, ReplyKind
 from parkgate.demo import WORKFLOWS
+from parkgate.display import json_line, visible_id, visible_text
 from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError
 from parkgate.gateway import Gateway, ask_to_dict
 from parkgate.http.logs import logging_to_stderr
@@ -319,7 +324,7 @@ def _print_reply(out: Console, reply: Reply) -> None:
         ReplyKind.ANSWERED: "green",
     }.get(reply.kind, "cyan")
     out.print(f"[{style}]\\[{reply.kind.value}][/{style}]", highlight=False)
-    out.print(reply.text, markup=False, highlight=False)
+    out.print(Text(visible_text(reply.text)), highlight=False)
 
 
 @main.command()
@@ -346,7 +351,7 @@ def chat(db_url: str, conversation: str | None) -> None:
             try:
                 reply = gateway.handle(conversation_id, line)
             except InputError as error:
-                out.print(f"[red]{escape(CHAT_REFUSED.format(error=error))}[/red]")
+                out.print(Text(visible_text(CHAT_REFUSED.format(error=error)), style="red"))
                 continue
             if reply.kind is ReplyKind.PASS:
                 if reply.expired_ask_id:
@@ -356,7 +361,7 @@ def chat(db_url: str, conversation: str | None) -> None:
                 if text.strip() == CHAT_RESTART:
                     _start_demo(out, gateway, conversation_id)
                 else:
-                    out.print(P.STAND_IN_MODEL.format(text=text), markup=False)
+                    out.print(Text(P.STAND_IN_MODEL.format(text=visible_text(text))), highlight=False)
                 continue
             _print_reply(out, reply)
 
@@ -370,7 +375,7 @@ def _start_demo(out: Console, gateway: Gateway, conversation_id: str) -> None:
     except InputError:
         raise  # a conversation id no message could use: one line, and chat ends (see _gateway)
     except ParkgateError as error:
-        out.print(f"[red]{escape(str(error))}[/red]")
+        out.print(Text(visible_text(error), style="red"))
         return
     _print_reply(out, reply)
 
@@ -399,20 +404,21 @@ def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
         overdue = [a for a in everything if a.is_expired(now)]
         if as_json:
             for ask in found:
-                click.echo(json.dumps({**ask_to_dict(ask, now), "overdue": ask.is_expired(now)}, ensure_ascii=False))
+                click.echo(json_line({**ask_to_dict(ask, now), "overdue": ask.is_expired(now)}))
         else:
-            table = Table(title=f"open asks in {shown_url(db_url)}")
+            table = Table(title=Text(f"open asks in {visible_text(shown_url(db_url))}"))
             for column in ("ask", "conversation", "phase", "asked at", "hours open", "mismatches", "state"):
-                table.add_column(column)
+                # A long unbroken id folds onto more lines instead of pushing the columns off-screen.
+                table.add_column(column, overflow="fold")
             for ask in found:
                 table.add_row(
-                    ask.id[:12],
-                    ask.conversation_id,
-                    ask.phase or "-",
+                    Text(visible_id(ask.id[:12])),
+                    Text(visible_id(ask.conversation_id)),
+                    Text(visible_id(ask.phase) if ask.phase else "-"),
                     ask.asked_at.strftime("%Y-%m-%d %H:%M"),
                     f"{(now - ask.asked_at).total_seconds() / 3600:.2f}",
                     str(ask.mismatches),
-                    "[red]past TTL[/red]" if ask.is_expired(now) else "open",
+                    Text("past TTL", style="red") if ask.is_expired(now) else "open",
                 )
             console = Console()
             console.print(table)
@@ -467,7 +473,7 @@ def doorcheck(db_url: str | None, url: str | None, token: str | None, conversati
                 raise _busy(conversation_id, busy.ask_id) from None
             lines = list(_doorcheck_lines(lambda text: gateway.handle(conversation_id, text).to_dict()))
     for line in lines:
-        click.echo(json.dumps(line, ensure_ascii=False))
+        click.echo(json_line(line))
     problem = doorcheck_verdict(lines)
     if problem:
         click.echo(f"doorcheck FAILED: {problem}", err=True)
@@ -540,9 +546,8 @@ def _doorcheck_http(base: str, token: str | None, conversation_id: str) -> list[
             reason = f"{data['error']}: {data.get('detail', '')}"
         else:
             reason = "not parkgate's JSON" if response.is_success else response.reason_phrase
-        raise click.ClickException(
-            f"the gateway at {base} refused {what} (HTTP {response.status_code}, {reason})".replace("\n", " ")
-        )
+        refused = f"the gateway at {base} refused {what} (HTTP {response.status_code}, {reason})"
+        raise click.ClickException(visible_text(refused.replace("\n", " ")))
 
     try:
         with httpx.Client(base_url=url, headers=headers, timeout=10) as client:
