@@ -2,7 +2,8 @@
 
 A body sent as anything but ``Content-Type: application/json`` is 415; malformed JSON and
 wrong types are 422, an unknown id is 404, a second open ask is 409, a malformed stopping
-point is 422 naming the line, an oversize body is 413 before it is read; nothing is a 500, and a parked ask is left exactly as it was.
+point is 422 naming the line, an oversize body is 413 before it is read; nothing is a 500,
+and a parked ask is left exactly as it was.
 """
 
 from __future__ import annotations
