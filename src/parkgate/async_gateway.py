@@ -220,7 +220,11 @@ class AsyncGateway:
         return await asyncio.to_thread(self.sync.expire, ask_id)
 
     async def open_asks(
-        self, limit: int | None = None, *, after: Ask | None = None, owner: str | None = None
+        self,
+        limit: int | None = None,
+        *,
+        after: Ask | tuple[datetime, str] | None = None,
+        owner: str | None = None,
     ) -> list[Ask]:
         """Open asks, oldest first, closing any past their TTL (:meth:`Gateway.open_asks`)."""
         return await asyncio.to_thread(self.sync.open_asks, limit, after=after, owner=owner)
