@@ -68,6 +68,8 @@ class Server:
     via_cli: bool = False
     stderr_path: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: More options for ``parkgate serve`` (with ``via_cli``).
+    extra_args: list[str] = field(default_factory=list)
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
@@ -91,6 +93,7 @@ class Server:
                 sys.executable,
                 *("-m", "parkgate", "serve", "--host", "127.0.0.1"),
                 *("--port", str(self.port), "--workers", str(self.workers)),
+                *self.extra_args,
             ]
         if self.workers > 1:
             code = (
