@@ -194,6 +194,7 @@ def parse_callback_url(url: object) -> CallbackTarget:
             )
     try:
         parsed = httpx.URL(url)
+        parsed.host  # noqa: B018 (decoding an IDNA host can fail: "xn--a")
     except (httpx.InvalidURL, ValueError, UnicodeError) as error:
         raise CallbackRefused(f"callback_url is not a URL that can be sent to ({error})") from None
     if parsed.scheme not in DEFAULT_PORTS or not url.lower().startswith(f"{parsed.scheme}://"):

@@ -2,8 +2,6 @@
 
 - ``engine`` / ``database``: each store in turn (SQLite, PostgreSQL) and a fresh database on it.
 - ``launch(location, **server_options)``: ``parkgate serve`` on ``location`` (stopped at the end).
-- ``snapshot(location)``: every ask and outbox row as stored, to show an attack changed
-  nothing it did not own.
 - ``tokens_file``: a tokens file of named tokens (hashes only) and the tokens themselves.
 - ``browser``: the system Chromium under Playwright; ``attacker.example`` resolves to
   127.0.0.1 in it, as a DNS-rebinding attacker's name would.
@@ -16,7 +14,6 @@ import os
 import secrets
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,14 +21,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "http"))
 
+from attack import ATTACKER_HOST, TOKEN_TABLE, NamedTokens
 from live_server import Server
 
 from parkgate.http.tokens import digest
 
 ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 CHROMIUM = os.environ.get("PARKGATE_TEST_CHROMIUM", "/usr/bin/chromium")
-#: The name a DNS-rebinding page is served under; Chromium resolves it to the server.
-ATTACKER_HOST = "attacker.example"
 
 
 class Launch(Protocol):
@@ -66,38 +62,6 @@ def launch(tmp_path: Path) -> Iterator[Launch]:
         server.stop()
 
 
-def snapshot(location: Any) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """Every ask (status, answer, counters, stamps) and outbox row, as the database holds them."""
-    asks = location.raw_query(
-        "SELECT id, conversation_id, status, outcome, answer, option_index, mismatches, last_touched, answered_at, "
-        "callback_url, owner FROM asks ORDER BY id"
-    )
-    outbox = location.raw_query("SELECT ask_id, url, attempts, delivered_at FROM outbox ORDER BY id")
-    return [tuple(map(str, row)) for row in asks], [tuple(map(str, row)) for row in outbox]
-
-
-@dataclass(frozen=True)
-class NamedTokens:
-    """A tokens file and the tokens it holds the hashes of, by name."""
-
-    path: Path
-    tokens: dict[str, str]
-
-    def env(self) -> dict[str, str]:
-        return {"PARKGATE_TOKENS_FILE": str(self.path)}
-
-
-#: name -> (scopes, extra TOML lines)
-TOKEN_TABLE: dict[str, tuple[list[str], str]] = {
-    "agent": (["park"], "max_open_asks = 3\n"),
-    "chat-surface": (["answer"], ""),
-    "auditor": (["read"], ""),
-    "operator": (["read", "operate"], ""),
-    "other-agent": (["park"], ""),
-    "chatty": (["read"], "rate_per_second = 5\n"),
-}
-
-
 @pytest.fixture
 def tokens_file(tmp_path: Path) -> NamedTokens:
     tokens = {name: secrets.token_urlsafe(24) for name in TOKEN_TABLE}
@@ -127,7 +91,7 @@ def browser() -> Iterator[Any]:
         "--disable-component-update",
         "--disable-sync",
         "--no-first-run",
-        f"--host-resolver-rules=MAP {ATTACKER_HOST} 127.0.0.1",
+        f"--host-resolver-rules=MAP {ATTACKER_HOST} 127.0.0.1",  # a DNS-rebinding attacker's name
     ]
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=args)

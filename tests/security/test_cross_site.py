@@ -12,10 +12,7 @@ stops the start.
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,9 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
+from attack import ATTACKER_HOST, clean_env, serve_command, snapshot
 from live_server import Receiver, free_port, messages_path, wait_until
-
-from conftest import ATTACKER_HOST, snapshot
 
 pytestmark = pytest.mark.browser
 
@@ -176,22 +172,6 @@ def test_an_allowed_host_is_served(launch: Any, database: Any) -> None:
     with httpx.Client(base_url=server.url, timeout=30) as http:
         assert http.get("/v1/asks", headers={"Host": f"gate.internal:{server.port}"}).status_code == 200
         assert http.get("/v1/asks", headers={"Host": "other.internal"}).status_code == 400
-
-
-def serve_command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "parkgate", "serve", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PARKGATE_")}
-    env.update(extra)
-    return env
 
 
 @pytest.mark.parametrize("blank", ["", "   ", "\t"])

@@ -14,9 +14,9 @@ from typing import Any
 
 import httpx
 import pytest
+from attack import NamedTokens, clean_env, serve_command, snapshot
 from live_server import messages_path
 
-from conftest import NamedTokens, snapshot
 from parkgate.http.tokens import digest
 
 
@@ -129,8 +129,6 @@ def test_a_wrong_or_missing_token_is_401_and_ops_routes_stay_open(
 
 
 def test_a_tokens_file_with_a_raw_token_or_a_bad_scope_stops_the_start(tmp_path: Path) -> None:
-    from test_cross_site import clean_env, serve_command
-
     db = f"sqlite:///{tmp_path / 'p.db'}"
     for body, says in (
         ('[[token]]\nname = "a"\ntoken = "secret"\nscopes = ["read"]\n', "never the token itself"),
@@ -162,8 +160,6 @@ def test_token_file_keeps_the_token_out_of_the_process_list(launch: Any, databas
 
 
 def test_a_token_on_the_command_line_is_warned_about(tmp_path: Path) -> None:
-    from test_cross_site import clean_env, serve_command
-
     done = serve_command(
         "--db", f"sqlite:///{tmp_path / 'p.db'}", "--token", "abc", "--host", "no-such-host.invalid",
         env=clean_env(),
