@@ -31,6 +31,7 @@ import binascii
 import contextlib
 import dataclasses
 import functools
+import importlib.util
 import json
 import logging
 import os
@@ -50,7 +51,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.staticfiles import StaticFiles
-from swagger_ui_bundle import swagger_ui_path
 
 from parkgate.async_gateway import wait_for_close
 from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
@@ -101,6 +101,16 @@ SERVER_PG_TIMEOUT_SECONDS = 3.0
 #: The longest acquisition timeout the server accepts, in seconds.
 MAX_PG_TIMEOUT_SECONDS = 600.0
 CONSOLE_DIR = Path(__file__).parent / "console"
+
+
+def _swagger_ui_dir() -> Path:
+    """Swagger UI's files as the ``swagger-ui-py`` package ships them (found, not imported)."""
+    spec = importlib.util.find_spec("swagger_ui")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("the swagger-ui-py package is missing: reinstall parkgate")
+    return Path(spec.origin).parent / "static"
+
+
 #: ``GET /v1/asks`` answers this many asks a page unless ``limit`` says otherwise, and never more than the most.
 DEFAULT_PAGE_ASKS = 100
 MAX_PAGE_ASKS = 1000
@@ -798,11 +808,11 @@ def create_app(
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> Response:
-        """Swagger UI for ``/openapi.json``, from the copy pinned in a package (no CDN)."""
+        """Swagger UI for ``/openapi.json``, from the copy pinned in a package (no CDN): ``/docs/assets``."""
         return HTMLResponse(_docs_page(), headers=_CONSOLE_HEADERS)
 
     app.mount("/console", ConsoleFiles(directory=CONSOLE_DIR), name="console")
-    app.mount("/docs/assets", StaticFiles(directory=str(swagger_ui_path)), name="docs-assets")
+    app.mount("/docs/assets", StaticFiles(directory=_swagger_ui_dir()), name="docs-assets")
     _answer_head(app)
 
     def openapi() -> dict[str, Any]:

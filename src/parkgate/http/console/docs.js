@@ -1,4 +1,4 @@
-// Starts Swagger UI (the copy pinned in the swagger-ui-bundle package, served from /docs/assets)
+// Starts Swagger UI (the copy pinned in the swagger-ui-py package, served from /docs/assets)
 // on this server's schema. A file of its own: the page's CSP runs no inline script.
 "use strict";
 
