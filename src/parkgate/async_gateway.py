@@ -169,6 +169,7 @@ class AsyncGateway:
         phase: str | None = None,
         context: Mapping[str, Any] | None = None,
         watched: bool = False,
+        owner: str | None = None,
     ) -> Reply:
         """Park a question in ``conversation_id`` (:meth:`Gateway.ask`)."""
         return await asyncio.to_thread(
@@ -185,6 +186,7 @@ class AsyncGateway:
             phase=phase,
             context=context,
             watched=watched,
+            owner=owner,
         )
 
     async def ask_from_text(
@@ -196,6 +198,7 @@ class AsyncGateway:
         *,
         replace: bool = False,
         callback_url: str | None = None,
+        owner: str | None = None,
     ) -> Reply:
         """Park the stopping point marked in a skill's output (:meth:`Gateway.ask_from_text`)."""
         return await asyncio.to_thread(
@@ -206,13 +209,22 @@ class AsyncGateway:
             ttl,
             replace=replace,
             callback_url=callback_url,
+            owner=owner,
         )
 
     async def start(
-        self, conversation_id: str, workflow: str, *, replace: bool = False, run_id: str | None = None
+        self,
+        conversation_id: str,
+        workflow: str,
+        *,
+        replace: bool = False,
+        run_id: str | None = None,
+        owner: str | None = None,
     ) -> Reply:
         """Start a registered workflow (:meth:`Gateway.start`)."""
-        return await asyncio.to_thread(self.sync.start, conversation_id, workflow, replace=replace, run_id=run_id)
+        return await asyncio.to_thread(
+            self.sync.start, conversation_id, workflow, replace=replace, run_id=run_id, owner=owner
+        )
 
     # -- replies ---------------------------------------------------------------
     async def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
@@ -232,9 +244,19 @@ class AsyncGateway:
         """Close an open ask as ``expired`` now (:meth:`Gateway.expire`)."""
         return await asyncio.to_thread(self.sync.expire, ask_id)
 
-    async def open_asks(self, limit: int | None = None) -> list[Ask]:
+    async def open_asks(
+        self,
+        limit: int | None = None,
+        *,
+        after: Ask | tuple[datetime, str] | None = None,
+        owner: str | None = None,
+    ) -> list[Ask]:
         """Open asks, oldest first, closing any past their TTL (:meth:`Gateway.open_asks`)."""
-        return await asyncio.to_thread(self.sync.open_asks, limit)
+        return await asyncio.to_thread(self.sync.open_asks, limit, after=after, owner=owner)
+
+    async def count_open_asks(self, owner: str | None = None) -> int:
+        """How many asks are open, all or ``owner``'s (:meth:`Gateway.count_open_asks`)."""
+        return await asyncio.to_thread(self.sync.count_open_asks, owner)
 
     async def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing (:meth:`Gateway.audit`)."""

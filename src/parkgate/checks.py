@@ -16,6 +16,7 @@ from parkgate.core import stopping_point
 from parkgate.core.phrases import AskKind
 from parkgate.core.stopping_point import StoppingPointError
 from parkgate.errors import InputError
+from parkgate.fence import parse_callback_url
 from parkgate.workflow import Workflow
 
 MAX_MESSAGE_CHARS = 16_000
@@ -192,7 +193,5 @@ def check_park_args(
     ask_ttl = None if ttl is None else check_duration(ttl, "ttl")
     check_flag(replace, "replace")
     if callback_url is not None:
-        url = check_text(callback_url, "callback_url", limit=2048)
-        if not url.startswith(("http://", "https://")):
-            raise InputError("callback_url must be an http:// or https:// URL")
+        parse_callback_url(check_text(callback_url, "callback_url", limit=2048))
     return checked_run, ask_ttl

@@ -158,6 +158,7 @@ class Gateway:
         phase: str | None = None,
         context: Mapping[str, Any] | None = None,
         watched: bool = False,
+        owner: str | None = None,
     ) -> Reply:
         """Park a question in ``conversation_id``; the reply (``asked``) carries the menu.
 
@@ -169,9 +170,12 @@ class Gateway:
         unless ``replace`` is true. ``context`` (a JSON object of at most 16 KiB) is kept
         with the ask and shown with it. An ask with a ``callback_url``, or ``watched``,
         has something waiting on its close: a deliverer reads it when its TTL falls due
-        (a *due read*), so it closes on time even if nobody else reads it. A bad argument
-        raises :class:`InputError` (a bad prompt or option list :class:`StoppingPointError`)
-        before anything is read or written.
+        (a *due read*), so it closes on time even if nobody else reads it. ``owner``
+        names who parks it (the HTTP service records its token's name): :meth:`open_asks`
+        and :meth:`count_open_asks` can keep to one owner's asks, and a workflow's later
+        phases keep their first ask's owner. A bad argument raises :class:`InputError` (a
+        bad prompt or option list :class:`StoppingPointError`) before anything is read or
+        written.
         """
         check_id(conversation_id, "conversation_id")
         run_id, ask_ttl = check_park_args(run_id, ttl, replace, callback_url)
@@ -179,11 +183,12 @@ class Gateway:
             check_id(phase, "phase")
         check_flag(watched, "watched")
         context = check_context(context)
+        check_optional_id(owner, "owner")
         # An explicit option list (even an empty one) means a choice: [] is an error, not a text ask.
         chosen_kind = kind if kind is not None else (AskKind.TEXT if options is None else AskKind.CHOICE)
         spec = stopping_point.make_spec(chosen_kind, prompt, options)
         default = check_default(spec, default)
-        extra = _Extra(default, callback_url, phase, context, watched or callback_url is not None)
+        extra = _Extra(default, callback_url, phase, context, watched or callback_url is not None, owner)
         return self._park(conversation_id, spec, run_id, ask_ttl, replace, extra)
 
     def ask_from_text(
@@ -195,6 +200,7 @@ class Gateway:
         *,
         replace: bool = False,
         callback_url: str | None = None,
+        owner: str | None = None,
     ) -> Reply:
         """Park the stopping point marked in a skill's output (see :mod:`stopping_point`).
 
@@ -203,28 +209,38 @@ class Gateway:
         """
         check_id(conversation_id, "conversation_id")
         run_id, ask_ttl = check_park_args(run_id, ttl, replace, callback_url)
+        check_optional_id(owner, "owner")
         text = check_message(skill_output, limit=MAX_SKILL_OUTPUT_CHARS, what="skill output")
         spec = stopping_point.find(text)
         if spec is None:
             # Nothing was parked, but it is still a reply a surface sends: counted like any other.
             return self._counted(Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False))
-        extra = _Extra(callback_url=callback_url, watched=callback_url is not None)
+        extra = _Extra(callback_url=callback_url, watched=callback_url is not None, owner=owner)
         return self._park(conversation_id, spec, run_id, ask_ttl, replace, extra)
 
-    def start(self, conversation_id: str, workflow: str, *, replace: bool = False, run_id: str | None = None) -> Reply:
+    def start(
+        self,
+        conversation_id: str,
+        workflow: str,
+        *,
+        replace: bool = False,
+        run_id: str | None = None,
+        owner: str | None = None,
+    ) -> Reply:
         """Start a registered workflow: its first phase is parked (``asked``).
 
         ``workflow`` is a registered name (:class:`UnknownWorkflow` if it is not);
         ``replace`` is as in :meth:`ask`. A workflow always starts a new run: ``run_id``
         names it, and naming a run that exists already is an :class:`InputError` that
         changes nothing (an old run's answers and workflow would otherwise mix with the
-        new one's).
+        new one's). ``owner`` is as in :meth:`ask`, and every phase's ask keeps it.
         """
         check_id(conversation_id, "conversation_id")
         if not isinstance(workflow, str):
             raise InputError(f"workflow must be a workflow's name (a string), not {type(workflow).__name__}")
         check_flag(replace, "replace")
         check_optional_id(run_id, "run_id")
+        check_optional_id(owner, "owner")
         flow = self._workflow(workflow)
         given_run = run_id is not None
         run_id = run_id or _new_id()
@@ -235,7 +251,7 @@ class Gateway:
                 raise InputError(f"run {run_id} already exists: a workflow starts a new run (leave run_id out)")
             closed = self._clear_for_new_ask(tx, conversation_id, replace, now)
             run = Run(run_id, conversation_id, flow.name, "running", None, {}, None, now, now)
-            reply = self._park_phase(tx, run, flow.first, now)
+            reply = self._park_phase(tx, run, flow.first, now, owner)
             return reply, closed
 
         return self._counted(self._transact(body))
@@ -296,6 +312,7 @@ class Gateway:
             callback_url=extra.callback_url,
             watched=extra.watched,
             context=extra.context,
+            owner=extra.owner,
         )
 
     def _clear_for_new_ask(self, tx: Transaction, conversation_id: str, replace: bool, now: datetime) -> list[_Closed]:
@@ -378,12 +395,12 @@ class Gateway:
             if not output.strip():  # a finish with nothing to say still tells the person
                 output = WORKFLOW_DONE
             return _with_text(reply, f"{reply.text}\n\n{output}", parked=False)
-        nxt = self._park_phase(tx, run, following, now)
+        nxt = self._park_phase(tx, run, following, now, answered.owner)
         return _with_text(reply, f"{reply.text}\n\n{nxt.text}", parked=True, followup=nxt)
 
-    def _park_phase(self, tx: Transaction, run: Run, phase: Phase, now: datetime) -> Reply:
+    def _park_phase(self, tx: Transaction, run: Run, phase: Phase, now: datetime, owner: str | None) -> Reply:
         spec = stopping_point.make_spec(phase.kind, phase.prompt_for(run.context), phase.options)
-        ask = self._new_ask(run, spec, now, None, _Extra(phase=phase.name))
+        ask = self._new_ask(run, spec, now, None, _Extra(phase=phase.name, owner=owner))
         _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=ask.id)
         tx.insert_ask(ask)
         return asked_reply(ask)
@@ -461,18 +478,30 @@ class Gateway:
 
         return self._transact(body)
 
-    def open_asks(self, limit: int | None = None) -> list[Ask]:
-        """Open asks, oldest first. Any found past its TTL is closed on this read.
+    def open_asks(
+        self,
+        limit: int | None = None,
+        *,
+        after: Ask | tuple[datetime, str] | None = None,
+        owner: str | None = None,
+    ) -> list[Ask]:
+        """Open asks, oldest first (by ``asked_at``, then id). Any found past its TTL is
+        closed on this read.
 
-        ``limit`` is a whole number of at least 1, or ``None`` for all of them.
+        ``limit`` is a whole number of at least 1, or ``None`` for all of them. ``after``
+        (an ask, open or not, or its ``(asked_at, id)``) starts the list after it in that
+        order: the last ask of one page gives the next. ``owner`` keeps to the asks that
+        owner parked.
         """
         check_limit(limit)
+        check_optional_id(owner, "owner")
+        position = _place(after)
         now = self.clock.now()
 
         def body(tx: Transaction) -> tuple[list[Ask], list[_Closed]]:
             expired: list[_Closed] = []
             while True:
-                found = tx.open_asks(limit)
+                found = tx.open_asks(limit, after=position, owner=owner)
                 stale = [ask for ask in found if ask.is_expired(now)]
                 for ask in stale:
                     # The list is read unlocked: re-read each one locked, since a racing
@@ -514,6 +543,13 @@ class Gateway:
         """The earliest due time among open asks something waits on (``None``: none)."""
         with self.store.transaction() as tx:
             return tx.next_due()
+
+    def count_open_asks(self, owner: str | None = None) -> int:
+        """How many asks are open (all, or ``owner``'s), as stored: one past its TTL
+        counts until a read closes it (:meth:`open_asks` closes them)."""
+        check_optional_id(owner, "owner")
+        with self.store.transaction() as tx:
+            return tx.count_open_asks(owner)
 
     def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing: the clock check's view.
@@ -674,6 +710,7 @@ class _Extra:
     phase: str | None = None
     context: Mapping[str, Any] | None = None
     watched: bool = False
+    owner: str | None = None
 
 
 class _UndeliveredWarning:
@@ -739,6 +776,23 @@ def ask_to_dict(ask: Ask, now: datetime | None = None) -> dict[str, Any]:
     if now is not None:
         data["hours_open"] = round((now - ask.asked_at).total_seconds() / 3600, 3)
     return data
+
+
+def _place(after: object) -> tuple[datetime, str] | None:
+    """Where a page starts: after an ask, or after an ``(asked_at, id)``."""
+    if after is None:
+        return None
+    if isinstance(after, Ask):
+        return after.asked_at, after.id
+    if (
+        isinstance(after, tuple)
+        and len(after) == 2
+        and isinstance(after[0], datetime)
+        and after[0].tzinfo is not None
+        and isinstance(after[1], str)
+    ):
+        return after[0], after[1]
+    raise InputError(f"after must be an Ask or its (asked_at, id), not {after!r}")
 
 
 def _new_id() -> str:

@@ -106,13 +106,16 @@ def test_a_version_1_sqlite_file_is_upgraded_with_its_messages_kept(tmp_path: Pa
                 if statement.startswith(("CREATE TABLE inbound_messages", "CREATE INDEX asks_by_run")):
                     conn.execute(statement)
     conn.executemany("INSERT INTO inbound_messages VALUES (?, ?, ?, ?)", rows)
-    # What version 5 added, taken out again.
+    # What versions 5 and 7 added, taken out again.
     for statement in (
         "DROP TRIGGER asks_due_moves",
         "DROP INDEX asks_due",
         "DROP TABLE deliverers",
         "ALTER TABLE asks DROP COLUMN due_at",
         "ALTER TABLE asks DROP COLUMN context",
+        "ALTER TABLE outbox DROP COLUMN failed_at",
+        "DROP INDEX asks_open_by_owner",
+        "ALTER TABLE asks DROP COLUMN owner",
     ):
         conn.execute(statement)
     conn.execute("DELETE FROM schema_migrations WHERE version > 1")
@@ -196,7 +199,7 @@ def test_a_version_1_postgres_schema_is_upgraded_in_place(pg_url: str, pg_schema
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{pg_schema}"')
         conn.execute("CREATE INDEX asks_by_run ON asks (run_id)")  # as version 1 made it
-        for statement in (  # what version 5 added, taken out again
+        for statement in (  # what versions 5 and 7 added, taken out again
             "DROP TABLE deliverers",
             "DROP TRIGGER asks_due_moves ON asks",
             "DROP TRIGGER asks_closed ON asks",
@@ -204,6 +207,8 @@ def test_a_version_1_postgres_schema_is_upgraded_in_place(pg_url: str, pg_schema
             "DROP TRIGGER outbox_queued ON outbox",
             "ALTER TABLE asks DROP COLUMN due_at",
             "ALTER TABLE asks DROP COLUMN context",
+            "ALTER TABLE outbox DROP COLUMN failed_at",
+            "ALTER TABLE asks DROP COLUMN owner",
         ):
             conn.execute(statement.encode())
         conn.execute("DELETE FROM schema_migrations WHERE version > 1")

@@ -5,8 +5,9 @@
 - ``served_sqlite``: the same, SQLite only.
 - ``database(engine)`` / ``sqlite_database``: a fresh database location for a test
   that needs servers of its own (a StoreLocation from the shared ``store_url_factory``).
-- ``start_server(location, token=None, workers=1)``: a started :class:`Server`; every
-  server started here is stopped before the database is dropped.
+- ``start_server(location, token=None, workers=1, **options)``: a started :class:`Server`
+  (``options`` are the Server's own, ``extra_env`` say); every server started here is
+  stopped before the database is dropped.
 - ``conv``: a conversation id no other test uses.
 - ``receiver``: a started callback :class:`Receiver` on loopback, stopped afterwards.
 """
@@ -29,9 +30,9 @@ ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 class StartServer(Protocol):
-    """``start_server(location, token=None, workers=1)``: a running server on ``location``."""
+    """``start_server(location, token=None, workers=1, **options)``: a running server on ``location``."""
 
-    def __call__(self, location: Any, token: str | None = None, workers: int = 1) -> Server: ...
+    def __call__(self, location: Any, token: str | None = None, workers: int = 1, **options: Any) -> Server: ...
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,9 @@ def start_server(store_url_factory: Any, tmp_path: Path) -> Iterator[StartServer
     started: list[Server] = []
     numbers = itertools.count(1)
 
-    def start(location: Any, token: str | None = None, workers: int = 1) -> Server:
+    def start(location: Any, token: str | None = None, workers: int = 1, **options: Any) -> Server:
         log = tmp_path / f"server-{next(numbers)}.log"
-        server = Server(location.url, log, token=token, schema=location.schema, workers=workers)
+        server = Server(location.url, log, token=token, schema=location.schema, workers=workers, **options)
         started.append(server)
         return server.start()
 

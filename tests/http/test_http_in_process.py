@@ -68,7 +68,7 @@ async def test_reading_an_ask_past_its_ttl_closes_it_as_expired(http: httpx.Asyn
     clock.advance(timedelta(minutes=5, seconds=1))
     ask = (await http.get(f"/v1/asks/{ask_id}")).json()
     assert (ask["status"], ask["answer"]) == ("expired", None)
-    assert (await http.get("/v1/asks?status=open")).json() == {"asks": []}
+    assert (await http.get("/v1/asks?status=open")).json() == {"asks": [], "next": None}
     reply = (await http.post("/v1/conversations/ttl/messages", json={"text": "1"})).json()
     assert (reply["kind"], reply["expired_ask_id"], reply["parked"]) == ("pass", None, False)  # already closed
 

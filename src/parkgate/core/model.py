@@ -48,6 +48,8 @@ class Ask:
     watched: bool = False
     #: What else the caller parked with the ask (shown with it; never matched against).
     context: Mapping[str, Any] | None = None
+    #: Who parked it: the name of the HTTP token that did (``None`` from the library).
+    owner: str | None = None
 
     @property
     def is_open(self) -> bool:

@@ -147,12 +147,18 @@ class Transaction(ABC):
     def enqueue_callback(self, ask_id: str, url: str, payload: str, now: datetime) -> None: ...
 
     @abstractmethod
-    def open_asks(self, limit: int | None = None) -> list[Ask]:
-        """Open asks, oldest first (the audit's query, on the partial index)."""
+    def open_asks(
+        self, limit: int | None = None, *, after: tuple[datetime, str] | None = None, owner: str | None = None
+    ) -> list[Ask]:
+        """Open asks, oldest first (ordered by ``asked_at`` then id, on the partial index).
+
+        ``after`` (an ask's ``(asked_at, id)``) starts the list after that ask: a page's
+        last ask gives the next page. ``owner`` keeps only the asks parked by that owner.
+        """
 
     @abstractmethod
-    def count_open_asks(self) -> int:
-        """How many asks are open (no rows are loaded)."""
+    def count_open_asks(self, owner: str | None = None) -> int:
+        """How many asks are open (no rows are loaded), or only ``owner``'s."""
 
     @abstractmethod
     def ask_gauges(self, now: datetime) -> AskGauges:

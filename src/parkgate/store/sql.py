@@ -20,7 +20,7 @@ from parkgate.store.recent import STALE, Marker, RecentOpenAsks
 ASK_COLUMNS = (
     "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
     "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
-    "default_answer, callback_url, due_at, context"
+    "default_answer, callback_url, due_at, context, owner"
 )
 #: What a step may change in an ask besides its status (``save_ask`` writes these).
 MUTABLE_ASK_SET = "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?"
@@ -148,6 +148,7 @@ class SqlTransaction(Transaction):
             callback_url=row[17],
             watched=row[18] is not None,
             context=_decode_context(row[19]) if row[19] is not None else None,
+            owner=row[20],
         )
 
     def open_ask(self, conversation_id: str) -> Ask | None:
@@ -177,7 +178,7 @@ class SqlTransaction(Transaction):
     def insert_ask(self, ask: Ask) -> None:
         t = self._d.encode_time
         self._write(
-            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES ({', '.join('?' * 21)})",
             (
                 ask.id,
                 ask.conversation_id,
@@ -199,6 +200,7 @@ class SqlTransaction(Transaction):
                 ask.callback_url,
                 self._d.encode_due(ask.due_at) if ask.watched else None,
                 json.dumps(ask.context, ensure_ascii=False) if ask.context is not None else None,
+                ask.owner,
             ),
         )
 
@@ -277,8 +279,11 @@ class SqlTransaction(Transaction):
             (ask_id, url, payload, t, t),
         )
 
-    def count_open_asks(self) -> int:
-        self._exec("SELECT count(*) FROM asks WHERE status = 'open'")
+    def count_open_asks(self, owner: str | None = None) -> int:
+        if owner is None:
+            self._exec("SELECT count(*) FROM asks WHERE status = 'open'")
+        else:
+            self._exec("SELECT count(*) FROM asks WHERE status = 'open' AND owner = ?", (owner,))
         return int(self._cur.fetchone()[0])
 
     def ask_gauges(self, now: datetime) -> AskGauges:
@@ -312,12 +317,22 @@ class SqlTransaction(Transaction):
         latest = self._cur.fetchone()[0]
         return self._d.decode_time(latest) if latest is not None else None
 
-    def open_asks(self, limit: int | None = None) -> list[Ask]:
-        statement = f"SELECT {ASK_COLUMNS} FROM asks WHERE status = 'open' ORDER BY asked_at, id"
-        params: tuple[Any, ...] = ()
+    def open_asks(
+        self, limit: int | None = None, *, after: tuple[datetime, str] | None = None, owner: str | None = None
+    ) -> list[Ask]:
+        conditions = ["status = 'open'"]
+        params: list[Any] = []
+        if after is not None:
+            conditions.append("(asked_at > ? OR (asked_at = ? AND id > ?))")
+            stamp = self._d.encode_time(after[0])
+            params += [stamp, stamp, after[1]]
+        if owner is not None:
+            conditions.append("owner = ?")
+            params.append(owner)
+        statement = f"SELECT {ASK_COLUMNS} FROM asks WHERE {' AND '.join(conditions)} ORDER BY asked_at, id"
         if limit is not None:
             statement += " LIMIT ?"
-            params = (limit,)
+            params.append(limit)
         self._exec(statement, params)
         return [self._ask_from_row(row) for row in self._cur.fetchall()]
 
