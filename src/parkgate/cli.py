@@ -25,7 +25,6 @@ line; ``asks`` only reads, so it closes (and logs) nothing.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import signal
 import socket

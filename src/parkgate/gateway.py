@@ -40,12 +40,20 @@ from parkgate.clock import Clock, as_clock
 from parkgate.core import machine, stopping_point
 from parkgate.core.model import Ask, Step
 from parkgate.core.phrases import PHRASES, WORKFLOW_DONE, AskKind, AskStatus, ReplyKind
-from parkgate.errors import AskAlreadyOpen, InputError, RunStillAsking, UnknownAsk, UnknownRun, UnknownWorkflow
+from parkgate.errors import (
+    AskAlreadyOpen,
+    CallbackNotFailed,
+    InputError,
+    RunStillAsking,
+    UnknownAsk,
+    UnknownRun,
+    UnknownWorkflow,
+)
 from parkgate.metrics import Metrics
 from parkgate.reply import Reply
 from parkgate.signal import FALLBACK_READ_SECONDS, Change, CloseSignal
 from parkgate.store import DEFAULT_URL, Run, Store, StoreConflict, Transaction, open_store
-from parkgate.store.base import AskGauges
+from parkgate.store.base import AskGauges, CallbackState
 from parkgate.workflow import Phase, Workflow
 
 log = logging.getLogger("parkgate")
@@ -539,6 +547,34 @@ class Gateway:
 
         return self._transact(body)
 
+    def callback_states(self, ask_ids: Sequence[str]) -> dict[str, CallbackState]:
+        """Where the callbacks of these asks stand (only asks with a ``callback_url`` appear).
+
+        An ask whose callback is not queued yet (it is open) is ``pending`` with no attempts.
+        """
+        ids = [check_id(ask_id, "ask_id") for ask_id in ask_ids]
+        with self.store.transaction() as tx:
+            return tx.callback_states(ids)
+
+    def retry_callback(self, ask_id: str) -> CallbackState:
+        """Re-arm the failed callback of ``ask_id``: due now, its attempts counted from 0.
+
+        Raises :class:`UnknownAsk` for an unknown id, and :class:`CallbackNotFailed` when the
+        ask has no failed callback (none, not queued yet, pending or delivered), changing nothing.
+        """
+        check_id(ask_id, "ask_id")
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            ask = tx.ask(ask_id)
+            if ask is None:
+                raise UnknownAsk(ask_id)
+            if not tx.rearm_callback(ask_id, now):
+                state = tx.callback_states([ask_id]).get(ask_id)
+                raise CallbackNotFailed(ask_id, state.status.value if state else None)
+            state = tx.callback_states([ask_id])[ask_id]
+        self.signal.changed(Change.OUTBOX)
+        return state
+
     def next_due(self) -> datetime | None:
         """The earliest due time among open asks something waits on (``None``: none)."""
         with self.store.transaction() as tx:
@@ -752,8 +788,12 @@ def pause_before_reading(ask: Ask, now: datetime, remaining: float) -> float:
     return max(0.0, min(remaining, due_in, FALLBACK_READ_SECONDS))
 
 
-def ask_to_dict(ask: Ask, now: datetime | None = None) -> dict[str, Any]:
-    """The public JSON shape of an ask (HTTP, callbacks, the CLI's ``--json``)."""
+def ask_to_dict(ask: Ask, now: datetime | None = None, callback: CallbackState | None = None) -> dict[str, Any]:
+    """The public JSON shape of an ask (HTTP, callbacks, the CLI's ``--json``).
+
+    ``callback`` adds where its callback stands (an ask with a ``callback_url``; the HTTP
+    service's reads add it).
+    """
     data: dict[str, Any] = {
         "ask_id": ask.id,
         "conversation_id": ask.conversation_id,
@@ -775,6 +815,13 @@ def ask_to_dict(ask: Ask, now: datetime | None = None) -> dict[str, Any]:
     }
     if now is not None:
         data["hours_open"] = round((now - ask.asked_at).total_seconds() / 3600, 3)
+    if callback is not None:
+        data["callback"] = {
+            "status": callback.status.value,
+            "attempts": callback.attempts,
+            "last_error": callback.last_error,
+            "next_attempt_at": callback.next_attempt_at.isoformat() if callback.next_attempt_at else None,
+        }
     return data
 
 

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
-from conftest import T0, MakeGateway, StoreLocation
 from parkgate import Gateway, ManualClock, ReplyKind
 from parkgate.core.model import AskStatus
 
 HOOK = "http://hooks.test/h"
+#: The manual clock's start (the ``clock`` fixture's).
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+StoreLocation = MakeGateway = Any
 
 
 def outbox_rows(location: StoreLocation) -> list[tuple[str, str]]:

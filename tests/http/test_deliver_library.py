@@ -26,6 +26,12 @@ from parkgate.core.model import AskStatus
 from parkgate.signal import FALLBACK_READ_SECONDS
 
 
+@pytest.fixture(autouse=True)
+def receivers_on_loopback_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test's receivers listen on 127.0.0.1, an internal address: allowed on purpose."""
+    monkeypatch.setenv("PARKGATE_CALLBACK_ALLOW", "127.0.0.1")
+
+
 def statuses(receiver: Receiver) -> dict[str, str]:
     return {hit.body["conversation_id"]: hit.body["status"] for hit in receiver.got()}
 
@@ -61,6 +67,7 @@ async def test_an_async_gateway_with_deliver_runs_its_deliverer_as_a_task(databa
 def deliver_env(database: Any) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PARKGATE_")}
     env["PARKGATE_DB"] = database.url
+    env["PARKGATE_CALLBACK_ALLOW"] = "127.0.0.1"
     if database.schema:
         env["PARKGATE_PG_SCHEMA"] = database.schema
     return env

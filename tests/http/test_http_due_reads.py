@@ -20,10 +20,11 @@ import httpx
 import pytest
 from live_server import Receiver, Server, messages_path, wait_until
 
-from conftest import StartServer
 from parkgate.signal import FALLBACK_READ_SECONDS
 
 TTL = 2.0
+#: The receivers listen on 127.0.0.1, an internal address: the servers allow it on purpose.
+LOOPBACK_RECEIVERS = {"PARKGATE_CALLBACK_ALLOW": "127.0.0.1"}
 
 
 def park(server: Server, conv: str, receiver: Receiver, ttl: float = TTL) -> tuple[str, float]:
@@ -54,9 +55,9 @@ def expiry_lines(*servers: Server) -> list[dict[str, Any]]:
 
 
 def test_an_ask_nobody_reads_is_expired_at_its_ttl_and_its_callback_sent(
-    database: Any, start_server: StartServer, receiver: Receiver, conv: str
+    database: Any, start_server: Any, receiver: Receiver, conv: str
 ) -> None:
-    server = start_server(database)
+    server = start_server(database, extra_env=LOOPBACK_RECEIVERS)
     ask_id, parked_at = park(server, conv, receiver)
     hits = wait_until(lambda: callbacks_for(receiver, ask_id), 20, "the expiry callback")
     arrived = time.monotonic() - parked_at
@@ -70,9 +71,9 @@ def test_an_ask_nobody_reads_is_expired_at_its_ttl_and_its_callback_sent(
 
 
 def test_a_miss_moves_the_due_read_later(
-    database: Any, start_server: StartServer, receiver: Receiver, conv: str
+    database: Any, start_server: Any, receiver: Receiver, conv: str
 ) -> None:
-    server = start_server(database)
+    server = start_server(database, extra_env=LOOPBACK_RECEIVERS)
     ask_id, parked_at = park(server, conv, receiver)
     time.sleep(1.5)
     with server.client() as client:
@@ -85,9 +86,9 @@ def test_a_miss_moves_the_due_read_later(
 
 
 def test_a_server_killed_before_the_due_time_delivers_after_its_restart(
-    database: Any, start_server: StartServer, receiver: Receiver, conv: str
+    database: Any, start_server: Any, receiver: Receiver, conv: str
 ) -> None:
-    server = start_server(database)
+    server = start_server(database, extra_env=LOOPBACK_RECEIVERS)
     ask_id, _ = park(server, conv, receiver)
     server.kill()  # SIGKILL: nothing runs on the way out
     time.sleep(TTL + 1)
@@ -99,10 +100,10 @@ def test_a_server_killed_before_the_due_time_delivers_after_its_restart(
 
 @pytest.mark.postgres
 def test_two_servers_on_one_schema_expire_each_ask_once_and_send_one_callback_each(
-    store_url_factory: Any, start_server: StartServer, receiver: Receiver
+    store_url_factory: Any, start_server: Any, receiver: Receiver
 ) -> None:
     location = store_url_factory("postgres")
-    first, second = start_server(location), start_server(location)
+    first, second = (start_server(location, extra_env=LOOPBACK_RECEIVERS) for _ in range(2))
     asks = [park(first if n % 2 else second, f"c-two-{n}", receiver)[0] for n in range(20)]
     wait_until(lambda: all(callbacks_for(receiver, ask_id) for ask_id in asks), 30, "every expiry callback")
     time.sleep(1)  # room for a duplicate to show up, if one were coming
@@ -111,9 +112,9 @@ def test_two_servers_on_one_schema_expire_each_ask_once_and_send_one_callback_ea
 
 
 def test_a_long_poll_on_one_server_wakes_when_another_commits_the_answer(
-    database: Any, start_server: StartServer, conv: str
+    database: Any, start_server: Any, conv: str
 ) -> None:
-    first, second = start_server(database), start_server(database)
+    first, second = (start_server(database, extra_env=LOOPBACK_RECEIVERS) for _ in range(2))
     with first.client() as client:
         parked = client.post("/v1/asks", json={"conversation_id": conv, "prompt": "Deploy?", "options": ["A", "B"]})
     ask_id = parked.json()["ask_id"]

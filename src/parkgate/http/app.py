@@ -59,7 +59,15 @@ from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMP
 from parkgate.delivery import Deliverer
 from parkgate.demo import WORKFLOWS
 from parkgate.display import hidden_ranges
-from parkgate.errors import AskAlreadyOpen, InputError, RunStillAsking, UnknownAsk, UnknownRun, UnknownWorkflow
+from parkgate.errors import (
+    AskAlreadyOpen,
+    CallbackNotFailed,
+    InputError,
+    RunStillAsking,
+    UnknownAsk,
+    UnknownRun,
+    UnknownWorkflow,
+)
 from parkgate.fence import check_callback_url
 from parkgate.gateway import Gateway, ask_to_dict
 from parkgate.http.guard import CALLER_STATE, CONTENT_SECURITY_POLICY, MAX_BODY_BYTES, GuardMiddleware, needs
@@ -79,6 +87,7 @@ from parkgate.store import (
     is_postgres_url,
     open_store,
 )
+from parkgate.store.base import CallbackState, CallbackStatus
 
 log = logging.getLogger("parkgate.http")
 
@@ -240,6 +249,16 @@ class ReplyOut(BaseModel):
     followup: ReplyOut | None = None
 
 
+class CallbackOut(BaseModel):
+    """An ask's callback: ``pending`` (the ask is open, or the callback waits for an attempt),
+    ``delivered``, or ``failed`` (given up on; ``POST /v1/asks/{id}/callback/retry`` re-arms it)."""
+
+    status: Literal["pending", "delivered", "failed"]
+    attempts: int
+    last_error: str | None = None
+    next_attempt_at: str | None = None
+
+
 class AskOut(BaseModel):
     """An ask as stored (``status`` open, answered, cancelled or expired)."""
 
@@ -263,6 +282,9 @@ class AskOut(BaseModel):
         default=None, description="What else was parked with the ask (a JSON object), shown with it."
     )
     hours_open: float | None = None
+    callback: CallbackOut | None = Field(
+        default=None, description="Where its callback stands (an ask parked with a callback_url)."
+    )
 
 
 class RunOut(BaseModel):
@@ -344,6 +366,7 @@ _ANSWERED_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
     (StoppingPointError, 422, "malformed_stopping_point"),
     (AskAlreadyOpen, 409, "ask_already_open"),
     (RunStillAsking, 409, "run_still_asking"),
+    (CallbackNotFailed, 409, "callback_not_failed"),
     (UnknownAsk, 404, "unknown_ask"),
     (UnknownRun, 404, "unknown_run"),
     (UnknownWorkflow, 404, "unknown_workflow"),
@@ -469,6 +492,19 @@ def _answer_head(app: FastAPI) -> None:
                 response_class=route.response_class,
                 dependencies=route.dependencies,
             )
+
+
+def asks_json(gateway: Gateway, asks: list[Ask], now: datetime | None = None) -> list[dict[str, Any]]:
+    """Asks in their public JSON shape, each with where its callback stands (if it has one)."""
+    with_callback = [ask.id for ask in asks if ask.callback_url]
+    states = gateway.callback_states(with_callback) if with_callback else {}
+    return [
+        ask_to_dict(ask, now, states.get(ask.id, UNSENT) if ask.callback_url else None) for ask in asks
+    ]
+
+
+#: The callback of an ask with a ``callback_url`` that has not closed yet.
+UNSENT = CallbackState(CallbackStatus.PENDING)
 
 
 def _reply_json(reply: Reply, status: int = 200) -> Response:
@@ -668,7 +704,7 @@ def create_app(
         asks = gw.open_asks(limit + 1, after=after)
         now = gw.clock.now()
         following = encode_cursor(asks[limit - 1]) if len(asks) > limit else None
-        return SafeJSONResponse({"asks": [ask_to_dict(ask, now) for ask in asks[:limit]], "next": following})
+        return SafeJSONResponse({"asks": asks_json(gw, asks[:limit], now), "next": following})
 
     @app.get("/v1/asks/{ask_id}", response_model=AskOut, responses=_errors(404, *_V1_ERRORS), tags=["asks"])
     @needs(Scope.READ, or_owner=True)
@@ -683,7 +719,7 @@ def create_app(
         """
         caller = caller_of(request)
         if not caller.may(Scope.READ):
-            mine = await run_in_threadpool(gw.get, ask_id)
+            mine = await asyncio.to_thread(gw.get, ask_id)
             if caller.owner is None or mine.owner != caller.owner:
                 return error_response(
                     403,
@@ -691,14 +727,26 @@ def create_app(
                     missing_scope_detail(caller, Scope.READ, request.scope) + " (without it, only the asks it parked)",
                 )
         ask = await wait_for_close(gw, ask_id, wait, give_up=request.is_disconnected)
-        return SafeJSONResponse(ask_to_dict(ask))
+        return SafeJSONResponse((await asyncio.to_thread(asks_json, gw, [ask]))[0])
 
     @app.post("/v1/asks/{ask_id}/cancel", response_model=AskOut, responses=_errors(404, *_V1_ERRORS), tags=["asks"])
     @needs(Scope.OPERATE)
     def cancel_ask(ask_id: str) -> Response:
         """An operator's cancel: the ask closes as ``cancelled`` (a closed one is returned as it is)."""
         ask = gw.cancel(ask_id)
-        return SafeJSONResponse(ask_to_dict(ask))
+        return SafeJSONResponse(asks_json(gw, [ask])[0])
+
+    @app.post(
+        "/v1/asks/{ask_id}/callback/retry",
+        response_model=AskOut,
+        responses=_errors(404, 409, *_V1_ERRORS),
+        tags=["asks"],
+    )
+    @needs(Scope.OPERATE)
+    def retry_callback(ask_id: str) -> Response:
+        """Re-arm a failed callback: due now, attempts counted from 0 (409 unless it failed)."""
+        gw.retry_callback(ask_id)
+        return SafeJSONResponse(asks_json(gw, [gw.get(ask_id)])[0])
 
     @app.get("/v1/runs/{run_id}", response_model=RunOut, responses=_errors(404, *_V1_ERRORS), tags=["runs"])
     @needs(Scope.READ)

@@ -14,7 +14,16 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus
-from parkgate.store.base import AskGauges, Run, StoreConflict, StoreError, Transaction
+from parkgate.store.base import (
+    AskGauges,
+    Callback,
+    CallbackState,
+    CallbackStatus,
+    Run,
+    StoreConflict,
+    StoreError,
+    Transaction,
+)
 from parkgate.store.recent import STALE, Marker, RecentOpenAsks
 
 ASK_COLUMNS = (
@@ -279,6 +288,78 @@ class SqlTransaction(Transaction):
             (ask_id, url, payload, t, t),
         )
 
+    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int) -> list[Callback]:
+        t = self._d.encode_time
+        self._exec(
+            "UPDATE outbox SET next_attempt_at = ? WHERE id IN (SELECT id FROM outbox WHERE delivered_at IS NULL "
+            "AND failed_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?"
+            f"{self._d.skip_locked_suffix}) RETURNING id, ask_id, url, payload, attempts",
+            (t(lease_until), t(now), limit),
+        )
+        return [Callback(*row) for row in self._cur.fetchall()]
+
+    def callback_done(self, callback_id: int, now: datetime) -> None:
+        self._write(
+            "UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
+            (self._d.encode_time(now), callback_id),
+        )
+
+    def callback_failed(self, callback_id: int, error: str, retry_at: datetime | None) -> None:
+        t = self._d.encode_time
+        if retry_at is None:
+            self._write(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ?, failed_at = next_attempt_at WHERE id = ?",
+                (error[:500], callback_id),
+            )
+        else:
+            self._write(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?",
+                (error[:500], t(retry_at), callback_id),
+            )
+
+    def callback_states(self, ask_ids: list[str]) -> dict[str, CallbackState]:
+        if not ask_ids:
+            return {}
+        marks = ", ".join("?" * len(ask_ids))
+        self._exec(
+            "SELECT ask_id, delivered_at, failed_at, attempts, last_error, next_attempt_at FROM outbox "
+            f"WHERE ask_id IN ({marks}) ORDER BY id",
+            tuple(ask_ids),
+        )
+        found: dict[str, CallbackState] = {}
+        for ask_id, delivered, failed, attempts, error, next_at in self._cur.fetchall():
+            status = (
+                CallbackStatus.DELIVERED
+                if delivered is not None
+                else CallbackStatus.FAILED
+                if failed is not None
+                else CallbackStatus.PENDING
+            )
+            due = self._d.decode_time(next_at) if status is CallbackStatus.PENDING else None
+            found[ask_id] = CallbackState(status, int(attempts), error, due)
+        return found
+
+    def rearm_callback(self, ask_id: str, now: datetime) -> bool:
+        self._exec(
+            "UPDATE outbox SET failed_at = NULL, attempts = 0, next_attempt_at = ? "
+            "WHERE ask_id = ? AND failed_at IS NOT NULL AND delivered_at IS NULL RETURNING id",
+            (self._d.encode_time(now), ask_id),
+        )
+        return bool(self._cur.fetchall())
+
+    def next_callback_at(self) -> datetime | None:
+        self._exec("SELECT min(next_attempt_at) FROM outbox WHERE delivered_at IS NULL AND failed_at IS NULL")
+        earliest = self._cur.fetchone()[0]
+        return self._d.decode_time(earliest) if earliest is not None else None
+
+    def callback_counts(self) -> dict[CallbackStatus, int]:
+        self._exec(
+            "SELECT count(*) FILTER (WHERE failed_at IS NULL), count(*) FILTER (WHERE failed_at IS NOT NULL) "
+            "FROM outbox WHERE delivered_at IS NULL"
+        )
+        pending, failed = self._cur.fetchone()
+        return {CallbackStatus.PENDING: int(pending), CallbackStatus.FAILED: int(failed)}
+
     def count_open_asks(self, owner: str | None = None) -> int:
         if owner is None:
             self._exec("SELECT count(*) FROM asks WHERE status = 'open'")
@@ -291,7 +372,14 @@ class SqlTransaction(Transaction):
         self._exec(self._d.gauges_sql, (due_now, due_now, due_now))
         live, overdue, earliest = self._cur.fetchone()
         late = (now - self._d.decode_due(earliest)).total_seconds() if earliest is not None else 0.0
-        return AskGauges(open=int(live), overdue=int(overdue), oldest_unread_due_seconds=late)
+        callbacks = self.callback_counts()
+        return AskGauges(
+            open=int(live),
+            overdue=int(overdue),
+            oldest_unread_due_seconds=late,
+            callbacks_pending=callbacks[CallbackStatus.PENDING],
+            callbacks_failed=callbacks[CallbackStatus.FAILED],
+        )
 
     def due_asks(self, now: datetime, limit: int) -> list[Ask]:
         self._exec(self._d.due_asks_sql, (self._d.encode_due(now), limit))

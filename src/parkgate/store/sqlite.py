@@ -22,7 +22,6 @@ from typing import Any
 from parkgate.core.model import Ask, AskStatus
 from parkgate.signal import CloseSignal, Watcher
 from parkgate.store.base import (
-    Callback,
     Store,
     StoreClosed,
     StoreConflict,
@@ -419,48 +418,8 @@ class SQLiteStore(Store):
         self.applied.extend(applied)
         return applied
 
-    def due_callbacks(self, now: datetime, limit: int = 50) -> list[Callback]:
-        rows = self._connection().execute(
-            "SELECT id, ask_id, url, payload, attempts FROM outbox "
-            "WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
-            (_encode(now), limit),
-        )
-        return [Callback(*row) for row in rows]
-
-    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int = 50) -> list[Callback]:
-        # One write transaction (BEGIN IMMEDIATE at its first statement): one claimer at a
-        # time, so claims never overlap.
-        with self._unit() as tx:
-            rows = tx._exec(
-                "SELECT id, ask_id, url, payload, attempts FROM outbox "
-                "WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
-                (_encode(now), limit),
-            ).fetchall()
-            for row in rows:
-                tx._exec("UPDATE outbox SET next_attempt_at = ? WHERE id = ?", (_encode(lease_until), row[0]))
-        return [Callback(*row) for row in rows]
-
-    def next_callback_at(self) -> datetime | None:
-        row = self._connection().execute("SELECT min(next_attempt_at) FROM outbox WHERE delivered_at IS NULL")
-        earliest = row.fetchone()[0]
-        return _decode(earliest) if earliest is not None else None
-
     def watch(self, signal: CloseSignal) -> Watcher:
         return SQLiteWatcher(self._target, self._uri, signal)
-
-    def callback_done(self, callback_id: int, now: datetime) -> None:
-        with self._unit() as tx:
-            tx._exec(
-                "UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
-                (_encode(now), callback_id),
-            )
-
-    def callback_failed(self, callback_id: int, error: str, retry_at: datetime) -> None:
-        with self._unit() as tx:
-            tx._exec(
-                "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?",
-                (error[:500], _encode(retry_at), callback_id),
-            )
 
     def close(self) -> None:
         """Close every connection; the store refuses to be used afterwards (:class:`StoreClosed`)."""

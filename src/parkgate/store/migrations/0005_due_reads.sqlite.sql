@@ -22,6 +22,10 @@ BEGIN
             + CAST(substr(NEW.last_touched, 21, 6) AS INTEGER) / 1000000.0 + NEW.ttl_seconds
         WHERE id = NEW.id;
 END;
+-- A callback given up on (its attempts ran out, or its URL can never be sent to): kept
+-- with its last error until an operator re-arms it.
+ALTER TABLE outbox ADD COLUMN failed_at TEXT;
+
 -- One row per running deliverer, stamped while it runs: a gateway that writes callbacks
 -- warns when no deliverer has stamped lately.
 CREATE TABLE deliverers (
