@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from parkgate.checks import check_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core import machine
+from parkgate.core.expect import Expect
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind
 from parkgate.errors import InputError
@@ -146,6 +147,7 @@ class AsyncGateway:
         default: str | None = None,
         callback_url: str | None = None,
         phase: str | None = None,
+        expect: Expect | str | Mapping[str, Any] | None = None,
     ) -> Reply:
         """Park a question in ``conversation_id`` (:meth:`Gateway.ask`)."""
         return await asyncio.to_thread(
@@ -160,6 +162,7 @@ class AsyncGateway:
             default=default,
             callback_url=callback_url,
             phase=phase,
+            expect=expect,
         )
 
     async def ask_from_text(
@@ -199,9 +202,9 @@ class AsyncGateway:
         """One ask by id, closed if past its TTL (:meth:`Gateway.get`)."""
         return await asyncio.to_thread(self.sync.get, ask_id)
 
-    async def cancel(self, ask_id: str) -> Ask:
-        """An operator's cancel (:meth:`Gateway.cancel`)."""
-        return await asyncio.to_thread(self.sync.cancel, ask_id)
+    async def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> Ask:
+        """An operator's cancel, ``outcome`` saying why (:meth:`Gateway.cancel`)."""
+        return await asyncio.to_thread(self.sync.cancel, ask_id, outcome=outcome)
 
     async def expire(self, ask_id: str) -> Ask:
         """Close an open ask as ``expired`` now (:meth:`Gateway.expire`)."""

@@ -23,6 +23,7 @@ from parkgate.checks import (
     MAX_SKILL_OUTPUT_CHARS,
     check_default,
     check_duration,
+    check_expect,
     check_flag,
     check_id,
     check_limit,
@@ -33,7 +34,9 @@ from parkgate.checks import (
     wait_seconds,
 )
 from parkgate.clock import Clock, as_clock
+from parkgate.core import expect as expected_form
 from parkgate.core import machine, stopping_point
+from parkgate.core.expect import Expect
 from parkgate.core.model import Ask, Step
 from parkgate.core.phrases import PHRASES, WORKFLOW_DONE, AskKind, AskStatus, ReplyKind
 from parkgate.errors import AskAlreadyOpen, InputError, RunStillAsking, UnknownAsk, UnknownRun, UnknownWorkflow
@@ -139,6 +142,7 @@ class Gateway:
         default: str | None = None,
         callback_url: str | None = None,
         phase: str | None = None,
+        expect: Expect | str | Mapping[str, Any] | None = None,
     ) -> Reply:
         """Park a question in ``conversation_id``; the reply (``asked``) carries the menu.
 
@@ -146,10 +150,13 @@ class Gateway:
         ``default`` is recorded as the answer if the ask expires (it still closes as
         ``expired``); for a choice it must be one of the options, compared after the
         whitespace folding the labels get, and is stored folded. ``ttl`` (a timedelta
-        or seconds, positive) overrides the gateway's. Raises :class:`AskAlreadyOpen`
-        unless ``replace`` is true. A bad argument raises :class:`InputError` (a bad
-        prompt or option list :class:`StoppingPointError`) before anything is read or
-        written.
+        or seconds, positive) overrides the gateway's. ``expect`` makes a text ask take
+        only answers of one form (:class:`~parkgate.core.expect.Expect`, a form's name
+        such as ``"integer"`` or ``"email"``, or a mapping of its fields); any other
+        answer is a miss whose retry line says what is wanted, and a ``default`` must be
+        of that form. Raises :class:`AskAlreadyOpen` unless ``replace`` is true. A bad
+        argument raises :class:`InputError` (a bad prompt or option list
+        :class:`StoppingPointError`) before anything is read or written.
         """
         check_id(conversation_id, "conversation_id")
         run_id, ask_ttl = check_park_args(run_id, ttl, replace, callback_url)
@@ -159,7 +166,8 @@ class Gateway:
         chosen_kind = kind if kind is not None else (AskKind.TEXT if options is None else AskKind.CHOICE)
         spec = stopping_point.make_spec(chosen_kind, prompt, options)
         default = check_default(spec, default)
-        return self._park(conversation_id, spec, run_id, ask_ttl, replace, default, callback_url, phase)
+        form = check_expect(spec, expect, default)
+        return self._park(conversation_id, spec, run_id, ask_ttl, replace, default, callback_url, phase, form)
 
     def ask_from_text(
         self,
@@ -224,6 +232,7 @@ class Gateway:
         default: str | None,
         callback_url: str | None,
         phase: str | None,
+        expect: Expect | None = None,
     ) -> Reply:
         """Park ``spec``; every argument has been checked by the caller."""
         now = self.clock.now()
@@ -238,7 +247,7 @@ class Gateway:
             )
             if run.conversation_id != conversation_id:
                 raise InputError(f"run {run_id} belongs to another conversation")
-            ask = self._new_ask(run, spec, now, ttl, default, callback_url, phase)
+            ask = self._new_ask(run, spec, now, ttl, default, callback_url, phase, expect)
             _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=ask.id)
             tx.insert_ask(ask)
             return asked_reply(ask), closed
@@ -254,6 +263,7 @@ class Gateway:
         default: str | None,
         callback_url: str | None,
         phase: str | None,
+        expect: Expect | None = None,
     ) -> Ask:
         return Ask(
             id=_new_id(),
@@ -269,6 +279,7 @@ class Gateway:
             phase=phase,
             default=default,
             callback_url=callback_url,
+            expect=expect,
         )
 
     def _clear_for_new_ask(self, tx: Transaction, conversation_id: str, replace: bool, now: datetime) -> list[_Closed]:
@@ -391,18 +402,21 @@ class Gateway:
 
         return self._transact(body)
 
-    def cancel(self, ask_id: str) -> Ask:
+    def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> Ask:
         """An operator's cancel: close the ask as ``cancelled`` (and its run as complete).
 
-        An ask already closed is returned as it is; an expired one is closed as expired.
+        ``outcome`` (an id-like string) is recorded on the ask and its run and says why,
+        say ``"abandoned"`` when whoever waited for the answer is gone. An ask already
+        closed is returned as it is; an expired one is closed as expired.
         """
+        check_id(outcome, "outcome")
 
         def close(tx: Transaction, ask: Ask, now: datetime) -> _Closed:
             if ask.is_expired(now):
                 return self._expire(tx, ask, now)
-            cancelled = machine.cancel(ask, now)
+            cancelled = machine.cancel(ask, now, outcome)
             tx.save_ask(cancelled)
-            self._finish_run(tx, cancelled, now, outcome="cancelled")
+            self._finish_run(tx, cancelled, now, outcome=outcome)
             return _Closed(cancelled)
 
         return self._close_open_ask(ask_id, close)
@@ -641,6 +655,7 @@ def ask_to_dict(ask: Ask, now: datetime | None = None) -> dict[str, Any]:
         "mismatches": ask.mismatches,
         "phase": ask.phase,
         "ttl_seconds": ask.ttl_seconds,
+        "expect": expected_form.to_dict(ask.expect) if ask.expect is not None else None,
         "asked_at": ask.asked_at.isoformat(),
         "last_touched": ask.last_touched.isoformat(),
         "answered_at": ask.answered_at.isoformat() if ask.answered_at else None,

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+from parkgate.core.expect import Expect
+
 # AskKind and AskStatus are re-exported: they are stored values, and the store takes
 # them from the data model it persists, never from the phrases module.
 from parkgate.core.phrases import AskKind as AskKind
@@ -41,6 +43,9 @@ class Ask:
     phase: str | None = None
     default: str | None = None
     callback_url: str | None = None
+    #: The form a text ask's answer must take (None: any non-empty text). Set when the
+    #: ask is parked and never changed.
+    expect: Expect | None = None
 
     @property
     def is_open(self) -> bool:

@@ -13,6 +13,7 @@ from datetime import datetime
 from functools import cached_property, lru_cache
 from typing import Any
 
+from parkgate.core import expect as expected_form
 from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus
 from parkgate.store.base import Run, StoreConflict, StoreError, Transaction
 from parkgate.store.recent import STALE, Marker, RecentOpenAsks
@@ -20,7 +21,7 @@ from parkgate.store.recent import STALE, Marker, RecentOpenAsks
 ASK_COLUMNS = (
     "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
     "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
-    "default_answer, callback_url"
+    "default_answer, callback_url, expect"
 )
 #: What a step may change in an ask besides its status (``save_ask`` writes these).
 MUTABLE_ASK_SET = "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?"
@@ -117,6 +118,7 @@ class SqlTransaction(Transaction):
             phase=row[15],
             default=row[16],
             callback_url=row[17],
+            expect=expected_form.from_json(row[18]) if row[18] is not None else None,
         )
 
     def open_ask(self, conversation_id: str) -> Ask | None:
@@ -146,7 +148,7 @@ class SqlTransaction(Transaction):
     def insert_ask(self, ask: Ask) -> None:
         t = self._d.encode_time
         self._write(
-            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 ask.id,
                 ask.conversation_id,
@@ -166,6 +168,7 @@ class SqlTransaction(Transaction):
                 ask.phase,
                 ask.default,
                 ask.callback_url,
+                expected_form.to_json(ask.expect) if ask.expect is not None else None,
             ),
         )
 
