@@ -106,6 +106,7 @@ def test_a_version_1_sqlite_file_is_upgraded_with_its_messages_kept(tmp_path: Pa
                 if statement.startswith(("CREATE TABLE inbound_messages", "CREATE INDEX asks_by_run")):
                     conn.execute(statement)
     conn.executemany("INSERT INTO inbound_messages VALUES (?, ?, ?, ?)", rows)
+    conn.execute("ALTER TABLE asks DROP COLUMN expect")  # what version 6 added
     conn.execute("DELETE FROM schema_migrations WHERE version > 1")
     assert conn.execute("SELECT wr FROM pragma_table_list('inbound_messages')").fetchone()[0] == 0
     conn.close()
@@ -186,6 +187,7 @@ def test_a_version_1_postgres_schema_is_upgraded_in_place(pg_url: str, pg_schema
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{pg_schema}"')
         conn.execute("CREATE INDEX asks_by_run ON asks (run_id)")  # as version 1 made it
+        conn.execute("ALTER TABLE asks DROP COLUMN expect")  # what version 6 added
         conn.execute("DELETE FROM schema_migrations WHERE version > 1")
     with Gateway(store=PostgresStore(pg_url, schema=pg_schema), clock=ManualClock(T0)) as gateway:
         assert gateway.store.schema_version() == LATEST
