@@ -107,6 +107,11 @@ EXPECT_AT_MOST = "{wanted} of at most {high}"
 EXPECT_LENGTH_BETWEEN = "{wanted} of {low} to {high} characters"
 EXPECT_LENGTH_AT_LEAST = "{wanted} of at least {low} characters"
 EXPECT_LENGTH_AT_MOST = "{wanted} of at most {high} characters"
+# MCP elicitation (parkgate.adapters.mcp): a boolean field is a choice of these two, and
+# each field of a form of several is asked with the form's message and its place in it.
+BOOLEAN_YES = "Yes"
+BOOLEAN_NO = "No"
+FORM_FIELD_PROMPT = "{message}\n\n{label} ({position} of {count})"
 # Shown when a text answer is exactly a bare control word: taken as data, door named.
 TEXT_CONTROL_WORD_TAKEN = 'Got it: took "{answer}" as your answer. (To drop a question, type /cancel.)'
 # Rendering pieces.
