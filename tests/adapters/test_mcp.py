@@ -40,7 +40,6 @@ from parkgate import AskStatus, Gateway, InputError, ManualClock, Reply, ReplyKi
 from parkgate.adapters.mcp import (
     ABANDONED,
     INVALID_ANSWER,
-    FormField,
     ParkgateElicitation,
     apply_elicit_result,
     elicit_params,
@@ -115,7 +114,8 @@ def test_an_ask_as_a_form_is_spec_valid_schema(gateway: Gateway) -> None:
     primitive: TypeAdapter[Any] = TypeAdapter(PrimitiveSchemaDefinition)
     choice = gateway.get(park_choice(gateway, "c1"))
     text = gateway.get(park_text(gateway, "c2"))
-    number = gateway.get(gateway.ask("c3", "Replicas?", expect={"form": "integer", "minimum": 1}, default="2").ask_id or "")
+    replicas = gateway.ask("c3", "Replicas?", expect={"form": "integer", "minimum": 1}, default="2")
+    number = gateway.get(replicas.ask_id or "")
     email = gateway.get(gateway.ask("c4", "Email?", expect="email").ask_id or "")
     assert requested_schema(choice)["properties"] == {"choice": {"type": "string", "enum": OPTIONS}}
     assert requested_schema(text)["properties"] == {"answer": {"type": "string", "minLength": 1}}
@@ -203,7 +203,9 @@ def test_every_shape_of_the_restricted_schema_reads_as_an_ask() -> None:
         )
     )
     by_name = {field.name: field for field in read.fields}
-    assert list(by_name) == ["confirm", "env", "region", "tier", "replicas", "ratio", "contact", "docs", "day", "at", "note", "free"]
+    assert list(by_name) == (
+        ["confirm", "env", "region", "tier", "replicas", "ratio", "contact", "docs", "day", "at", "note", "free"]
+    )
     confirm = by_name["confirm"]
     assert (confirm.kind, confirm.spec.options, confirm.values, confirm.default) == (
         AskKind.CHOICE,
@@ -362,7 +364,8 @@ async def test_formatted_strings_are_checked_and_a_form_is_accepted_once_with_ev
         "action": "accept",
         "content": {"contact": "ada@example.com", "day": "2026-03-06", "at": "2026-03-06T09:00:00Z"},
     }
-    assert [reply.text.splitlines()[2] for reply in person.asked] == ["Contact (1 of 3)", "Day (2 of 3)", "Start (3 of 3)"]
+    labels = [reply.text.splitlines()[2] for reply in person.asked]
+    assert labels == ["Contact (1 of 3)", "Day (2 of 3)", "Start (3 of 3)"]
     assert "an email address" in person.replies[0].text
     assert gateway.open_asks() == []
     run = gateway.run(person.asked[0].run_id or "")
@@ -456,7 +459,8 @@ async def test_a_session_closed_mid_question_closes_the_ask(gateway: Gateway) ->
         shown.set()
 
     callback = ParkgateElicitation(gateway, "chat-11", on_asked=on_asked)
-    async with Client(form_server(), elicitation_callback=callback, mode="legacy") as client, anyio.create_task_group() as group:
+    client = Client(form_server(), elicitation_callback=callback, mode="legacy")
+    async with client, anyio.create_task_group() as group:
         group.start_soon(client.call_tool, "elicit", {"message": "Deploy?", "schema": schema_of({"env": ENV})})
         await shown.wait()
         group.cancel_scope.cancel()  # the client leaves: its session closes
@@ -546,11 +550,14 @@ async def test_the_example_server_parks_elicits_and_applies_the_selection(
     ask_server: StdioServerParameters, seen: Gateway, mode: str
 ) -> None:
     client = ScriptedClient(ElicitResult(action="accept", content={"choice": "Class"}))
-    result = await ask_person(ask_server, client, mode, conversation_id="c1", question="Which UML diagram?", options=OPTIONS)
+    result = await ask_person(
+        ask_server, client, mode, conversation_id="c1", question="Which UML diagram?", options=OPTIONS
+    )
     out = result.structured_content
     assert not result.is_error and out["kind"] == "selected" and out["answer"] == "Class" and out["option_index"] == 2
     [params] = client.seen
-    assert isinstance(params, ElicitRequestFormParams) and params.requested_schema["properties"]["choice"]["enum"] == OPTIONS
+    assert isinstance(params, ElicitRequestFormParams)
+    assert params.requested_schema["properties"]["choice"]["enum"] == OPTIONS
     ask = seen.get(out["ask_id"])
     assert ask.status is AskStatus.ANSWERED and ask.conversation_id == "c1"
     run = seen.run(ask.run_id)
@@ -573,10 +580,11 @@ async def test_the_example_server_bounces_an_empty_answer_and_asks_again_in_the_
 
 
 async def test_the_example_server_maps_decline_and_cancel(ask_server: StdioServerParameters, seen: Gateway) -> None:
-    declined = await ask_person(ask_server, ScriptedClient(ElicitResult(action="decline")), "legacy", conversation_id="c-1", question="Why?")
+    decline, cancel = ScriptedClient(ElicitResult(action="decline")), ScriptedClient(ElicitResult(action="cancel"))
+    declined = await ask_person(ask_server, decline, "legacy", conversation_id="c-1", question="Why?")
     assert declined.structured_content["kind"] == "cancelled"
     assert declined.structured_content["text"] == P.PHRASES[ReplyKind.CANCELLED]
-    dismissed = await ask_person(ask_server, ScriptedClient(ElicitResult(action="cancel")), "legacy", conversation_id="c-2", question="Why?")
+    dismissed = await ask_person(ask_server, cancel, "legacy", conversation_id="c-2", question="Why?")
     assert dismissed.structured_content["kind"] == "pass"
     assert seen.get(dismissed.structured_content["ask_id"]).status is AskStatus.EXPIRED
     assert seen.open_asks() == []

@@ -86,7 +86,8 @@ async def test_http_parks_a_form_and_shows_it_on_the_ask(gateway: Gateway) -> No
         assert shown["expect"] == {"form": "integer", "maximum": 5}
         reply = await http.post("/v1/conversations/c1/messages", json={"text": "6"})
         assert reply.json()["kind"] == "retry" and "a whole number of at most 5" in reply.json()["text"]
-        bad = await http.post("/v1/asks", json={**body, "conversation_id": "c2", "expect": {"form": "email", "maximum": 5}})
+        wrong = {"form": "email", "maximum": 5}
+        bad = await http.post("/v1/asks", json={**body, "conversation_id": "c2", "expect": wrong})
         assert bad.status_code == 422 and "maximum is for the number and integer forms" in bad.text
         unknown = await http.post("/v1/asks", json={**body, "conversation_id": "c3", "expect": {"form": "phone"}})
         assert unknown.status_code == 422

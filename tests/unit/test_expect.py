@@ -25,7 +25,8 @@ NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 
 def text_ask(expect: Expect | None) -> Ask:
-    return Ask("a1", "c1", "r1", AskKind.TEXT, "How many replicas?", (), AskStatus.OPEN, NOW, NOW, 3600.0, expect=expect)
+    prompt = "How many replicas?"
+    return Ask("a1", "c1", "r1", AskKind.TEXT, prompt, (), AskStatus.OPEN, NOW, NOW, 3600.0, expect=expect)
 
 
 @pytest.mark.parametrize(
