@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from parkgate import AsyncGateway, Reply
 from parkgate.adapters.mcp import ParkgateElicitation
@@ -56,7 +56,7 @@ async def main() -> None:
         server = StdioServerParameters(command=sys.executable, args=[str(SERVER)])
         async with anyio.create_task_group() as group:
             group.start_soon(person, gateway, questions)
-            async with Client(server, elicitation_callback=callback) as client:
+            async with Client(stdio_client(server), elicitation_callback=callback) as client:
                 result = await client.call_tool("deploy", {})
             print("server:", " ".join(getattr(part, "text", "") for part in result.content), flush=True)
             group.cancel_scope.cancel()

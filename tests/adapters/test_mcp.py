@@ -23,7 +23,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
@@ -252,8 +252,9 @@ def test_a_shape_outside_the_spec_is_an_error_naming_the_field(props: dict[str, 
 
 
 # -- a client that answers through parkgate, over stdio ----------------------------------------------
-def form_server() -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=[str(FORM_SERVER)])
+def form_server() -> Any:
+    """The form server as a new subprocess, over stdio (a transport for ``Client``)."""
+    return stdio_client(StdioServerParameters(command=sys.executable, args=[str(FORM_SERVER)]))
 
 
 class Person:
@@ -500,7 +501,7 @@ async def test_a_client_in_the_input_required_flow_answers_the_example_deploy_fo
     server = StdioServerParameters(command=sys.executable, args=[str(ROOT / "examples" / "mcp_deploy_server.py")])
     async with anyio.create_task_group() as group:
         group.start_soon(person.answer)
-        async with Client(server, elicitation_callback=callback, mode="auto") as client:
+        async with Client(stdio_client(server), elicitation_callback=callback, mode="auto") as client:
             result = await client.call_tool("deploy", {})
     assert str(getattr(result.content[0], "text", "")) == "deployed staging x3"
     assert gateway.open_asks() == []
@@ -541,7 +542,7 @@ class ScriptedClient:
 
 
 async def ask_person(server: StdioServerParameters, client: ScriptedClient, mode: str, **arguments: Any) -> Any:
-    async with Client(server, elicitation_callback=client, mode=mode) as session:
+    async with Client(stdio_client(server), elicitation_callback=client, mode=mode) as session:
         return await session.call_tool("ask_person", arguments)
 
 
