@@ -12,6 +12,7 @@ from typing import Any
 from parkgate.checks import check_flag, check_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core import machine
+from parkgate.core.expect import Expect
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind
 from parkgate.errors import InputError
@@ -170,6 +171,7 @@ class AsyncGateway:
         context: Mapping[str, Any] | None = None,
         watched: bool = False,
         owner: str | None = None,
+        expect: Expect | str | Mapping[str, Any] | None = None,
     ) -> Reply:
         """Park a question in ``conversation_id`` (:meth:`Gateway.ask`)."""
         return await asyncio.to_thread(
@@ -187,6 +189,7 @@ class AsyncGateway:
             context=context,
             watched=watched,
             owner=owner,
+            expect=expect,
         )
 
     async def ask_from_text(
@@ -236,9 +239,9 @@ class AsyncGateway:
         """One ask by id, closed if past its TTL (:meth:`Gateway.get`)."""
         return await asyncio.to_thread(self.sync.get, ask_id)
 
-    async def cancel(self, ask_id: str) -> Ask:
-        """An operator's cancel (:meth:`Gateway.cancel`)."""
-        return await asyncio.to_thread(self.sync.cancel, ask_id)
+    async def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> Ask:
+        """An operator's cancel, ``outcome`` saying why (:meth:`Gateway.cancel`)."""
+        return await asyncio.to_thread(self.sync.cancel, ask_id, outcome=outcome)
 
     async def expire(self, ask_id: str) -> Ask:
         """Close an open ask as ``expired`` now (:meth:`Gateway.expire`)."""

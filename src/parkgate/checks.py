@@ -13,6 +13,7 @@ from typing import Any
 
 from parkgate.clock import as_timedelta
 from parkgate.core import stopping_point
+from parkgate.core.expect import Expect, as_expect, describe, value_of
 from parkgate.core.phrases import AskKind
 from parkgate.core.stopping_point import StoppingPointError
 from parkgate.errors import InputError
@@ -151,6 +152,21 @@ def check_default(spec: stopping_point.AskSpec, default: object) -> str | None:
     if tidy not in spec.options:
         raise InputError(f"default {default!r} is not one of the options")
     return tidy
+
+
+def check_expect(spec: stopping_point.AskSpec, expect: object, default: str | None) -> Expect | None:
+    """The form ``spec``'s answer must take (:func:`~parkgate.core.expect.as_expect`), or ``None``.
+
+    Only a text ask expects a form; a ``default`` must then be of that form.
+    """
+    found = as_expect(expect)
+    if found is None:
+        return None
+    if spec.kind is not AskKind.TEXT:
+        raise InputError("expect is for text asks: a choice ask's answer is one of its options")
+    if default is not None and value_of(found, default) is None:
+        raise InputError(f"default {default!r} is not {describe(found)}")
+    return found
 
 
 def check_workflow(workflow: object) -> Workflow:

@@ -27,6 +27,7 @@ from parkgate.checks import (
     check_context,
     check_default,
     check_duration,
+    check_expect,
     check_flag,
     check_id,
     check_limit,
@@ -37,7 +38,9 @@ from parkgate.checks import (
     wait_seconds,
 )
 from parkgate.clock import Clock, as_clock
+from parkgate.core import expect as expected_form
 from parkgate.core import machine, stopping_point
+from parkgate.core.expect import Expect
 from parkgate.core.model import Ask, Step
 from parkgate.core.phrases import PHRASES, WORKFLOW_DONE, AskKind, AskStatus, ReplyKind
 from parkgate.errors import (
@@ -167,6 +170,7 @@ class Gateway:
         context: Mapping[str, Any] | None = None,
         watched: bool = False,
         owner: str | None = None,
+        expect: Expect | str | Mapping[str, Any] | None = None,
     ) -> Reply:
         """Park a question in ``conversation_id``; the reply (``asked``) carries the menu.
 
@@ -174,16 +178,19 @@ class Gateway:
         ``default`` is recorded as the answer if the ask expires (it still closes as
         ``expired``); for a choice it must be one of the options, compared after the
         whitespace folding the labels get, and is stored folded. ``ttl`` (a timedelta
-        or seconds, positive) overrides the gateway's. Raises :class:`AskAlreadyOpen`
-        unless ``replace`` is true. ``context`` (a JSON object of at most 16 KiB) is kept
-        with the ask and shown with it. An ask with a ``callback_url``, or ``watched``,
-        has something waiting on its close: a deliverer reads it when its TTL falls due
-        (a *due read*), so it closes on time even if nobody else reads it. ``owner``
-        names who parks it (the HTTP service records its token's name): :meth:`open_asks`
-        and :meth:`count_open_asks` can keep to one owner's asks, and a workflow's later
-        phases keep their first ask's owner. A bad argument raises :class:`InputError` (a
-        bad prompt or option list :class:`StoppingPointError`) before anything is read or
-        written.
+        or seconds, positive) overrides the gateway's. ``expect`` makes a text ask take
+        only answers of one form (:class:`~parkgate.core.expect.Expect`, a form's name
+        such as ``"integer"`` or ``"email"``, or a mapping of its fields); any other
+        answer is a miss whose retry line says what is wanted, and a ``default`` must be
+        of that form. Raises :class:`AskAlreadyOpen` unless ``replace`` is true.
+        ``context`` (a JSON object of at most 16 KiB) is kept with the ask and shown with
+        it. An ask with a ``callback_url``, or ``watched``, has something waiting on its
+        close: a deliverer reads it when its TTL falls due (a *due read*), so it closes on
+        time even if nobody else reads it. ``owner`` names who parks it (the HTTP service
+        records its token's name): :meth:`open_asks` and :meth:`count_open_asks` can keep
+        to one owner's asks, and a workflow's later phases keep their first ask's owner.
+        A bad argument raises :class:`InputError` (a bad prompt or option list
+        :class:`StoppingPointError`) before anything is read or written.
         """
         check_id(conversation_id, "conversation_id")
         run_id, ask_ttl = check_park_args(run_id, ttl, replace, callback_url)
@@ -196,7 +203,8 @@ class Gateway:
         chosen_kind = kind if kind is not None else (AskKind.TEXT if options is None else AskKind.CHOICE)
         spec = stopping_point.make_spec(chosen_kind, prompt, options)
         default = check_default(spec, default)
-        extra = _Extra(default, callback_url, phase, context, watched or callback_url is not None, owner)
+        form = check_expect(spec, expect, default)
+        extra = _Extra(default, callback_url, phase, context, watched or callback_url is not None, owner, form)
         return self._park(conversation_id, spec, run_id, ask_ttl, replace, extra)
 
     def ask_from_text(
@@ -321,6 +329,7 @@ class Gateway:
             watched=extra.watched,
             context=extra.context,
             owner=extra.owner,
+            expect=extra.expect,
         )
 
     def _clear_for_new_ask(self, tx: Transaction, conversation_id: str, replace: bool, now: datetime) -> list[_Closed]:
@@ -443,18 +452,21 @@ class Gateway:
 
         return self._transact(body)
 
-    def cancel(self, ask_id: str) -> Ask:
+    def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> Ask:
         """An operator's cancel: close the ask as ``cancelled`` (and its run as complete).
 
-        An ask already closed is returned as it is; an expired one is closed as expired.
+        ``outcome`` (an id-like string) is recorded on the ask and its run and says why,
+        say ``"abandoned"`` when whoever waited for the answer is gone. An ask already
+        closed is returned as it is; an expired one is closed as expired.
         """
+        check_id(outcome, "outcome")
 
         def close(tx: Transaction, ask: Ask, now: datetime) -> _Closed:
             if ask.is_expired(now):
                 return self._expire(tx, ask, now)
-            cancelled = machine.cancel(ask, now)
+            cancelled = machine.cancel(ask, now, outcome)
             tx.save_ask(cancelled)
-            self._finish_run(tx, cancelled, now, outcome="cancelled")
+            self._finish_run(tx, cancelled, now, outcome=outcome)
             return _Closed(cancelled)
 
         return self._close_open_ask(ask_id, close)
@@ -747,6 +759,7 @@ class _Extra:
     context: Mapping[str, Any] | None = None
     watched: bool = False
     owner: str | None = None
+    expect: Expect | None = None
 
 
 class _UndeliveredWarning:
@@ -808,6 +821,7 @@ def ask_to_dict(ask: Ask, now: datetime | None = None, callback: CallbackState |
         "mismatches": ask.mismatches,
         "phase": ask.phase,
         "ttl_seconds": ask.ttl_seconds,
+        "expect": expected_form.to_dict(ask.expect) if ask.expect is not None else None,
         "asked_at": ask.asked_at.isoformat(),
         "last_touched": ask.last_touched.isoformat(),
         "answered_at": ask.answered_at.isoformat() if ask.answered_at else None,

@@ -53,6 +53,7 @@ from starlette.staticfiles import StaticFiles
 
 from parkgate.async_gateway import wait_for_close
 from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
+from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.model import Ask
 from parkgate.core.phrases import EXPIRED_NOTICE, STAND_IN_MODEL
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS, StoppingPointError
@@ -184,6 +185,20 @@ Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
 Flag = Annotated[bool, BeforeValidator(lambda value: False if value is None else value)]
 
 
+class ExpectJSON(_Body):
+    """The form a text ask's answer must take (``parkgate.core.expect``): any other answer is a miss."""
+
+    form: Literal[EXPECT_FORMS]  # type: ignore[valid-type]
+    minimum: int | Annotated[float, Field(allow_inf_nan=False)] | None = Field(
+        default=None, description="Inclusive lower bound (number and integer forms)."
+    )
+    maximum: int | Annotated[float, Field(allow_inf_nan=False)] | None = Field(
+        default=None, description="Inclusive upper bound (number and integer forms)."
+    )
+    min_length: Annotated[int, Field(ge=0)] | None = Field(default=None, description="Fewest characters (text forms).")
+    max_length: Annotated[int, Field(ge=0)] | None = Field(default=None, description="Most characters (text forms).")
+
+
 class AskIn(_Body):
     """Park a question: ``prompt`` (+ ``kind``/``options``), or ``skill_output`` with a marker.
 
@@ -199,6 +214,7 @@ class AskIn(_Body):
     replace: Flag = False
     callback_url: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
     default: str | None = Field(default=None, description="Recorded as the answer if the ask expires.")
+    expect: ExpectJSON | None = Field(default=None, description="A text ask's answer form, such as an integer.")
     skill_output: Annotated[str, Field(max_length=MAX_SKILL_OUTPUT_CHARS)] | None = Field(
         default=None, description="Free text holding one [[ask]] ... [[/ask]] marker."
     )
@@ -206,7 +222,8 @@ class AskIn(_Body):
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:
         if self.skill_output is not None:
-            given = [name for name in ("prompt", "kind", "options", "default") if getattr(self, name) is not None]
+            fields = ("prompt", "kind", "options", "default", "expect")
+            given = [name for name in fields if getattr(self, name) is not None]
             if given:
                 raise ValueError(f"give either skill_output or prompt/kind/options, not both (also got {given})")
         elif self.prompt is None:
@@ -275,6 +292,7 @@ class AskOut(BaseModel):
     mismatches: int
     phase: str | None = None
     ttl_seconds: float
+    expect: ExpectJSON | None = None
     asked_at: str
     last_touched: str
     answered_at: str | None = None
@@ -676,6 +694,7 @@ def create_app(
                     default=body.default,
                     callback_url=body.callback_url,
                     owner=caller.owner,
+                    expect=body.expect.model_dump(exclude_none=True) if body.expect is not None else None,
                 )
         return _reply_json(reply, 201 if reply.parked else 200)
 

@@ -13,6 +13,7 @@ from datetime import datetime
 from functools import cached_property, lru_cache
 from typing import Any
 
+from parkgate.core import expect as expected_form
 from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus
 from parkgate.store.base import (
     AskGauges,
@@ -29,7 +30,7 @@ from parkgate.store.recent import STALE, Marker, RecentOpenAsks
 ASK_COLUMNS = (
     "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
     "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
-    "default_answer, callback_url, due_at, context, owner"
+    "default_answer, callback_url, due_at, context, owner, expect"
 )
 #: What a step may change in an ask besides its status (``save_ask`` writes these).
 MUTABLE_ASK_SET = "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?"
@@ -158,6 +159,7 @@ class SqlTransaction(Transaction):
             watched=row[18] is not None,
             context=_decode_context(row[19]) if row[19] is not None else None,
             owner=row[20],
+            expect=expected_form.from_json(row[21]) if row[21] is not None else None,
         )
 
     def open_ask(self, conversation_id: str) -> Ask | None:
@@ -187,7 +189,7 @@ class SqlTransaction(Transaction):
     def insert_ask(self, ask: Ask) -> None:
         t = self._d.encode_time
         self._write(
-            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES ({', '.join('?' * 21)})",
+            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES ({', '.join('?' * 22)})",
             (
                 ask.id,
                 ask.conversation_id,
@@ -210,6 +212,7 @@ class SqlTransaction(Transaction):
                 self._d.encode_due(ask.due_at) if ask.watched else None,
                 json.dumps(ask.context, ensure_ascii=False) if ask.context is not None else None,
                 ask.owner,
+                expected_form.to_json(ask.expect) if ask.expect is not None else None,
             ),
         )
 
