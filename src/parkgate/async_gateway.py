@@ -12,6 +12,7 @@ from typing import Any
 from parkgate.checks import check_flag, check_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core import machine
+from parkgate.core.expect import Expect
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind
 from parkgate.errors import InputError
@@ -19,7 +20,7 @@ from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
 from parkgate.metrics import Metrics
 from parkgate.reply import Reply
 from parkgate.store import DEFAULT_URL, Run, Store
-from parkgate.store.base import AskGauges
+from parkgate.store.base import AskGauges, CallbackState
 from parkgate.workflow import Workflow
 
 #: Gateway's own defaults, read from its signature (so they cannot drift from it here).
@@ -169,6 +170,8 @@ class AsyncGateway:
         phase: str | None = None,
         context: Mapping[str, Any] | None = None,
         watched: bool = False,
+        owner: str | None = None,
+        expect: Expect | str | Mapping[str, Any] | None = None,
         follow_up: bool = False,
     ) -> Reply:
         """Park a question in ``conversation_id`` (:meth:`Gateway.ask`)."""
@@ -186,6 +189,8 @@ class AsyncGateway:
             phase=phase,
             context=context,
             watched=watched,
+            owner=owner,
+            expect=expect,
             follow_up=follow_up,
         )
 
@@ -198,6 +203,7 @@ class AsyncGateway:
         *,
         replace: bool = False,
         callback_url: str | None = None,
+        owner: str | None = None,
     ) -> Reply:
         """Park the stopping point marked in a skill's output (:meth:`Gateway.ask_from_text`)."""
         return await asyncio.to_thread(
@@ -208,13 +214,22 @@ class AsyncGateway:
             ttl,
             replace=replace,
             callback_url=callback_url,
+            owner=owner,
         )
 
     async def start(
-        self, conversation_id: str, workflow: str, *, replace: bool = False, run_id: str | None = None
+        self,
+        conversation_id: str,
+        workflow: str,
+        *,
+        replace: bool = False,
+        run_id: str | None = None,
+        owner: str | None = None,
     ) -> Reply:
         """Start a registered workflow (:meth:`Gateway.start`)."""
-        return await asyncio.to_thread(self.sync.start, conversation_id, workflow, replace=replace, run_id=run_id)
+        return await asyncio.to_thread(
+            self.sync.start, conversation_id, workflow, replace=replace, run_id=run_id, owner=owner
+        )
 
     # -- replies ---------------------------------------------------------------
     async def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
@@ -226,17 +241,27 @@ class AsyncGateway:
         """One ask by id, closed if past its TTL (:meth:`Gateway.get`)."""
         return await asyncio.to_thread(self.sync.get, ask_id)
 
-    async def cancel(self, ask_id: str) -> Ask:
-        """An operator's cancel (:meth:`Gateway.cancel`)."""
-        return await asyncio.to_thread(self.sync.cancel, ask_id)
+    async def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> Ask:
+        """An operator's cancel, ``outcome`` saying why (:meth:`Gateway.cancel`)."""
+        return await asyncio.to_thread(self.sync.cancel, ask_id, outcome=outcome)
 
     async def expire(self, ask_id: str) -> Ask:
         """Close an open ask as ``expired`` now (:meth:`Gateway.expire`)."""
         return await asyncio.to_thread(self.sync.expire, ask_id)
 
-    async def open_asks(self, limit: int | None = None) -> list[Ask]:
+    async def open_asks(
+        self,
+        limit: int | None = None,
+        *,
+        after: Ask | tuple[datetime, str] | None = None,
+        owner: str | None = None,
+    ) -> list[Ask]:
         """Open asks, oldest first, closing any past their TTL (:meth:`Gateway.open_asks`)."""
-        return await asyncio.to_thread(self.sync.open_asks, limit)
+        return await asyncio.to_thread(self.sync.open_asks, limit, after=after, owner=owner)
+
+    async def count_open_asks(self, owner: str | None = None) -> int:
+        """How many asks are open, all or ``owner``'s (:meth:`Gateway.count_open_asks`)."""
+        return await asyncio.to_thread(self.sync.count_open_asks, owner)
 
     async def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing (:meth:`Gateway.audit`)."""
@@ -273,6 +298,14 @@ class AsyncGateway:
     async def read_due(self, limit: int = 100) -> int:
         """Read the asks whose TTL has fallen due (:meth:`Gateway.read_due`)."""
         return await asyncio.to_thread(self.sync.read_due, limit)
+
+    async def callback_states(self, ask_ids: Sequence[str]) -> dict[str, CallbackState]:
+        """Where these asks' callbacks stand (:meth:`Gateway.callback_states`)."""
+        return await asyncio.to_thread(self.sync.callback_states, ask_ids)
+
+    async def retry_callback(self, ask_id: str) -> CallbackState:
+        """Re-arm a failed callback (:meth:`Gateway.retry_callback`)."""
+        return await asyncio.to_thread(self.sync.retry_callback, ask_id)
 
     async def next_due(self) -> datetime | None:
         """The earliest due time among asks something waits on (:meth:`Gateway.next_due`)."""

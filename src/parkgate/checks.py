@@ -13,9 +13,11 @@ from typing import Any
 
 from parkgate.clock import as_timedelta
 from parkgate.core import stopping_point
+from parkgate.core.expect import Expect, as_expect, describe, value_of
 from parkgate.core.phrases import AskKind
 from parkgate.core.stopping_point import StoppingPointError
 from parkgate.errors import InputError
+from parkgate.fence import parse_callback_url
 from parkgate.workflow import Workflow
 
 MAX_MESSAGE_CHARS = 16_000
@@ -152,6 +154,21 @@ def check_default(spec: stopping_point.AskSpec, default: object) -> str | None:
     return tidy
 
 
+def check_expect(spec: stopping_point.AskSpec, expect: object, default: str | None) -> Expect | None:
+    """The form ``spec``'s answer must take (:func:`~parkgate.core.expect.as_expect`), or ``None``.
+
+    Only a text ask expects a form; a ``default`` must then be of that form.
+    """
+    found = as_expect(expect)
+    if found is None:
+        return None
+    if spec.kind is not AskKind.TEXT:
+        raise InputError("expect is for text asks: a choice ask's answer is one of its options")
+    if default is not None and value_of(found, default) is None:
+        raise InputError(f"default {default!r} is not {describe(found)}")
+    return found
+
+
 def check_workflow(workflow: object) -> Workflow:
     """A :class:`~parkgate.workflow.Workflow`."""
     if not isinstance(workflow, Workflow):
@@ -192,7 +209,5 @@ def check_park_args(
     ask_ttl = None if ttl is None else check_duration(ttl, "ttl")
     check_flag(replace, "replace")
     if callback_url is not None:
-        url = check_text(callback_url, "callback_url", limit=2048)
-        if not url.startswith(("http://", "https://")):
-            raise InputError("callback_url must be an http:// or https:// URL")
+        parse_callback_url(check_text(callback_url, "callback_url", limit=2048))
     return checked_run, ask_ttl

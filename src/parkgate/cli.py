@@ -1,4 +1,4 @@
-"""The ``parkgate`` command: serve, chat, asks, doorcheck, migrate, prove.
+"""The ``parkgate`` command: serve, deliver, chat, asks, doorcheck, migrate, prove.
 
 ``--db`` (or ``PARKGATE_DB``) chooses the store everywhere: ``sqlite:///parkgate.db``
 (the default), a file path, or ``postgresql://...``; with PostgreSQL,
@@ -13,21 +13,26 @@ An expected error (bad input, a store that is missing or out of reach, a busy
 conversation) ends the command with one ``Error:`` line and exit code 1, never a
 traceback.
 
-Every command that can close an ask (``serve``, ``chat``, ``doorcheck``) writes each
+Every value from a store or a server is printed through :mod:`parkgate.display`: no
+Rich markup is read from data, and control, direction and invisible characters show
+as their escapes (``\\u202e``), so no value can restyle, rewrite or hide on the screen.
+
+Every command that can close an ask (``serve``, ``deliver``, ``chat``, ``doorcheck``) writes each
 expiry's structured line (``{"event": "ask_expired", ...}``) to stderr, one JSON object a
 line; ``asks`` only reads, so it closes (and logs) nothing.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import re
+import signal
 import socket
 import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import timedelta
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -36,10 +41,12 @@ import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from parkgate.core import phrases as P
 from parkgate.core.phrases import CHAT_REFUSED, CHAT_STILL_PARKED, ReplyKind
 from parkgate.demo import WORKFLOWS
+from parkgate.display import json_line, visible_id, visible_text
 from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError
 from parkgate.gateway import Gateway, ask_to_dict
 from parkgate.http.logs import logging_to_stderr
@@ -192,7 +199,40 @@ def main() -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64))
-@click.option("--token", envvar="PARKGATE_TOKEN", default=None, help="Bearer token for /v1 (env PARKGATE_TOKEN).")
+@click.option(
+    "--token",
+    envvar="PARKGATE_TOKEN",
+    default=None,
+    help="One bearer token with every scope for /v1 (env PARKGATE_TOKEN; on the command line it shows in ps: "
+    "prefer --token-file).",
+)
+@click.option(
+    "--token-file",
+    envvar="PARKGATE_TOKEN_FILE",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="A file holding the one bearer token (env PARKGATE_TOKEN_FILE). Named, scoped tokens: PARKGATE_TOKENS_FILE.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="HOST",
+    help="Another Host name this server answers to (repeatable; env PARKGATE_ALLOWED_HOSTS, comma-separated). "
+    "localhost, loopback addresses and --host are always allowed.",
+)
+@click.option(
+    "--insecure-no-token",
+    is_flag=True,
+    help="Serve a non-loopback --host without any token (refused otherwise): only behind another guard.",
+)
+@click.option(
+    "--max-connections",
+    default=500,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="Connections served at once; more get 503.",
+)
 @click.option(
     "--pg-timeout",
     "pg_timeout",
@@ -203,17 +243,47 @@ def main() -> None:
     help="PostgreSQL only: seconds a request waits for a database connection before it gets "
     "a 503 (default 3; env PARKGATE_PG_TIMEOUT).",
 )
-def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg_timeout: float | None) -> None:
+def serve(
+    db_url: str,
+    host: str,
+    port: int,
+    workers: int,
+    token: str | None,
+    token_file: str | None,
+    allowed_hosts: tuple[str, ...],
+    insecure_no_token: bool,
+    max_connections: int,
+    pg_timeout: float | None,
+) -> None:
     """Run the HTTP gateway (with the web console and the demo workflow).
 
     With PostgreSQL, PARKGATE_PG_SCHEMA picks the schema (created if it does not exist):
     the migration run here and every worker use it. Every expiry logs one JSON line
-    on stderr.
+    on stderr. A non-loopback --host needs a token (or --insecure-no-token).
+    PARKGATE_TOKENS_FILE names a TOML file of named, scoped tokens (their hashes only);
+    PARKGATE_CALLBACK_ALLOW lets callbacks reach internal receivers on purpose.
     """
     from parkgate.http.server import configure, migrate_configured_store
     from parkgate.http.server import serve as run_server
+    from parkgate.http.settings import SettingsError, check_exposure, settings_from_env
 
-    configure(db_url, token, pg_timeout)
+    if token is not None and not token.strip():
+        raise click.ClickException("--token (PARKGATE_TOKEN) is blank: give a real token, or none")
+    context = click.get_current_context()
+    if token and context.get_parameter_source("token") is click.core.ParameterSource.COMMANDLINE:
+        click.secho(
+            "warning: a --token on the command line shows in ps to every user of this machine; "
+            "use --token-file or PARKGATE_TOKEN",
+            err=True,
+            fg="yellow",
+        )
+    configure(db_url, token, pg_timeout, token_file=token_file, allowed_hosts=allowed_hosts, bind_host=host)
+    try:
+        warning = check_exposure(host, settings_from_env(), insecure_no_token)
+    except SettingsError as error:
+        raise click.ClickException(str(error)) from None
+    if warning:
+        click.secho(warning, err=True, fg="red", bold=True)
     check_can_listen(host, port)  # a port in use is one line, before a file or schema is made
     try:  # migrate (and fail clearly) in the store the workers will open, before they start
         with logging_to_stderr():  # a schema the store creates is logged (a JSON line)
@@ -226,7 +296,18 @@ def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg
         "(console at /, API at /v1, docs at /docs)"
     )
     try:
-        run_server(db_url, host, port, workers, token, pg_timeout)
+        run_server(
+            db_url,
+            host,
+            port,
+            workers,
+            token,
+            pg_timeout,
+            token_file=token_file,
+            allowed_hosts=allowed_hosts,
+            insecure_no_token=insecure_no_token,
+            max_connections=max_connections,
+        )
     except SystemExit as stopped:
         if stopped.code in (None, 0):
             raise
@@ -234,6 +315,34 @@ def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg
             f"the server did not start on {_http_url(host, port)} (uvicorn exited with {stopped.code}; "
             "its error is above)"
         ) from None
+
+
+@main.command()
+@db_option
+def deliver(db_url: str) -> None:
+    """Run due reads and callback delivery for a database, with no HTTP server.
+
+    Each ask something waits on (one with a callback) is read when its TTL falls due,
+    which closes it as expired, and the callbacks of closed asks are POSTed from the
+    outbox. `parkgate serve` does the same in each worker; run this beside a library
+    Gateway instead. Any number may run on one database. Ctrl-C or SIGTERM stops it.
+    """
+    with _gateway(db_url, surface="deliver") as gateway:
+        click.echo(f"parkgate delivering callbacks and due reads for {shown_url(db_url)} (Ctrl-C stops)")
+        asyncio.run(_deliver_until_stopped(gateway))
+        click.echo("parkgate deliver stopped")
+
+
+async def _deliver_until_stopped(gateway: Gateway) -> None:
+    from parkgate.delivery import Deliverer
+
+    task = asyncio.create_task(Deliverer(gateway).run())
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with suppress(NotImplementedError, RuntimeError):  # Windows: Ctrl-C raises KeyboardInterrupt
+            loop.add_signal_handler(signum, task.cancel)
+    with suppress(asyncio.CancelledError):
+        await task
 
 
 def _print_reply(out: Console, reply: Reply) -> None:
@@ -245,7 +354,7 @@ def _print_reply(out: Console, reply: Reply) -> None:
         ReplyKind.ANSWERED: "green",
     }.get(reply.kind, "cyan")
     out.print(f"[{style}]\\[{reply.kind.value}][/{style}]", highlight=False)
-    out.print(reply.text, markup=False, highlight=False)
+    out.print(Text(visible_text(reply.text)), highlight=False)
 
 
 @main.command()
@@ -272,7 +381,7 @@ def chat(db_url: str, conversation: str | None) -> None:
             try:
                 reply = gateway.handle(conversation_id, line)
             except InputError as error:
-                out.print(f"[red]{escape(CHAT_REFUSED.format(error=error))}[/red]")
+                out.print(Text(visible_text(CHAT_REFUSED.format(error=error)), style="red"))
                 continue
             if reply.kind is ReplyKind.PASS:
                 if reply.expired_ask_id:
@@ -282,7 +391,7 @@ def chat(db_url: str, conversation: str | None) -> None:
                 if text.strip() == CHAT_RESTART:
                     _start_demo(out, gateway, conversation_id)
                 else:
-                    out.print(P.STAND_IN_MODEL.format(text=text), markup=False)
+                    out.print(Text(P.STAND_IN_MODEL.format(text=visible_text(text))), highlight=False)
                 continue
             _print_reply(out, reply)
 
@@ -296,7 +405,7 @@ def _start_demo(out: Console, gateway: Gateway, conversation_id: str) -> None:
     except InputError:
         raise  # a conversation id no message could use: one line, and chat ends (see _gateway)
     except ParkgateError as error:
-        out.print(f"[red]{escape(str(error))}[/red]")
+        out.print(Text(visible_text(error), style="red"))
         return
     _print_reply(out, reply)
 
@@ -325,20 +434,21 @@ def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
         overdue = [a for a in everything if a.is_expired(now)]
         if as_json:
             for ask in found:
-                click.echo(json.dumps({**ask_to_dict(ask, now), "overdue": ask.is_expired(now)}, ensure_ascii=False))
+                click.echo(json_line({**ask_to_dict(ask, now), "overdue": ask.is_expired(now)}))
         else:
-            table = Table(title=f"open asks in {shown_url(db_url)}")
+            table = Table(title=Text(f"open asks in {visible_text(shown_url(db_url))}"))
             for column in ("ask", "conversation", "phase", "asked at", "hours open", "mismatches", "state"):
-                table.add_column(column)
+                # A long unbroken id folds onto more lines instead of pushing the columns off-screen.
+                table.add_column(column, overflow="fold")
             for ask in found:
                 table.add_row(
-                    ask.id[:12],
-                    ask.conversation_id,
-                    ask.phase or "-",
+                    Text(visible_id(ask.id[:12])),
+                    Text(visible_id(ask.conversation_id)),
+                    Text(visible_id(ask.phase) if ask.phase else "-"),
                     ask.asked_at.strftime("%Y-%m-%d %H:%M"),
                     f"{(now - ask.asked_at).total_seconds() / 3600:.2f}",
                     str(ask.mismatches),
-                    "[red]past TTL[/red]" if ask.is_expired(now) else "open",
+                    Text("past TTL", style="red") if ask.is_expired(now) else "open",
                 )
             console = Console()
             console.print(table)
@@ -393,7 +503,7 @@ def doorcheck(db_url: str | None, url: str | None, token: str | None, conversati
                 raise _busy(conversation_id, busy.ask_id) from None
             lines = list(_doorcheck_lines(lambda text: gateway.handle(conversation_id, text).to_dict()))
     for line in lines:
-        click.echo(json.dumps(line, ensure_ascii=False))
+        click.echo(json_line(line))
     problem = doorcheck_verdict(lines)
     if problem:
         click.echo(f"doorcheck FAILED: {problem}", err=True)
@@ -466,9 +576,8 @@ def _doorcheck_http(base: str, token: str | None, conversation_id: str) -> list[
             reason = f"{data['error']}: {data.get('detail', '')}"
         else:
             reason = "not parkgate's JSON" if response.is_success else response.reason_phrase
-        raise click.ClickException(
-            f"the gateway at {base} refused {what} (HTTP {response.status_code}, {reason})".replace("\n", " ")
-        )
+        refused = f"the gateway at {base} refused {what} (HTTP {response.status_code}, {reason})"
+        raise click.ClickException(visible_text(refused.replace("\n", " ")))
 
     try:
         with httpx.Client(base_url=url, headers=headers, timeout=10) as client:

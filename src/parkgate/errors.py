@@ -51,6 +51,16 @@ class RunStillAsking(ParkgateError):
         super().__init__(f"run {run_id!r} still has open ask {ask_id}; answer or cancel it before finishing the run")
 
 
+class CallbackNotFailed(ParkgateError):
+    """Only a failed callback can be re-armed; this ask's is pending, delivered, or absent."""
+
+    def __init__(self, ask_id: str, status: str | None) -> None:
+        self.ask_id = ask_id
+        self.status = status
+        where = f"its callback is {status}" if status else "it has no callback queued"
+        super().__init__(f"ask {ask_id} has no failed callback to retry: {where}")
+
+
 class UnknownWorkflow(ParkgateError, LookupError):
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(f"no workflow named {name!r}; known: {', '.join(known) or 'none'}")
@@ -58,6 +68,7 @@ class UnknownWorkflow(ParkgateError, LookupError):
 
 __all__ = [
     "AskAlreadyOpen",
+    "CallbackNotFailed",
     "InputError",
     "ParkgateError",
     "RunStillAsking",

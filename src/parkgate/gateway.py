@@ -27,6 +27,7 @@ from parkgate.checks import (
     check_context,
     check_default,
     check_duration,
+    check_expect,
     check_flag,
     check_id,
     check_limit,
@@ -37,15 +38,25 @@ from parkgate.checks import (
     wait_seconds,
 )
 from parkgate.clock import Clock, as_clock
+from parkgate.core import expect as expected_form
 from parkgate.core import machine, stopping_point
+from parkgate.core.expect import Expect
 from parkgate.core.model import Ask, Step
 from parkgate.core.phrases import PHRASES, WORKFLOW_DONE, AskKind, AskStatus, ReplyKind
-from parkgate.errors import AskAlreadyOpen, InputError, RunStillAsking, UnknownAsk, UnknownRun, UnknownWorkflow
+from parkgate.errors import (
+    AskAlreadyOpen,
+    CallbackNotFailed,
+    InputError,
+    RunStillAsking,
+    UnknownAsk,
+    UnknownRun,
+    UnknownWorkflow,
+)
 from parkgate.metrics import Metrics
 from parkgate.reply import Reply
 from parkgate.signal import FALLBACK_READ_SECONDS, Change, CloseSignal
 from parkgate.store import DEFAULT_URL, Run, Store, StoreConflict, Transaction, open_store
-from parkgate.store.base import AskGauges
+from parkgate.store.base import AskGauges, CallbackState
 from parkgate.workflow import Phase, Workflow
 
 log = logging.getLogger("parkgate")
@@ -158,6 +169,8 @@ class Gateway:
         phase: str | None = None,
         context: Mapping[str, Any] | None = None,
         watched: bool = False,
+        owner: str | None = None,
+        expect: Expect | str | Mapping[str, Any] | None = None,
         follow_up: bool = False,
     ) -> Reply:
         """Park a question in ``conversation_id``; the reply (``asked``) carries the menu.
@@ -166,15 +179,21 @@ class Gateway:
         ``default`` is recorded as the answer if the ask expires (it still closes as
         ``expired``); for a choice it must be one of the options, compared after the
         whitespace folding the labels get, and is stored folded. ``ttl`` (a timedelta
-        or seconds, positive) overrides the gateway's. Raises :class:`AskAlreadyOpen`
-        unless ``replace`` is true. ``context`` (a JSON object of at most 16 KiB) is kept
-        with the ask and shown with it. An ask with a ``callback_url``, or ``watched``,
-        has something waiting on its close: a deliverer reads it when its TTL falls due
-        (a *due read*), so it closes on time even if nobody else reads it. ``follow_up``
-        (which implies ``watched``) records, with the ask, that a waiter acts on its close:
-        once closed, the ask is listed by :meth:`closed_follow_ups` until the waiter calls
-        :meth:`follow_up_done`, so a waiter that was not running at the close still finds
-        it. A bad argument raises :class:`InputError` (a bad prompt or option list
+        or seconds, positive) overrides the gateway's. ``expect`` makes a text ask take
+        only answers of one form (:class:`~parkgate.core.expect.Expect`, a form's name
+        such as ``"integer"`` or ``"email"``, or a mapping of its fields); any other
+        answer is a miss whose retry line says what is wanted, and a ``default`` must be
+        of that form. Raises :class:`AskAlreadyOpen` unless ``replace`` is true.
+        ``context`` (a JSON object of at most 16 KiB) is kept with the ask and shown with
+        it. An ask with a ``callback_url``, or ``watched``, has something waiting on its
+        close: a deliverer reads it when its TTL falls due (a *due read*), so it closes on
+        time even if nobody else reads it. ``owner`` names who parks it (the HTTP service
+        records its token's name): :meth:`open_asks` and :meth:`count_open_asks` can keep
+        to one owner's asks, and a workflow's later phases keep their first ask's owner.
+        ``follow_up`` (which implies ``watched``) records, with the ask, that a waiter acts
+        on its close: once closed, the ask is listed by :meth:`closed_follow_ups` until the
+        waiter calls :meth:`follow_up_done`, so a waiter that was not running at the close
+        still finds it. A bad argument raises :class:`InputError` (a bad prompt or option list
         :class:`StoppingPointError`) before anything is read or written.
         """
         check_id(conversation_id, "conversation_id")
@@ -184,12 +203,14 @@ class Gateway:
         check_flag(watched, "watched")
         check_flag(follow_up, "follow_up")
         context = check_context(context)
+        check_optional_id(owner, "owner")
         # An explicit option list (even an empty one) means a choice: [] is an error, not a text ask.
         chosen_kind = kind if kind is not None else (AskKind.TEXT if options is None else AskKind.CHOICE)
         spec = stopping_point.make_spec(chosen_kind, prompt, options)
         default = check_default(spec, default)
+        form = check_expect(spec, expect, default)
         watched = watched or follow_up or callback_url is not None
-        extra = _Extra(default, callback_url, phase, context, watched, follow_up)
+        extra = _Extra(default, callback_url, phase, context, watched, owner, form, follow_up)
         return self._park(conversation_id, spec, run_id, ask_ttl, replace, extra)
 
     def ask_from_text(
@@ -201,6 +222,7 @@ class Gateway:
         *,
         replace: bool = False,
         callback_url: str | None = None,
+        owner: str | None = None,
     ) -> Reply:
         """Park the stopping point marked in a skill's output (see :mod:`stopping_point`).
 
@@ -209,28 +231,38 @@ class Gateway:
         """
         check_id(conversation_id, "conversation_id")
         run_id, ask_ttl = check_park_args(run_id, ttl, replace, callback_url)
+        check_optional_id(owner, "owner")
         text = check_message(skill_output, limit=MAX_SKILL_OUTPUT_CHARS, what="skill output")
         spec = stopping_point.find(text)
         if spec is None:
             # Nothing was parked, but it is still a reply a surface sends: counted like any other.
             return self._counted(Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False))
-        extra = _Extra(callback_url=callback_url, watched=callback_url is not None)
+        extra = _Extra(callback_url=callback_url, watched=callback_url is not None, owner=owner)
         return self._park(conversation_id, spec, run_id, ask_ttl, replace, extra)
 
-    def start(self, conversation_id: str, workflow: str, *, replace: bool = False, run_id: str | None = None) -> Reply:
+    def start(
+        self,
+        conversation_id: str,
+        workflow: str,
+        *,
+        replace: bool = False,
+        run_id: str | None = None,
+        owner: str | None = None,
+    ) -> Reply:
         """Start a registered workflow: its first phase is parked (``asked``).
 
         ``workflow`` is a registered name (:class:`UnknownWorkflow` if it is not);
         ``replace`` is as in :meth:`ask`. A workflow always starts a new run: ``run_id``
         names it, and naming a run that exists already is an :class:`InputError` that
         changes nothing (an old run's answers and workflow would otherwise mix with the
-        new one's).
+        new one's). ``owner`` is as in :meth:`ask`, and every phase's ask keeps it.
         """
         check_id(conversation_id, "conversation_id")
         if not isinstance(workflow, str):
             raise InputError(f"workflow must be a workflow's name (a string), not {type(workflow).__name__}")
         check_flag(replace, "replace")
         check_optional_id(run_id, "run_id")
+        check_optional_id(owner, "owner")
         flow = self._workflow(workflow)
         given_run = run_id is not None
         run_id = run_id or _new_id()
@@ -241,7 +273,7 @@ class Gateway:
                 raise InputError(f"run {run_id} already exists: a workflow starts a new run (leave run_id out)")
             closed = self._clear_for_new_ask(tx, conversation_id, replace, now)
             run = Run(run_id, conversation_id, flow.name, "running", None, {}, None, now, now)
-            reply = self._park_phase(tx, run, flow.first, now)
+            reply = self._park_phase(tx, run, flow.first, now, owner)
             return reply, closed
 
         return self._counted(self._transact(body))
@@ -304,6 +336,8 @@ class Gateway:
             callback_url=extra.callback_url,
             watched=extra.watched,
             context=extra.context,
+            owner=extra.owner,
+            expect=extra.expect,
         )
 
     def _clear_for_new_ask(self, tx: Transaction, conversation_id: str, replace: bool, now: datetime) -> list[_Closed]:
@@ -386,12 +420,12 @@ class Gateway:
             if not output.strip():  # a finish with nothing to say still tells the person
                 output = WORKFLOW_DONE
             return _with_text(reply, f"{reply.text}\n\n{output}", parked=False)
-        nxt = self._park_phase(tx, run, following, now)
+        nxt = self._park_phase(tx, run, following, now, answered.owner)
         return _with_text(reply, f"{reply.text}\n\n{nxt.text}", parked=True, followup=nxt)
 
-    def _park_phase(self, tx: Transaction, run: Run, phase: Phase, now: datetime) -> Reply:
+    def _park_phase(self, tx: Transaction, run: Run, phase: Phase, now: datetime, owner: str | None) -> Reply:
         spec = stopping_point.make_spec(phase.kind, phase.prompt_for(run.context), phase.options)
-        ask = self._new_ask(run, spec, now, None, _Extra(phase=phase.name))
+        ask = self._new_ask(run, spec, now, None, _Extra(phase=phase.name, owner=owner))
         _save_run(tx, run, now, status="running", outcome=None, pending_ask_id=ask.id)
         tx.insert_ask(ask)
         return asked_reply(ask)
@@ -426,18 +460,21 @@ class Gateway:
 
         return self._transact(body)
 
-    def cancel(self, ask_id: str) -> Ask:
+    def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> Ask:
         """An operator's cancel: close the ask as ``cancelled`` (and its run as complete).
 
-        An ask already closed is returned as it is; an expired one is closed as expired.
+        ``outcome`` (an id-like string) is recorded on the ask and its run and says why,
+        say ``"abandoned"`` when whoever waited for the answer is gone. An ask already
+        closed is returned as it is; an expired one is closed as expired.
         """
+        check_id(outcome, "outcome")
 
         def close(tx: Transaction, ask: Ask, now: datetime) -> _Closed:
             if ask.is_expired(now):
                 return self._expire(tx, ask, now)
-            cancelled = machine.cancel(ask, now)
+            cancelled = machine.cancel(ask, now, outcome)
             tx.save_ask(cancelled)
-            self._finish_run(tx, cancelled, now, outcome="cancelled")
+            self._finish_run(tx, cancelled, now, outcome=outcome)
             return _Closed(cancelled)
 
         return self._close_open_ask(ask_id, close)
@@ -469,18 +506,30 @@ class Gateway:
 
         return self._transact(body)
 
-    def open_asks(self, limit: int | None = None) -> list[Ask]:
-        """Open asks, oldest first. Any found past its TTL is closed on this read.
+    def open_asks(
+        self,
+        limit: int | None = None,
+        *,
+        after: Ask | tuple[datetime, str] | None = None,
+        owner: str | None = None,
+    ) -> list[Ask]:
+        """Open asks, oldest first (by ``asked_at``, then id). Any found past its TTL is
+        closed on this read.
 
-        ``limit`` is a whole number of at least 1, or ``None`` for all of them.
+        ``limit`` is a whole number of at least 1, or ``None`` for all of them. ``after``
+        (an ask, open or not, or its ``(asked_at, id)``) starts the list after it in that
+        order: the last ask of one page gives the next. ``owner`` keeps to the asks that
+        owner parked.
         """
         check_limit(limit)
+        check_optional_id(owner, "owner")
+        position = _place(after)
         now = self.clock.now()
 
         def body(tx: Transaction) -> tuple[list[Ask], list[_Closed]]:
             expired: list[_Closed] = []
             while True:
-                found = tx.open_asks(limit)
+                found = tx.open_asks(limit, after=position, owner=owner)
                 stale = [ask for ask in found if ask.is_expired(now)]
                 for ask in stale:
                     # The list is read unlocked: re-read each one locked, since a racing
@@ -518,10 +567,45 @@ class Gateway:
 
         return self._transact(body)
 
+    def callback_states(self, ask_ids: Sequence[str]) -> dict[str, CallbackState]:
+        """Where the callbacks of these asks stand (only asks with a ``callback_url`` appear).
+
+        An ask whose callback is not queued yet (it is open) is ``pending`` with no attempts.
+        """
+        ids = [check_id(ask_id, "ask_id") for ask_id in ask_ids]
+        with self.store.transaction() as tx:
+            return tx.callback_states(ids)
+
+    def retry_callback(self, ask_id: str) -> CallbackState:
+        """Re-arm the failed callback of ``ask_id``: due now, its attempts counted from 0.
+
+        Raises :class:`UnknownAsk` for an unknown id, and :class:`CallbackNotFailed` when the
+        ask has no failed callback (none, not queued yet, pending or delivered), changing nothing.
+        """
+        check_id(ask_id, "ask_id")
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            ask = tx.ask(ask_id)
+            if ask is None:
+                raise UnknownAsk(ask_id)
+            if not tx.rearm_callback(ask_id, now):
+                state = tx.callback_states([ask_id]).get(ask_id)
+                raise CallbackNotFailed(ask_id, state.status.value if state else None)
+            state = tx.callback_states([ask_id])[ask_id]
+        self.signal.changed(Change.OUTBOX)
+        return state
+
     def next_due(self) -> datetime | None:
         """The earliest due time among open asks something waits on (``None``: none)."""
         with self.store.transaction() as tx:
             return tx.next_due()
+
+    def count_open_asks(self, owner: str | None = None) -> int:
+        """How many asks are open (all, or ``owner``'s), as stored: one past its TTL
+        counts until a read closes it (:meth:`open_asks` closes them)."""
+        check_optional_id(owner, "owner")
+        with self.store.transaction() as tx:
+            return tx.count_open_asks(owner)
 
     def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing: the clock check's view.
@@ -730,6 +814,8 @@ class _Extra:
     phase: str | None = None
     context: Mapping[str, Any] | None = None
     watched: bool = False
+    owner: str | None = None
+    expect: Expect | None = None
     follow_up: bool = False
 
 
@@ -772,8 +858,12 @@ def pause_before_reading(ask: Ask, now: datetime, remaining: float) -> float:
     return max(0.0, min(remaining, due_in, FALLBACK_READ_SECONDS))
 
 
-def ask_to_dict(ask: Ask, now: datetime | None = None) -> dict[str, Any]:
-    """The public JSON shape of an ask (HTTP, callbacks, the CLI's ``--json``)."""
+def ask_to_dict(ask: Ask, now: datetime | None = None, callback: CallbackState | None = None) -> dict[str, Any]:
+    """The public JSON shape of an ask (HTTP, callbacks, the CLI's ``--json``).
+
+    ``callback`` adds where its callback stands (an ask with a ``callback_url``; the HTTP
+    service's reads add it).
+    """
     data: dict[str, Any] = {
         "ask_id": ask.id,
         "conversation_id": ask.conversation_id,
@@ -788,6 +878,7 @@ def ask_to_dict(ask: Ask, now: datetime | None = None) -> dict[str, Any]:
         "mismatches": ask.mismatches,
         "phase": ask.phase,
         "ttl_seconds": ask.ttl_seconds,
+        "expect": expected_form.to_dict(ask.expect) if ask.expect is not None else None,
         "asked_at": ask.asked_at.isoformat(),
         "last_touched": ask.last_touched.isoformat(),
         "answered_at": ask.answered_at.isoformat() if ask.answered_at else None,
@@ -795,7 +886,31 @@ def ask_to_dict(ask: Ask, now: datetime | None = None) -> dict[str, Any]:
     }
     if now is not None:
         data["hours_open"] = round((now - ask.asked_at).total_seconds() / 3600, 3)
+    if callback is not None:
+        data["callback"] = {
+            "status": callback.status.value,
+            "attempts": callback.attempts,
+            "last_error": callback.last_error,
+            "next_attempt_at": callback.next_attempt_at.isoformat() if callback.next_attempt_at else None,
+        }
     return data
+
+
+def _place(after: object) -> tuple[datetime, str] | None:
+    """Where a page starts: after an ask, or after an ``(asked_at, id)``."""
+    if after is None:
+        return None
+    if isinstance(after, Ask):
+        return after.asked_at, after.id
+    if (
+        isinstance(after, tuple)
+        and len(after) == 2
+        and isinstance(after[0], datetime)
+        and after[0].tzinfo is not None
+        and isinstance(after[1], str)
+    ):
+        return after[0], after[1]
+    raise InputError(f"after must be an Ask or its (asked_at, id), not {after!r}")
 
 
 def _new_id() -> str:

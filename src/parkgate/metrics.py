@@ -34,6 +34,11 @@ UNREAD_DUE_HELP = (
     "means no deliverer runs or it cannot keep up."
 )
 
+CALLBACKS_HELP = (
+    "Callbacks in the outbox not delivered, counted at scrape time: pending (queued, or "
+    "waiting for a retry) and failed (given up on: re-arm with POST /v1/asks/{id}/callback/retry)."
+)
+
 
 class _AskGauges(Collector):
     r"""The open-ask gauges, read from the store on each scrape.
@@ -60,6 +65,11 @@ class _AskGauges(Collector):
             if value is not None:
                 gauge.add_metric([], float(value))
             yield gauge
+        callbacks = GaugeMetricFamily("parkgate_callbacks", CALLBACKS_HELP, labels=["status"])
+        if figures is not None:
+            callbacks.add_metric(["pending"], float(figures.callbacks_pending))
+            callbacks.add_metric(["failed"], float(figures.callbacks_failed))
+        yield callbacks
 
 
 class Metrics:

@@ -1,190 +1,154 @@
-"""MCP elicitation mapped onto parkgate, both directions, with the real MCP types.
+"""MCP elicitation through parkgate, both directions, with the real MCP SDK.
 
 accept <-> selected/answered, decline <-> cancelled, cancel <-> expired, exactly, both
-ways (a ``cancel`` expires the ask now, as its TTL would). The in-process
-MCP client/server pairs run the SDK's real protocol (both the 2025-11-25 back-channel
-and the 2026-07-28 input-required flow).
+ways. Every client/server test runs an MCP server as a subprocess and talks to it over
+the stdio transport: ``tests/adapters/mcp_form_server.py`` (a plain server that elicits
+any form), and the examples in ``examples/`` (parkgate's own server, and a client that a
+person answers through parkgate). Stores: SQLite and PostgreSQL (the ``store`` fixture).
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import sqlite3
-from collections.abc import Iterator
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
-from mcp.server.elicitation import render_elicitation_schema
-from mcp.server.mcpserver import AcceptedElicitation, CancelledElicitation, Context, DeclinedElicitation, MCPServer
-from mcp_types import ElicitRequestFormParams, ElicitRequestParams, ElicitRequestURLParams, ElicitResult, ErrorData
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    ElicitRequestFormParams,
+    ElicitRequestParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    ErrorData,
+)
 from mcp_types._v2025_11_25 import PrimitiveSchemaDefinition
 from pydantic import TypeAdapter
 
-from parkgate import AskStatus, AsyncGateway, Gateway, InputError, ManualClock, Reply, ReplyKind, StoppingPointError
+from parkgate import AskStatus, Gateway, InputError, ManualClock, Reply, ReplyKind, StoppingPointError
 from parkgate.adapters.mcp import (
-    ANSWER_FIELD,
-    CHOICE_FIELD,
+    ABANDONED,
+    INVALID_ANSWER,
     ParkgateElicitation,
     apply_elicit_result,
-    build_example_server,
     elicit_params,
-    form_model,
+    read_form,
     requested_schema,
-    spec_from_elicitation,
     to_elicit_result,
 )
 from parkgate.core import phrases as P
+from parkgate.core.expect import Expect
 from parkgate.core.phrases import AskKind
+from parkgate.store import Store
 
+if TYPE_CHECKING:
+    from conftest import StoreLocation
+
+ROOT = Path(__file__).resolve().parents[2]
+FORM_SERVER = Path(__file__).with_name("mcp_form_server.py")
+ASK_SERVER = ROOT / "examples" / "mcp_ask_server.py"
+CHAT_CLIENT = ROOT / "examples" / "mcp_chat_client.py"
 OPTIONS = ["Sequence", "Class", "State machine"]
 TTL = timedelta(hours=6)
 PAST_TTL = TTL + timedelta(seconds=1)
-MODES = ["legacy", "auto"]  # 2025-11-25 back-channel, and the 2026-07-28 input-required flow
+MODES = ["legacy", "auto"]  # the 2025-11-25 back-channel, and the 2026-07-28 input-required flow
 
 
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-def make_gateway(path: Path, clock: ManualClock) -> Gateway:
-    return Gateway(f"sqlite:///{path}", clock=clock, ttl=TTL)
-
-
-@pytest.fixture
-def gateway(tmp_path: Path, clock: ManualClock) -> Iterator[Gateway]:
-    gw = make_gateway(tmp_path / "server.db", clock)
-    yield gw
-    gw.close()
-
-
-def park_choice(gw: Gateway, conversation: str = "c1", options: list[str] | None = None) -> str:
-    reply = gw.ask(conversation, "Which UML diagram?", options or OPTIONS, run_id=f"run-{conversation}")
-    assert reply.ask_id is not None
-    return reply.ask_id
+def park_choice(gw: Gateway, conversation: str = "c1") -> str:
+    return gw.ask(conversation, "Which UML diagram?", OPTIONS, run_id=f"run-{conversation}").ask_id or ""
 
 
 def park_text(gw: Gateway, conversation: str = "c1") -> str:
-    reply = gw.ask(conversation, "Describe the change", run_id=f"run-{conversation}")
-    assert reply.ask_id is not None
-    return reply.ask_id
+    return gw.ask(conversation, "Describe the change", run_id=f"run-{conversation}").ask_id or ""
 
 
-# -- parkgate -> MCP: what a reply or a closed ask stands for ----------------------------------
+def form(message: str, props: dict[str, Any], required: list[str] | None = None) -> ElicitRequestFormParams:
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required is not None:
+        schema["required"] = required
+    return ElicitRequestFormParams(message=message, requested_schema=schema)
+
+
+ENV = {"type": "string", "oneOf": [{"const": "prod", "title": "Production"}, {"const": "stg", "title": "Staging"}]}
+
+
+# -- parkgate -> MCP: what a reply or a closed ask stands for ---------------------------------
 def test_a_selection_is_accept_with_the_chosen_label(gateway: Gateway) -> None:
-    park_choice(gateway)
+    ask_id = park_choice(gateway)
     reply = gateway.handle("c1", "2")
-    result = to_elicit_result(reply)
-    assert isinstance(result, ElicitResult)
-    assert result.action == "accept" and result.content == {CHOICE_FIELD: "Class"}
-    assert to_elicit_result(gateway.get(reply.ask_id or "")) == result
+    assert to_elicit_result(gateway.get(ask_id)) == ElicitResult(action="accept", content={"choice": "Class"})
+    field = read_form(form("Which?", {"diagram": {"type": "string", "enum": OPTIONS}})).fields[0]
+    assert to_elicit_result(reply, field) == ElicitResult(action="accept", content={"diagram": "Class"})
 
 
-def test_a_text_answer_is_accept_with_the_text_as_given(gateway: Gateway) -> None:
-    park_text(gateway)
-    reply = gateway.handle("c1", "  Add a retry to the login flow ")
-    result = to_elicit_result(reply)
-    assert result == ElicitResult(action="accept", content={ANSWER_FIELD: "  Add a retry to the login flow "})
-    assert to_elicit_result(gateway.get(reply.ask_id or "")) == result
-
-
-@pytest.mark.parametrize("word", ["cancel", "/quit", "Nevermind", "exit"])
-def test_a_cancel_word_is_decline(gateway: Gateway, word: str) -> None:
-    ask_id = park_choice(gateway)
-    reply = gateway.handle("c1", word)
-    assert to_elicit_result(reply) == ElicitResult(action="decline")
-    assert to_elicit_result(gateway.get(ask_id)) == ElicitResult(action="decline")
-
-
-def test_an_operator_cancel_is_decline(gateway: Gateway) -> None:
-    ask_id = park_choice(gateway)
-    assert to_elicit_result(gateway.cancel(ask_id)) == ElicitResult(action="decline")
-
-
-def test_an_expiry_is_cancel(gateway: Gateway, clock: ManualClock) -> None:
-    ask_id = park_choice(gateway)
+def test_cancel_words_decline_expiry_cancels_and_non_answers_have_no_result(
+    gateway: Gateway, clock: ManualClock
+) -> None:
+    dropped = park_choice(gateway, "c1")
+    assert to_elicit_result(gateway.handle("c1", "nevermind")) == ElicitResult(action="decline")
+    assert to_elicit_result(gateway.get(dropped)) == ElicitResult(action="decline")
+    park_choice(gateway, "c2")
+    for text in ["9", "menu", "Clas"]:
+        assert to_elicit_result(gateway.handle("c2", text)) is None
+    expiring = gateway.ask("c3", "Deploy?", ["Yes", "No"], default="No").ask_id or ""
     clock.advance(PAST_TTL)
-    reply = gateway.handle("c1", "2")
-    assert reply.kind is ReplyKind.PASS and reply.expired_ask_id == ask_id
-    assert to_elicit_result(reply) == ElicitResult(action="cancel")
-    assert to_elicit_result(gateway.get(ask_id)) == ElicitResult(action="cancel")
-
-
-def test_an_expiry_with_a_default_is_still_cancel(gateway: Gateway, clock: ManualClock) -> None:
-    reply = gateway.ask("c1", "Deploy?", ["Yes", "No"], default="No")
-    clock.advance(PAST_TTL)
-    ask = gateway.get(reply.ask_id or "")
-    assert ask.status is AskStatus.EXPIRED and ask.answer == "No"
-    assert to_elicit_result(ask) == ElicitResult(action="cancel")
-
-
-def test_non_answers_have_no_result_yet_and_keep_the_ask_open(gateway: Gateway) -> None:
-    ask_id = park_choice(gateway)
-    asked = gateway.get(ask_id)
-    assert to_elicit_result(asked) is None
-    kinds = []
-    for text in ["9", "menu", "Clas", "0"]:
-        reply = gateway.handle("c1", text)
-        kinds.append(reply.kind)
-        assert to_elicit_result(reply) is None
-    assert kinds == [ReplyKind.RETRY, ReplyKind.RESHOWN, ReplyKind.RETRY, ReplyKind.ESCALATED]
-    assert gateway.get(ask_id).is_open
-
-
-def test_a_plain_pass_is_not_the_outcome_of_any_ask(gateway: Gateway) -> None:
+    assert to_elicit_result(gateway.handle("c3", "1")) == ElicitResult(action="cancel")
+    ask = gateway.get(expiring)
+    assert ask.answer == "No" and to_elicit_result(ask) == ElicitResult(action="cancel")  # a default is no accept
     with pytest.raises(InputError, match="not the outcome"):
         to_elicit_result(gateway.handle("never-seen", "hello"))
 
 
-def test_the_form_describes_the_ask_in_spec_valid_schema(gateway: Gateway) -> None:
+def test_an_ask_as_a_form_is_spec_valid_schema(gateway: Gateway) -> None:
     primitive: TypeAdapter[Any] = TypeAdapter(PrimitiveSchemaDefinition)
     choice = gateway.get(park_choice(gateway, "c1"))
     text = gateway.get(park_text(gateway, "c2"))
-    assert requested_schema(choice) == {
-        "type": "object",
-        "properties": {CHOICE_FIELD: {"type": "string", "enum": OPTIONS}},
-        "required": [CHOICE_FIELD],
-    }
-    assert requested_schema(text)["properties"] == {ANSWER_FIELD: {"type": "string", "minLength": 1}}
-    for ask in (choice, text):
+    replicas = gateway.ask("c3", "Replicas?", expect={"form": "integer", "minimum": 1}, default="2")
+    number = gateway.get(replicas.ask_id or "")
+    email = gateway.get(gateway.ask("c4", "Email?", expect="email").ask_id or "")
+    assert requested_schema(choice)["properties"] == {"choice": {"type": "string", "enum": OPTIONS}}
+    assert requested_schema(text)["properties"] == {"answer": {"type": "string", "minLength": 1}}
+    assert requested_schema(number)["properties"] == {"answer": {"type": "integer", "minimum": 1, "default": 2}}
+    assert requested_schema(email)["properties"]["answer"]["format"] == "email"
+    for ask in (choice, text, number, email):
         for prop in requested_schema(ask)["properties"].values():
             primitive.validate_python(prop)
-        rendered = render_elicitation_schema(form_model(ask))  # the SDK's own spec check
-        assert rendered["properties"].keys() == requested_schema(ask)["properties"].keys()
-        params = elicit_params(ask)
-        assert isinstance(params, ElicitRequestFormParams) and params.message == ask.prompt
+        assert elicit_params(ask).message == ask.prompt
 
 
-# -- MCP -> parkgate: applying a client's result ---------------------------------------------
-def test_accept_selects_the_label_and_closes_the_ask(gateway: Gateway) -> None:
+# -- MCP -> parkgate: applying a client's result --------------------------------------------------
+def test_accept_selects_by_label_and_finishes_the_run(gateway: Gateway) -> None:
     ask_id = park_choice(gateway)
-    reply = apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"choice": "State machine"}))
+    reply = apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"choice": "state MACHINE"}))
     assert reply.kind is ReplyKind.SELECTED and reply.answer == "State machine" and reply.option_index == 3
-    ask = gateway.get(ask_id)
-    assert ask.status is AskStatus.ANSWERED and ask.answer == "State machine"
+    run = gateway.run("run-c1")
+    assert run is not None and (run.status, run.outcome, run.pending_ask_id) == ("complete", "done", None)
     assert gateway.open_asks() == []
 
 
-def test_accept_selects_by_label_even_when_labels_look_like_numbers(gateway: Gateway) -> None:
-    ask_id = park_choice(gateway, options=["10", "1", "2"])
-    reply = apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"choice": "1"}))
-    assert reply.answer == "1" and reply.option_index == 2
+def test_accept_of_a_number_ask_checks_the_number(gateway: Gateway) -> None:
+    ask_id = gateway.ask("c1", "Replicas?", expect={"form": "integer", "maximum": 5}, run_id="r1").ask_id or ""
+    bounce = apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"answer": 9}))
+    assert bounce.kind is ReplyKind.RETRY and "a whole number of at most 5" in bounce.text
+    with pytest.raises(InputError, match="must be a number"):
+        apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"answer": "4"}))
+    answered = apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"answer": 4}))
+    assert answered.kind is ReplyKind.ANSWERED
+    assert to_elicit_result(gateway.get(ask_id)) == ElicitResult(action="accept", content={"answer": 4})
 
 
-def test_accept_takes_the_sdks_accepted_elicitation(gateway: Gateway) -> None:
-    ask_id = park_choice(gateway)
-    model = form_model(gateway.get(ask_id))
-    reply = apply_elicit_result(gateway, ask_id, AcceptedElicitation(data=model(choice="class")))
-    assert reply.kind is ReplyKind.SELECTED and reply.answer == "Class"  # matched after normalising
-
-
-def test_accept_with_a_value_that_is_no_option_is_refused_and_changes_nothing(gateway: Gateway) -> None:
+def test_accept_with_content_the_form_did_not_ask_for_is_refused_and_changes_nothing(gateway: Gateway) -> None:
     ask_id = park_choice(gateway)
     before = gateway.get(ask_id)
     for content in ({"choice": "Activity"}, {"answer": "Class"}, {"choice": 2}, None):
@@ -193,228 +157,376 @@ def test_accept_with_a_value_that_is_no_option_is_refused_and_changes_nothing(ga
     assert gateway.get(ask_id) == before
 
 
-def test_accept_on_a_text_ask_follows_the_text_rules(gateway: Gateway) -> None:
-    ask_id = park_text(gateway)
-    empty = apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"answer": "   "}))
-    assert empty.kind is ReplyKind.RETRY and empty.parked
-    bare = apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"answer": "cancel"}))
-    assert bare.kind is ReplyKind.ANSWERED and bare.answer == "cancel"  # a bare word is data
-    slash_id = park_text(gateway, "c2")
-    slash = apply_elicit_result(gateway, slash_id, ElicitResult(action="accept", content={"answer": "/cancel"}))
-    assert slash.kind is ReplyKind.CANCELLED  # the slash door works on every surface
-
-
-def test_decline_cancels_the_ask_and_completes_its_run(gateway: Gateway) -> None:
-    ask_id = park_choice(gateway)
-    reply = apply_elicit_result(gateway, ask_id, ElicitResult(action="decline"))
-    assert reply.kind is ReplyKind.CANCELLED and reply.text == P.PHRASES[ReplyKind.CANCELLED]
-    assert not reply.parked
-    assert gateway.get(ask_id).status is AskStatus.CANCELLED
-    run = gateway.run("run-c1")
-    assert run is not None and run.status == "complete" and run.outcome == "cancelled"
-    assert gateway.handle("c1", "2").kind is ReplyKind.PASS  # unparked
-
-
-def closed_count(gw: Gateway, outcome: str) -> float:
-    labels = {"outcome": outcome, "surface": gw.metrics.surface}
-    return gw.metrics.registry.get_sample_value("parkgate_asks_closed_total", labels) or 0.0
-
-
-def expiry_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "parkgate"]
-    return [line for line in lines if line.get("event") == "ask_expired"]
-
-
-@pytest.mark.parametrize("result", [ElicitResult(action="cancel"), CancelledElicitation()])
-def test_cancel_expires_the_ask_now_as_its_ttl_would(
-    gateway: Gateway, caplog: pytest.LogCaptureFixture, result: ElicitResult | CancelledElicitation
-) -> None:
-    ask_id = park_choice(gateway)
-    with caplog.at_level(logging.INFO, logger="parkgate"):
-        reply = apply_elicit_result(gateway, ask_id, result)
-    # The reply an expiry on read gives: pass, naming the expired ask.
-    assert reply.kind is ReplyKind.PASS and not reply.parked
-    assert reply.expired_ask_id == ask_id and reply.ask_id is None
-    ask = gateway.get(ask_id)
-    assert (ask.status, ask.outcome, ask.answer) == (AskStatus.EXPIRED, "expired", None)
-    run = gateway.run("run-c1")
-    assert run is not None and (run.status, run.outcome, run.pending_ask_id) == ("complete", "expired", None)
-    assert gateway.open_asks() == [] and gateway.audit() == []
-    assert closed_count(gateway, "expired") == 1 and closed_count(gateway, "cancelled") == 0
-    [line] = expiry_lines(caplog)
-    assert line["ask_id"] == ask_id and line["run_id"] == "run-c1"
-    # Read back, the ask says what closed it: the mapping is exact both ways.
-    assert to_elicit_result(ask) == ElicitResult(action="cancel")
-    assert to_elicit_result(reply) == ElicitResult(action="cancel")
-    assert gateway.handle("c1", "2").kind is ReplyKind.PASS  # unparked; "2" goes onward
-
-
-def test_cancel_records_the_asks_default_as_an_expiry_does(gateway: Gateway) -> None:
-    asked = gateway.ask("c1", "Deploy?", ["Yes", "No"], run_id="run-c1", default="No")
-    ask_id = asked.ask_id or ""
-    reply = apply_elicit_result(gateway, ask_id, ElicitResult(action="cancel"))
-    assert reply.kind is ReplyKind.PASS and reply.expired_ask_id == ask_id
-    ask = gateway.get(ask_id)
-    assert (ask.status, ask.answer, ask.option_index) == (AskStatus.EXPIRED, "No", 2)
-    run = gateway.run("run-c1")  # the default stands in: the run goes on, nothing pending
-    assert run is not None and (run.status, run.pending_ask_id) == ("running", None)
-    assert to_elicit_result(ask) == ElicitResult(action="cancel")  # a default is not an accept
-
-
-def test_decline_and_cancel_map_onto_different_closings(gateway: Gateway) -> None:
+def test_decline_cancels_and_cancel_expires_now(gateway: Gateway) -> None:
     declined = park_choice(gateway, "c1")
     dismissed = park_choice(gateway, "c2")
-    assert apply_elicit_result(gateway, declined, DeclinedElicitation()).kind is ReplyKind.CANCELLED
-    assert apply_elicit_result(gateway, dismissed, CancelledElicitation()).kind is ReplyKind.PASS
-    assert to_elicit_result(gateway.get(declined)) == ElicitResult(action="decline")
-    assert to_elicit_result(gateway.get(dismissed)) == ElicitResult(action="cancel")
+    assert apply_elicit_result(gateway, declined, ElicitResult(action="decline")).kind is ReplyKind.CANCELLED
+    passed = apply_elicit_result(gateway, dismissed, ElicitResult(action="cancel"))
+    assert passed.kind is ReplyKind.PASS and passed.expired_ask_id == dismissed
+    assert gateway.get(declined).status is AskStatus.CANCELLED and gateway.get(dismissed).status is AskStatus.EXPIRED
+    for run_id, outcome in (("run-c1", "cancelled"), ("run-c2", "expired")):
+        run = gateway.run(run_id)
+        assert run is not None and (run.status, run.outcome) == ("complete", outcome)
+    assert apply_elicit_result(gateway, declined, ElicitResult(action="decline")).kind is ReplyKind.CANCELLED
+    with pytest.raises(InputError, match="already cancelled"):
+        apply_elicit_result(gateway, declined, ElicitResult(action="accept", content={"choice": "Class"}))
 
 
-def test_a_second_decline_for_a_dropped_ask_changes_nothing(gateway: Gateway) -> None:
-    ask_id = park_choice(gateway)
-    first = apply_elicit_result(gateway, ask_id, ElicitResult(action="decline"))
-    closed = gateway.get(ask_id)
-    again = apply_elicit_result(gateway, ask_id, ElicitResult(action="decline"))
-    assert again == first and again.kind is ReplyKind.CANCELLED
-    assert gateway.get(ask_id) == closed
-    for result in (ElicitResult(action="cancel"), ElicitResult(action="accept", content={"choice": "Class"})):
-        with pytest.raises(InputError, match="already cancelled"):
-            apply_elicit_result(gateway, ask_id, result)
-    assert gateway.get(ask_id) == closed
-
-
-def test_a_second_cancel_for_an_expired_ask_changes_nothing(gateway: Gateway, caplog: pytest.LogCaptureFixture) -> None:
-    ask_id = park_choice(gateway)
-    with caplog.at_level(logging.INFO, logger="parkgate"):
-        first = apply_elicit_result(gateway, ask_id, ElicitResult(action="cancel"))
-        closed = gateway.get(ask_id)
-        again = apply_elicit_result(gateway, ask_id, ElicitResult(action="cancel"))
-    assert again == first and again.kind is ReplyKind.PASS and again.expired_ask_id == ask_id
-    assert gateway.get(ask_id) == closed
-    assert closed_count(gateway, "expired") == 1 and len(expiry_lines(caplog)) == 1
-
-
-def test_gateway_expire_leaves_a_closed_ask_as_it_is(gateway: Gateway) -> None:
-    ask_id = park_choice(gateway)
-    answered = apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"choice": "Class"}))
-    assert answered.kind is ReplyKind.SELECTED
-    before = gateway.get(ask_id)
-    assert gateway.expire(ask_id) == before
-    assert closed_count(gateway, "expired") == 0
-
-
-async def test_async_gateway_expire(gateway: Gateway) -> None:
-    ask_id = park_choice(gateway)
-    ask = await AsyncGateway(gateway).expire(ask_id)
-    assert ask.status is AskStatus.EXPIRED and to_elicit_result(ask) == ElicitResult(action="cancel")
-
-
-def test_a_result_for_an_ask_past_its_ttl_expires_it_and_passes(gateway: Gateway, clock: ManualClock) -> None:
-    ask_id = park_choice(gateway)
-    clock.advance(PAST_TTL)
-    reply = apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"choice": "Class"}))
-    assert reply.kind is ReplyKind.PASS and reply.expired_ask_id == ask_id
-    assert gateway.get(ask_id).status is AskStatus.EXPIRED
-    assert to_elicit_result(reply) == ElicitResult(action="cancel")
-
-
-def test_a_result_for_a_closed_ask_is_refused_unless_it_is_a_redelivery(gateway: Gateway) -> None:
+def test_a_redelivered_result_returns_the_first_reply(gateway: Gateway) -> None:
     ask_id = park_choice(gateway)
     accept = ElicitResult(action="accept", content={"choice": "Class"})
     first = apply_elicit_result(gateway, ask_id, accept, message_id="m-1")
-    assert first.kind is ReplyKind.SELECTED
     assert apply_elicit_result(gateway, ask_id, accept, message_id="m-1") == first
     with pytest.raises(InputError, match="already answered"):
         apply_elicit_result(gateway, ask_id, ElicitResult(action="decline"), message_id="m-2")
-    assert gateway.get(ask_id).answer == "Class"
 
 
-def test_round_trip_reply_to_result_to_a_second_gateway(tmp_path: Path, clock: ManualClock) -> None:
-    """A person's reply on one gateway, carried as an ElicitResult, lands the same on another."""
-    person = make_gateway(tmp_path / "person.db", clock)
-    server = make_gateway(tmp_path / "server2.db", clock)
-    try:
-        for text, expected in [("3", ReplyKind.SELECTED), ("stop", ReplyKind.CANCELLED)]:
-            here = park_choice(person, f"p-{text}")
-            there = park_choice(server, f"s-{text}")
-            result = to_elicit_result(person.handle(f"p-{text}", text))
-            assert result is not None
-            applied = apply_elicit_result(server, there, result)
-            assert applied.kind is expected
-            assert server.get(there).answer == person.get(here).answer
-            assert server.get(there).status is person.get(here).status
-    finally:
-        person.close()
-        server.close()
-
-
-# -- reading an MCP form as a parkgate ask -------------------------------------------------------
-def form(message: str, props: dict[str, Any]) -> ElicitRequestFormParams:
-    return ElicitRequestFormParams(message=message, requested_schema={"type": "object", "properties": props})
-
-
-def test_forms_read_as_asks() -> None:
-    plain = spec_from_elicitation(form("Pick", {"color": {"type": "string", "enum": ["red", "blue"]}}))
-    assert (plain.kind, plain.spec.options, plain.field, plain.values) == (
-        AskKind.CHOICE,
-        ("red", "blue"),
-        "color",
-        ("red", "blue"),
-    )
-    titled = spec_from_elicitation(
+# -- reading an MCP form as parkgate asks ----------------------------------------------------------
+def test_every_shape_of_the_restricted_schema_reads_as_an_ask() -> None:
+    read = read_form(
         form(
-            "Env?",
+            "Deploy",
             {
-                "env": {
-                    "type": "string",
-                    "oneOf": [{"const": "p", "title": "Production"}, {"const": "s", "title": "Staging"}],
-                }
+                "confirm": {"type": "boolean", "title": "Deploy now?", "default": False},
+                "env": ENV,
+                "region": {"type": "string", "enum": ["eu", "us"], "enumNames": ["Europe", "America"], "default": "us"},
+                "tier": {"type": "string", "enum": ["a", "b"]},
+                "replicas": {"type": "integer", "minimum": 1, "maximum": 10, "default": 2},
+                "ratio": {"type": "number", "maximum": 1.5},
+                "contact": {"type": "string", "format": "email"},
+                "docs": {"type": "string", "format": "uri"},
+                "day": {"type": "string", "format": "date"},
+                "at": {"type": "string", "format": "date-time"},
+                "note": {"type": "string", "minLength": 3, "description": "Why now?"},
+                "free": {"type": "string"},
             },
         )
     )
-    assert titled.spec.options == ("Production", "Staging") and titled.values == ("p", "s")
-    legacy = spec_from_elicitation(
-        form("Env?", {"env": {"type": "string", "enum": ["p", "s"], "enumNames": ["Prod", "Stage"]}})
+    by_name = {field.name: field for field in read.fields}
+    assert list(by_name) == (
+        ["confirm", "env", "region", "tier", "replicas", "ratio", "contact", "docs", "day", "at", "note", "free"]
     )
-    assert legacy.spec.options == ("Prod", "Stage") and legacy.values == ("p", "s")
-    text = spec_from_elicitation(form("Why?", {"reason": {"type": "string"}}))
-    assert text.kind is AskKind.TEXT and text.spec.prompt == "Why?" and text.field == "reason"
+    confirm = by_name["confirm"]
+    assert (confirm.kind, confirm.spec.options, confirm.values, confirm.default) == (
+        AskKind.CHOICE,
+        ("Yes", "No"),
+        (True, False),
+        "No",
+    )
+    assert confirm.spec.prompt == "Deploy\n\nDeploy now? (1 of 12)"
+    assert (by_name["env"].spec.options, by_name["env"].values) == (("Production", "Staging"), ("prod", "stg"))
+    assert (by_name["region"].spec.options, by_name["region"].default) == (("Europe", "America"), "America")
+    assert by_name["tier"].spec.options == ("a", "b")
+    assert (by_name["replicas"].expect, by_name["replicas"].default) == (Expect("integer", minimum=1, maximum=10), "2")
+    assert by_name["ratio"].expect == Expect("number", maximum=1.5)
+    assert [by_name[name].expect for name in ("contact", "docs", "day", "at")] == [
+        Expect("email"),
+        Expect("uri"),
+        Expect("date"),
+        Expect("date-time"),
+    ]
+    assert by_name["note"].expect == Expect("text", min_length=3) and by_name["note"].spec.prompt.endswith("Why now?")
+    assert by_name["free"].kind is AskKind.TEXT and by_name["free"].expect is None
+    single = read_form(form("Deploy to production?", {"confirm": {"type": "boolean"}})).fields[0]
+    assert single.spec.prompt == "Deploy to production?"
 
 
 @pytest.mark.parametrize(
-    "props",
+    ("props", "message"),
     [
-        {},
-        {"a": {"type": "string"}, "b": {"type": "string"}},
-        {"n": {"type": "number"}},
-        {"ok": {"type": "boolean"}},
-        {"c": {"type": "string", "enum": ["x", "x"]}},
+        ({}, "no fields"),
+        ({"tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}}, "field 'tags'"),
+        ({"o": {"type": "object"}}, "field 'o' is 'object'"),
+        ({"p": {"type": "string", "format": "phone"}}, "field 'p': format 'phone'"),
+        ({"n": {"type": "integer", "minimum": "1"}}, "field 'n': expect minimum must be a finite number"),
+        ({"n": {"type": "integer", "default": "two"}}, "field 'n': a number's default"),
+        ({"b": {"type": "boolean", "default": "yes"}}, "field 'b': a boolean's default"),
+        ({"e": {"type": "string", "enum": ["x", "y"], "default": "z"}}, "field 'e': default 'z'"),
+        ({"c": {"type": "string", "enum": ["x", "x"]}}, "field 'c'"),
+        ({"m": {"type": "string", "format": "email", "default": "nobody"}}, "field 'm': default 'nobody'"),
     ],
 )
-def test_forms_parkgate_cannot_ask_are_errors(props: dict[str, Any]) -> None:
-    with pytest.raises(StoppingPointError):
-        spec_from_elicitation(form("Q?", props))
+def test_a_shape_outside_the_spec_is_an_error_naming_the_field(props: dict[str, Any], message: str) -> None:
+    with pytest.raises(StoppingPointError, match=message):
+        read_form(form("Q?", props))
 
 
-def test_the_result_uses_the_forms_field_and_wire_values(gateway: Gateway) -> None:
-    titled = spec_from_elicitation(
-        form(
-            "Env?",
-            {
-                "env": {
-                    "type": "string",
-                    "oneOf": [{"const": "p", "title": "Production"}, {"const": "s", "title": "Staging"}],
-                }
-            },
-        )
+# -- a client that answers through parkgate, over stdio ----------------------------------------------
+def form_server() -> Any:
+    """The form server as a new subprocess, over stdio (a transport for ``Client``)."""
+    return stdio_client(StdioServerParameters(command=sys.executable, args=[str(FORM_SERVER)]))
+
+
+class Person:
+    """The person in a parkgate conversation: answers each question shown with a script."""
+
+    def __init__(self, gateway: Gateway, conversation: str, *lines: str) -> None:
+        self.gateway, self.conversation, self.lines = gateway, conversation, list(lines)
+        self.asked: list[Reply] = []
+        self.replies: list[Reply] = []
+        self.shown = anyio.Event()
+
+    def on_asked(self, reply: Reply) -> None:
+        self.asked.append(reply)
+        self.shown.set()
+
+    async def answer(self) -> None:
+        while self.lines:
+            await self.shown.wait()
+            self.shown = anyio.Event()
+            while self.lines:
+                reply = await anyio.to_thread.run_sync(self.gateway.handle, self.conversation, self.lines.pop(0))
+                self.replies.append(reply)
+                if not reply.parked:
+                    break
+
+
+async def elicit(
+    callback: ParkgateElicitation,
+    message: str,
+    schema: dict[str, Any],
+    person: Callable[[], Awaitable[None]] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Call the form server's ``elicit`` tool with ``callback`` answering; its JSON result."""
+    async with anyio.create_task_group() as group:
+        if person is not None:
+            group.start_soon(person)
+        async with Client(form_server(), elicitation_callback=callback, mode="legacy") as client:
+            result = await client.call_tool("elicit", {"message": message, "schema": schema, **options})
+        group.cancel_scope.cancel()
+    text = str(getattr(result.content[0], "text", ""))
+    assert not result.is_error, text
+    found: dict[str, Any] = json.loads(text)
+    return found
+
+
+def schema_of(props: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": list(props)}
+
+
+async def test_a_titled_choice_is_answered_in_the_chat_and_reaches_the_server(gateway: Gateway) -> None:
+    person = Person(gateway, "chat-1", "prod", "menu", "4", "2")
+    callback = ParkgateElicitation(gateway, "chat-1", on_asked=person.on_asked)
+    result = await elicit(callback, "Deploy to which environment?", schema_of({"env": ENV}), person.answer)
+    assert result == {"action": "accept", "content": {"env": "stg"}}
+    assert [reply.kind for reply in person.replies] == [
+        ReplyKind.RETRY,
+        ReplyKind.RESHOWN,
+        ReplyKind.RETRY,
+        ReplyKind.SELECTED,
+    ]
+    [asked] = person.asked
+    assert "1. Production" in asked.text and "2. Staging" in asked.text
+    ask = gateway.get(asked.ask_id or "")
+    assert ask.answer == "Staging"
+    run = gateway.run(ask.run_id)
+    assert run is not None and (run.status, run.outcome) == ("complete", "done")  # accepted: the run is finished
+
+
+async def test_confirm_is_a_yes_no_choice_answered_true_or_false(gateway: Gateway) -> None:
+    person = Person(gateway, "chat-2", "maybe", "yes")
+    callback = ParkgateElicitation(gateway, "chat-2", on_asked=person.on_asked)
+    schema = schema_of({"confirm": {"type": "boolean", "default": False}})
+    assert await elicit(callback, "Deploy to production?", schema, person.answer) == {
+        "action": "accept",
+        "content": {"confirm": True},
+    }
+    assert gateway.get(person.asked[0].ask_id or "").default == "No"  # the schema's default is the ask's
+
+
+async def test_numbers_take_only_numbers_in_range_and_the_retry_says_what_is_wanted(gateway: Gateway) -> None:
+    person = Person(gateway, "chat-3", "ten", "11", "7", "2,5", "2.5")
+    callback = ParkgateElicitation(gateway, "chat-3", on_asked=person.on_asked)
+    schema = schema_of({"replicas": {"type": "integer", "minimum": 1, "maximum": 10}, "ratio": {"type": "number"}})
+    result = await elicit(callback, "Scale", schema, person.answer)
+    assert result == {"action": "accept", "content": {"replicas": 7, "ratio": 2.5}}
+    kinds = [reply.kind for reply in person.replies]
+    assert kinds == [ReplyKind.RETRY, ReplyKind.RETRY, ReplyKind.ANSWERED, ReplyKind.RETRY, ReplyKind.ANSWERED]
+    assert person.replies[0].text.startswith("Please type a whole number from 1 to 10 (")
+    assert person.replies[3].text.startswith("Please type a number (")
+    first = gateway.get(person.asked[0].ask_id or "")
+    assert first.mismatches == 0 and first.answer == "7"
+    assert len({reply.run_id for reply in person.asked}) == 1  # one run for the whole form
+
+
+async def test_formatted_strings_are_checked_and_a_form_is_accepted_once_with_every_field(gateway: Gateway) -> None:
+    person = Person(gateway, "chat-4", "ada", "ada@example.com", "next friday", "2026-03-06", "2026-03-06T09:00:00Z")
+    callback = ParkgateElicitation(gateway, "chat-4", on_asked=person.on_asked)
+    schema = schema_of(
+        {
+            "contact": {"type": "string", "format": "email", "title": "Contact"},
+            "day": {"type": "string", "format": "date", "title": "Day"},
+            "at": {"type": "string", "format": "date-time", "title": "Start"},
+        }
     )
-    gateway.ask("c1", titled.spec.prompt, list(titled.spec.options))
-    assert to_elicit_result(gateway.handle("c1", "staging"), titled) == ElicitResult(
-        action="accept", content={"env": "s"}
-    )
+    result = await elicit(callback, "Book the window", schema, person.answer)
+    assert result == {
+        "action": "accept",
+        "content": {"contact": "ada@example.com", "day": "2026-03-06", "at": "2026-03-06T09:00:00Z"},
+    }
+    labels = [reply.text.splitlines()[2] for reply in person.asked]
+    assert labels == ["Contact (1 of 3)", "Day (2 of 3)", "Start (3 of 3)"]
+    assert "an email address" in person.replies[0].text
+    assert gateway.open_asks() == []
+    run = gateway.run(person.asked[0].run_id or "")
+    assert run is not None and (run.status, run.outcome) == ("complete", "done")
 
 
-# -- the example server, over the SDK's real protocol ---------------------------------------------
+async def test_a_cancel_word_in_any_field_declines_the_whole_form(gateway: Gateway) -> None:
+    person = Person(gateway, "chat-5", "1", "/cancel")
+    callback = ParkgateElicitation(gateway, "chat-5", on_asked=person.on_asked)
+    schema = schema_of({"env": ENV, "replicas": {"type": "integer"}})
+    assert await elicit(callback, "Deploy", schema, person.answer) == {"action": "decline", "content": None}
+    run = gateway.run(person.asked[0].run_id or "")
+    assert run is not None and (run.status, run.outcome) == ("complete", "cancelled")
+    assert gateway.handle("chat-5", "2").kind is ReplyKind.PASS
+
+
+async def test_an_ask_nobody_answers_expires_and_reaches_the_server_as_cancel(
+    gateway: Gateway, clock: ManualClock
+) -> None:
+    shown = anyio.Event()
+    callback = ParkgateElicitation(gateway, "chat-6", on_asked=lambda reply: shown.set())
+
+    async def nobody() -> None:
+        await shown.wait()
+        clock.advance(PAST_TTL)  # the wait's own reads close it
+
+    assert await elicit(callback, "Deploy?", schema_of({"env": ENV}), nobody) == {"action": "cancel", "content": None}
+    assert gateway.audit() == []
+
+
+async def test_a_timeout_expires_the_ask_and_answers_cancel(gateway: Gateway) -> None:
+    asked: list[Reply] = []
+    callback = ParkgateElicitation(gateway, "chat-7", timeout=0.05, on_asked=asked.append)
+    assert await elicit(callback, "Deploy?", schema_of({"env": ENV})) == {"action": "cancel", "content": None}
+    ask = gateway.get(asked[0].ask_id or "")
+    assert (ask.status, ask.outcome) == (AskStatus.EXPIRED, "expired")
+    run = gateway.run(ask.run_id)
+    assert run is not None and (run.status, run.outcome) == ("complete", "expired")
+
+
+async def test_forms_parkgate_cannot_ask_get_invalid_params_naming_the_field_and_park_nothing(
+    gateway: Gateway,
+) -> None:
+    callback = ParkgateElicitation(gateway, "chat-8")
+    schema = schema_of({"tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}})
+    async with Client(form_server(), elicitation_callback=callback, mode="legacy") as client:
+        with pytest.raises(MCPError, match="field 'tags'") as refused:  # the server passes the error on
+            await client.call_tool("elicit", {"message": "Tags?", "schema": schema})
+    assert refused.value.error.code == INVALID_PARAMS
+    assert gateway.open_asks() == []
+    context: Any = None
+    sign_in = ElicitRequestURLParams(message="Sign in", url="https://example.invalid/login", elicitation_id="e1")
+    url = await callback(context, sign_in)
+    assert isinstance(url, ErrorData) and url.code == INVALID_PARAMS
+
+
+def assert_abandoned(gateway: Gateway, asked: list[Reply]) -> None:
+    """The ask closed at once as cancelled (abandoned), its run with it; the next message passes."""
+    [shown] = asked
+    ask = gateway.get(shown.ask_id or "")
+    assert (ask.status, ask.outcome) == (AskStatus.CANCELLED, ABANDONED)
+    run = gateway.run(ask.run_id)
+    assert run is not None and (run.status, run.outcome, run.pending_ask_id) == ("complete", ABANDONED, None)
+    reply = gateway.handle(ask.conversation_id, "2")
+    assert reply.kind is ReplyKind.PASS and reply.text == ""  # never "Selected 2. Staging" for nobody
+
+
+async def test_a_server_that_gives_up_on_its_request_closes_the_ask(gateway: Gateway) -> None:
+    asked: list[Reply] = []
+    callback = ParkgateElicitation(gateway, "chat-9", on_asked=asked.append)
+    result = await elicit(callback, "Deploy?", schema_of({"env": ENV}), timeout=0.5)
+    assert result == {"action": "timed out"}
+    assert_abandoned(gateway, asked)
+
+
+async def test_a_client_request_that_times_out_closes_the_ask(gateway: Gateway) -> None:
+    asked: list[Reply] = []
+    callback = ParkgateElicitation(gateway, "chat-10", on_asked=asked.append)
+    async with Client(form_server(), elicitation_callback=callback, mode="legacy") as client:
+        with pytest.raises(MCPError, match="timed out"):
+            await client.call_tool("elicit", {"message": "Deploy?", "schema": schema_of({"env": ENV})}, 0.5)
+    assert_abandoned(gateway, asked)
+
+
+async def test_a_session_closed_mid_question_closes_the_ask(gateway: Gateway) -> None:
+    asked: list[Reply] = []
+    shown = anyio.Event()
+
+    def on_asked(reply: Reply) -> None:
+        asked.append(reply)
+        shown.set()
+
+    callback = ParkgateElicitation(gateway, "chat-11", on_asked=on_asked)
+    client = Client(form_server(), elicitation_callback=callback, mode="legacy")
+    async with client, anyio.create_task_group() as group:
+        group.start_soon(client.call_tool, "elicit", {"message": "Deploy?", "schema": schema_of({"env": ENV})})
+        await shown.wait()
+        group.cancel_scope.cancel()  # the client leaves: its session closes
+    assert_abandoned(gateway, asked)
+
+
+async def test_a_killed_server_closes_the_ask(gateway: Gateway) -> None:
+    asked: list[Reply] = []
+    shown = anyio.Event()
+
+    def on_asked(reply: Reply) -> None:
+        asked.append(reply)
+        shown.set()
+
+    callback = ParkgateElicitation(gateway, "chat-12", on_asked=on_asked)
+    failures: list[BaseException] = []
+    async with Client(form_server(), elicitation_callback=callback, mode="legacy") as client:
+        pid = int(str(getattr((await client.call_tool("pid", {})).content[0], "text", "")))
+
+        async def call() -> None:
+            try:
+                await client.call_tool("elicit", {"message": "Deploy?", "schema": schema_of({"env": ENV})})
+            except Exception as error:  # the connection closed under the call
+                failures.append(error)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            await shown.wait()
+            os.kill(pid, signal.SIGKILL)
+    assert failures, "the call should fail once its server is gone"
+    assert_abandoned(gateway, asked)
+
+
+async def test_a_client_in_the_input_required_flow_answers_the_example_deploy_form(gateway: Gateway) -> None:
+    person = Person(gateway, "chat-13", "2", "three", "3", "yes")
+    callback = ParkgateElicitation(gateway, "chat-13", on_asked=person.on_asked)
+    server = StdioServerParameters(command=sys.executable, args=[str(ROOT / "examples" / "mcp_deploy_server.py")])
+    async with anyio.create_task_group() as group:
+        group.start_soon(person.answer)
+        async with Client(stdio_client(server), elicitation_callback=callback, mode="auto") as client:
+            result = await client.call_tool("deploy", {})
+    assert str(getattr(result.content[0], "text", "")) == "deployed staging x3"
+    assert gateway.open_asks() == []
+
+
+# -- parkgate's example server, as a subprocess on stdio --------------------------------------------
+def location_env(location: StoreLocation) -> dict[str, str]:
+    env = {"PARKGATE_DB": location.url}
+    if location.schema is not None:
+        env["PARKGATE_PG_SCHEMA"] = location.schema
+    return env
+
+
+@pytest.fixture
+def ask_server(store: Store, store_location: StoreLocation) -> StdioServerParameters:
+    """The example server (examples/mcp_ask_server.py) on the test's store."""
+    return StdioServerParameters(command=sys.executable, args=[str(ASK_SERVER)], env=location_env(store_location))
+
+
+@pytest.fixture
+def seen(store: Store) -> Iterator[Gateway]:
+    """A gateway on the same store, with the real clock, to see what the server did."""
+    yield Gateway(store=store)
+
+
 class ScriptedClient:
     """An MCP client's elicitation callback that answers from a script and records the forms."""
 
@@ -424,197 +536,104 @@ class ScriptedClient:
 
     async def __call__(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         self.seen.append(params)
+        if not self.results:
+            await anyio.sleep_forever()
         return self.results.pop(0)
 
 
-async def call_ask_person(server: MCPServer, callback: Any, mode: str, **arguments: Any) -> dict[str, Any]:
-    async with Client(server, elicitation_callback=callback, mode=mode) as client:
-        result = await client.call_tool("ask_person", arguments)
-    assert not result.is_error, result.content
-    assert isinstance(result.structured_content, dict)
-    return result.structured_content
+async def ask_person(server: StdioServerParameters, client: ScriptedClient, mode: str, **arguments: Any) -> Any:
+    async with Client(stdio_client(server), elicitation_callback=client, mode=mode) as session:
+        return await session.call_tool("ask_person", arguments)
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_example_server_parks_elicits_and_applies_the_selection(
-    gateway: Gateway, tmp_path: Path, mode: str
+    ask_server: StdioServerParameters, seen: Gateway, mode: str
 ) -> None:
-    server = build_example_server(gateway)
     client = ScriptedClient(ElicitResult(action="accept", content={"choice": "Class"}))
-    out = await call_ask_person(
-        server, client, mode, conversation_id="c1", question="Which UML diagram?", options=OPTIONS
+    result = await ask_person(
+        ask_server, client, mode, conversation_id="c1", question="Which UML diagram?", options=OPTIONS
     )
-
-    assert out["kind"] == "selected" and out["answer"] == "Class" and out["option_index"] == 2
+    out = result.structured_content
+    assert not result.is_error and out["kind"] == "selected" and out["answer"] == "Class" and out["option_index"] == 2
     [params] = client.seen
-    assert isinstance(params, ElicitRequestFormParams) and params.message == "Which UML diagram?"
+    assert isinstance(params, ElicitRequestFormParams)
     assert params.requested_schema["properties"]["choice"]["enum"] == OPTIONS
-    ask = gateway.get(out["ask_id"])
+    ask = seen.get(out["ask_id"])
     assert ask.status is AskStatus.ANSWERED and ask.conversation_id == "c1"
-    assert gateway.open_asks() == []
-    # Parked exactly once, although the 2026-07-28 flow runs the resolvers every round.
-    with sqlite3.connect(tmp_path / "server.db") as db:
-        [(count,)] = db.execute("SELECT count(*) FROM asks WHERE conversation_id = 'c1'").fetchall()
-    assert count == 1
+    run = seen.run(ask.run_id)
+    assert run is not None and (run.status, run.outcome) == ("complete", "done")
+    assert seen.open_asks() == []
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_the_example_server_maps_decline_and_cancel_onto_closed_asks(gateway: Gateway, mode: str) -> None:
-    server = build_example_server(gateway)
-    declined = await call_ask_person(
-        server, ScriptedClient(ElicitResult(action="decline")), mode, conversation_id="c-decline", question="Why?"
+async def test_the_example_server_bounces_an_empty_answer_and_asks_again_in_the_same_call(
+    ask_server: StdioServerParameters, seen: Gateway, mode: str
+) -> None:
+    client = ScriptedClient(
+        ElicitResult(action="accept", content={"answer": " "}),
+        ElicitResult(action="accept", content={"answer": "Adds SSO"}),
     )
-    assert declined["kind"] == "cancelled" and declined["text"] == P.PHRASES[ReplyKind.CANCELLED]
-    assert gateway.get(declined["ask_id"]).status is AskStatus.CANCELLED
-    dismissed = await call_ask_person(
-        server, ScriptedClient(ElicitResult(action="cancel")), mode, conversation_id="c-cancel", question="Why?"
-    )
-    assert dismissed["kind"] == "pass" and dismissed["text"] == P.PHRASES[ReplyKind.PASS]
-    assert gateway.get(dismissed["ask_id"]).status is AskStatus.EXPIRED
-    assert gateway.open_asks() == []
+    result = await ask_person(ask_server, client, mode, conversation_id="c1", question="Describe the change")
+    assert result.structured_content["kind"] == "answered" and result.structured_content["answer"] == "Adds SSO"
+    first, second = client.seen
+    assert first.message == "Describe the change" and second.message.startswith("Please type an answer")
+
+
+async def test_the_example_server_maps_decline_and_cancel(ask_server: StdioServerParameters, seen: Gateway) -> None:
+    decline, cancel = ScriptedClient(ElicitResult(action="decline")), ScriptedClient(ElicitResult(action="cancel"))
+    declined = await ask_person(ask_server, decline, "legacy", conversation_id="c-1", question="Why?")
+    assert declined.structured_content["kind"] == "cancelled"
+    assert declined.structured_content["text"] == P.PHRASES[ReplyKind.CANCELLED]
+    dismissed = await ask_person(ask_server, cancel, "legacy", conversation_id="c-2", question="Why?")
+    assert dismissed.structured_content["kind"] == "pass"
+    assert seen.get(dismissed.structured_content["ask_id"]).status is AskStatus.EXPIRED
+    assert seen.open_asks() == []
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_the_example_server_bounces_an_empty_answer_and_asks_the_same_ask_again(
-    gateway: Gateway, mode: str
+@pytest.mark.parametrize("content", [{"choice": "Activity"}, {"choice": 2}, {"answer": "Class"}])
+async def test_the_example_server_refuses_content_it_did_not_ask_for_and_closes_the_ask(
+    ask_server: StdioServerParameters, seen: Gateway, store_location: StoreLocation, mode: str, content: dict[str, Any]
 ) -> None:
-    server = build_example_server(gateway)
-    first = await call_ask_person(
-        server,
-        ScriptedClient(ElicitResult(action="accept", content={"answer": ""})),
-        mode,
-        conversation_id="c1",
-        question="Describe the change",
-    )
-    assert first["kind"] == "retry"
-    second = await call_ask_person(
-        server,
-        ScriptedClient(ElicitResult(action="accept", content={"answer": "Adds SSO"})),
-        mode,
-        conversation_id="c1",
-        question="Describe the change",
-    )
-    assert second["kind"] == "answered" and second["answer"] == "Adds SSO"
-    assert second["ask_id"] == first["ask_id"]  # the same parked ask, not a second one
-    assert gateway.get(first["ask_id"]).mismatches == 0
+    client = ScriptedClient(ElicitResult(action="accept", content=content))
+    result = await ask_person(ask_server, client, mode, conversation_id="c1", question="Which?", options=OPTIONS)
+    assert result.is_error
+    assert "the question was closed" in str(getattr(result.content[0], "text", ""))
+    assert seen.open_asks() == []
+    [ask] = _asks_in(store_location, seen, "c1")
+    assert (ask.status, ask.outcome) == (AskStatus.CANCELLED, INVALID_ANSWER)
 
 
-# -- a client that answers through parkgate --------------------------------------------------------
-def elicit_server() -> MCPServer:
-    """A plain MCP server (not parkgate) whose tool elicits a titled single-choice form."""
-    server = MCPServer("deployer")
-
-    @server.tool()
-    async def deploy(ctx: Context) -> str:
-        result = await ctx.session.elicit_form(
-            message="Deploy to which environment?",
-            requested_schema={
-                "type": "object",
-                "properties": {
-                    "env": {
-                        "type": "string",
-                        "oneOf": [{"const": "prod", "title": "Production"}, {"const": "stg", "title": "Staging"}],
-                    }
-                },
-                "required": ["env"],
-            },
-            related_request_id=ctx.request_id,
-        )
-        return f"{result.action}:{(result.content or {}).get('env')}"
-
-    return server
-
-
-async def run_deploy(callback: ParkgateElicitation, person: Any) -> str:
-    async with anyio.create_task_group() as group:
-        group.start_soon(person)
-        async with Client(elicit_server(), elicitation_callback=callback, mode="legacy") as client:
-            result = await client.call_tool("deploy", {})
-    text = result.content[0]
-    return str(getattr(text, "text", ""))
-
-
-async def test_a_client_parks_the_servers_form_and_the_persons_chat_answers_it(gateway: Gateway) -> None:
-    shown: list[Reply] = []
-    ready = anyio.Event()
-
-    def on_asked(reply: Reply) -> None:
-        shown.append(reply)
-        ready.set()
-
-    callback = ParkgateElicitation(gateway, "chat-7", poll_seconds=0.01, on_asked=on_asked)
-    kinds: list[ReplyKind] = []
-
-    async def person() -> None:
-        await ready.wait()
-        for text in ["prod", "menu", "4", "2"]:
-            kinds.append((await anyio.to_thread.run_sync(gateway.handle, "chat-7", text)).kind)
-
-    assert await run_deploy(callback, person) == "accept:stg"
-    assert kinds == [ReplyKind.RETRY, ReplyKind.RESHOWN, ReplyKind.RETRY, ReplyKind.SELECTED]
-    [asked] = shown
-    assert asked.kind is ReplyKind.ASKED and "1. Production" in asked.text and "2. Staging" in asked.text
-    assert gateway.get(asked.ask_id or "").answer == "Staging"
-
-
-async def test_a_persons_cancel_word_reaches_the_server_as_decline(gateway: Gateway) -> None:
-    ready = anyio.Event()
-    callback = ParkgateElicitation(gateway, "chat-8", poll_seconds=0.01, on_asked=lambda reply: ready.set())
-
-    async def person() -> None:
-        await ready.wait()
-        await anyio.to_thread.run_sync(gateway.handle, "chat-8", "nevermind")
-
-    assert await run_deploy(callback, person) == "decline:None"
-
-
-async def test_an_ask_nobody_answers_expires_and_reaches_the_server_as_cancel(
-    gateway: Gateway, clock: ManualClock
+async def test_the_example_server_closes_its_ask_when_the_client_leaves(
+    ask_server: StdioServerParameters, seen: Gateway, store_location: StoreLocation
 ) -> None:
-    shown: list[Reply] = []
-    ready = anyio.Event()
-
-    def on_asked(reply: Reply) -> None:
-        shown.append(reply)
-        ready.set()
-
-    callback = ParkgateElicitation(gateway, "chat-9", poll_seconds=0.01, on_asked=on_asked)
-
-    async def nobody() -> None:
-        await ready.wait()
-        clock.advance(PAST_TTL)  # the reader (the callback's own poll) closes it
-
-    assert await run_deploy(callback, nobody) == "cancel:None"
-    [asked] = shown
-    assert gateway.get(asked.ask_id or "").status is AskStatus.EXPIRED
-    assert gateway.audit() == []
+    client = ScriptedClient()  # never answers
+    with anyio.move_on_after(3):
+        await ask_person(ask_server, client, "legacy", conversation_id="c1", question="Which?", options=OPTIONS)
+    assert client.seen  # it was asked, then the client left
+    [ask] = _asks_in(store_location, seen, "c1")
+    assert (ask.status, ask.outcome) == (AskStatus.CANCELLED, ABANDONED)
 
 
-async def test_a_timeout_expires_the_ask_and_answers_cancel(gateway: Gateway, caplog: pytest.LogCaptureFixture) -> None:
-    shown: list[Reply] = []
-    callback = ParkgateElicitation(gateway, "chat-10", poll_seconds=0.01, timeout=0.05, on_asked=shown.append)
-
-    async def nobody() -> None:
-        return None
-
-    with caplog.at_level(logging.INFO, logger="parkgate"):
-        assert await run_deploy(callback, nobody) == "cancel:None"
-    [asked] = shown
-    ask = gateway.get(asked.ask_id or "")
-    assert (ask.status, ask.outcome) == (AskStatus.EXPIRED, "expired")
-    run = gateway.run(ask.run_id)
-    assert run is not None and (run.status, run.outcome) == ("complete", "expired")
-    assert gateway.open_asks() == []
-    assert closed_count(gateway, "expired") == 1
-    assert [line["ask_id"] for line in expiry_lines(caplog)] == [ask.id]
+def _asks_in(location: StoreLocation, gateway: Gateway, conversation: str) -> list[Any]:
+    rows = location.raw_query("SELECT id FROM asks WHERE conversation_id = ?", (conversation,))
+    return [gateway.get(row[0]) for row in rows]
 
 
-async def test_forms_parkgate_cannot_ask_get_an_error_and_park_nothing(gateway: Gateway) -> None:
-    callback = ParkgateElicitation(gateway, "chat-11")
-    context: Any = None
-    url = ElicitRequestURLParams(message="Sign in", url="https://example.invalid/login", elicitation_id="e1")
-    assert isinstance(await callback(context, url), ErrorData)
-    two = form("Two?", {"a": {"type": "string"}, "b": {"type": "string"}})
-    error = await callback(context, two)
-    assert isinstance(error, ErrorData) and "one question" in error.message
-    assert gateway.open_asks() == []
+# -- the README's example, run as a person would ------------------------------------------------------
+def test_the_chat_client_example_runs_a_whole_form(store: Store, store_location: StoreLocation) -> None:
+    env = {**os.environ, **location_env(store_location)}
+    done = subprocess.run(
+        [sys.executable, str(CHAT_CLIENT)],
+        input="prod\n2\nlots\n3\nyes\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "That did not match any option" in done.stdout and "Please type a whole number from 1 to 10" in done.stdout
+    assert done.stdout.rstrip().endswith("server: deployed staging x3")
+    assert Gateway(store=store).open_asks() == []

@@ -74,8 +74,9 @@ def test_a_closed_store_refuses_its_own_calls_too(store_location: StoreLocation)
     store.close()
     for call in (
         store.schema_version,
-        lambda: store.due_callbacks(datetime.now(UTC)),
+        lambda: store.claim_callbacks(datetime.now(UTC), datetime.now(UTC)),
         lambda: store.callback_done(1, datetime.now(UTC)),
+        store.next_callback_at,
     ):
         with pytest.raises(StoreClosed):
             call()

@@ -30,6 +30,8 @@ from parkgate.store.sqlite import SQLiteStore, _statements
 
 #: The newest schema version; both engines number their migrations alike.
 LATEST = max(version for version, _ in iter_migrations("sqlite"))
+#: Every migration's version, from the files on disk (both engines number theirs alike).
+VERSIONS = [version for version, _ in iter_migrations("sqlite")]
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -106,7 +108,7 @@ def test_a_version_1_sqlite_file_is_upgraded_with_its_messages_kept(tmp_path: Pa
                 if statement.startswith(("CREATE TABLE inbound_messages", "CREATE INDEX asks_by_run")):
                     conn.execute(statement)
     conn.executemany("INSERT INTO inbound_messages VALUES (?, ?, ?, ?)", rows)
-    # What versions 5 and 6 added, taken out again.
+    # What versions 5 to 8 added, taken out again.
     for statement in (
         "DROP TABLE follow_ups",
         "DROP TRIGGER asks_due_moves",
@@ -114,6 +116,10 @@ def test_a_version_1_sqlite_file_is_upgraded_with_its_messages_kept(tmp_path: Pa
         "DROP TABLE deliverers",
         "ALTER TABLE asks DROP COLUMN due_at",
         "ALTER TABLE asks DROP COLUMN context",
+        "ALTER TABLE outbox DROP COLUMN failed_at",
+        "ALTER TABLE asks DROP COLUMN expect",
+        "DROP INDEX asks_open_by_owner",
+        "ALTER TABLE asks DROP COLUMN owner",
     ):
         conn.execute(statement)
     conn.execute("DELETE FROM schema_migrations WHERE version > 1")
@@ -197,7 +203,7 @@ def test_a_version_1_postgres_schema_is_upgraded_in_place(pg_url: str, pg_schema
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{pg_schema}"')
         conn.execute("CREATE INDEX asks_by_run ON asks (run_id)")  # as version 1 made it
-        for statement in (  # what versions 5 and 6 added, taken out again
+        for statement in (  # what versions 5 to 8 added, taken out again
             "DROP TABLE follow_ups",
             "DROP TABLE deliverers",
             "DROP TRIGGER asks_due_moves ON asks",
@@ -206,6 +212,9 @@ def test_a_version_1_postgres_schema_is_upgraded_in_place(pg_url: str, pg_schema
             "DROP TRIGGER outbox_queued ON outbox",
             "ALTER TABLE asks DROP COLUMN due_at",
             "ALTER TABLE asks DROP COLUMN context",
+            "ALTER TABLE outbox DROP COLUMN failed_at",
+            "ALTER TABLE asks DROP COLUMN expect",
+            "ALTER TABLE asks DROP COLUMN owner",
         ):
             conn.execute(statement.encode())
         conn.execute("DELETE FROM schema_migrations WHERE version > 1")
@@ -238,7 +247,7 @@ def test_sqlite_without_migrate_opens_an_existing_file_as_it_is(tmp_path: Path) 
         assert store.schema_version() == LATEST
         assert store.applied == []
     with SQLiteStore(f"sqlite:///{tmp_path / 'new.db'}") as store:
-        assert store.applied == list(range(1, LATEST + 1))  # what opening applied
+        assert store.applied == VERSIONS  # what opening applied
 
 
 def _schema_exists(url: str, name: str) -> bool:
@@ -264,7 +273,7 @@ def test_postgres_migrating_creates_a_missing_schema(
 ) -> None:
     caplog.set_level(logging.INFO, logger="parkgate")
     with PostgresStore(pg_url, schema=missing_schema) as store:
-        assert store.created_schema and store.applied == list(range(1, LATEST + 1))
+        assert store.created_schema and store.applied == VERSIONS
         assert store.schema_version() == LATEST
         asked = Gateway(store=store, clock=ManualClock(T0)).ask("c-1", "Deploy?", ["Deploy", "Hold"])
     assert _schema_exists(pg_url, missing_schema)
@@ -300,7 +309,7 @@ def test_postgres_without_migrate_refuses_a_missing_schema_clearly(pg_url: str, 
 def test_postgres_without_migrate_opens_an_existing_schema(pg_url: str, pg_schema: str) -> None:
     with PostgresStore(pg_url, schema=pg_schema, migrate=False) as store:  # exists, still empty
         assert store.schema_version() == 0 and store.applied == []
-        assert store.migrate() == list(range(1, LATEST + 1))
+        assert store.migrate() == VERSIONS
         assert not store.created_schema
 
 

@@ -23,10 +23,10 @@ from parkgate.http.app import (
     ENV_DB,
     ENV_PG_SCHEMA,
     ENV_PG_TIMEOUT,
-    ENV_TOKEN,
     SERVER_PG_TIMEOUT_SECONDS,
     store_from_env,
 )
+from parkgate.http.settings import ENV_TOKEN
 from parkgate.store import StoreUnavailable
 from parkgate.store.postgres import PostgresStore, create_schema, drop_schema
 

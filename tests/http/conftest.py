@@ -5,9 +5,11 @@
 - ``served_sqlite``: the same, SQLite only.
 - ``database(engine)`` / ``sqlite_database``: a fresh database location for a test
   that needs servers of its own (a StoreLocation from the shared ``store_url_factory``).
-- ``start_server(location, token=None, workers=1)``: a started :class:`Server`; every
-  server started here is stopped before the database is dropped.
+- ``start_server(location, token=None, workers=1, **options)``: a started :class:`Server`
+  (``options`` are the Server's own, ``extra_env`` say); every server started here is
+  stopped before the database is dropped.
 - ``conv``: a conversation id no other test uses.
+- ``receiver``: a started callback :class:`Receiver` on loopback, stopped afterwards.
 """
 
 from __future__ import annotations
@@ -21,16 +23,16 @@ from typing import Any, Protocol
 
 import psycopg
 import pytest
-from live_server import Server
+from live_server import Receiver, Server
 from psycopg import sql as pgsql
 
 ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 class StartServer(Protocol):
-    """``start_server(location, token=None, workers=1)``: a running server on ``location``."""
+    """``start_server(location, token=None, workers=1, **options)``: a running server on ``location``."""
 
-    def __call__(self, location: Any, token: str | None = None, workers: int = 1) -> Server: ...
+    def __call__(self, location: Any, token: str | None = None, workers: int = 1, **options: Any) -> Server: ...
 
 
 @dataclass(frozen=True)
@@ -71,9 +73,9 @@ def start_server(store_url_factory: Any, tmp_path: Path) -> Iterator[StartServer
     started: list[Server] = []
     numbers = itertools.count(1)
 
-    def start(location: Any, token: str | None = None, workers: int = 1) -> Server:
+    def start(location: Any, token: str | None = None, workers: int = 1, **options: Any) -> Server:
         log = tmp_path / f"server-{next(numbers)}.log"
-        server = Server(location.url, log, token=token, schema=location.schema, workers=workers)
+        server = Server(location.url, log, token=token, schema=location.schema, workers=workers, **options)
         started.append(server)
         return server.start()
 
@@ -111,3 +113,11 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def served_sqlite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A SQLite server shared by the module's tests (no token)."""
     yield from _module_server(request, "sqlite", tmp_path_factory.mktemp("served"))
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A callback receiver on loopback that records every POST."""
+    hooks = Receiver().start()
+    yield hooks
+    hooks.stop()

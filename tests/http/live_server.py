@@ -4,7 +4,8 @@ Imported by ``tests/http`` and ``tests/browser``. A server is started the way a
 deployment starts it: ``python -m uvicorn --factory parkgate.http.app:app_from_env``
 (or ``parkgate.http.server.serve`` for several workers, or ``parkgate serve`` itself with
 ``via_cli``) with ``PARKGATE_DB``, ``PARKGATE_TOKEN`` and ``PARKGATE_PG_SCHEMA`` in its
-environment. Its output goes to ``log_path``; with ``stderr_path`` its stderr goes there.
+environment (and ``extra_env``: ``PARKGATE_CALLBACK_ALLOW`` for a test whose callbacks go to a
+receiver on loopback, say). Its output goes to ``log_path``; with ``stderr_path`` its stderr goes there.
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ class Server:
     workers: int = 1
     via_cli: bool = False
     stderr_path: Path | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+    #: More options for ``parkgate serve`` (with ``via_cli``).
+    extra_args: list[str] = field(default_factory=list)
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
@@ -80,6 +84,7 @@ class Server:
             env["PARKGATE_TOKEN"] = self.token
         if self.schema:
             env["PARKGATE_PG_SCHEMA"] = self.schema
+        env.update(self.extra_env)
         return env
 
     def command(self) -> list[str]:
@@ -88,6 +93,7 @@ class Server:
                 sys.executable,
                 *("-m", "parkgate", "serve", "--host", "127.0.0.1"),
                 *("--port", str(self.port), "--workers", str(self.workers)),
+                *self.extra_args,
             ]
         if self.workers > 1:
             code = (

@@ -1,8 +1,9 @@
 """Bad input through a real server: always a JSON ``{error, detail}`` with the right 4xx.
 
-Malformed JSON and wrong types are 422, an unknown id is 404, a second open ask is
-409, a malformed stopping point is 422 naming the line, an oversize body is 413 before
-it is read; nothing is a 500, and a parked ask is left exactly as it was.
+A body sent as anything but ``Content-Type: application/json`` is 415; malformed JSON and
+wrong types are 422, an unknown id is 404, a second open ask is 409, a malformed stopping
+point is 422 naming the line, an oversize body is 413 before it is read; nothing is a 500,
+and a parked ask is left exactly as it was.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import pytest
 from live_server import Server, messages_path
 
 BIG = 10 * 1024 * 1024
+#: Raw bodies are sent as JSON: a body with another Content-Type, or none, is a 415.
+JSON = {"content-type": "application/json"}
 
 
 @pytest.fixture
@@ -44,17 +47,17 @@ def assert_error(response: httpx.Response, status: int, error: str, *mentions: s
 
 MESSAGE_CASES = [
     # (request kwargs, status, error code, words the detail names)
-    ({"content": b'{"text": "1"'}, 422, "malformed_json", ("not valid JSON",)),
+    ({"content": b'{"text": "1"', "headers": JSON}, 422, "malformed_json", ("not valid JSON",)),
     ({"content": b"\xff\xfe{}", "headers": {"content-type": "application/json"}}, 422, "malformed_json",
      ("not valid UTF-8",)),
-    ({"content": b'{"text":"\xff\xfe"}'}, 422, "malformed_json", ("not valid UTF-8", "0xff")),
+    ({"content": b'{"text":"\xff\xfe"}', "headers": JSON}, 422, "malformed_json", ("not valid UTF-8", "0xff")),
     ({"content": b'{"text":"\xc3"}', "headers": {"content-type": "application/json"}}, 422, "malformed_json",
      ("not valid UTF-8",)),
-    ({"content": '{"text": "1"}'.encode("utf-16")}, 422, "malformed_json", ("not valid UTF-8",)),
+    ({"content": '{"text": "1"}'.encode("utf-16"), "headers": JSON}, 422, "malformed_json", ("not valid UTF-8",)),
     # Nesting the JSON decoder gives up on: malformed JSON too, not a bare 400.
-    ({"content": b'{"text": "1", "message_id": ' + b"[" * 5000 + b"]" * 5000 + b"}"}, 422, "malformed_json",
-     ("nested too deeply",)),
-    ({"content": '{"text": "1"}'.encode("utf-32")}, 422, "malformed_json", ("not valid UTF-8",)),
+    ({"content": b'{"text": "1", "message_id": ' + b"[" * 5000 + b"]" * 5000 + b"}", "headers": JSON}, 422,
+     "malformed_json", ("nested too deeply",)),
+    ({"content": '{"text": "1"}'.encode("utf-32"), "headers": JSON}, 422, "malformed_json", ("not valid UTF-8",)),
     ({"content": b""}, 422, "invalid_request", ("JSON object",)),
     ({"json": [1, 2]}, 422, "invalid_request", ("JSON object",)),
     ({"json": "1"}, 422, "invalid_request", ("JSON object",)),
@@ -65,11 +68,15 @@ MESSAGE_CASES = [
     ({"json": {"text": "1", "message_id": 7}}, 422, "invalid_request", ("message_id",)),
     ({"json": {"text": "1", "ask_id": "elsewhere"}}, 422, "invalid_request", ("ask_id",)),
     ({"json": {"text": "1\x00"}}, 422, "invalid_request", ("NUL",)),
-    ({"content": b'{"text": "\\ud800"}'}, 422, "invalid_request", ("text",)),
+    ({"content": b'{"text": "\\ud800"}', "headers": JSON}, 422, "invalid_request", ("text",)),
     ({"json": {"text": "x" * 1_000_000}}, 422, "invalid_request", ("text", "16000")),
     ({"json": {"text": "1", "message_id": ""}}, 422, "invalid_request", ("message_id",)),
-    ({"content": b"text=1", "headers": {"content-type": "application/x-www-form-urlencoded"}}, 422, "invalid_request",
-     ("application/json",)),
+    # A body that is not sent as JSON, as a cross-site form or fetch sends it: 415, before it is read.
+    ({"content": b"text=1", "headers": {"content-type": "application/x-www-form-urlencoded"}}, 415,
+     "unsupported_media_type", ("application/json",)),
+    ({"content": b'{"text": "1"}', "headers": {"content-type": "text/plain"}}, 415, "unsupported_media_type",
+     ("application/json", "text/plain")),
+    ({"content": b'{"text": "1"}'}, 415, "unsupported_media_type", ("application/json",)),
 ]  # fmt: skip
 
 
@@ -160,9 +167,10 @@ def test_bad_ids_are_refused_clearly(served: Server, conv: str) -> None:
 def test_a_body_that_is_not_utf8_is_refused_on_every_route_and_parks_nothing(served: Server, conv: str) -> None:
     bad = b'{"conversation_id": "%s", "prompt": "Pick \xff", "options": ["A"]}' % conv.encode()
     with served.client() as http:
-        assert_error(http.post("/v1/asks", content=bad), 422, "malformed_json", "not valid UTF-8")
+        assert_error(http.post("/v1/asks", content=bad, headers=JSON), 422, "malformed_json", "not valid UTF-8")
         start = b'{"conversation_id": "%s\xfe"}' % conv.encode()
-        assert_error(http.post("/v1/workflows/uml/start", content=start), 422, "malformed_json", "not valid UTF-8")
+        started = http.post("/v1/workflows/uml/start", content=start, headers=JSON)
+        assert_error(started, 422, "malformed_json", "not valid UTF-8")
         # nothing was parked
         assert http.post(messages_path(conv), json={"text": "1"}).json()["kind"] == "pass"
 
@@ -245,7 +253,7 @@ def test_a_10_mb_body_is_a_413_before_it_is_read(served: Server, conv: str, fram
 
 def test_a_413_is_json_through_a_normal_client(served: Server, conv: str) -> None:
     with served.client() as http:
-        response = http.post(messages_path(conv), content=b'{"text": "' + b"x" * BIG + b'"}')
+        response = http.post(messages_path(conv), content=b'{"text": "' + b"x" * BIG + b'"}', headers=JSON)
     assert_error(response, 413, "body_too_large", "limit")
 
 
@@ -258,14 +266,14 @@ def test_skill_output_takes_what_the_library_takes_even_with_every_character_esc
     with served.client() as http:
         body = json.dumps({"conversation_id": conv, "skill_output": filler + marker}, ensure_ascii=True).encode()
         assert len(body) > 3_000_000
-        created = http.post("/v1/asks", content=body, headers={"content-type": "application/json"})
+        created = http.post("/v1/asks", content=body, headers=JSON)
         assert created.status_code == 201, created.text[:300]
         assert created.json()["kind"] == "asked"
         too_long = json.dumps({"conversation_id": conv + "-2", "skill_output": "x" + filler + marker})
-        assert_error(http.post("/v1/asks", content=too_long.encode()), 422, "invalid_request", "skill_output",
-                     str(MAX_SKILL_OUTPUT_CHARS))  # fmt: skip
+        refused = http.post("/v1/asks", content=too_long.encode(), headers=JSON)
+        assert_error(refused, 422, "invalid_request", "skill_output", str(MAX_SKILL_OUTPUT_CHARS))
         # a message keeps its own, smaller limit
-        assert_error(http.post(messages_path(conv), content=body), 413, "body_too_large", "limit")
+        assert_error(http.post(messages_path(conv), content=body, headers=JSON), 413, "body_too_large", "limit")
 
 
 @pytest.mark.parametrize("control", ["\u0085", "\u009b", "\u0080", "\u009f"])

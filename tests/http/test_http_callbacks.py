@@ -13,6 +13,9 @@ from typing import Any
 
 from live_server import Receiver, free_port, messages_path, wait_until
 
+#: The receivers here listen on loopback, which callbacks may reach only when the server allows it.
+LOOPBACK_RECEIVERS = {"PARKGATE_CALLBACK_ALLOW": "127.0.0.1"}
+
 
 def outbox(path: Any) -> list[tuple[Any, ...]]:
     conn = sqlite3.connect(path)
@@ -24,7 +27,7 @@ def outbox(path: Any) -> list[tuple[Any, ...]]:
 
 def test_a_callback_is_delivered_after_a_restart(sqlite_database: Any, start_server: Any) -> None:
     receiver = Receiver(port=free_port())  # not listening yet: deliveries fail
-    first = start_server(sqlite_database)
+    first = start_server(sqlite_database, extra_env=LOOPBACK_RECEIVERS)
     with first.client() as http:
         answered = http.post(
             "/v1/asks",
@@ -54,7 +57,7 @@ def test_a_callback_is_delivered_after_a_restart(sqlite_database: Any, start_ser
 
     receiver.start()
     try:
-        second = start_server(sqlite_database)
+        second = start_server(sqlite_database, extra_env=LOOPBACK_RECEIVERS)
         got = wait_until(lambda: len(receiver.got()) >= 2 and receiver.got(), 60, "the callbacks to arrive")
         by_ask = {item.body["ask_id"]: item for item in got}
         assert set(by_ask) == {answered["ask_id"], cancelled["ask_id"]}  # an open ask has no callback
@@ -81,7 +84,7 @@ def test_a_callback_is_delivered_after_a_restart(sqlite_database: Any, start_ser
 def test_a_receiver_that_fails_gets_the_same_callback_again(sqlite_database: Any, start_server: Any) -> None:
     receiver = Receiver(status=503).start()
     try:
-        server = start_server(sqlite_database)
+        server = start_server(sqlite_database, extra_env=LOOPBACK_RECEIVERS)
         with server.client() as http:
             ask = http.post(
                 "/v1/asks",

@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 import pytest
-from parkgate.delivery.outbox import MAX_DELAY_SECONDS, OutboxDeliverer, backoff_delay
 
 from parkgate import Gateway, ManualClock
+from parkgate.delivery.outbox import MAX_DELAY_SECONDS, OutboxDeliverer, backoff_delay
 from parkgate.demo import UML
 from parkgate.http.app import create_app
 
@@ -68,7 +68,7 @@ async def test_reading_an_ask_past_its_ttl_closes_it_as_expired(http: httpx.Asyn
     clock.advance(timedelta(minutes=5, seconds=1))
     ask = (await http.get(f"/v1/asks/{ask_id}")).json()
     assert (ask["status"], ask["answer"]) == ("expired", None)
-    assert (await http.get("/v1/asks?status=open")).json() == {"asks": []}
+    assert (await http.get("/v1/asks?status=open")).json() == {"asks": [], "next": None}
     reply = (await http.post("/v1/conversations/ttl/messages", json={"text": "1"})).json()
     assert (reply["kind"], reply["expired_ask_id"], reply["parked"]) == ("pass", None, False)  # already closed
 

@@ -10,9 +10,9 @@ import asyncio
 from datetime import timedelta
 
 import httpx
-from parkgate.delivery.outbox import LEASE_MARGIN_SECONDS, REQUEST_TIMEOUT_SECONDS, OutboxDeliverer
 
 from parkgate import Gateway, ManualClock
+from parkgate.delivery.outbox import DELIVERY_DEADLINE_SECONDS, LEASE_MARGIN_SECONDS, OutboxDeliverer
 
 
 def close_asks_with_callbacks(gateway: Gateway, count: int) -> set[str]:
@@ -55,7 +55,7 @@ async def test_a_row_claimed_by_a_worker_that_died_is_sent_after_its_lease(
 ) -> None:
     (ask_id,) = close_asks_with_callbacks(gateway, 1)
     now = clock.now()
-    lease = timedelta(seconds=REQUEST_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS)
+    lease = timedelta(seconds=DELIVERY_DEADLINE_SECONDS + LEASE_MARGIN_SECONDS)
     claimed = gateway.store.claim_callbacks(now, now + lease)  # ...and then that worker was killed
     assert [row.ask_id for row in claimed] == [ask_id]
     hook = Recorder()

@@ -20,7 +20,6 @@ from parkgate.http.app import (
     ENV_DB,
     ENV_PG_SCHEMA,
     ENV_PG_TIMEOUT,
-    ENV_TOKEN,
     SERVER_PG_TIMEOUT_SECONDS,
     app_from_env,
     create_app,
@@ -28,6 +27,7 @@ from parkgate.http.app import (
     parse_pg_timeout,
     store_from_env,
 )
+from parkgate.http.settings import ENV_TOKEN
 from parkgate.store import open_store
 from parkgate.store.postgres import PostgresStore
 from parkgate.store.sqlite import SQLiteStore

@@ -15,6 +15,7 @@ import pytest
 from parkgate import prove
 from parkgate.checks import check_message
 from parkgate.core import machine, matcher
+from parkgate.core.expect import Expect
 from parkgate.core.matcher import Match, Verdict
 from parkgate.core.model import Ask, Step
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind, ReplyKind
@@ -194,11 +195,13 @@ def test_a_late_escalation_is_reported_exactly_at_miss_n(monkeypatch: pytest.Mon
 
 
 def test_a_label_that_loses_to_a_control_word_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    def control_words_first(kind: AskKind, options: tuple[str, ...] | list[str], text: str) -> Match:
+    def control_words_first(
+        kind: AskKind, options: tuple[str, ...] | list[str], text: str, expect: Expect | None = None
+    ) -> Match:
         word = matcher.normalise(text).removeprefix("/")
         if word in CANCEL_WORDS:
             return Match(Verdict.CANCEL)
-        return REAL_MATCH(kind, options, text)
+        return REAL_MATCH(kind, options, text, expect)
 
     monkeypatch.setattr(machine, "match", control_words_first)
     failures = prove.check(3).failures

@@ -9,6 +9,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from parkgate.core import phrases as P
+from parkgate.core.expect import Expect, describe
 from parkgate.core.matcher import Verdict, match
 from parkgate.core.model import MENUS_REMEMBERED, Ask, Step
 from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
@@ -19,13 +20,15 @@ DEFAULT_ESCALATE_AFTER = 3
 
 def render_question(ask: Ask) -> str:
     """What a person is shown for ``ask``: the prompt, the numbered options, the exits."""
-    return _render_question(ask.kind, ask.prompt, tuple(ask.options))
+    return _render_question(ask.kind, ask.prompt, tuple(ask.options), ask.expect)
 
 
 @lru_cache(maxsize=MENUS_REMEMBERED)
-def _render_question(kind: AskKind, prompt: str, options: tuple[str, ...]) -> str:
+def _render_question(kind: AskKind, prompt: str, options: tuple[str, ...], expect: Expect | None = None) -> str:
     # Every miss and re-show renders the question again; an ask's question never changes.
     if kind is AskKind.TEXT:
+        if expect is not None:
+            return f"{prompt}\n{P.TEXT_EXPECT_QUESTION_FOOTER.format(wanted=describe(expect))}"
         return f"{prompt}\n{P.TEXT_QUESTION_FOOTER}"
     lines = [prompt, ""]
     lines.extend(f"{i}. {label}" for i, label in enumerate(options, start=1))
@@ -82,7 +85,7 @@ def step(ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCAL
         raise ValueError("escalate_after must be at least 1")
     if ask.is_expired(now):
         return expire(ask, now)
-    verdict = match(ask.kind, ask.options, text)
+    verdict = match(ask.kind, ask.options, text, ask.expect)
     # Every branch touches the ask (last_touched = now) in the one copy it makes.
     if verdict.verdict is Verdict.SELECT:
         assert verdict.option_index is not None
@@ -127,6 +130,9 @@ def step(ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCAL
 
 
 def _miss_line(ask: Ask, kind: ReplyKind, misses: int, question: str) -> str:
+    if ask.kind is AskKind.TEXT and ask.expect is not None:
+        template = P.TEXT_EXPECT_ESCALATED if kind is ReplyKind.ESCALATED else P.TEXT_EXPECT_RETRY
+        return template.format(wanted=describe(ask.expect), tries=_tries(misses), hint=P.TEXT_EXITS_HINT, menu=question)
     if ask.kind is AskKind.TEXT:
         if kind is ReplyKind.ESCALATED:
             return P.TEXT_ESCALATED.format(tries=_tries(misses), menu=question)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
+from parkgate.core.expect import Expect, value_of
 from parkgate.core.model import MENUS_REMEMBERED
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind
 
@@ -64,15 +65,19 @@ def _as_number(word: str, n: int) -> int | None:
     return value if 1 <= value <= n else None
 
 
-def match(kind: AskKind, options: tuple[str, ...] | list[str], text: str) -> Match:
-    """Decide what ``text`` means to an ask of ``kind`` with ``options``."""
+def match(kind: AskKind, options: tuple[str, ...] | list[str], text: str, expect: Expect | None = None) -> Match:
+    """Decide what ``text`` means to an ask of ``kind`` with ``options``.
+
+    A text ask with ``expect`` takes only an answer of that form: anything else (a bare
+    control word included) is a mismatch.
+    """
     word = normalise(text)
     slashed = word.startswith("/")
     command = _control_verdict(word[1:]) if slashed else None
     if command is not None:  # the slash door is never shadowed, not even by a label "／stop"
         return Match(command)
     if kind is AskKind.TEXT:
-        if not word:
+        if not word or (expect is not None and value_of(expect, text) is None):
             return Match(Verdict.MISMATCH)
         return Match(Verdict.ANSWER, bare_control_word=word in CONTROL_WORDS)
     number = _as_number(word, len(options))

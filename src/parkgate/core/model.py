@@ -8,6 +8,8 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
+from parkgate.core.expect import Expect
+
 # AskKind and AskStatus are re-exported: they are stored values, and the store takes
 # them from the data model it persists, never from the phrases module.
 from parkgate.core.phrases import AskKind as AskKind
@@ -48,6 +50,11 @@ class Ask:
     watched: bool = False
     #: What else the caller parked with the ask (shown with it; never matched against).
     context: Mapping[str, Any] | None = None
+    #: Who parked it: the name of the HTTP token that did (``None`` from the library).
+    owner: str | None = None
+    #: The form a text ask's answer must take (None: any non-empty text). Set when the
+    #: ask is parked and never changed.
+    expect: Expect | None = None
 
     @property
     def is_open(self) -> bool:

@@ -87,6 +87,31 @@ TRIES_MANY = "{count} tries"
 # Variants for text asks, where the retry is about an empty answer.
 TEXT_RETRY = "Please type an answer ({hint}).\n{menu}"
 TEXT_ESCALATED = "Still no answer ({tries}). Type your answer, or " + EXITS_HINT + ".\n{menu}"
+# Variants for a text ask that expects a form (parkgate.core.expect): the question says
+# what it wants, and a miss says it again. {wanted} is EXPECT_WANTED's entry, with its bounds.
+TEXT_EXPECT_RETRY = "Please type {wanted} ({hint}).\n{menu}"
+TEXT_EXPECT_ESCALATED = "Still not {wanted} ({tries}). Type {wanted}, or " + EXITS_HINT + ".\n{menu}"
+TEXT_EXPECT_QUESTION_FOOTER = "(type {wanted}; " + TEXT_EXITS_HINT + ")"
+EXPECT_WANTED: dict[str, str] = {
+    "text": "an answer",
+    "number": "a number",
+    "integer": "a whole number",
+    "email": "an email address (name@example.com)",
+    "uri": "a URI (such as https://example.com/page)",
+    "date": "a date (YYYY-MM-DD)",
+    "date-time": "a date and time (YYYY-MM-DDTHH:MM:SSZ, or with an offset such as +02:00)",
+}
+EXPECT_BETWEEN = "{wanted} from {low} to {high}"
+EXPECT_AT_LEAST = "{wanted} of at least {low}"
+EXPECT_AT_MOST = "{wanted} of at most {high}"
+EXPECT_LENGTH_BETWEEN = "{wanted} of {low} to {high} characters"
+EXPECT_LENGTH_AT_LEAST = "{wanted} of at least {low} characters"
+EXPECT_LENGTH_AT_MOST = "{wanted} of at most {high} characters"
+# MCP elicitation (parkgate.adapters.mcp): a boolean field is a choice of these two, and
+# each field of a form of several is asked with the form's message and its place in it.
+BOOLEAN_YES = "Yes"
+BOOLEAN_NO = "No"
+FORM_FIELD_PROMPT = "{message}\n\n{label} ({position} of {count})"
 # Shown when a text answer is exactly a bare control word: taken as data, door named.
 TEXT_CONTROL_WORD_TAKEN = 'Got it: took "{answer}" as your answer. (To drop a question, type /cancel.)'
 # Rendering pieces.

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from parkgate.delivery.outbox import OutboxDeliverer
+from parkgate.fence import AllowList
 from parkgate.signal import FALLBACK_READ_SECONDS, Change
 
 if TYPE_CHECKING:
@@ -51,12 +52,15 @@ _WAKING_CHANGES = frozenset({Change.DUE, Change.OUTBOX, Change.COMMITTED, Change
 class Deliverer:
     """Due reads and callback delivery for ``gateway``; ``await run()`` until cancelled.
 
-    ``client`` is the HTTP client for callbacks (tests pass one with a mock transport).
+    ``allow`` is the callback allow-list (default: ``PARKGATE_CALLBACK_ALLOW``); ``client``
+    the HTTP client for callbacks (tests pass one with a mock transport).
     """
 
-    def __init__(self, gateway: Gateway, *, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self, gateway: Gateway, *, allow: AllowList | None = None, client: httpx.AsyncClient | None = None
+    ) -> None:
         self.gateway = gateway
-        self.outbox = OutboxDeliverer(gateway.store, gateway.clock, client=client)
+        self.outbox = OutboxDeliverer(gateway.store, gateway.clock, client=client, allow=allow)
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         #: Asks closed by this deliverer's due reads.
         self.due_reads = 0
@@ -76,6 +80,7 @@ class Deliverer:
         remove = self.gateway.signal.listen(heard)
         self.gateway.delivering = True
         self.outbox.open()
+        self.outbox.on_done = wake.set  # a free slot may take the next due callback
         next_beat = 0.0
         try:
             while True:
@@ -101,15 +106,19 @@ class Deliverer:
                 await asyncio.to_thread(self._stop_beating)
 
     async def deliver_once(self) -> float:
-        """One pass: the due reads, then the due callbacks; return how long to sleep."""
+        """One pass: the due reads, then start the due callbacks; return how long to sleep.
+
+        Callbacks are sent by tasks of their own: a slow receiver holds its slot, never
+        the pass. With every slot taken, the next pass comes when one frees up.
+        """
         closed = await asyncio.to_thread(self._read_due)
-        sent = await self.outbox.deliver_due()
+        started = await self.outbox.start_due()
         next_due, next_callback, now = await asyncio.to_thread(self._next_times)
         pause = FALLBACK_READ_SECONDS
-        for moment in (next_due, next_callback):
+        for moment in (next_due, None if self.outbox.busy else next_callback):
             if moment is not None:
                 pause = min(pause, (moment - now).total_seconds())
-        floor = MIN_PAUSE_SECONDS if closed or sent else IDLE_PAUSE_SECONDS
+        floor = MIN_PAUSE_SECONDS if closed or started else IDLE_PAUSE_SECONDS
         return max(floor, pause)
 
     def _read_due(self) -> int:

@@ -1,29 +1,49 @@
-"""Callback delivery from the durable outbox: at-least-once, with backoff, across restarts.
+"""Callback delivery from the durable outbox: at least once, signed, fenced and bounded.
 
 When an ask with a ``callback_url`` closes (answered, cancelled, replaced or expired),
 the gateway writes an ``outbox`` row in the same transaction that closed it. The
-:class:`OutboxDeliverer` (driven by :class:`~parkgate.delivery.Deliverer`) POSTs each due row's
-payload (the ask's JSON) to its URL with ``Idempotency-Key: <ask id>``; a 2xx marks the
-row delivered, anything else (an error status, a refused connection, a timeout)
-reschedules it with exponential backoff capped at ``max_delay``. The rows are durable,
-so a server killed before a delivery delivers it after its restart.
+:class:`OutboxDeliverer` (driven by :class:`~parkgate.delivery.Deliverer`) claims due
+rows and POSTs each row's payload (the ask's JSON) to its URL:
 
-Each poll claims its rows with a short lease (:meth:`Store.claim_callbacks`), so
-several worker processes on one database do not send the same row at the same time.
-Delivery is still at-least-once: a crash between the receiver's 2xx and the row's
-update (or a lease that runs out mid-request) sends a payload again. Receivers
-deduplicate on ``Idempotency-Key`` (one ask closes once, so one key per callback).
+- **signed** per the Standard Webhooks spec when a secret is set (``webhook-id`` is the
+  ask id, the same on every attempt; ``webhook-timestamp``; ``webhook-signature``), so a
+  receiver can tell a real outcome from a forged one (:mod:`parkgate.webhooks` verifies);
+- **fenced**: the URL's host is resolved at delivery and every address it resolves to
+  must be allowed (:func:`parkgate.fence.address_allowed`); the connection goes to the
+  address that was checked, so a name cannot change between the check and the connect;
+- **bounded**: one deadline for the whole delivery (connect, send, response), at most
+  :data:`MAX_RESPONSE_BYTES` of the response read, ``Accept-Encoding: identity``, no
+  redirects followed;
+- **independent**: each delivery is a task of its own, so a slow receiver delays no other;
+  a claimed row is leased for longer than the deadline, so no other deliverer sends it
+  meanwhile.
+
+A 2xx marks the row delivered. Anything else (an error status, a refused or fenced
+connection, the deadline, any exception) is recorded as the row's ``last_error`` and
+retried with exponential backoff, up to :data:`MAX_ATTEMPTS` attempts (about an hour);
+then, or at once for a URL that can never be sent to, the callback is ``failed`` and
+stays so until an operator re-arms it. Rows are durable, so a deliverer killed before
+a delivery makes it after its restart. Delivery is at least once: a crash between the
+receiver's 2xx and the row's update sends a payload again, with the same ``webhook-id``
+and ``Idempotency-Key``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+from standardwebhooks import Webhook
 
 from parkgate.clock import Clock
+from parkgate.fence import ENV_CALLBACK_ALLOW, AllowList, address_allowed, parse_allow_list, parse_callback_url
 from parkgate.store import Store
 from parkgate.store.base import Callback
 
@@ -33,15 +53,21 @@ log = logging.getLogger("parkgate.outbox")
 BASE_DELAY_SECONDS = 1.0
 #: The backoff never waits longer than this between attempts.
 MAX_DELAY_SECONDS = 300.0
-#: Rows fetched per poll, and callbacks in flight at once.
-BATCH_SIZE = 50
-CONCURRENCY = 8
-REQUEST_TIMEOUT_SECONDS = 10.0
-#: A claimed row is leased for the request timeout plus this; a worker that dies
-#: mid-delivery leaves it due again once the lease runs out.
+#: Attempts before a callback is given up as ``failed``: with the default backoff the
+#: last comes about an hour after the first (1 + 2 + ... + 256 s, then every 5 minutes).
+MAX_ATTEMPTS = 20
+#: Deliveries in flight at once (each a task of its own).
+CONCURRENCY = 16
+#: One delivery's whole time: resolving, connecting, sending and reading the response.
+DELIVERY_DEADLINE_SECONDS = 10.0
+#: A claimed row is leased for the deadline plus this, so it is never sent twice at once;
+#: a deliverer that dies mid-delivery leaves it due again once the lease runs out.
 LEASE_MARGIN_SECONDS = 5.0
+#: The most of a receiver's response that is read (the status is what counts).
+MAX_RESPONSE_BYTES = 64 * 1024
 USER_AGENT = "parkgate-callback/1"
-
+#: The environment variable holding the signing secret (``whsec_`` + base64).
+ENV_WEBHOOK_SECRET = "PARKGATE_WEBHOOK_SECRET"
 
 def backoff_delay(attempts: int, base: float = BASE_DELAY_SECONDS, cap: float = MAX_DELAY_SECONDS) -> float:
     """Seconds to wait after the ``attempts``-th failed attempt (1, 2, 4, ... capped)."""
@@ -51,12 +77,36 @@ def backoff_delay(attempts: int, base: float = BASE_DELAY_SECONDS, cap: float = 
     return float(min(cap, base * (2**exponent)))
 
 
-class OutboxDeliverer:
-    """POSTs due outbox rows to their callback URLs, one pass per :meth:`deliver_due`.
+class Undeliverable(Exception):
+    """A callback that can never be sent as it is (its URL does not parse): failed at once."""
 
-    ``clock`` must be the gateway's clock: outbox times are written with it.
-    ``client`` may be given (tests pass an ``httpx.AsyncClient`` with a mock transport);
-    otherwise one is made for each pass, or kept between :meth:`open` and :meth:`aclose`.
+
+class Refused(Exception):
+    """The fence refused every address the callback's host resolved to (retried: DNS changes)."""
+
+
+def signer_from_env() -> Webhook | None:
+    """The signer for ``PARKGATE_WEBHOOK_SECRET``, or ``None`` when it is not set."""
+    secret = os.environ.get(ENV_WEBHOOK_SECRET, "").strip()
+    return Webhook(secret) if secret else None
+
+
+async def resolve(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to (an address resolves to itself)."""
+    loop = asyncio.get_running_loop()
+    found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(entry[4][0]) for entry in found))
+
+
+class OutboxDeliverer:
+    """POSTs due outbox rows to their callback URLs; :meth:`deliver_due` starts a pass.
+
+    ``clock`` must be the gateway's clock: outbox times are written with it. ``signer``
+    signs each request (default: :func:`signer_from_env`); ``allow`` lets internal
+    receivers in (default: ``PARKGATE_CALLBACK_ALLOW``). ``client`` may be given (tests
+    pass an ``httpx.AsyncClient`` with a mock transport: it is then used as it is, with
+    no fence or connection to the resolved address); otherwise one is kept between
+    :meth:`open` and :meth:`aclose`, or made for each pass.
     """
 
     def __init__(
@@ -65,70 +115,102 @@ class OutboxDeliverer:
         clock: Clock,
         *,
         client: httpx.AsyncClient | None = None,
+        signer: Webhook | bool | None = True,
+        allow: AllowList | None = None,
         base_delay: float = BASE_DELAY_SECONDS,
         max_delay: float = MAX_DELAY_SECONDS,
-        timeout: float = REQUEST_TIMEOUT_SECONDS,
+        max_attempts: int = MAX_ATTEMPTS,
+        deadline: float = DELIVERY_DEADLINE_SECONDS,
+        resolver: Callable[[str, int], Awaitable[list[str]]] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
+        self.signer = signer_from_env() if signer is True else (signer or None)
+        self.allow = allow if allow is not None else parse_allow_list(os.environ.get(ENV_CALLBACK_ALLOW))
         self.base_delay = base_delay
         self.max_delay = max_delay
-        self.timeout = timeout
+        self.max_attempts = max_attempts
+        self.deadline = deadline
+        self._resolve = resolver or resolve
         self._client = client
         self._owned: httpx.AsyncClient | None = None
+        self._in_flight: set[asyncio.Task[bool]] = set()
+        #: Called (in the loop) whenever a delivery ends: its slot is free for the next row.
+        self.on_done: Callable[[], None] | None = None
         self.delivered = 0
         self.failed = 0
 
-    # -- delivering ------------------------------------------------------------
+    # -- passes ---------------------------------------------------------------------
     async def deliver_due(self) -> int:
-        """Attempt every due row once; return how many were delivered."""
-        now = self.clock.now()
-        # Leased for longer than one attempt can take: other workers skip these rows.
-        lease_until = now + timedelta(seconds=self.timeout + LEASE_MARGIN_SECONDS)
-        rows = await asyncio.to_thread(self.store.claim_callbacks, now, lease_until, BATCH_SIZE)
-        if not rows:
-            return 0
-        client = self._client or self._owned
-        owned = client is None
-        if client is None:
-            client = self._new_client()
-        try:
-            gate = asyncio.Semaphore(CONCURRENCY)
+        """Attempt every due row once, waiting for them all; how many were delivered.
 
-            async def one(row: Callback) -> bool:
-                async with gate:
-                    return await self._deliver(client, row)
-
-            results = await asyncio.gather(*(one(row) for row in rows))
-        finally:
-            if owned:
-                await client.aclose()
+        What a test calls; a long-running deliverer uses :meth:`start_due`.
+        """
+        started = await self.start_due()
+        results = await asyncio.gather(*started)
         return sum(1 for ok in results if ok)
 
-    async def _deliver(self, client: httpx.AsyncClient, row: Callback) -> bool:
+    async def start_due(self) -> list[asyncio.Task[bool]]:
+        """Claim due rows for the free slots and start a delivery task for each."""
+        free = CONCURRENCY - len(self._in_flight)
+        if free <= 0:
+            return []
+        now = self.clock.now()
+        lease_until = now + timedelta(seconds=self.deadline + LEASE_MARGIN_SECONDS)
+        rows = await asyncio.to_thread(self.store.claim_callbacks, now, lease_until, free)
+        started = []
+        for row in rows:
+            task = asyncio.create_task(self._deliver(row), name=f"parkgate-callback-{row.id}")
+            self._in_flight.add(task)
+            task.add_done_callback(self._finished)
+            started.append(task)
+        return started
+
+    def _finished(self, task: asyncio.Task[bool]) -> None:
+        self._in_flight.discard(task)
+        if self.on_done is not None:
+            self.on_done()
+
+    @property
+    def busy(self) -> bool:
+        """Whether every delivery slot is taken."""
+        return len(self._in_flight) >= CONCURRENCY
+
+    # -- one delivery ------------------------------------------------------------------
+    async def _deliver(self, row: Callback) -> bool:
         attempt = row.attempts + 1
-        headers = {
-            "Content-Type": "application/json",
-            "Idempotency-Key": row.ask_id,
-            "X-Parkgate-Outbox-Id": str(row.id),
-            "X-Parkgate-Attempt": str(attempt),
-            "User-Agent": USER_AGENT,
-        }
-        error: str | None = None
         try:
-            response = await client.post(row.url, content=row.payload.encode("utf-8"), headers=headers)
-            if 200 <= response.status_code < 300:
+            async with asyncio.timeout(self.deadline):
+                status = await self._post(row, attempt)
+            if 200 <= status < 300:
                 await asyncio.to_thread(self.store.callback_done, row.id, self.clock.now())
                 self.delivered += 1
                 log.info("callback delivered: ask %s to %s (attempt %d)", row.ask_id, row.url, attempt)
                 return True
-            error = f"HTTP {response.status_code}"
-        except httpx.HTTPError as failure:
-            error = f"{type(failure).__name__}: {failure}" if str(failure) else type(failure).__name__
+            error = f"HTTP {status}"
+            final = False
+        except Undeliverable as reason:
+            error, final = f"undeliverable: {reason}", True
+        except TimeoutError:
+            error, final = f"no complete answer within {self.deadline:g} s", False
+        except asyncio.CancelledError:
+            raise  # the deliverer stops: the lease runs out and the row is due again
+        except Exception as failure:  # any failure of one delivery is that delivery's, recorded
+            error, final = _describe(failure), False
+        await self._record_failure(row, attempt, error, final)
+        return False
+
+    async def _record_failure(self, row: Callback, attempt: int, error: str, final: bool) -> None:
+        self.failed += 1
+        if final or attempt >= self.max_attempts:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.store.callback_failed, row.id, error, None)
+            log.warning("callback failed for good: ask %s to %s (attempt %d: %s)", row.ask_id, row.url, attempt, error)
+            return
         delay = backoff_delay(attempt, self.base_delay, self.max_delay)
         retry_at = self.clock.now() + timedelta(seconds=delay)
-        await asyncio.to_thread(self.store.callback_failed, row.id, error, retry_at)
-        self.failed += 1
+        with contextlib.suppress(Exception):  # the store away: the lease runs out, the row comes back
+            await asyncio.to_thread(self.store.callback_failed, row.id, error, retry_at)
         log.warning(
             "callback failed: ask %s to %s (attempt %d: %s); retrying in %.0f s",
             row.ask_id,
@@ -137,18 +219,92 @@ class OutboxDeliverer:
             error,
             delay,
         )
-        return False
 
-    def _new_client(self) -> httpx.AsyncClient:
-        # No redirects: a callback goes where it was told, or it fails and is retried.
-        return httpx.AsyncClient(timeout=self.timeout, follow_redirects=False, trust_env=False)
+    async def _post(self, row: Callback, attempt: int) -> int:
+        """POST the row; the response's status (at most :data:`MAX_RESPONSE_BYTES` read)."""
+        body = row.payload.encode("utf-8")
+        headers = {
+            "Content-Type": "application/json",
+            "Accept-Encoding": "identity",
+            "Idempotency-Key": row.ask_id,
+            "X-Parkgate-Outbox-Id": str(row.id),
+            "X-Parkgate-Attempt": str(attempt),
+            "User-Agent": USER_AGENT,
+        }
+        if self.signer is not None:
+            sent_at = self.clock.now()
+            headers["webhook-id"] = row.ask_id
+            headers["webhook-timestamp"] = str(int(sent_at.timestamp()))
+            headers["webhook-signature"] = self.signer.sign(row.ask_id, sent_at, body)
+        url, extensions = await self._fenced(row.url, headers)
+        client = self._client or self._owned
+        owned = client is None
+        if client is None:
+            client = _new_client()
+        try:
+            request = client.build_request("POST", url, content=body, headers=headers, extensions=extensions)
+            response = await client.send(request, stream=True)
+            try:
+                read = 0
+                with contextlib.suppress(httpx.StreamConsumed):  # a transport that read it already
+                    async for chunk in response.aiter_raw():  # raw: a compressed body stays compressed
+                        read += len(chunk)
+                        if read >= MAX_RESPONSE_BYTES:
+                            break
+                return response.status_code
+            finally:
+                await response.aclose()
+        finally:
+            if owned:
+                await client.aclose()
 
+    async def _fenced(self, url: str, headers: dict[str, str]) -> tuple[str, dict[str, object]]:
+        """The URL to connect to (the checked address in place of the host) and its extensions."""
+        try:
+            target = parse_callback_url(url)
+        except Exception as error:  # a URL that does not parse never will: no retry helps
+            raise Undeliverable(str(error)) from None
+        if self._client is not None:
+            return url, {}  # a test's own transport: it reaches no network
+        addresses = [target.address.compressed] if target.address else await self._resolve(target.host, target.port)
+        refused = [a for a in addresses if not address_allowed(a, target.port, self.allow, host=target.host)]
+        if refused or not addresses:
+            raise Refused(
+                f"{target.host} resolves to {', '.join(refused) or 'nothing'}: an internal address this server "
+                f"does not allow ({ENV_CALLBACK_ALLOW})"
+            )
+        address = addresses[0]
+        parts = urlsplit(url)
+        literal = f"[{address}]" if ":" in address else address
+        default_port = {"http": 80, "https": 443}[target.scheme]
+        netloc = literal if target.port == default_port else f"{literal}:{target.port}"
+        headers["Host"] = parts.netloc.rpartition("@")[2]
+        extensions: dict[str, object] = {"sni_hostname": target.host} if target.scheme == "https" else {}
+        return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")), extensions
+
+    # -- the kept client ----------------------------------------------------------------
     def open(self) -> None:
         """Keep one client for the passes until :meth:`aclose` (a long-running deliverer)."""
         if self._client is None and self._owned is None:
-            self._owned = self._new_client()
+            self._owned = _new_client()
 
     async def aclose(self) -> None:
+        """Cancel the deliveries in flight (their leases run out) and close the kept client."""
+        for task in list(self._in_flight):
+            task.cancel()
+        if self._in_flight:
+            await asyncio.gather(*self._in_flight, return_exceptions=True)
         owned, self._owned = self._owned, None
         if owned is not None:
             await owned.aclose()
+
+
+def _new_client() -> httpx.AsyncClient:
+    # No redirects: a callback goes where it was told (and checked), or it fails and is
+    # retried. No proxies from the environment: the fence checks the receiver's address.
+    return httpx.AsyncClient(timeout=DELIVERY_DEADLINE_SECONDS, follow_redirects=False, trust_env=False)
+
+
+def _describe(failure: BaseException) -> str:
+    text = str(failure)
+    return f"{type(failure).__name__}: {text}" if text else type(failure).__name__

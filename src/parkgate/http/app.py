@@ -7,15 +7,18 @@ Routes (the public contract; paths and field names are kept stable):
 - ``POST /v1/conversations/{conversation_id}/messages``: one inbound message; the reply
   always carries a ``kind``.
 - ``GET /v1/asks/{ask_id}`` (``?wait=S`` long-polls up to 60 s until it closes),
-  ``GET /v1/asks?status=open`` (oldest first, with ``hours_open``),
-  ``POST /v1/asks/{ask_id}/cancel``.
+  ``GET /v1/asks?status=open`` (oldest first, with ``hours_open``, a page at a time:
+  ``limit`` and ``cursor``, answered as ``{asks, next}``), ``POST /v1/asks/{ask_id}/cancel``.
 - ``POST /v1/workflows/{name}/start``: start a registered workflow (the demo ``uml``).
 - ``/healthz``, ``/metrics`` (Prometheus), ``/openapi.json``, and the console at ``/``.
 
-When a token is configured every ``/v1`` route needs ``Authorization: Bearer <token>``.
-Every error is JSON ``{"error": code, "detail": message}`` with a 4xx (or 503 while the
-store is out of reach); bodies over :data:`MAX_BODY_BYTES` (:data:`MAX_ASK_BODY_BYTES`
-for ``POST /v1/asks``) are refused with 413 before they are read. A body that is not
+The guard (:mod:`parkgate.http.guard`) runs first: a foreign ``Host``, a cross-site
+request and a write that is not JSON are refused, and when tokens are configured
+(:mod:`parkgate.http.settings`) every ``/v1`` route needs ``Authorization: Bearer <token>``
+of a token with the route's scope (:mod:`parkgate.http.tokens`). Every error is JSON
+``{"error": code, "detail": message}`` with a 4xx (or 503 while the store is out of
+reach); bodies over :data:`MAX_BODY_BYTES` (:data:`MAX_ASK_BODY_BYTES` for
+``POST /v1/asks``) are refused with 413 before they are read. A body that is not
 UTF-8 is a 422 and a path whose ``%``-escapes are not UTF-8 a 400, both before anything
 is read or written. Every GET route answers HEAD too.
 """
@@ -23,16 +26,19 @@ is read or written. Every GET route answers HEAD too.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
+import dataclasses
 import functools
-import hmac
+import importlib.util
 import json
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import unquote_to_bytes
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -47,13 +53,30 @@ from starlette.staticfiles import StaticFiles
 
 from parkgate.async_gateway import wait_for_close
 from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
+from parkgate.core.expect import FORMS as EXPECT_FORMS
+from parkgate.core.model import Ask
 from parkgate.core.phrases import EXPIRED_NOTICE, STAND_IN_MODEL
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS, StoppingPointError
 from parkgate.delivery import Deliverer
 from parkgate.demo import WORKFLOWS
-from parkgate.errors import AskAlreadyOpen, InputError, RunStillAsking, UnknownAsk, UnknownRun, UnknownWorkflow
+from parkgate.display import hidden_ranges
+from parkgate.errors import (
+    AskAlreadyOpen,
+    CallbackNotFailed,
+    InputError,
+    RunStillAsking,
+    UnknownAsk,
+    UnknownRun,
+    UnknownWorkflow,
+)
+from parkgate.fence import check_callback_url
 from parkgate.gateway import Gateway, ask_to_dict
+from parkgate.http.guard import CALLER_STATE, CONTENT_SECURITY_POLICY, MAX_BODY_BYTES, GuardMiddleware, needs
+from parkgate.http.guard import missing_scope as missing_scope_detail
 from parkgate.http.logs import ensure_stderr_logging
+from parkgate.http.quota import OpenAskCap, QuotaExceeded
+from parkgate.http.settings import Settings, SettingsError, settings_from_env
+from parkgate.http.tokens import ANONYMOUS, Caller, Scope, Tokens
 from parkgate.reply import Reply
 from parkgate.store import (
     DEFAULT_URL,
@@ -65,11 +88,10 @@ from parkgate.store import (
     is_postgres_url,
     open_store,
 )
+from parkgate.store.base import CallbackState, CallbackStatus
 
 log = logging.getLogger("parkgate.http")
 
-#: Largest request body accepted; larger ones get 413 before they are read.
-MAX_BODY_BYTES = 1024 * 1024
 #: Largest body ``POST /v1/asks`` accepts: room for a ``skill_output`` of the library's
 #: :data:`~parkgate.checks.MAX_SKILL_OUTPUT_CHARS` (256,000) characters even when a
 #: client escapes every one of them as a JSON surrogate pair (12 bytes a character).
@@ -81,7 +103,6 @@ MAX_TTL_SECONDS = 10 * 365 * 24 * 3600.0
 #: ``/healthz`` answers 503 when the store has not answered a read within this many seconds.
 HEALTH_TIMEOUT_SECONDS = 3.0
 ENV_DB = "PARKGATE_DB"
-ENV_TOKEN = "PARKGATE_TOKEN"
 ENV_PG_TIMEOUT = "PARKGATE_PG_TIMEOUT"
 #: How long the server waits for a PostgreSQL connection, in seconds, before a request gets
 #: its 503 (the library's :class:`~parkgate.store.postgres.PostgresStore` waits 10 s).
@@ -90,14 +111,20 @@ SERVER_PG_TIMEOUT_SECONDS = 3.0
 MAX_PG_TIMEOUT_SECONDS = 600.0
 CONSOLE_DIR = Path(__file__).parent / "console"
 
-ASGIApp = Callable[
-    [MutableMapping[str, Any], Callable[[], Awaitable[MutableMapping[str, Any]]], Callable[..., Awaitable[None]]],
-    Awaitable[None],
-]
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
+
+def _swagger_ui_dir() -> Path:
+    """Swagger UI's files as the ``swagger-ui-py`` package ships them (found, not imported)."""
+    spec = importlib.util.find_spec("swagger_ui")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("the swagger-ui-py package is missing: reinstall parkgate")
+    return Path(spec.origin).parent / "static"
+
+
+#: ``GET /v1/asks`` answers this many asks a page unless ``limit`` says otherwise, and never more than the most.
+DEFAULT_PAGE_ASKS = 100
+MAX_PAGE_ASKS = 1000
+
+ASGIScope = MutableMapping[str, Any]
 
 
 # -- JSON -------------------------------------------------------------------------------
@@ -119,15 +146,6 @@ def error_response(
 ) -> Response:
     """The one error shape: ``{"error": code, "detail": message, ...}``."""
     return SafeJSONResponse({"error": error, "detail": detail, **extra}, status_code=status, headers=headers)
-
-
-async def _send_error(send: Send, status: int, error: str, detail: str, headers: dict[str, str] | None = None) -> None:
-    body = json.dumps({"error": error, "detail": detail}).encode()
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    for key, value in (headers or {}).items():
-        raw.append((key.lower().encode(), value.encode()))
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
 
 
 # -- request and response models -------------------------------------------------------
@@ -167,6 +185,20 @@ Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
 Flag = Annotated[bool, BeforeValidator(lambda value: False if value is None else value)]
 
 
+class ExpectJSON(_Body):
+    """The form a text ask's answer must take (``parkgate.core.expect``): any other answer is a miss."""
+
+    form: Literal[EXPECT_FORMS]  # type: ignore[valid-type]
+    minimum: int | Annotated[float, Field(allow_inf_nan=False)] | None = Field(
+        default=None, description="Inclusive lower bound (number and integer forms)."
+    )
+    maximum: int | Annotated[float, Field(allow_inf_nan=False)] | None = Field(
+        default=None, description="Inclusive upper bound (number and integer forms)."
+    )
+    min_length: Annotated[int, Field(ge=0)] | None = Field(default=None, description="Fewest characters (text forms).")
+    max_length: Annotated[int, Field(ge=0)] | None = Field(default=None, description="Most characters (text forms).")
+
+
 class AskIn(_Body):
     """Park a question: ``prompt`` (+ ``kind``/``options``), or ``skill_output`` with a marker.
 
@@ -182,6 +214,7 @@ class AskIn(_Body):
     replace: Flag = False
     callback_url: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
     default: str | None = Field(default=None, description="Recorded as the answer if the ask expires.")
+    expect: ExpectJSON | None = Field(default=None, description="A text ask's answer form, such as an integer.")
     skill_output: Annotated[str, Field(max_length=MAX_SKILL_OUTPUT_CHARS)] | None = Field(
         default=None, description="Free text holding one [[ask]] ... [[/ask]] marker."
     )
@@ -189,7 +222,8 @@ class AskIn(_Body):
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:
         if self.skill_output is not None:
-            given = [name for name in ("prompt", "kind", "options", "default") if getattr(self, name) is not None]
+            fields = ("prompt", "kind", "options", "default", "expect")
+            given = [name for name in fields if getattr(self, name) is not None]
             if given:
                 raise ValueError(f"give either skill_output or prompt/kind/options, not both (also got {given})")
         elif self.prompt is None:
@@ -232,6 +266,16 @@ class ReplyOut(BaseModel):
     followup: ReplyOut | None = None
 
 
+class CallbackOut(BaseModel):
+    """An ask's callback: ``pending`` (the ask is open, or the callback waits for an attempt),
+    ``delivered``, or ``failed`` (given up on; ``POST /v1/asks/{id}/callback/retry`` re-arms it)."""
+
+    status: Literal["pending", "delivered", "failed"]
+    attempts: int
+    last_error: str | None = None
+    next_attempt_at: str | None = None
+
+
 class AskOut(BaseModel):
     """An ask as stored (``status`` open, answered, cancelled or expired)."""
 
@@ -248,6 +292,7 @@ class AskOut(BaseModel):
     mismatches: int
     phase: str | None = None
     ttl_seconds: float
+    expect: ExpectJSON | None = None
     asked_at: str
     last_touched: str
     answered_at: str | None = None
@@ -255,6 +300,9 @@ class AskOut(BaseModel):
         default=None, description="What else was parked with the ask (a JSON object), shown with it."
     )
     hours_open: float | None = None
+    callback: CallbackOut | None = Field(
+        default=None, description="Where its callback stands (an ask parked with a callback_url)."
+    )
 
 
 class RunOut(BaseModel):
@@ -287,9 +335,11 @@ def run_to_dict(run: Run) -> dict[str, Any]:
 
 
 class AskListOut(BaseModel):
-    """Open asks, oldest first, each with ``hours_open``."""
+    """One page of open asks, oldest first, each with ``hours_open``; ``next`` is the
+    ``cursor`` of the page after it (``null`` on the last page)."""
 
     asks: list[AskOut]
+    next: str | None = None
 
 
 class ErrorOut(BaseModel):
@@ -311,10 +361,13 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     described = {
         400: "Bad request",
         401: "Missing or wrong bearer token",
+        403: "Another site's request, or a token without the scope this route needs",
         404: "Unknown id or path",
         409: "The conversation already has an open ask",
         413: "Body too large",
+        415: "A body that is not Content-Type: application/json",
         422: "Malformed JSON, wrong types, or unusable input",
+        429: "Too many requests for this token, or too many open asks",
         503: "The store is out of reach; try again",
     }
     return {status: {"model": ErrorOut, "description": described[status]} for status in statuses}
@@ -324,167 +377,18 @@ def _responses(extra: dict[int | str, dict[str, Any]], *statuses: int) -> dict[i
     return {**extra, **_errors(*statuses)}
 
 
-_V1_ERRORS = (400, 401, 413, 422, 503)
+_V1_ERRORS = (400, 401, 403, 413, 415, 422, 429, 503)
 #: The library's errors and what the API answers for each: status and ``error`` code.
 _ANSWERED_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
     (InputError, 422, "invalid_input"),
     (StoppingPointError, 422, "malformed_stopping_point"),
     (AskAlreadyOpen, 409, "ask_already_open"),
     (RunStillAsking, 409, "run_still_asking"),
+    (CallbackNotFailed, 409, "callback_not_failed"),
     (UnknownAsk, 404, "unknown_ask"),
     (UnknownRun, 404, "unknown_run"),
     (UnknownWorkflow, 404, "unknown_workflow"),
 )
-
-
-# -- middleware: auth and body size, before anything is read ---------------------------
-
-
-def _path_problem(scope: Scope) -> str | None:
-    """Why the request's path is not text, or ``None``.
-
-    The server decodes ``%``-escapes leniently (``x%FE`` becomes ``x`` + U+FFFD, the path
-    of another conversation), so the raw bytes are decoded again here, strictly.
-    """
-    raw = scope.get("raw_path")
-    if raw is None:
-        return None
-    raw_path = bytes(raw).split(b"?", 1)[0]
-    try:
-        unquote_to_bytes(raw_path).decode("utf-8")
-    except UnicodeDecodeError as error:
-        return (
-            f"the URL path is not valid UTF-8 once its %-escapes are decoded (a byte 0x{error.object[error.start]:02x} "
-            "cannot start or continue a character there): percent-encode ids as UTF-8"
-        )
-    return None
-
-
-def _body_problem(body: bytes) -> str | None:
-    """Why ``body`` is not UTF-8 text (JSON is UTF-8: RFC 8259), or ``None``."""
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return (
-            f"the body is not valid UTF-8 (byte 0x{body[error.start]:02x} at offset {error.start}): "
-            "send the JSON encoded as UTF-8"
-        )
-    return None
-
-
-class GuardMiddleware:
-    """Before anything is read or written: the bearer token on ``/v1``, a path that is text,
-    the body-size cap, and a body that is UTF-8.
-
-    A declared ``Content-Length`` over the cap is refused at once; a body is read up to
-    the cap (refused as soon as it passes it), checked, and replayed to the app. A HEAD
-    request gets the GET response's status and headers, without its body.
-    """
-
-    def __init__(
-        self,
-        app: ASGIApp,
-        token: str | None,
-        max_body: int = MAX_BODY_BYTES,
-        limits: Mapping[tuple[str, str], int] | None = None,
-    ) -> None:
-        self.app = app
-        self.token = token.encode() if token else None
-        self.max_body = max_body
-        #: (method, path) -> a cap of its own, instead of ``max_body``.
-        self.limits = dict(limits or {})
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if scope.get("method") == "HEAD":
-            send = _without_body(send)
-        path: str = scope.get("path", "")
-        headers: dict[bytes, bytes] = {}
-        for key, value in scope.get("headers", []):
-            headers.setdefault(bytes(key).lower(), bytes(value))
-        if self.token is not None and (path == "/v1" or path.startswith("/v1/")) and not self._authorised(headers):
-            await _send_error(
-                send,
-                401,
-                "unauthorized",
-                "this route needs the header Authorization: Bearer <token>",
-                {"WWW-Authenticate": "Bearer"},
-            )
-            return
-        if problem := _path_problem(scope):
-            await _send_error(send, 400, "bad_request", problem)
-            return
-        method = scope.get("method", "")
-        limit = self.limits.get((method, path.rstrip("/") or "/"), self.max_body)
-        declared = headers.get(b"content-length")
-        size = None
-        if declared is not None:
-            try:
-                size = int(declared)
-            except ValueError:
-                await _send_error(send, 400, "bad_request", "Content-Length is not a number")
-                return
-            if size > limit:
-                await self._too_large(send, f"the body is {size} bytes", limit)
-                return
-        if size or b"transfer-encoding" in headers or (size is None and method in ("POST", "PUT", "PATCH")):
-            await self._buffered(scope, receive, send, limit)
-            return
-        await self.app(scope, receive, send)
-
-    def _authorised(self, headers: dict[bytes, bytes]) -> bool:
-        assert self.token is not None
-        scheme, _, credentials = headers.get(b"authorization", b"").partition(b" ")
-        if scheme.lower() != b"bearer":
-            return False
-        return hmac.compare_digest(credentials.strip(), self.token)
-
-    async def _too_large(self, send: Send, what: str, limit: int) -> None:
-        await _send_error(send, 413, "body_too_large", f"{what}; the limit is {limit} bytes", {"Connection": "close"})
-
-    async def _buffered(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
-        """Read the body up to the cap, check that it is UTF-8, then replay it to the app."""
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            total += len(chunk)
-            if total > limit:
-                await self._too_large(send, f"the streamed body passed {limit} bytes", limit)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        if problem := _body_problem(body):
-            await _send_error(send, 422, "malformed_json", problem)
-            return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-
-def _without_body(send: Send) -> Send:
-    """``send`` for a HEAD request: the response's status and headers, its body dropped."""
-
-    async def head_send(message: Message) -> None:
-        if message["type"] == "http.response.body":
-            message = {**message, "body": b""}
-        await send(message)
-
-    return head_send
 
 
 # -- the app ---------------------------------------------------------------------------
@@ -514,8 +418,7 @@ def _validation_detail(error: RequestValidationError) -> tuple[str, str]:
 
 _CONSOLE_HEADERS = {
     # img-src allows the page's inline favicon (data:), so no browser asks for /favicon.ico.
-    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "object-src 'none'; frame-ancestors 'none'; base-uri 'none'",
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
@@ -530,7 +433,7 @@ class ConsoleFiles(StaticFiles):
     """
 
     def file_response(
-        self, full_path: Any, stat_result: os.stat_result, scope: Scope, status_code: int = 200
+        self, full_path: Any, stat_result: os.stat_result, scope: ASGIScope, status_code: int = 200
     ) -> Response:
         if Path(full_path).resolve() == (CONSOLE_DIR / "index.html").resolve():
             return HTMLResponse(_console_page(), headers=_CONSOLE_HEADERS)
@@ -539,9 +442,43 @@ class ConsoleFiles(StaticFiles):
 
 @functools.cache
 def _console_page() -> str:
-    """index.html with the phrases the console shows (one definition, in core.phrases)."""
-    phrases = json.dumps({"stand_in": STAND_IN_MODEL, "expired": EXPIRED_NOTICE}).replace("<", "\\u003c")
+    """index.html with the phrases the console shows (one definition, in core.phrases) and
+    the characters it shows escaped (one definition, in :mod:`parkgate.display`)."""
+    phrases = json.dumps(
+        {"stand_in": STAND_IN_MODEL, "expired": EXPIRED_NOTICE, "hidden": hidden_ranges()}
+    ).replace("<", "\\u003c")
     return (CONSOLE_DIR / "index.html").read_text(encoding="utf-8").replace("__PARKGATE_PHRASES__", phrases)
+
+
+@functools.cache
+def _docs_page() -> str:
+    """The Swagger UI page: its files from the pinned package, its start-up script from the console's folder."""
+    return (CONSOLE_DIR / "docs.html").read_text(encoding="utf-8")
+
+
+def encode_cursor(ask: Ask) -> str:
+    """The opaque ``cursor`` of the page after ``ask``: its place in the order (asked_at, id)."""
+    raw = json.dumps([ask.asked_at.isoformat(), ask.id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """The place a ``cursor`` names; :class:`InputError` for one this server did not make."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        stamp, ask_id = json.loads(raw)
+        place = (datetime.fromisoformat(stamp), ask_id)
+        if not isinstance(ask_id, str) or place[0].tzinfo is None:
+            raise ValueError(ask_id)
+    except (ValueError, TypeError, binascii.Error):
+        raise InputError("cursor is not one this server gave: pass the 'next' of the page before") from None
+    return place
+
+
+def caller_of(request: Request) -> Caller:
+    """Who sent the request (the guard left it in the request's state)."""
+    caller = getattr(request.state, CALLER_STATE, ANONYMOUS)
+    return caller if isinstance(caller, Caller) else ANONYMOUS
 
 
 def _allowed_methods(app: FastAPI, request: Request) -> list[str]:
@@ -575,6 +512,19 @@ def _answer_head(app: FastAPI) -> None:
             )
 
 
+def asks_json(gateway: Gateway, asks: list[Ask], now: datetime | None = None) -> list[dict[str, Any]]:
+    """Asks in their public JSON shape, each with where its callback stands (if it has one)."""
+    with_callback = [ask.id for ask in asks if ask.callback_url]
+    states = gateway.callback_states(with_callback) if with_callback else {}
+    return [
+        ask_to_dict(ask, now, states.get(ask.id, UNSENT) if ask.callback_url else None) for ask in asks
+    ]
+
+
+#: The callback of an ask with a ``callback_url`` that has not closed yet.
+UNSENT = CallbackState(CallbackStatus.PENDING)
+
+
 def _reply_json(reply: Reply, status: int = 200) -> Response:
     return SafeJSONResponse(reply.to_dict(), status_code=status)
 
@@ -584,23 +534,34 @@ def create_app(
     *,
     db_url: str | None = None,
     token: str | None = None,
+    settings: Settings | None = None,
     deliver_callbacks: bool = True,
 ) -> FastAPI:
     """The ASGI app serving ``gateway`` (or a new one on ``db_url`` with the demo workflow).
 
-    ``token`` switches bearer auth on for ``/v1``. ``deliver_callbacks`` runs a
-    :class:`~parkgate.delivery.Deliverer` (due reads and callbacks) as a background task
-    while the app is up (in its lifespan). A gateway
-    made here is closed on shutdown; one passed in belongs to the caller.
+    ``settings`` are the tokens, allowed hosts and callback allow-list the guard and the
+    routes enforce (default: none of them); ``token`` is a shorthand for one token with
+    every scope (a blank one is a :class:`~parkgate.http.settings.SettingsError`).
+    ``deliver_callbacks`` runs a :class:`~parkgate.delivery.Deliverer` (due reads and
+    callbacks, under the same callback allow-list) as a background task while the app is
+    up (in its lifespan). A gateway made here is closed on shutdown; one passed in
+    belongs to the caller.
     """
+    settings = settings or Settings()
+    if token is not None and token != "":
+        if settings.tokens is not None:
+            raise SettingsError("give token or settings with tokens, not both")
+        try:
+            settings = dataclasses.replace(settings, tokens=Tokens.single(token))
+        except ValueError as error:
+            raise SettingsError(str(error)) from None
     owned = gateway is None
     if gateway is None:
         gateway = Gateway(store=open_server_store(db_url), workflows=WORKFLOWS.values(), surface="http")
     gw: Gateway = gateway
     for flow in WORKFLOWS.values():
         gw.workflows.setdefault(flow.name, flow)
-    token = token or None
-    deliverer = Deliverer(gw) if deliver_callbacks else None
+    deliverer = Deliverer(gw, allow=settings.callback_allow) if deliver_callbacks else None
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -620,17 +581,22 @@ def create_app(
         summary="Parked human-in-the-loop asks that always close.",
         version="1",
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # served below, from the Swagger UI copy that ships in a package
         redoc_url=None,
-        # A JSON body sent without a Content-Type is still read as JSON.
-        strict_content_type=False,
         # "/v1/asks/" is not a route: a JSON 404, not a bare 307 a POST client may not follow.
         redirect_slashes=False,
     )
     app.state.gateway = gw
     app.state.owns_gateway = owned
     app.state.deliverer = deliverer
-    app.add_middleware(GuardMiddleware, token=token, limits={("POST", "/v1/asks"): MAX_ASK_BODY_BYTES})
+    app.state.settings = settings
+    app.add_middleware(
+        GuardMiddleware,
+        settings=settings,
+        routes=app.router.routes,
+        limits={("POST", "/v1/asks"): MAX_ASK_BODY_BYTES},
+    )
+    cap = OpenAskCap(gw)
 
     # -- errors ------------------------------------------------------------------------
     @app.exception_handler(RequestValidationError)
@@ -667,6 +633,10 @@ def create_app(
     for error_class, status, code in _ANSWERED_ERRORS:
         app.add_exception_handler(error_class, answer(status, code))
 
+    @app.exception_handler(QuotaExceeded)
+    async def _quota(_: Request, error: QuotaExceeded) -> Response:
+        return error_response(429, "too_many_open_asks", str(error), {"Retry-After": str(error.retry_after)})
+
     @app.exception_handler(StoreError)
     async def _store(_: Request, error: StoreError) -> Response:
         code = "store_unavailable" if isinstance(error, StoreUnavailable) else "store_error"
@@ -690,30 +660,42 @@ def create_app(
         ),
         tags=["asks"],
     )
-    def park_ask(body: AskIn) -> Response:
-        """Park a question in a conversation; 409 if one is open there (unless ``replace``)."""
-        if body.skill_output is not None:
-            reply = gw.ask_from_text(
-                body.conversation_id,
-                body.skill_output,
-                run_id=body.run_id,
-                ttl=body.ttl_seconds,
-                replace=body.replace,
-                callback_url=body.callback_url,
-            )
-        else:
-            assert body.prompt is not None
-            reply = gw.ask(
-                body.conversation_id,
-                body.prompt,
-                body.options,
-                kind=body.kind,
-                run_id=body.run_id,
-                ttl=body.ttl_seconds,
-                replace=body.replace,
-                default=body.default,
-                callback_url=body.callback_url,
-            )
+    @needs(Scope.PARK)
+    def park_ask(request: Request, body: AskIn) -> Response:
+        """Park a question in a conversation; 409 if one is open there (unless ``replace``).
+
+        A ``callback_url`` must parse and may not reach an internal address the server
+        does not allow (422); a token at its ``max_open_asks`` gets 429.
+        """
+        if body.callback_url is not None:
+            check_callback_url(body.callback_url, settings.callback_allow)
+        caller = caller_of(request)
+        with cap.room(caller):
+            if body.skill_output is not None:
+                reply = gw.ask_from_text(
+                    body.conversation_id,
+                    body.skill_output,
+                    run_id=body.run_id,
+                    ttl=body.ttl_seconds,
+                    replace=body.replace,
+                    callback_url=body.callback_url,
+                    owner=caller.owner,
+                )
+            else:
+                assert body.prompt is not None
+                reply = gw.ask(
+                    body.conversation_id,
+                    body.prompt,
+                    body.options,
+                    kind=body.kind,
+                    run_id=body.run_id,
+                    ttl=body.ttl_seconds,
+                    replace=body.replace,
+                    default=body.default,
+                    callback_url=body.callback_url,
+                    owner=caller.owner,
+                    expect=body.expect.model_dump(exclude_none=True) if body.expect is not None else None,
+                )
         return _reply_json(reply, 201 if reply.parked else 200)
 
     @app.post(
@@ -722,38 +704,71 @@ def create_app(
         responses=_errors(*_V1_ERRORS),
         tags=["conversations"],
     )
+    @needs(Scope.ANSWER)
     def post_message(conversation_id: str, body: MessageIn) -> Response:
         """Match one inbound message against the conversation's parked ask."""
         reply = gw.handle(conversation_id, body.text, body.message_id)
         return _reply_json(reply)
 
     @app.get("/v1/asks", response_model=AskListOut, responses=_errors(*_V1_ERRORS), tags=["asks"])
+    @needs(Scope.READ)
     def list_asks(
         status: Annotated[Literal["open"], Query(description="Only open asks are listed.")] = "open",
-        limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE_ASKS)] = DEFAULT_PAGE_ASKS,
+        cursor: Annotated[str | None, Query(max_length=512, description="The 'next' of the page before.")] = None,
     ) -> Response:
-        """Open asks across conversations, oldest first, with ``hours_open``."""
-        asks = gw.open_asks(limit)
+        """Open asks across conversations, oldest first, with ``hours_open``: ``limit`` a page
+        (default 100, at most 1,000), and ``next``, the ``cursor`` of the following page."""
+        after = None if cursor is None else decode_cursor(cursor)
+        asks = gw.open_asks(limit + 1, after=after)
         now = gw.clock.now()
-        return SafeJSONResponse({"asks": [ask_to_dict(ask, now) for ask in asks]})
+        following = encode_cursor(asks[limit - 1]) if len(asks) > limit else None
+        return SafeJSONResponse({"asks": asks_json(gw, asks[:limit], now), "next": following})
 
     @app.get("/v1/asks/{ask_id}", response_model=AskOut, responses=_errors(404, *_V1_ERRORS), tags=["asks"])
+    @needs(Scope.READ, or_owner=True)
     async def get_ask(
         request: Request,
         ask_id: str,
         wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)] = 0,
     ) -> Response:
-        """One ask. ``?wait=S`` (S <= 60) holds the request until it closes or S pass."""
+        """One ask. ``?wait=S`` (S <= 60) holds the request until it closes or S pass.
+
+        A token with the ``park`` scope but not ``read`` reads only the asks it parked.
+        """
+        caller = caller_of(request)
+        if not caller.may(Scope.READ):
+            mine = await asyncio.to_thread(gw.get, ask_id)
+            if caller.owner is None or mine.owner != caller.owner:
+                return error_response(
+                    403,
+                    "missing_scope",
+                    missing_scope_detail(caller, Scope.READ, request.scope) + " (without it, only the asks it parked)",
+                )
         ask = await wait_for_close(gw, ask_id, wait, give_up=request.is_disconnected)
-        return SafeJSONResponse(ask_to_dict(ask))
+        return SafeJSONResponse((await asyncio.to_thread(asks_json, gw, [ask]))[0])
 
     @app.post("/v1/asks/{ask_id}/cancel", response_model=AskOut, responses=_errors(404, *_V1_ERRORS), tags=["asks"])
+    @needs(Scope.OPERATE)
     def cancel_ask(ask_id: str) -> Response:
         """An operator's cancel: the ask closes as ``cancelled`` (a closed one is returned as it is)."""
         ask = gw.cancel(ask_id)
-        return SafeJSONResponse(ask_to_dict(ask))
+        return SafeJSONResponse(asks_json(gw, [ask])[0])
+
+    @app.post(
+        "/v1/asks/{ask_id}/callback/retry",
+        response_model=AskOut,
+        responses=_errors(404, 409, *_V1_ERRORS),
+        tags=["asks"],
+    )
+    @needs(Scope.OPERATE)
+    def retry_callback(ask_id: str) -> Response:
+        """Re-arm a failed callback: due now, attempts counted from 0 (409 unless it failed)."""
+        gw.retry_callback(ask_id)
+        return SafeJSONResponse(asks_json(gw, [gw.get(ask_id)])[0])
 
     @app.get("/v1/runs/{run_id}", response_model=RunOut, responses=_errors(404, *_V1_ERRORS), tags=["runs"])
+    @needs(Scope.READ)
     def get_run(run_id: str) -> Response:
         """One run: its status, outcome, pending ask and (for a workflow) answers so far."""
         run = gw.run(run_id)
@@ -764,6 +779,7 @@ def create_app(
     @app.post(
         "/v1/runs/{run_id}/finish", response_model=RunOut, responses=_errors(404, 409, *_V1_ERRORS), tags=["runs"]
     )
+    @needs(Scope.OPERATE)
     def finish_run(run_id: str, body: FinishIn | None = None) -> Response:
         """Mark a run complete once the work after its last answer is done (409 while an ask is pending)."""
         run = gw.finish_run(run_id, (body or FinishIn()).outcome)
@@ -776,12 +792,16 @@ def create_app(
         responses=_errors(404, 409, *_V1_ERRORS),
         tags=["workflows"],
     )
-    def start_workflow(name: str, body: StartIn) -> Response:
+    @needs(Scope.PARK)
+    def start_workflow(request: Request, name: str, body: StartIn) -> Response:
         """Start a registered workflow (the demo is ``uml``): its first question is parked."""
-        reply = gw.start(body.conversation_id, name, replace=body.replace, run_id=body.run_id)
+        caller = caller_of(request)
+        with cap.room(caller):
+            reply = gw.start(body.conversation_id, name, replace=body.replace, run_id=body.run_id, owner=caller.owner)
         return _reply_json(reply, 201)
 
     @app.get("/v1/workflows", tags=["workflows"], responses=_errors(*_V1_ERRORS))
+    @needs(Scope.READ)
     def list_workflows() -> dict[str, list[str]]:
         """The workflows this server can start."""
         return {"workflows": sorted(gw.workflows)}
@@ -828,7 +848,13 @@ def create_app(
         """The web console: open asks, operator cancel, and the demo chat."""
         return HTMLResponse(_console_page(), headers=_CONSOLE_HEADERS)
 
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> Response:
+        """Swagger UI for ``/openapi.json``, from the copy pinned in a package (no CDN): ``/docs/assets``."""
+        return HTMLResponse(_docs_page(), headers=_CONSOLE_HEADERS)
+
     app.mount("/console", ConsoleFiles(directory=CONSOLE_DIR), name="console")
+    app.mount("/docs/assets", StaticFiles(directory=_swagger_ui_dir()), name="docs-assets")
     _answer_head(app)
 
     def openapi() -> dict[str, Any]:
@@ -839,7 +865,8 @@ def create_app(
         components.setdefault("securitySchemes", {})["bearer"] = {
             "type": "http",
             "scheme": "bearer",
-            "description": "Needed on /v1 when the server runs with a token (PARKGATE_TOKEN).",
+            "description": "Needed on /v1 when the server runs with tokens (PARKGATE_TOKEN or PARKGATE_TOKENS_FILE); "
+            "each route needs one scope: park, answer, read or operate.",
         }
         for path, operations in schema.get("paths", {}).items():
             if path.startswith("/v1/"):
@@ -905,15 +932,19 @@ def store_from_env() -> Store:
 def app_from_env() -> FastAPI:
     """The app factory for ``uvicorn --factory parkgate.http.app:app_from_env``.
 
-    Reads ``PARKGATE_DB``, ``PARKGATE_TOKEN``, ``PARKGATE_PG_SCHEMA`` and
-    ``PARKGATE_PG_TIMEOUT`` (see :func:`store_from_env`). When nothing in the process
+    Reads ``PARKGATE_DB``, ``PARKGATE_PG_SCHEMA`` and ``PARKGATE_PG_TIMEOUT`` (see
+    :func:`store_from_env`), and the tokens, allowed hosts and callback allow-list
+    (:func:`parkgate.http.settings.settings_from_env`: ``PARKGATE_TOKEN``,
+    ``PARKGATE_TOKEN_FILE`` or ``PARKGATE_TOKENS_FILE``, ``PARKGATE_ALLOWED_HOSTS``,
+    ``PARKGATE_CALLBACK_ALLOW``); a bad one stops the start. When nothing in the process
     has configured logging, the ``parkgate`` records (each expiry's ``ask_expired``
     line) go to stderr as JSON lines (:func:`parkgate.http.logs.ensure_stderr_logging`).
     """
     ensure_stderr_logging()
+    settings = settings_from_env()
     gateway = Gateway(store=store_from_env(), workflows=WORKFLOWS.values(), surface="http")
     try:
-        app = create_app(gateway, token=_env(ENV_TOKEN))
+        app = create_app(gateway, settings=settings)
     except BaseException:
         gateway.close()
         raise

@@ -5,33 +5,70 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import uvicorn
 
-from parkgate.http.app import ENV_DB, ENV_PG_TIMEOUT, ENV_TOKEN, parse_pg_timeout, store_from_env
+from parkgate.http.app import ENV_DB, ENV_PG_TIMEOUT, parse_pg_timeout, store_from_env
 from parkgate.http.logs import uvicorn_log_config
+from parkgate.http.settings import (
+    ENV_ALLOWED_HOSTS,
+    ENV_TOKEN,
+    ENV_TOKEN_FILE,
+    check_exposure,
+    host_of,
+    settings_from_env,
+)
 from parkgate.metrics import MULTIPROCESS_ENV
 
 #: The factory uvicorn imports in every worker process.
 APP_FACTORY = "parkgate.http.app:app_from_env"
+#: A request whose line and headers pass this many bytes is refused (h11 answers 400
+#: and closes the connection) before the rest is read: nothing larger is buffered.
+MAX_HEADER_BYTES = 64 * 1024
+#: Connections (and requests in progress) served at once; past it uvicorn answers 503.
+DEFAULT_MAX_CONNECTIONS = 500
+#: Bind addresses that mean "every address": not a name a Host header carries.
+_WILDCARDS = {"", "0.0.0.0", "::"}
 
 
-def configure(db_url: str, token: str | None, pg_timeout: float | None = None) -> None:
+def configure(
+    db_url: str,
+    token: str | None,
+    pg_timeout: float | None = None,
+    *,
+    token_file: str | None = None,
+    allowed_hosts: Iterable[str] = (),
+    bind_host: str | None = None,
+) -> None:
     """Put the server's settings in the environment, where every worker reads them.
 
-    ``PARKGATE_DB`` and ``PARKGATE_TOKEN`` are set (or the token removed);
-    ``PARKGATE_PG_TIMEOUT`` is set when ``pg_timeout`` is given. ``PARKGATE_PG_SCHEMA``
-    is left as the caller's environment has it.
+    ``PARKGATE_DB`` is set; ``PARKGATE_TOKEN`` is set to ``token`` (or removed), or
+    ``PARKGATE_TOKEN_FILE`` to ``token_file`` (the token stays in its file);
+    ``PARKGATE_PG_TIMEOUT`` is set when ``pg_timeout`` is given. ``allowed_hosts`` and a
+    named ``bind_host`` join ``PARKGATE_ALLOWED_HOSTS``. ``PARKGATE_PG_SCHEMA``,
+    ``PARKGATE_TOKENS_FILE`` and ``PARKGATE_CALLBACK_ALLOW`` are left as the caller's
+    environment has them.
     """
     os.environ[ENV_DB] = db_url
     if token:
         os.environ[ENV_TOKEN] = token
     else:
         os.environ.pop(ENV_TOKEN, None)
+    if token_file:
+        os.environ[ENV_TOKEN_FILE] = token_file
     if pg_timeout is not None:
         os.environ[ENV_PG_TIMEOUT] = repr(parse_pg_timeout(pg_timeout))
+    hosts = [entry.strip() for entry in os.environ.get(ENV_ALLOWED_HOSTS, "").split(",") if entry.strip()]
+    extra = [*allowed_hosts]
+    if bind_host is not None and host_of(bind_host) not in _WILDCARDS:
+        extra.append(bind_host)
+    for host in extra:
+        if host not in hosts:
+            hosts.append(host)
+    if hosts:
+        os.environ[ENV_ALLOWED_HOSTS] = ",".join(hosts)
 
 
 def migrate_configured_store() -> None:
@@ -42,21 +79,37 @@ def migrate_configured_store() -> None:
     store_from_env().close()
 
 
-def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg_timeout: float | None = None) -> None:
+def serve(
+    db_url: str,
+    host: str,
+    port: int,
+    workers: int,
+    token: str | None,
+    pg_timeout: float | None = None,
+    *,
+    token_file: str | None = None,
+    allowed_hosts: Iterable[str] = (),
+    insecure_no_token: bool = False,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+) -> None:
     """Serve the gateway on ``host:port`` until interrupted (blocking).
 
-    The app is built by :func:`parkgate.http.app.app_from_env` in each worker: the
-    store URL and token travel in ``PARKGATE_DB`` / ``PARKGATE_TOKEN`` (see
-    :func:`configure`; ``PARKGATE_PG_SCHEMA``, if set, picks a PostgreSQL schema and
-    ``PARKGATE_PG_TIMEOUT`` bounds the wait for a connection). With ``workers > 1``
-    uvicorn runs that many processes on one socket; use PostgreSQL (or accept SQLite's
-    single writer at a time) for several workers. Every worker writes the ``parkgate``
-    log records (each expiry's ``ask_expired`` line) to stderr as JSON lines
+    The app is built by :func:`parkgate.http.app.app_from_env` in each worker: its
+    settings travel in the environment (see :func:`configure`; ``PARKGATE_PG_SCHEMA``, if
+    set, picks a PostgreSQL schema and ``PARKGATE_PG_TIMEOUT`` bounds the wait for a
+    connection). A non-loopback ``host`` without a token raises
+    :class:`~parkgate.http.settings.SettingsError` unless ``insecure_no_token``. Request
+    heads over :data:`MAX_HEADER_BYTES` are refused unread, and at most
+    ``max_connections`` are served at once. With ``workers > 1`` uvicorn runs that many
+    processes on one socket; use PostgreSQL (or accept SQLite's single writer at a
+    time) for several workers. Every worker writes the ``parkgate`` log records (each
+    expiry's ``ask_expired`` line) to stderr as JSON lines
     (:func:`parkgate.http.logs.uvicorn_log_config`).
     """
     if workers < 1:
         raise ValueError("workers must be at least 1")
-    configure(db_url, token, pg_timeout)
+    configure(db_url, token, pg_timeout, token_file=token_file, allowed_hosts=allowed_hosts, bind_host=host)
+    check_exposure(host, settings_from_env(), insecure_no_token)
     with shared_metrics(workers):
         uvicorn.run(
             APP_FACTORY,
@@ -68,6 +121,9 @@ def serve(db_url: str, host: str, port: int, workers: int, token: str | None, pg
             server_header=False,
             log_level="info",
             log_config=uvicorn_log_config(),
+            http="h11",
+            h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+            limit_concurrency=max_connections,
         )
 
 

@@ -10,6 +10,7 @@ that the row is still so, and a failed check is a :class:`StoreConflict` (retrie
 
 from __future__ import annotations
 
+import enum
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -72,15 +73,40 @@ class AskGauges:
     #: (0 when none has): a due read closes such an ask at once, so a growing value
     #: means no deliverer is running or keeping up.
     oldest_unread_due_seconds: float
+    #: Callbacks queued and not sent yet, and callbacks given up on (``failed``).
+    callbacks_pending: int = 0
+    callbacks_failed: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class Callback:
+    """One outbox row as a deliverer claims it."""
+
     id: int
     ask_id: str
     url: str
     payload: str
     attempts: int
+
+
+class CallbackStatus(enum.Enum):
+    """Where an ask's callback stands."""
+
+    #: Not sent yet: the ask is open, or its callback waits for (another) attempt.
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    #: Given up on: attempts ran out, or the URL can never be sent to. An operator re-arms it.
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackState:
+    """An ask's callback as the outbox has it (``attempts`` 0 and no times while unsent)."""
+
+    status: CallbackStatus
+    attempts: int = 0
+    last_error: str | None = None
+    next_attempt_at: datetime | None = None
 
 
 class Transaction(ABC):
@@ -147,12 +173,46 @@ class Transaction(ABC):
     def enqueue_callback(self, ask_id: str, url: str, payload: str, now: datetime) -> None: ...
 
     @abstractmethod
-    def open_asks(self, limit: int | None = None) -> list[Ask]:
-        """Open asks, oldest first (the audit's query, on the partial index)."""
+    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int) -> list[Callback]:
+        """Due outbox rows, leased to the caller until ``lease_until`` so other deliverers skip
+        them (rows another deliverer is claiming are skipped, not waited for)."""
 
     @abstractmethod
-    def count_open_asks(self) -> int:
-        """How many asks are open (no rows are loaded)."""
+    def callback_done(self, callback_id: int, now: datetime) -> None: ...
+
+    @abstractmethod
+    def callback_failed(self, callback_id: int, error: str, retry_at: datetime | None) -> None:
+        """Record a failed attempt; ``retry_at`` ``None`` gives the callback up (``failed``)."""
+
+    @abstractmethod
+    def callback_states(self, ask_ids: list[str]) -> dict[str, CallbackState]:
+        """The latest callback of each of these asks that has one queued."""
+
+    @abstractmethod
+    def rearm_callback(self, ask_id: str, now: datetime) -> bool:
+        """Make a failed callback of ``ask_id`` due now with its attempts reset; whether one was."""
+
+    @abstractmethod
+    def next_callback_at(self) -> datetime | None:
+        """When the earliest callback still to send is due (``None``: none)."""
+
+    @abstractmethod
+    def callback_counts(self) -> dict[CallbackStatus, int]:
+        """How many callbacks are pending and failed (delivered ones are not counted)."""
+
+    @abstractmethod
+    def open_asks(
+        self, limit: int | None = None, *, after: tuple[datetime, str] | None = None, owner: str | None = None
+    ) -> list[Ask]:
+        """Open asks, oldest first (ordered by ``asked_at`` then id, on the partial index).
+
+        ``after`` (an ask's ``(asked_at, id)``) starts the list after that ask: a page's
+        last ask gives the next page. ``owner`` keeps only the asks parked by that owner.
+        """
+
+    @abstractmethod
+    def count_open_asks(self, owner: str | None = None) -> int:
+        """How many asks are open (no rows are loaded), or only ``owner``'s."""
 
     @abstractmethod
     def ask_gauges(self, now: datetime) -> AskGauges:
@@ -216,31 +276,27 @@ class Store(ABC):
     @abstractmethod
     def schema_version(self) -> int: ...
 
-    @abstractmethod
-    def due_callbacks(self, now: datetime, limit: int = 50) -> list[Callback]: ...
-
-    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int = 50) -> list[Callback]:
-        """Due outbox rows, leased to the caller until ``lease_until`` so other workers skip them.
-
-        A claimed row that is neither done nor failed by then (its worker died) is due
-        again: delivery stays at-least-once. Stores without an atomic claim return
-        :meth:`due_callbacks` (several workers may then send one row more than once).
-        """
-        return self.due_callbacks(now, limit)
-
-    @abstractmethod
-    def next_callback_at(self) -> datetime | None:
-        """When the earliest undelivered callback is next due (``None``: none waiting)."""
-
     def watch(self, signal: CloseSignal) -> Watcher | None:
         """Start feeding ``signal`` with other processes' commits; ``None``: this store cannot."""
         return None
 
-    @abstractmethod
-    def callback_done(self, callback_id: int, now: datetime) -> None: ...
+    # The outbox, outside any message's transaction: each call is a transaction of its own.
+    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int = 50) -> list[Callback]:
+        """:meth:`Transaction.claim_callbacks` in a transaction of its own."""
+        with self.transaction() as tx:
+            return tx.claim_callbacks(now, lease_until, limit)
 
-    @abstractmethod
-    def callback_failed(self, callback_id: int, error: str, retry_at: datetime) -> None: ...
+    def callback_done(self, callback_id: int, now: datetime) -> None:
+        with self.transaction() as tx:
+            tx.callback_done(callback_id, now)
+
+    def callback_failed(self, callback_id: int, error: str, retry_at: datetime | None) -> None:
+        with self.transaction() as tx:
+            tx.callback_failed(callback_id, error, retry_at)
+
+    def next_callback_at(self) -> datetime | None:
+        with self.transaction() as tx:
+            return tx.next_callback_at()
 
     @abstractmethod
     def close(self) -> None: ...

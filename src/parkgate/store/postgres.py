@@ -25,7 +25,6 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 from parkgate.core.model import Ask
 from parkgate.signal import CloseSignal, Watcher
 from parkgate.store.base import (
-    Callback,
     Store,
     StoreClosed,
     StoreConflict,
@@ -553,50 +552,8 @@ class PostgresStore(Store):
             raise _SchemaRefused(error) from None
         return True
 
-    def due_callbacks(self, now: datetime, limit: int = 50) -> list[Callback]:
-        with self._pooled() as conn:
-            rows = conn.execute(
-                "SELECT id, ask_id, url, payload, attempts FROM outbox "
-                "WHERE delivered_at IS NULL AND next_attempt_at <= %s ORDER BY next_attempt_at LIMIT %s",
-                (now, limit),
-            ).fetchall()
-        return [Callback(*row) for row in rows]
-
-    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int = 50) -> list[Callback]:
-        # SKIP LOCKED: workers claiming at the same moment take disjoint rows.
-        try:
-            with self._pooled() as conn:
-                rows = conn.execute(
-                    "UPDATE outbox SET next_attempt_at = %s WHERE id IN ("
-                    "SELECT id FROM outbox WHERE delivered_at IS NULL AND next_attempt_at <= %s "
-                    "ORDER BY next_attempt_at LIMIT %s FOR UPDATE SKIP LOCKED) "
-                    "RETURNING id, ask_id, url, payload, attempts",
-                    (lease_until, now, limit),
-                ).fetchall()
-        except (psycopg.OperationalError, PoolTimeout) as error:
-            raise _unavailable(error) from None
-        return [Callback(*row) for row in rows]
-
-    def next_callback_at(self) -> datetime | None:
-        with self._pooled() as conn:
-            row = conn.execute("SELECT min(next_attempt_at) FROM outbox WHERE delivered_at IS NULL").fetchone()
-        return row[0] if row else None
-
     def watch(self, signal: CloseSignal) -> Watcher:
         return PostgresWatcher(self.url, self.schema, signal)
-
-    def callback_done(self, callback_id: int, now: datetime) -> None:
-        with self._pooled() as conn:
-            conn.execute(
-                "UPDATE outbox SET delivered_at = %s, attempts = attempts + 1 WHERE id = %s", (now, callback_id)
-            )
-
-    def callback_failed(self, callback_id: int, error: str, retry_at: datetime) -> None:
-        with self._pooled() as conn:
-            conn.execute(
-                "UPDATE outbox SET attempts = attempts + 1, last_error = %s, next_attempt_at = %s WHERE id = %s",
-                (error[:500], retry_at, callback_id),
-            )
 
     def close(self) -> None:
         """Close the pool; the store refuses to be used afterwards (:class:`StoreClosed`)."""

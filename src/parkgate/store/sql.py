@@ -13,14 +13,24 @@ from datetime import datetime
 from functools import cached_property, lru_cache
 from typing import Any
 
+from parkgate.core import expect as expected_form
 from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus
-from parkgate.store.base import AskGauges, Run, StoreConflict, StoreError, Transaction
+from parkgate.store.base import (
+    AskGauges,
+    Callback,
+    CallbackState,
+    CallbackStatus,
+    Run,
+    StoreConflict,
+    StoreError,
+    Transaction,
+)
 from parkgate.store.recent import STALE, Marker, RecentOpenAsks
 
 ASK_COLUMNS = (
     "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
     "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
-    "default_answer, callback_url, due_at, context"
+    "default_answer, callback_url, due_at, context, owner, expect"
 )
 #: What a step may change in an ask besides its status (``save_ask`` writes these).
 MUTABLE_ASK_SET = "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?"
@@ -148,6 +158,8 @@ class SqlTransaction(Transaction):
             callback_url=row[17],
             watched=row[18] is not None,
             context=_decode_context(row[19]) if row[19] is not None else None,
+            owner=row[20],
+            expect=expected_form.from_json(row[21]) if row[21] is not None else None,
         )
 
     def open_ask(self, conversation_id: str) -> Ask | None:
@@ -177,7 +189,7 @@ class SqlTransaction(Transaction):
     def insert_ask(self, ask: Ask) -> None:
         t = self._d.encode_time
         self._write(
-            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES ({', '.join('?' * 22)})",
             (
                 ask.id,
                 ask.conversation_id,
@@ -199,6 +211,8 @@ class SqlTransaction(Transaction):
                 ask.callback_url,
                 self._d.encode_due(ask.due_at) if ask.watched else None,
                 json.dumps(ask.context, ensure_ascii=False) if ask.context is not None else None,
+                ask.owner,
+                expected_form.to_json(ask.expect) if ask.expect is not None else None,
             ),
         )
 
@@ -277,8 +291,83 @@ class SqlTransaction(Transaction):
             (ask_id, url, payload, t, t),
         )
 
-    def count_open_asks(self) -> int:
-        self._exec("SELECT count(*) FROM asks WHERE status = 'open'")
+    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int) -> list[Callback]:
+        t = self._d.encode_time
+        self._exec(
+            "UPDATE outbox SET next_attempt_at = ? WHERE id IN (SELECT id FROM outbox WHERE delivered_at IS NULL "
+            "AND failed_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?"
+            f"{self._d.skip_locked_suffix}) RETURNING id, ask_id, url, payload, attempts",
+            (t(lease_until), t(now), limit),
+        )
+        return [Callback(*row) for row in self._cur.fetchall()]
+
+    def callback_done(self, callback_id: int, now: datetime) -> None:
+        self._write(
+            "UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
+            (self._d.encode_time(now), callback_id),
+        )
+
+    def callback_failed(self, callback_id: int, error: str, retry_at: datetime | None) -> None:
+        t = self._d.encode_time
+        if retry_at is None:
+            self._write(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ?, failed_at = next_attempt_at WHERE id = ?",
+                (error[:500], callback_id),
+            )
+        else:
+            self._write(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?",
+                (error[:500], t(retry_at), callback_id),
+            )
+
+    def callback_states(self, ask_ids: list[str]) -> dict[str, CallbackState]:
+        if not ask_ids:
+            return {}
+        marks = ", ".join("?" * len(ask_ids))
+        self._exec(
+            "SELECT ask_id, delivered_at, failed_at, attempts, last_error, next_attempt_at FROM outbox "
+            f"WHERE ask_id IN ({marks}) ORDER BY id",
+            tuple(ask_ids),
+        )
+        found: dict[str, CallbackState] = {}
+        for ask_id, delivered, failed, attempts, error, next_at in self._cur.fetchall():
+            status = (
+                CallbackStatus.DELIVERED
+                if delivered is not None
+                else CallbackStatus.FAILED
+                if failed is not None
+                else CallbackStatus.PENDING
+            )
+            due = self._d.decode_time(next_at) if status is CallbackStatus.PENDING else None
+            found[ask_id] = CallbackState(status, int(attempts), error, due)
+        return found
+
+    def rearm_callback(self, ask_id: str, now: datetime) -> bool:
+        self._exec(
+            "UPDATE outbox SET failed_at = NULL, attempts = 0, next_attempt_at = ? "
+            "WHERE ask_id = ? AND failed_at IS NOT NULL AND delivered_at IS NULL RETURNING id",
+            (self._d.encode_time(now), ask_id),
+        )
+        return bool(self._cur.fetchall())
+
+    def next_callback_at(self) -> datetime | None:
+        self._exec("SELECT min(next_attempt_at) FROM outbox WHERE delivered_at IS NULL AND failed_at IS NULL")
+        earliest = self._cur.fetchone()[0]
+        return self._d.decode_time(earliest) if earliest is not None else None
+
+    def callback_counts(self) -> dict[CallbackStatus, int]:
+        self._exec(
+            "SELECT count(*) FILTER (WHERE failed_at IS NULL), count(*) FILTER (WHERE failed_at IS NOT NULL) "
+            "FROM outbox WHERE delivered_at IS NULL"
+        )
+        pending, failed = self._cur.fetchone()
+        return {CallbackStatus.PENDING: int(pending), CallbackStatus.FAILED: int(failed)}
+
+    def count_open_asks(self, owner: str | None = None) -> int:
+        if owner is None:
+            self._exec("SELECT count(*) FROM asks WHERE status = 'open'")
+        else:
+            self._exec("SELECT count(*) FROM asks WHERE status = 'open' AND owner = ?", (owner,))
         return int(self._cur.fetchone()[0])
 
     def ask_gauges(self, now: datetime) -> AskGauges:
@@ -286,7 +375,14 @@ class SqlTransaction(Transaction):
         self._exec(self._d.gauges_sql, (due_now, due_now, due_now))
         live, overdue, earliest = self._cur.fetchone()
         late = (now - self._d.decode_due(earliest)).total_seconds() if earliest is not None else 0.0
-        return AskGauges(open=int(live), overdue=int(overdue), oldest_unread_due_seconds=late)
+        callbacks = self.callback_counts()
+        return AskGauges(
+            open=int(live),
+            overdue=int(overdue),
+            oldest_unread_due_seconds=late,
+            callbacks_pending=callbacks[CallbackStatus.PENDING],
+            callbacks_failed=callbacks[CallbackStatus.FAILED],
+        )
 
     def due_asks(self, now: datetime, limit: int) -> list[Ask]:
         self._exec(self._d.due_asks_sql, (self._d.encode_due(now), limit))
@@ -337,12 +433,22 @@ class SqlTransaction(Transaction):
         latest = self._cur.fetchone()[0]
         return self._d.decode_time(latest) if latest is not None else None
 
-    def open_asks(self, limit: int | None = None) -> list[Ask]:
-        statement = f"SELECT {ASK_COLUMNS} FROM asks WHERE status = 'open' ORDER BY asked_at, id"
-        params: tuple[Any, ...] = ()
+    def open_asks(
+        self, limit: int | None = None, *, after: tuple[datetime, str] | None = None, owner: str | None = None
+    ) -> list[Ask]:
+        conditions = ["status = 'open'"]
+        params: list[Any] = []
+        if after is not None:
+            conditions.append("(asked_at > ? OR (asked_at = ? AND id > ?))")
+            stamp = self._d.encode_time(after[0])
+            params += [stamp, stamp, after[1]]
+        if owner is not None:
+            conditions.append("owner = ?")
+            params.append(owner)
+        statement = f"SELECT {ASK_COLUMNS} FROM asks WHERE {' AND '.join(conditions)} ORDER BY asked_at, id"
         if limit is not None:
             statement += " LIMIT ?"
-            params = (limit,)
+            params.append(limit)
         self._exec(statement, params)
         return [self._ask_from_row(row) for row in self._cur.fetchall()]
 

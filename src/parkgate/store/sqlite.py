@@ -22,7 +22,6 @@ from typing import Any
 from parkgate.core.model import Ask, AskStatus
 from parkgate.signal import CloseSignal, Watcher
 from parkgate.store.base import (
-    Callback,
     Store,
     StoreClosed,
     StoreConflict,
@@ -71,8 +70,11 @@ DIALECT = Dialect(
     decode_time=_decode,
     encode_due=_encode_due,
     decode_due=_decode_due,
-    # As migration 5's trigger computes due_at (julianday keeps milliseconds).
-    due_expression="((julianday(last_touched) - 2440587.5) * 86400.0 + ttl_seconds)",
+    # As migration 5's trigger computes due_at.
+    due_expression=(
+        "(round((julianday(substr(last_touched, 1, 19)) - 2440587.5) * 86400.0) "
+        "+ CAST(substr(last_touched, 21, 6) AS INTEGER) / 1000000.0 + ttl_seconds)"
+    ),
     skip_locked_suffix="",  # one writer at a time: BEGIN IMMEDIATE holds the file
 )
 BUSY_TIMEOUT_MS = 10_000
@@ -416,48 +418,8 @@ class SQLiteStore(Store):
         self.applied.extend(applied)
         return applied
 
-    def due_callbacks(self, now: datetime, limit: int = 50) -> list[Callback]:
-        rows = self._connection().execute(
-            "SELECT id, ask_id, url, payload, attempts FROM outbox "
-            "WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
-            (_encode(now), limit),
-        )
-        return [Callback(*row) for row in rows]
-
-    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int = 50) -> list[Callback]:
-        # One write transaction (BEGIN IMMEDIATE at its first statement): one claimer at a
-        # time, so claims never overlap.
-        with self._unit() as tx:
-            rows = tx._exec(
-                "SELECT id, ask_id, url, payload, attempts FROM outbox "
-                "WHERE delivered_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
-                (_encode(now), limit),
-            ).fetchall()
-            for row in rows:
-                tx._exec("UPDATE outbox SET next_attempt_at = ? WHERE id = ?", (_encode(lease_until), row[0]))
-        return [Callback(*row) for row in rows]
-
-    def next_callback_at(self) -> datetime | None:
-        row = self._connection().execute("SELECT min(next_attempt_at) FROM outbox WHERE delivered_at IS NULL")
-        earliest = row.fetchone()[0]
-        return _decode(earliest) if earliest is not None else None
-
     def watch(self, signal: CloseSignal) -> Watcher:
         return SQLiteWatcher(self._target, self._uri, signal)
-
-    def callback_done(self, callback_id: int, now: datetime) -> None:
-        with self._unit() as tx:
-            tx._exec(
-                "UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
-                (_encode(now), callback_id),
-            )
-
-    def callback_failed(self, callback_id: int, error: str, retry_at: datetime) -> None:
-        with self._unit() as tx:
-            tx._exec(
-                "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?",
-                (error[:500], _encode(retry_at), callback_id),
-            )
 
     def close(self) -> None:
         """Close every connection; the store refuses to be used afterwards (:class:`StoreClosed`)."""

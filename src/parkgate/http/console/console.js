@@ -1,12 +1,42 @@
 // parkgate console: open asks (with operator cancel) and a demo chat. No build step.
-// Every value from the API is shown with textContent, never as HTML.
+// Every value from the API is shown with textContent, never as HTML, and through
+// visibleText/visibleId: control, direction and invisible characters show as their
+// escapes (\u202e), so values that differ never look the same.
 "use strict";
 
 (function () {
   const TOKEN_KEY = "parkgate.token";
   const REFRESH_MS = 3000;
+  const PAGE_ASKS = 100;
   const phrases = JSON.parse(document.getElementById("phrases").textContent || "{}");
   const $ = (id) => document.getElementById(id);
+
+  // The characters shown escaped: one list, parkgate.display.HIDDEN_RANGES, sent in the page.
+  const hex = (n, width) => n.toString(16).padStart(width, "0");
+  const hidden = new RegExp(
+    "[" + (phrases.hidden || []).map(([a, b]) => "\\u{" + hex(a, 4) + "}-\\u{" + hex(b, 4) + "}").join("") + "]",
+    "u"
+  );
+  function escaped(ch) {
+    const point = ch.codePointAt(0);
+    return point <= 0xffff ? "\\u" + hex(point, 4) : "\\U" + hex(point, 8);
+  }
+  // Prose (prompts, labels, replies): hidden characters escaped, line breaks and tabs kept.
+  function visibleText(value) {
+    let out = "";
+    for (const ch of String(value === null || value === undefined ? "" : value)) {
+      out += hidden.test(ch) && ch !== "\n" && ch !== "\t" ? escaped(ch) : ch;
+    }
+    return out;
+  }
+  // Ids: also backslashes and compatibility characters (fullwidth letters) escaped.
+  function visibleId(value) {
+    let out = "";
+    for (const ch of String(value === null || value === undefined ? "" : value)) {
+      out += ch === "\\" || hidden.test(ch) || ch.normalize("NFKC") !== ch ? escaped(ch) : ch;
+    }
+    return out;
+  }
 
   function token() {
     return sessionStorage.getItem(TOKEN_KEY) || "";
@@ -36,78 +66,121 @@
     }
     if (!response.ok) {
       if (response.status === 401) throw new Error("this server needs a token: paste it in the API token field");
+      if (response.status === 429) throw new Error("429: " + visibleText((data && data.detail) || "too many requests"));
       const detail = data && data.detail ? data.detail : response.statusText;
-      throw new Error(response.status + " " + ((data && data.error) || "error") + ": " + detail);
+      throw new Error(visibleText(response.status + " " + ((data && data.error) || "error") + ": " + detail));
     }
     return data;
   }
 
-  function cell(row, text, className) {
+  function cell(row, text, className, label) {
     const td = document.createElement("td");
     td.textContent = text === null || text === undefined ? "" : String(text);
     if (className) td.className = className;
+    if (label) td.dataset.label = label;
     row.appendChild(td);
     return td;
   }
 
-  // -- open asks -------------------------------------------------------------------
+  // -- open asks: a page at a time (the API's limit and cursor) --------------------
+  const paging = { cursor: null, before: [], next: null, shown: "", busy: false };
+
   async function refreshAsks() {
-    let data;
+    if (paging.busy) return; // a slow answer is not asked for again on top of itself
+    paging.busy = true;
     try {
-      data = await api("GET", "/v1/asks?status=open");
+      await showPage();
+    } finally {
+      paging.busy = false;
+    }
+  }
+
+  async function showPage() {
+    let data;
+    const query = "/v1/asks?status=open&limit=" + PAGE_ASKS + (paging.cursor ? "&cursor=" + encodeURIComponent(paging.cursor) : "");
+    try {
+      data = await api("GET", query);
     } catch (error) {
       setStatus(error.message, true);
       return;
     }
-    const body = $("asks-body");
-    body.replaceChildren();
-    for (const ask of data.asks) {
-      const row = document.createElement("tr");
-      row.dataset.askId = ask.ask_id;
-      row.className = "ask-row";
-      cell(row, ask.conversation_id, "conversation");
-      cell(row, ask.phase || "—", "phase");
-      const question = cell(row, ask.prompt, "prompt");
-      if (ask.kind === "choice") {
-        const options = document.createElement("div");
-        options.className = "options";
-        ask.options.forEach((label, i) => {
-          const option = document.createElement("span");
-          option.className = "option";
-          option.textContent = i + 1 + ". " + label;
-          options.appendChild(option);
-        });
-        question.appendChild(options);
-      } else {
-        const kind = document.createElement("div");
-        kind.className = "options";
-        kind.textContent = "free text";
-        question.appendChild(kind);
-      }
-      cell(row, ask.mismatches, "num mismatches" + (ask.mismatches >= 3 ? " hot" : ""));
-      cell(row, Number(ask.hours_open).toFixed(2), "num hours");
-      cell(row, new Date(ask.asked_at).toLocaleString(), "asked-at");
-      const actions = cell(row, "", "actions");
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "cancel";
-      button.textContent = "Cancel";
-      button.setAttribute("aria-label", "Cancel the ask in " + ask.conversation_id);
-      button.addEventListener("click", () => cancelAsk(ask, button));
-      actions.appendChild(button);
-      body.appendChild(row);
-    }
-    $("asks-count").textContent = "(" + data.asks.length + ")";
-    $("asks-empty").hidden = data.asks.length > 0;
+    paging.next = data.next || null;
+    $("asks-next").hidden = !paging.next;
+    $("asks-first").hidden = paging.before.length === 0;
+    const page = paging.before.length + 1;
+    const many = page > 1 || paging.next;
+    $("asks-count").textContent = many ? "(page " + page + ": " + data.asks.length + ")" : "(" + data.asks.length + ")";
+    $("asks-empty").hidden = data.asks.length > 0 || page > 1;
     $("asks").hidden = data.asks.length === 0;
     if ($("status").className === "error") setStatus("");
+    const shown = JSON.stringify(data.asks.map((ask) => [ask.ask_id, ask.mismatches, ask.hours_open]));
+    if (shown === paging.shown) return; // nothing changed: the rows (and focus) stay as they are
+    paging.shown = shown;
+    const body = $("asks-body");
+    body.replaceChildren(...data.asks.map(askRow));
+  }
+
+  function askRow(ask) {
+    const row = document.createElement("tr");
+    row.dataset.askId = ask.ask_id;
+    row.className = "ask-row";
+    cell(row, visibleId(ask.conversation_id), "conversation", "Conversation");
+    cell(row, ask.phase ? visibleId(ask.phase) : "—", "phase", "Phase");
+    const question = cell(row, "", "prompt", "Question");
+    const prompt = document.createElement("div");
+    prompt.className = "prompt-text";
+    prompt.textContent = visibleText(ask.prompt);
+    question.appendChild(prompt);
+    if (ask.kind === "choice") {
+      const options = document.createElement("div");
+      options.className = "options";
+      ask.options.forEach((label, i) => {
+        const option = document.createElement("span");
+        option.className = "option";
+        option.textContent = i + 1 + ". " + visibleText(label);
+        options.appendChild(option);
+      });
+      question.appendChild(options);
+    } else {
+      const kind = document.createElement("div");
+      kind.className = "options";
+      kind.textContent = "free text";
+      question.appendChild(kind);
+    }
+    cell(row, ask.mismatches, "num mismatches" + (ask.mismatches >= 3 ? " hot" : ""), "Mismatches");
+    cell(row, Number(ask.hours_open).toFixed(2), "num hours", "Hours open");
+    cell(row, new Date(ask.asked_at).toLocaleString(), "asked-at", "Asked at");
+    const actions = cell(row, "", "actions");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "cancel";
+    button.textContent = "Cancel";
+    button.setAttribute("aria-label", "Cancel the ask in " + visibleId(ask.conversation_id));
+    button.addEventListener("click", () => cancelAsk(ask, button));
+    actions.appendChild(button);
+    return row;
+  }
+
+  function nextPage() {
+    if (!paging.next) return;
+    paging.before.push(paging.cursor);
+    paging.cursor = paging.next;
+    paging.shown = "";
+    refreshAsks();
+  }
+
+  function firstPage() {
+    paging.before = [];
+    paging.cursor = null;
+    paging.shown = "";
+    refreshAsks();
   }
 
   async function cancelAsk(ask, button) {
     button.disabled = true;
     try {
       const closed = await api("POST", "/v1/asks/" + encodeURIComponent(ask.ask_id) + "/cancel");
-      setStatus("Ask in " + ask.conversation_id + " is now " + closed.status + ".");
+      setStatus("Ask in " + visibleId(ask.conversation_id) + " is now " + closed.status + ".");
     } catch (error) {
       setStatus(error.message, true);
       button.disabled = false;
@@ -136,7 +209,7 @@
     }
     const body = document.createElement("div");
     body.className = "text";
-    body.textContent = text;
+    body.textContent = visibleText(text);
     item.append(head, body);
     $("chat-log").appendChild(item);
     item.scrollIntoView({ block: "nearest" });
@@ -175,7 +248,7 @@
     if (!conversation()) return;
     try {
       const reply = await api("POST", "/v1/workflows/uml/start", { conversation_id: conversation(), replace: true });
-      logLine("you", "", "(started the UML demo in " + conversation() + ")");
+      logLine("you", "", "(started the UML demo in " + visibleId(conversation()) + ")");
       await showReply(reply);
       $("chat-text").focus();
     } catch (error) {
@@ -210,6 +283,8 @@
       refreshAsks();
     });
     $("refresh").addEventListener("click", refreshAsks);
+    $("asks-next").addEventListener("click", nextPage);
+    $("asks-first").addEventListener("click", firstPage);
     $("chat-start").addEventListener("submit", startDemo);
     $("chat-send").addEventListener("submit", send);
     $("chat-conversation").value = "demo-" + Math.random().toString(36).slice(2, 8);

@@ -42,6 +42,10 @@ CREATE TRIGGER asks_due_parked AFTER INSERT ON asks
 CREATE TRIGGER outbox_queued AFTER INSERT ON outbox
     FOR EACH ROW EXECUTE FUNCTION parkgate_notify('outbox');
 
+-- A callback given up on (its attempts ran out, or its URL can never be sent to): kept
+-- with its last error until an operator re-arms it.
+ALTER TABLE outbox ADD COLUMN failed_at TIMESTAMPTZ;
+
 -- One row per running deliverer, stamped while it runs: a gateway that writes callbacks
 -- warns when no deliverer has stamped lately.
 CREATE TABLE deliverers (

@@ -1,4 +1,4 @@
--- parkgate schema v6 (SQLite): follow-ups, what a waiter does once an ask it waits on closed.
+-- parkgate schema v8 (SQLite): follow-ups, what a waiter does once an ask it waits on closed.
 --
 -- A row is written with the ask when the caller asks for one (an adapter that resumes a
 -- graph on the close). It stays pending (done_at NULL) until the waiter says its follow-up

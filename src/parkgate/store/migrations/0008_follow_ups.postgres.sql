@@ -1,4 +1,4 @@
--- parkgate schema v6 (PostgreSQL): follow-ups, what a waiter does once an ask it waits on
+-- parkgate schema v8 (PostgreSQL): follow-ups, what a waiter does once an ask it waits on
 -- closed.
 --
 -- A row is written with the ask when the caller asks for one (an adapter that resumes a

@@ -1,0 +1,140 @@
+"""An MCP server whose tool asks a person through parkgate: the ask is parked for audit
+and TTL, the MCP client collects the answer, and parkgate checks it.
+
+Both ways of eliciting are served: the 2025-11-25 back-channel (an
+``elicitation/create`` request inside the tool call) and the 2026-07-28 input-required
+flow (the tool call returns the elicitation, and the client calls again with the answer).
+"""
+
+# No ``from __future__ import annotations`` here: the MCP SDK reads the tool's annotations
+# when it is registered.
+
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ElicitRequest, ElicitResult, InputRequiredResult
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from parkgate.adapters.mcp.forms import elicit_params
+from parkgate.adapters.mcp.results import ABANDONED, apply_elicit_result
+from parkgate.core import stopping_point
+from parkgate.core.model import Ask
+from parkgate.core.phrases import AskKind
+from parkgate.core.stopping_point import AskSpec
+from parkgate.errors import AskAlreadyOpen, InputError
+from parkgate.gateway import Gateway
+from parkgate.reply import Reply
+
+#: The key of the one input request the tool's input-required round carries.
+INPUT_KEY = "parkgate_answer"
+#: The outcome of an ask closed because the MCP client's answer was not one the form asked for.
+INVALID_ANSWER = "invalid_answer"
+
+
+def park_once(gateway: Gateway, conversation_id: str, spec: AskSpec) -> Ask:
+    """Park ``spec``, or take the same question already open in the conversation.
+
+    The input-required flow calls the tool once per round: the question is parked once
+    and asked identically each time.
+    """
+    try:
+        asked = gateway.ask(conversation_id, spec.prompt, list(spec.options) or None, kind=spec.kind)
+    except AskAlreadyOpen as error:
+        open_ask = gateway.get(error.ask_id)
+        if open_ask.is_open and AskSpec(open_ask.kind, open_ask.prompt, open_ask.options) == spec:
+            return open_ask
+        raise
+    return gateway.get(asked.ask_id or "")
+
+
+def _outcome(reply: Reply) -> dict[str, Any]:
+    return {
+        "kind": reply.kind.value,
+        "answer": reply.answer,
+        "option_index": reply.option_index,
+        "ask_id": reply.ask_id or reply.expired_ask_id,
+        "text": reply.text,
+    }
+
+
+async def ask_and_apply(
+    gateway: Gateway, ctx: Context, conversation_id: str, spec: AskSpec
+) -> dict[str, Any] | InputRequiredResult:
+    """Park ``spec``, elicit its answer from the MCP client, apply it; the tool's result.
+
+    A bounce (an empty answer, say) asks again with the retry line as the message, in
+    the same call. Whatever ends the call without a result (content the form did not
+    ask for, a cancelled call, a closed session) closes the ask as ``cancelled``, its
+    outcome saying why: no ask is left open behind an error.
+    """
+    try:
+        ask = await anyio.to_thread.run_sync(park_once, gateway, conversation_id, spec)
+    except InputError as error:  # AskAlreadyOpen is one: another question is open there
+        raise ToolError(str(error)) from None
+    try:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return await _input_required_round(gateway, ctx, ask)
+        message = ask.prompt
+        while True:
+            result = await ctx.session.elicit_form(
+                message=message, requested_schema=elicit_params(ask).requested_schema, related_request_id=ctx.request_id
+            )
+            reply = await _apply(gateway, ask, result)
+            if not reply.parked:
+                return _outcome(reply)
+            message = reply.text  # the retry line, with the question
+    except InputError as error:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(lambda: gateway.cancel(ask.id, outcome=INVALID_ANSWER))
+        raise ToolError(f"{error}; the question was closed") from None
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(lambda: gateway.cancel(ask.id, outcome=ABANDONED))
+        raise
+
+
+async def _input_required_round(gateway: Gateway, ctx: Context, ask: Ask) -> dict[str, Any] | InputRequiredResult:
+    answer = (ctx.input_responses or {}).get(INPUT_KEY)
+    if answer is None:
+        return InputRequiredResult(input_requests={INPUT_KEY: ElicitRequest(params=elicit_params(ask))})
+    if not isinstance(answer, ElicitResult):
+        raise InputError(f"the answer to {INPUT_KEY!r} is not an elicitation result")
+    reply = await _apply(gateway, ask, answer)
+    if reply.parked:  # a bounce: ask again, saying why
+        return InputRequiredResult(input_requests={INPUT_KEY: ElicitRequest(params=elicit_params(ask, reply.text))})
+    return _outcome(reply)
+
+
+async def _apply(gateway: Gateway, ask: Ask, result: ElicitResult) -> Reply:
+    return await anyio.to_thread.run_sync(lambda: apply_elicit_result(gateway, ask.id, result))
+
+
+def build_example_server(gateway: Gateway, *, name: str = "parkgate") -> MCPServer:
+    """An MCP server with one tool, ``ask_person``, that asks through parkgate.
+
+    ``ask_person(conversation_id, question, options=None)`` parks the question in
+    ``gateway`` (a choice with options, else a text ask), elicits the answer from the MCP
+    client and applies it (:func:`~parkgate.adapters.mcp.apply_elicit_result`, which
+    checks it: a value that is no option, a missing field or a wrong type is refused).
+    It returns the reply's ``kind``, ``answer``, ``option_index``, ``ask_id`` and
+    ``text``; content the form did not ask for is a tool error, and its ask is closed
+    (``cancelled``, outcome ``invalid_answer``). Run it on stdio with
+    ``build_example_server(Gateway(url)).run()`` (``examples/mcp_ask_server.py``).
+    """
+    server = MCPServer(name)
+
+    @server.tool(description="Ask the person a question through parkgate and return their answer.")
+    async def ask_person(
+        conversation_id: str, question: str, ctx: Context, options: list[str] | None = None
+    ) -> dict[str, Any] | InputRequiredResult:
+        kind = AskKind.CHOICE if options else AskKind.TEXT
+        try:
+            spec = stopping_point.make_spec(kind, question, options)
+        except InputError as error:
+            raise ToolError(str(error)) from None
+        return await ask_and_apply(gateway, ctx, conversation_id, spec)
+
+    return server

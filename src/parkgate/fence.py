@@ -1,0 +1,274 @@
+"""Where a callback may go: one set of rules, for parking an ask and for delivering to it.
+
+A ``callback_url`` is an ``http://`` or ``https://`` URL that parses as a client will
+send it (no control or invisible characters, a host that IDNA encodes, a port from 1
+to 65535), without userinfo (``http://a@b/`` names host ``b`` where a reader sees
+``a``). By default it may not reach an internal address: loopback, private, shared,
+link-local, multicast, unspecified or reserved (IPv4 inside IPv6, as ``::ffff:127.0.0.1``,
+6to4 or NAT64, is read as the IPv4 address it carries). An :class:`AllowList` lets
+internal receivers in on purpose: host names or addresses (any port), ``host:port``
+pairs, and CIDR networks.
+
+Two checks use the rules:
+
+- :func:`check_callback_url`, when an ask is parked: the URL parses, and a host that is
+  an address (in any form a resolver takes, ``127.1`` or ``2130706433`` too) or a
+  ``localhost`` name is internal only if allowed. Other names are not resolved here:
+  what a name points to can change before delivery.
+- :func:`address_allowed`, when a callback is delivered: the address the host name
+  resolved to, and its port, under the same rules.
+
+This module only computes: it resolves no name and opens no connection.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx
+
+from parkgate.core.errors import InputError
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+#: The environment variable the HTTP service reads its allow-list from.
+ENV_CALLBACK_ALLOW = "PARKGATE_CALLBACK_ALLOW"
+#: The longest callback URL accepted, in characters.
+MAX_URL_CHARS = 2048
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+class CallbackRefused(InputError):
+    """A callback URL the fence refuses: it does not parse, or it reaches an internal
+    address that the allow-list does not name."""
+
+
+@dataclass(frozen=True)
+class CallbackTarget:
+    """Where a callback URL points: its scheme, host (lower case, IDNA-encoded, no
+    brackets or trailing dot), effective port, and the address when the host is one."""
+
+    scheme: str
+    host: str
+    port: int
+    address: IPAddress | None
+
+
+@dataclass(frozen=True)
+class AllowList:
+    """Internal receivers allowed on purpose (see :func:`parse_allow_list`); empty by default."""
+
+    hosts: frozenset[str] = frozenset()
+    host_ports: frozenset[tuple[str, int]] = frozenset()
+    networks: tuple[IPNetwork, ...] = ()
+
+    def names(self, host: str, port: int) -> bool:
+        """Whether ``host`` (any port) or ``host:port`` is listed."""
+        return host in self.hosts or (host, port) in self.host_ports
+
+    def covers(self, address: IPAddress, port: int) -> bool:
+        """Whether ``address`` is listed (any port, or this port) or inside a listed network."""
+        return self.names(address.compressed, port) or any(address in network for network in self.networks)
+
+    def __bool__(self) -> bool:
+        return bool(self.hosts or self.host_ports or self.networks)
+
+
+def parse_allow_list(text: str | None) -> AllowList:
+    """An allow-list from comma-separated entries: ``host``, ``host:port``, ``[v6]:port``,
+    or a CIDR network (``10.0.0.0/8``, ``fd00::/8``; a bare address is one host).
+
+    Raises ``ValueError`` naming the first entry that is none of these.
+    """
+    hosts: set[str] = set()
+    host_ports: set[tuple[str, int]] = set()
+    networks: list[IPNetwork] = []
+    for raw in (text or "").split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        try:
+            if "/" in entry:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+                continue
+            host, port = _split_host_port(entry)
+        except ValueError as error:
+            raise ValueError(
+                f"{entry!r} is not a host, host:port or CIDR network ({error}); "
+                "separate entries with commas, as in 127.0.0.1:9000,receiver.internal,10.0.0.0/8"
+            ) from None
+        if port is None:
+            hosts.add(host)
+        else:
+            host_ports.add((host, port))
+    return AllowList(frozenset(hosts), frozenset(host_ports), tuple(networks))
+
+
+def _split_host_port(entry: str) -> tuple[str, int | None]:
+    """``host``, ``host:port``, ``v6``, ``[v6]`` or ``[v6]:port``, normalised as URLs are."""
+    port: int | None = None
+    if entry.startswith("["):
+        inside, bracket, rest = entry[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise ValueError("an IPv6 address goes in brackets: [::1]:9000")
+        host = inside
+        if rest:
+            port = _port(rest[1:])
+    elif entry.count(":") == 1:
+        host, _, number = entry.partition(":")
+        port = _port(number)
+    else:
+        host = entry  # a name, an IPv4 address, or a bare IPv6 address
+    return _normal_host(host), port
+
+
+def _port(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise ValueError(f"the port {text!r} is not a number from 1 to 65535")
+    return int(text)
+
+
+def _normal_host(host: str) -> str:
+    """A host as compared: an address in its compressed form, a name lower case and IDNA-encoded."""
+    address = literal_address(host)
+    if address is not None:
+        return address.compressed
+    name = host.rstrip(".").lower()
+    try:
+        name = httpx.URL(f"http://{name}/").raw_host.decode("ascii")
+    except (httpx.InvalidURL, ValueError, UnicodeError) as error:
+        raise ValueError(f"the host {host!r} is not a valid name") from error
+    if not name or not all(_LABEL.match(label) for label in name.split(".")):
+        raise ValueError(f"the host {host!r} is not a valid name")
+    return name
+
+
+def literal_address(host: str) -> IPAddress | None:
+    """The address ``host`` spells, in any form a resolver reads as one, else ``None``.
+
+    IPv6 in or out of brackets; IPv4 also as ``127.1``, ``2130706433`` or ``0x7f.1``
+    (which ``getaddrinfo`` resolves without asking DNS).
+    """
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        return ipaddress.ip_address(bare)
+    except ValueError:
+        pass
+    if bare and bare.isascii() and all(c.isalnum() or c == "." for c in bare):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(bare))
+        except OSError:
+            return None
+    return None
+
+
+def is_internal(address: IPAddress) -> bool:
+    """Whether ``address`` is not a public unicast address (or carries one that is not)."""
+    if isinstance(address, ipaddress.IPv6Address):
+        carried = address.ipv4_mapped or address.sixtofour
+        if carried is None and address in _NAT64:
+            carried = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if carried is not None and is_internal(carried):
+            return True
+    return not address.is_global or address.is_multicast or address.is_reserved
+
+
+def parse_callback_url(url: object) -> CallbackTarget:
+    """Where ``url`` points, or :class:`CallbackRefused` saying why it is not a usable URL."""
+    if not isinstance(url, str):
+        raise CallbackRefused(f"callback_url must be a string, not {type(url).__name__}")
+    if len(url) > MAX_URL_CHARS:
+        raise CallbackRefused(f"callback_url is longer than {MAX_URL_CHARS} characters")
+    for position, char in enumerate(url):
+        if not char.isprintable():  # CR/LF, tabs, NUL, direction marks: a space is percent-encoded
+            raise CallbackRefused(
+                f"callback_url holds a control or invisible character (U+{ord(char):04X} at position {position})"
+            )
+    try:
+        parsed = httpx.URL(url)
+        parsed.host  # noqa: B018 (decoding an IDNA host can fail: "xn--a")
+    except (httpx.InvalidURL, ValueError, UnicodeError) as error:
+        raise CallbackRefused(f"callback_url is not a URL that can be sent to ({error})") from None
+    if parsed.scheme not in DEFAULT_PORTS or not url.lower().startswith(f"{parsed.scheme}://"):
+        raise CallbackRefused("callback_url must be an http:// or https:// URL")
+    if parsed.userinfo or "@" in urlsplit(url).netloc:
+        raise CallbackRefused("callback_url may not carry a user name or password (user@host)")
+    raw_host = parsed.raw_host.decode("ascii", "replace")
+    if not raw_host:
+        raise CallbackRefused("callback_url has no host")
+    port = parsed.port or DEFAULT_PORTS[parsed.scheme]
+    if not 1 <= port <= 65535:
+        raise CallbackRefused(f"callback_url's port {port} is not from 1 to 65535")
+    try:
+        host = _normal_host(raw_host)
+    except ValueError:
+        raise CallbackRefused(f"callback_url's host {parsed.host!r} is not a valid host name or address") from None
+    return CallbackTarget(parsed.scheme, host, port, literal_address(host))
+
+
+def check_callback_url(url: object, allow: AllowList = AllowList()) -> CallbackTarget:
+    """The park-time check: ``url`` parses (:func:`parse_callback_url`), and a host that is
+    an address or a ``localhost`` name is internal only if ``allow`` lets it in.
+
+    Raises :class:`CallbackRefused` (an :class:`InputError`) naming the rule.
+    """
+    target = parse_callback_url(url)
+    if target.address is not None:
+        if is_internal(target.address) and not allow.covers(target.address, target.port):
+            raise CallbackRefused(
+                f"callback_url points at an internal address ({target.address.compressed}): loopback, private, "
+                "link-local, multicast and unspecified addresses are refused unless the server allows them "
+                f"({ENV_CALLBACK_ALLOW})"
+            )
+    elif (target.host == "localhost" or target.host.endswith(".localhost")) and not allow.names(
+        target.host, target.port
+    ):
+        raise CallbackRefused(
+            f"callback_url points at {target.host}, this machine: refused unless the server allows it "
+            f"({ENV_CALLBACK_ALLOW})"
+        )
+    return target
+
+
+def address_allowed(address: str | IPAddress, port: int, allow: AllowList, host: str | None = None) -> bool:
+    """The delivery-time check: may a callback connect to ``address``:``port``?
+
+    ``address`` is what the URL's host resolved to; ``host`` is the URL's host as
+    written (an allow-list entry may name it). A public address is always allowed; an
+    internal one only when the allow-list names the address, a network holding it, or
+    the host (any port, or this port).
+    """
+    resolved = ipaddress.ip_address(address) if isinstance(address, str) else address
+    if not is_internal(resolved):
+        return True
+    if allow.covers(resolved, port):
+        return True
+    if host is None:
+        return False
+    try:
+        name = _normal_host(host)
+    except ValueError:
+        return False
+    return allow.names(name, port)
+
+
+__all__ = [
+    "ENV_CALLBACK_ALLOW",
+    "AllowList",
+    "CallbackRefused",
+    "CallbackTarget",
+    "address_allowed",
+    "check_callback_url",
+    "is_internal",
+    "literal_address",
+    "parse_allow_list",
+    "parse_callback_url",
+]

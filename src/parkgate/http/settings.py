@@ -1,0 +1,165 @@
+"""The HTTP service's security settings, read once from the environment at start.
+
+- ``PARKGATE_TOKEN``: one bearer token with every scope; ``PARKGATE_TOKEN_FILE``: a file
+  holding it (kept out of argv and of the environment of other tools); or
+  ``PARKGATE_TOKENS_FILE``: named, scoped tokens (:mod:`parkgate.http.tokens`). At most
+  one of the three. A token that is set but blank is an error, never "no auth".
+- ``PARKGATE_ALLOWED_HOSTS``: more ``Host`` names the server answers to (comma-separated),
+  besides ``localhost``, loopback addresses and the address a connection arrived at.
+- ``PARKGATE_CALLBACK_ALLOW``: internal callback receivers allowed on purpose
+  (:func:`parkgate.fence.parse_allow_list`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from parkgate.fence import ENV_CALLBACK_ALLOW, AllowList, parse_allow_list
+from parkgate.http.tokens import Tokens, check_token
+
+ENV_TOKEN = "PARKGATE_TOKEN"
+ENV_TOKEN_FILE = "PARKGATE_TOKEN_FILE"
+ENV_TOKENS_FILE = "PARKGATE_TOKENS_FILE"
+ENV_ALLOWED_HOSTS = "PARKGATE_ALLOWED_HOSTS"
+
+#: The warning ``serve`` prints when it serves a non-loopback address without a token.
+NO_TOKEN_WARNING = (
+    "WARNING: parkgate is serving {host} WITHOUT A TOKEN (--insecure-no-token): anyone who can reach "
+    "this address can park, answer, read and cancel every ask. Set PARKGATE_TOKEN, --token-file or "
+    "PARKGATE_TOKENS_FILE unless another layer guards it."
+)
+
+
+class SettingsError(ValueError):
+    """A setting the server cannot start with; the message names it."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the guard and the routes enforce.
+
+    ``tokens`` ``None`` means no auth: every request may do everything.
+    """
+
+    tokens: Tokens | None = None
+    allowed_hosts: frozenset[str] = field(default_factory=frozenset)
+    callback_allow: AllowList = field(default_factory=AllowList)
+
+
+def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings the environment names (see the module docstring); :class:`SettingsError`
+    for one the server must not start with."""
+    env = os.environ if environ is None else environ
+    token = env.get(ENV_TOKEN)
+    token_file = env.get(ENV_TOKEN_FILE, "").strip() or None
+    tokens_file = env.get(ENV_TOKENS_FILE, "").strip() or None
+    given = [name for name, value in ((ENV_TOKEN, token), (ENV_TOKEN_FILE, token_file), (ENV_TOKENS_FILE, tokens_file))
+             if value]
+    if len(given) > 1:
+        raise SettingsError(f"give one of {', '.join(given)}, not several")
+    try:
+        tokens: Tokens | None = None
+        if token:
+            tokens = Tokens.single(check_token(token, ENV_TOKEN))
+        elif token_file:
+            tokens = Tokens.single(read_token_file(token_file))
+        elif tokens_file:
+            tokens = Tokens.from_file(tokens_file)
+        allowed = parse_hosts(env.get(ENV_ALLOWED_HOSTS, ""))
+        callback_allow = parse_allow_list(env.get(ENV_CALLBACK_ALLOW))
+    except SettingsError:
+        raise
+    except ValueError as error:
+        raise SettingsError(str(error)) from None
+    return Settings(tokens=tokens, allowed_hosts=allowed, callback_allow=callback_allow)
+
+
+def read_token_file(path: str | Path) -> str:
+    """The token a file holds (surrounding whitespace dropped); blank is an error."""
+    where = Path(path)
+    try:
+        text = where.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or error
+        raise SettingsError(f"the token file {where} cannot be read: {reason}") from None
+    try:
+        return check_token(text, f"the token in {where}")
+    except ValueError as error:
+        raise SettingsError(str(error)) from None
+
+
+def parse_hosts(text: str) -> frozenset[str]:
+    """``Host`` names from a comma-separated list, compared without port, case or brackets."""
+    hosts: set[str] = set()
+    for raw in text.split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        host = host_of(entry)
+        if not host or any(c.isspace() or c in "/@?#" for c in host):
+            raise SettingsError(f"{ENV_ALLOWED_HOSTS}: {entry!r} is not a host name or address")
+        hosts.add(host)
+    return frozenset(hosts)
+
+
+def host_of(header: str) -> str:
+    """The host of a ``Host`` header or list entry: no port, no brackets, lower case, no trailing dot."""
+    value = header.strip().lower()
+    if value.startswith("["):
+        return value[1:].partition("]")[0]
+    if value.count(":") == 1:
+        value = value.partition(":")[0]
+    return value.rstrip(".")
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether every address ``host`` names is loopback (``localhost``, ``127.0.0.1``, ``::1``)."""
+    bare = host_of(host) if host else ""
+    if not bare:
+        return False
+    try:
+        return ipaddress.ip_address(bare).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(bare, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return False
+    return bool(found) and all(ipaddress.ip_address(str(entry[4][0]).split("%")[0]).is_loopback for entry in found)
+
+
+def check_exposure(host: str, settings: Settings, insecure_no_token: bool) -> str | None:
+    """Refuse to serve a non-loopback ``host`` without a token.
+
+    Returns the loud warning to print when ``insecure_no_token`` allows it anyway,
+    ``None`` when there is nothing to warn about; raises :class:`SettingsError` otherwise.
+    """
+    if settings.tokens is not None or is_loopback_host(host):
+        return None
+    if not insecure_no_token:
+        raise SettingsError(
+            f"refusing to serve {host or 'every address'} without a token: anyone who can reach it could act on "
+            "every ask. Set PARKGATE_TOKEN, --token-file or PARKGATE_TOKENS_FILE, serve 127.0.0.1, or pass "
+            "--insecure-no-token if another layer guards this address"
+        )
+    return NO_TOKEN_WARNING.format(host=host or "every address")
+
+
+__all__ = [
+    "ENV_ALLOWED_HOSTS",
+    "ENV_CALLBACK_ALLOW",
+    "ENV_TOKEN",
+    "ENV_TOKENS_FILE",
+    "ENV_TOKEN_FILE",
+    "Settings",
+    "SettingsError",
+    "check_exposure",
+    "host_of",
+    "is_loopback_host",
+    "settings_from_env",
+]

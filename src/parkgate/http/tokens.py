@@ -1,0 +1,197 @@
+"""Who may call ``/v1``: bearer tokens, each with a name, scopes and optional limits.
+
+Scopes:
+
+- ``park``: park asks (``POST /v1/asks``, start a workflow) and read the asks it parked;
+- ``answer``: post messages to conversations;
+- ``read``: list and read asks, runs and workflows;
+- ``operate``: cancel asks and finish runs (what the console's Cancel buttons need).
+
+A server has no token (every caller may do everything; only on loopback, or with
+``--insecure-no-token``), one token with every scope (``PARKGATE_TOKEN``, or a file
+named by ``PARKGATE_TOKEN_FILE``), or named tokens from a TOML file
+(``PARKGATE_TOKENS_FILE``) that holds only their SHA-256 hashes::
+
+    [[token]]
+    name = "chat-surface"
+    sha256 = "<hex SHA-256 of the token>"
+    scopes = ["answer"]
+    max_open_asks = 1000   # optional: a cap on this token's open asks
+    rate_per_second = 50   # optional: requests a second, per server process
+
+A presented token is hashed and looked up; the token itself is never stored or logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+
+class Scope(StrEnum):
+    """What a token may do on ``/v1``."""
+
+    PARK = "park"
+    ANSWER = "answer"
+    READ = "read"
+    OPERATE = "operate"
+
+
+ALL_SCOPES: frozenset[Scope] = frozenset(Scope)
+
+_HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_TOKEN_KEYS = {"name", "sha256", "scopes", "max_open_asks", "rate_per_second"}
+
+
+class TokenFileError(ValueError):
+    """The tokens file cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a request comes from: a token's name, its scopes and limits.
+
+    ``owner`` is the name recorded on the asks this caller parks (``None`` when asks
+    need no owner: no token, or the single all-scopes token).
+    """
+
+    name: str
+    scopes: frozenset[Scope]
+    owner: str | None = None
+    max_open_asks: int | None = None
+    rate_per_second: float | None = None
+
+    def may(self, scope: Scope) -> bool:
+        return scope in self.scopes
+
+
+#: Every request on a server without a token.
+ANONYMOUS = Caller("anonymous", ALL_SCOPES)
+
+
+def digest(token: str | bytes) -> str:
+    """The hex SHA-256 of a token (what a tokens file holds): ``printf %s "$TOKEN" | sha256sum``."""
+    raw = token.encode("utf-8") if isinstance(token, str) else token
+    return hashlib.sha256(raw).hexdigest()
+
+
+class Tokens:
+    """The tokens a server accepts, looked up by the SHA-256 of what a request presents."""
+
+    def __init__(self, callers: Mapping[str, Caller]) -> None:
+        if not callers:
+            raise ValueError("a token set needs at least one token")
+        self._by_digest = dict(callers)
+
+    @classmethod
+    def single(cls, token: str) -> Tokens:
+        """One token with every scope and no limits (``PARKGATE_TOKEN``)."""
+        checked = check_token(token, "the token")
+        return cls({digest(checked): Caller("token", ALL_SCOPES)})
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Tokens:
+        """Named tokens from a TOML file of ``[[token]]`` tables (see the module docstring)."""
+        where = Path(path)
+        try:
+            data = tomllib.loads(where.read_text(encoding="utf-8"))
+        except OSError as error:
+            raise TokenFileError(f"the tokens file {where} cannot be read: {error.strerror or error}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            raise TokenFileError(f"the tokens file {where} is not valid TOML: {error}") from None
+        try:
+            return cls.from_tables(data)
+        except ValueError as error:
+            raise TokenFileError(f"the tokens file {where}: {error}") from None
+
+    @classmethod
+    def from_tables(cls, data: Mapping[str, Any]) -> Tokens:
+        """Named tokens from a parsed tokens file (``{"token": [{...}, ...]}``)."""
+        extra = set(data) - {"token"}
+        if extra:
+            raise ValueError(f"unknown top-level key(s) {sorted(extra)}: only [[token]] tables belong here")
+        tables = data.get("token")
+        if not isinstance(tables, list) or not tables:
+            raise ValueError("it holds no [[token]] table")
+        callers: dict[str, Caller] = {}
+        names: set[str] = set()
+        for number, table in enumerate(tables, start=1):
+            caller, hashed = _caller(table, number)
+            if caller.name in names:
+                raise ValueError(f"token {number}: the name {caller.name!r} is used twice")
+            if hashed in callers:
+                raise ValueError(f"token {number} ({caller.name}): the same sha256 as {callers[hashed].name!r}")
+            names.add(caller.name)
+            callers[hashed] = caller
+        return cls(callers)
+
+    def identify(self, presented: bytes) -> Caller | None:
+        """The caller whose token is ``presented``, or ``None``."""
+        return self._by_digest.get(digest(presented))
+
+    @property
+    def callers(self) -> Iterable[Caller]:
+        return self._by_digest.values()
+
+
+def check_token(token: str, what: str) -> str:
+    """``token`` as a header carries it: printable ASCII without spaces, not blank.
+
+    Surrounding whitespace (a file's trailing newline) is dropped first.
+    """
+    stripped = token.strip()
+    if not stripped:
+        raise ValueError(f"{what} is blank: give a real token, or none to serve without one")
+    if not (stripped.isascii() and stripped.isprintable()) or any(c.isspace() for c in stripped):
+        raise ValueError(f"{what} must be printable ASCII without spaces (it travels in an HTTP header)")
+    return stripped
+
+
+def _caller(table: object, number: int) -> tuple[Caller, str]:
+    if not isinstance(table, dict):
+        raise ValueError(f"token {number} is not a table")
+    unknown = set(table) - _TOKEN_KEYS
+    if unknown:
+        raise ValueError(
+            f"token {number}: unknown key(s) {sorted(unknown)} (the file holds only name, sha256, scopes, "
+            "max_open_asks and rate_per_second: never the token itself)"
+        )
+    name = table.get("name")
+    if not isinstance(name, str) or not name.strip() or not name.isprintable():
+        raise ValueError(f"token {number}: name must be a non-empty string")
+    hashed = table.get("sha256")
+    if not isinstance(hashed, str) or not _HEX_SHA256.match(hashed.lower()):
+        raise ValueError(f"token {number} ({name}): sha256 must be 64 hex digits (printf %s TOKEN | sha256sum)")
+    scopes = table.get("scopes")
+    if not isinstance(scopes, list) or not scopes:
+        raise ValueError(f"token {number} ({name}): scopes must be a non-empty list of {_scope_names()}")
+    bad = [scope for scope in scopes if scope not in {s.value for s in Scope}]
+    if bad:
+        raise ValueError(f"token {number} ({name}): unknown scope(s) {bad}; the scopes are {_scope_names()}")
+    cap = table.get("max_open_asks")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise ValueError(f"token {number} ({name}): max_open_asks must be a whole number of at least 1")
+    rate = table.get("rate_per_second")
+    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0):
+        raise ValueError(f"token {number} ({name}): rate_per_second must be a number above 0")
+    caller = Caller(
+        name=name,
+        scopes=frozenset(Scope(scope) for scope in scopes),
+        owner=name,
+        max_open_asks=cap,
+        rate_per_second=None if rate is None else float(rate),
+    )
+    return caller, hashed.lower()
+
+
+def _scope_names() -> str:
+    return ", ".join(scope.value for scope in Scope)
+
+
+__all__ = ["ALL_SCOPES", "ANONYMOUS", "Caller", "Scope", "TokenFileError", "Tokens", "check_token", "digest"]
