@@ -20,7 +20,7 @@ from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
 from parkgate.metrics import Metrics
 from parkgate.reply import Reply
 from parkgate.store import DEFAULT_URL, Run, Store
-from parkgate.store.base import AskGauges
+from parkgate.store.base import AskGauges, CallbackState
 from parkgate.workflow import Workflow
 
 #: Gateway's own defaults, read from its signature (so they cannot drift from it here).
@@ -280,6 +280,14 @@ class AsyncGateway:
     async def read_due(self, limit: int = 100) -> int:
         """Read the asks whose TTL has fallen due (:meth:`Gateway.read_due`)."""
         return await asyncio.to_thread(self.sync.read_due, limit)
+
+    async def callback_states(self, ask_ids: Sequence[str]) -> dict[str, CallbackState]:
+        """Where these asks' callbacks stand (:meth:`Gateway.callback_states`)."""
+        return await asyncio.to_thread(self.sync.callback_states, ask_ids)
+
+    async def retry_callback(self, ask_id: str) -> CallbackState:
+        """Re-arm a failed callback (:meth:`Gateway.retry_callback`)."""
+        return await asyncio.to_thread(self.sync.retry_callback, ask_id)
 
     async def next_due(self) -> datetime | None:
         """The earliest due time among asks something waits on (:meth:`Gateway.next_due`)."""
