@@ -1,0 +1,120 @@
+"""The pure rules behind the HTTP service's security: the callback fence, tokens, rates,
+settings and what a screen shows. (The attacks themselves are in tests/security.)"""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+
+from parkgate.display import HIDDEN_RANGES, is_hidden, json_line, visible_id, visible_text
+from parkgate.errors import InputError
+from parkgate.fence import AllowList, CallbackRefused, address_allowed, check_callback_url, parse_allow_list
+from parkgate.http.ratelimit import RateLimiter
+from parkgate.http.settings import SettingsError, check_exposure, settings_from_env
+from parkgate.http.tokens import Scope, Tokens, digest
+
+
+@pytest.mark.parametrize(
+    ("address", "port", "allowed"),
+    [
+        ("93.184.216.34", 443, True),
+        ("2606:2800:220:1::", 443, True),
+        ("127.0.0.1", 80, False),
+        ("10.1.2.3", 80, False),
+        ("169.254.169.254", 80, False),
+        ("100.64.0.1", 80, False),
+        ("::1", 80, False),
+        ("::ffff:10.0.0.1", 80, False),
+        ("64:ff9b::a00:1", 80, False),
+        ("fe80::1", 80, False),
+        ("ff02::1", 80, False),
+        ("0.0.0.0", 80, False),
+    ],
+)
+def test_a_resolved_address_is_allowed_only_when_public(address: str, port: int, allowed: bool) -> None:
+    assert address_allowed(address, port, AllowList()) is allowed
+
+
+def test_the_allow_list_lets_in_hosts_ports_and_networks_it_names() -> None:
+    allow = parse_allow_list(" receiver.internal , 127.0.0.1:9000, 10.0.0.0/8, [::1]:8080 ")
+    assert address_allowed("10.9.9.9", 1, allow)
+    assert address_allowed("127.0.0.1", 9000, allow) and not address_allowed("127.0.0.1", 9001, allow)
+    assert address_allowed("::1", 8080, allow) and not address_allowed("::1", 8081, allow)
+    assert address_allowed("192.168.0.5", 443, allow, host="Receiver.Internal.")
+    assert not address_allowed("192.168.0.5", 443, allow, host="other.internal")
+    assert check_callback_url("http://127.0.0.1:9000/hook", allow).port == 9000
+    with pytest.raises(CallbackRefused):
+        check_callback_url("http://127.0.0.1:9001/hook", allow)
+    for bad in ("10.0.0.0/33", "host:0", "host:x", "[::1", "a b"):
+        with pytest.raises(ValueError, match="not a host"):
+            parse_allow_list(bad)
+
+
+def test_a_refused_callback_is_an_input_error_and_the_library_refuses_what_does_not_parse() -> None:
+    assert issubclass(CallbackRefused, InputError)
+    from parkgate.checks import check_park_args
+
+    for bad in ("http://[::1", "http://a\r\nb/", "http://xn--a.com/", "http://h:99999/"):
+        with pytest.raises(InputError, match="callback_url"):
+            check_park_args(None, None, False, bad)
+    check_park_args(None, None, False, "http://127.0.0.1:9/hook")  # the library fences at delivery
+
+
+def test_tokens_are_looked_up_by_hash_and_carry_their_scopes() -> None:
+    tokens = Tokens.from_tables(
+        {"token": [{"name": "a", "sha256": digest("tok-a"), "scopes": ["park"], "max_open_asks": 2}]}
+    )
+    caller = tokens.identify(b"tok-a")
+    assert caller is not None and caller.scopes == {Scope.PARK} and caller.owner == "a" and caller.max_open_asks == 2
+    assert tokens.identify(digest("tok-a").encode()) is None
+    for table, says in (
+        ({"name": "a", "sha256": digest("x"), "scopes": ["park"], "token": "x"}, "never the token"),
+        ({"name": "a", "sha256": digest("x"), "scopes": []}, "non-empty list"),
+        ({"name": "a", "sha256": digest("x"), "scopes": ["read"], "max_open_asks": 0}, "max_open_asks"),
+        ({"name": "a", "sha256": digest("x"), "scopes": ["read"], "rate_per_second": -1}, "rate_per_second"),
+    ):
+        with pytest.raises(ValueError, match=says):
+            Tokens.from_tables({"token": [table]})
+
+
+def test_the_rate_limiter_allows_one_seconds_worth_then_names_the_wait() -> None:
+    now = [100.0]
+    limiter = RateLimiter(lambda: now[0])
+    assert [limiter.take("t", 2) for _ in range(3)] == [None, None, 1]
+    now[0] += 0.5
+    assert limiter.take("t", 2) is None and limiter.take("t", 2) == 1
+    assert limiter.take("other", 2) is None
+
+
+def test_settings_refuse_blank_or_doubled_tokens_and_exposure_without_one(tmp_path: object) -> None:
+    with pytest.raises(SettingsError, match="blank"):
+        settings_from_env({"PARKGATE_TOKEN": "   "})
+    with pytest.raises(SettingsError, match="not several"):
+        settings_from_env({"PARKGATE_TOKEN": "a", "PARKGATE_TOKENS_FILE": "/x"})
+    assert settings_from_env({"PARKGATE_TOKEN": ""}).tokens is None
+    open_settings = settings_from_env({})
+    assert check_exposure("127.0.0.1", open_settings, False) is None
+    assert check_exposure("::1", open_settings, False) is None
+    with pytest.raises(SettingsError, match="without a token"):
+        check_exposure("0.0.0.0", open_settings, False)
+    assert "WITHOUT A TOKEN" in (check_exposure("0.0.0.0", open_settings, True) or "")
+    assert check_exposure("0.0.0.0", settings_from_env({"PARKGATE_TOKEN": "t"}), False) is None
+
+
+def test_hidden_ranges_are_the_control_format_and_blank_characters() -> None:
+    extra = {0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800}
+    for point in range(0x110000):
+        char = chr(point)
+        expected = unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs") or point in extra
+        if unicodedata.category(char) == "Cn":
+            continue  # unassigned in this Python's Unicode: either way
+        assert is_hidden(char) is expected, hex(point)
+    assert tuple(sorted(HIDDEN_RANGES)) == HIDDEN_RANGES
+
+
+def test_values_are_shown_escaped() -> None:
+    assert visible_text("a\nb\t\x1b[31m\x07\u202e") == "a\nb\t\\u001b[31m\\u0007\\u202e"
+    assert visible_id("mk\u200bａ\\[/bold]") == "mk\\u200b\\uff41\\u005c[/bold]"
+    assert visible_text("\U000e0041") == "\\U000e0041"
+    assert json_line({"id": "x\u202e\U000e0041"}) == '{"id": "x\\u202e\\udb40\\udc41"}'
