@@ -171,6 +171,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    #: The body's bytes exactly as received (what a signature covers).
+    raw_body: bytes = b""
 
 
 class Receiver:
@@ -196,7 +198,7 @@ class Receiver:
                 raw = self.rfile.read(length)
                 with owner._lock:
                     owner.received.append(
-                        Received(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw))
+                        Received(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw), raw)
                     )
                 self.send_response(owner.status)
                 self.send_header("Content-Length", "0")

@@ -68,6 +68,8 @@ MAX_RESPONSE_BYTES = 64 * 1024
 USER_AGENT = "parkgate-callback/1"
 #: The environment variable holding the signing secret (``whsec_`` + base64).
 ENV_WEBHOOK_SECRET = "PARKGATE_WEBHOOK_SECRET"
+#: The environment variable that sets :data:`MAX_ATTEMPTS` for a deployment.
+ENV_MAX_ATTEMPTS = "PARKGATE_CALLBACK_MAX_ATTEMPTS"
 
 def backoff_delay(attempts: int, base: float = BASE_DELAY_SECONDS, cap: float = MAX_DELAY_SECONDS) -> float:
     """Seconds to wait after the ``attempts``-th failed attempt (1, 2, 4, ... capped)."""
@@ -89,6 +91,16 @@ def signer_from_env() -> Webhook | None:
     """The signer for ``PARKGATE_WEBHOOK_SECRET``, or ``None`` when it is not set."""
     secret = os.environ.get(ENV_WEBHOOK_SECRET, "").strip()
     return Webhook(secret) if secret else None
+
+
+def max_attempts_from_env() -> int:
+    """``PARKGATE_CALLBACK_MAX_ATTEMPTS`` (a whole number of at least 1), else :data:`MAX_ATTEMPTS`."""
+    raw = os.environ.get(ENV_MAX_ATTEMPTS, "").strip()
+    if not raw:
+        return MAX_ATTEMPTS
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{ENV_MAX_ATTEMPTS} must be a whole number of at least 1, not {raw!r}")
+    return int(raw)
 
 
 async def resolve(host: str, port: int) -> list[str]:
@@ -119,7 +131,7 @@ class OutboxDeliverer:
         allow: AllowList | None = None,
         base_delay: float = BASE_DELAY_SECONDS,
         max_delay: float = MAX_DELAY_SECONDS,
-        max_attempts: int = MAX_ATTEMPTS,
+        max_attempts: int | None = None,
         deadline: float = DELIVERY_DEADLINE_SECONDS,
         resolver: Callable[[str, int], Awaitable[list[str]]] | None = None,
     ) -> None:
@@ -129,7 +141,7 @@ class OutboxDeliverer:
         self.allow = allow if allow is not None else parse_allow_list(os.environ.get(ENV_CALLBACK_ALLOW))
         self.base_delay = base_delay
         self.max_delay = max_delay
-        self.max_attempts = max_attempts
+        self.max_attempts = max_attempts if max_attempts is not None else max_attempts_from_env()
         self.deadline = deadline
         self._resolve = resolver or resolve
         self._client = client
