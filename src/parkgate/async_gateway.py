@@ -303,6 +303,10 @@ class AsyncGateway:
         """Where these asks' callbacks stand (:meth:`Gateway.callback_states`)."""
         return await asyncio.to_thread(self.sync.callback_states, ask_ids)
 
+    async def failed_callbacks(self, limit: int = 100) -> list[Ask]:
+        """The asks whose callback failed (:meth:`Gateway.failed_callbacks`)."""
+        return await asyncio.to_thread(self.sync.failed_callbacks, limit)
+
     async def retry_callback(self, ask_id: str) -> CallbackState:
         """Re-arm a failed callback (:meth:`Gateway.retry_callback`)."""
         return await asyncio.to_thread(self.sync.retry_callback, ask_id)

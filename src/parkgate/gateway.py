@@ -576,6 +576,13 @@ class Gateway:
         with self.store.transaction() as tx:
             return tx.callback_states(ids)
 
+    def failed_callbacks(self, limit: int = 100) -> list[Ask]:
+        """The asks whose callback failed (given up on), the latest failure first, as stored."""
+        check_limit(limit)
+        with self.store.transaction() as tx:
+            found = [tx.ask(ask_id) for ask_id in tx.failed_callback_asks(limit)]
+        return [ask for ask in found if ask is not None]
+
     def retry_callback(self, ask_id: str) -> CallbackState:
         """Re-arm the failed callback of ``ask_id``: due now, its attempts counted from 0.
 

@@ -124,3 +124,32 @@ def test_the_console_loads_with_no_browser_errors(
     page.wait_for_load_state("networkidle")
     page.wait_for_timeout(500)  # the favicon is fetched after load
     assert problems == []
+
+
+def test_a_failed_callback_shows_in_the_console_and_the_operator_retries_it(
+    page: Any, tmp_path: Any, console_token: str
+) -> None:
+    from live_server import free_port, running, wait_until
+
+    nobody = free_port()  # nothing listens there: every attempt is refused
+    server = Server(
+        f"sqlite:///{tmp_path / 'parkgate.db'}",
+        tmp_path / "server.log",
+        token=console_token,
+        extra_env={"PARKGATE_CALLBACK_ALLOW": "127.0.0.1", "PARKGATE_CALLBACK_MAX_ATTEMPTS": "1"},
+    )
+    with running(server.start()), server.client() as http:
+        body = {"conversation_id": "hooked", "prompt": "Ship?", "options": ["Yes", "No"]}
+        parked = http.post("/v1/asks", json={**body, "callback_url": f"http://127.0.0.1:{nobody}/hook"}).json()
+        http.post(messages_path("hooked"), json={"text": "1"})
+        ask_url = f"/v1/asks/{parked['ask_id']}"
+        wait_until(lambda: http.get(ask_url).json()["callback"]["status"] == "failed", 30, "the callback to fail")
+
+        open_console(page, server, console_token)
+        item = page.locator(f'li.failed-callback[data-ask-id="{parked["ask_id"]}"]')
+        expect(item).to_contain_text("hooked")
+        expect(item).to_contain_text("1 attempts")
+        item.locator("button.retry").click()
+        expect(page.locator("#status")).to_contain_text("due again")
+        callback = http.get(ask_url).json()["callback"]
+        assert callback["status"] in ("pending", "failed") and callback["attempts"] <= 1  # re-armed: counted anew

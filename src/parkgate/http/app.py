@@ -755,6 +755,12 @@ def create_app(
         ask = gw.cancel(ask_id)
         return SafeJSONResponse(asks_json(gw, [ask])[0])
 
+    @app.get("/v1/callbacks/failed", response_model=AskListOut, responses=_errors(*_V1_ERRORS), tags=["asks"])
+    @needs(Scope.READ)
+    def list_failed_callbacks(limit: Annotated[int, Query(ge=1, le=MAX_PAGE_ASKS)] = DEFAULT_PAGE_ASKS) -> Response:
+        """Asks whose callback was given up on, the latest first, each with its last error."""
+        return SafeJSONResponse({"asks": asks_json(gw, gw.failed_callbacks(limit)), "next": None})
+
     @app.post(
         "/v1/asks/{ask_id}/callback/retry",
         response_model=AskOut,

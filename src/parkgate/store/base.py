@@ -189,6 +189,10 @@ class Transaction(ABC):
         """The latest callback of each of these asks that has one queued."""
 
     @abstractmethod
+    def failed_callback_asks(self, limit: int) -> list[str]:
+        """The ids of asks whose callback failed, the latest failure first."""
+
+    @abstractmethod
     def rearm_callback(self, ask_id: str, now: datetime) -> bool:
         """Make a failed callback of ``ask_id`` due now with its attempts reset; whether one was."""
 

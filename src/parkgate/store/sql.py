@@ -342,6 +342,14 @@ class SqlTransaction(Transaction):
             found[ask_id] = CallbackState(status, int(attempts), error, due)
         return found
 
+    def failed_callback_asks(self, limit: int) -> list[str]:
+        self._exec(
+            "SELECT ask_id FROM outbox WHERE failed_at IS NOT NULL AND delivered_at IS NULL "
+            "ORDER BY failed_at DESC, id DESC LIMIT ?",
+            (limit,),
+        )
+        return [str(row[0]) for row in self._cur.fetchall()]
+
     def rearm_callback(self, ask_id: str, now: datetime) -> bool:
         self._exec(
             "UPDATE outbox SET failed_at = NULL, attempts = 0, next_attempt_at = ? "

@@ -188,6 +188,50 @@
     await refreshAsks();
   }
 
+  // -- failed callbacks: shown only when there are some ------------------------------
+  async function refreshFailed() {
+    let data;
+    try {
+      data = await api("GET", "/v1/callbacks/failed?limit=" + PAGE_ASKS);
+    } catch (error) {
+      return; // a token without the read scope, say: the asks list says why
+    }
+    $("failed-panel").hidden = data.asks.length === 0;
+    $("failed-count").textContent = "(" + data.asks.length + ")";
+    $("failed-list").replaceChildren(...data.asks.map(failedItem));
+  }
+
+  function failedItem(ask) {
+    const item = document.createElement("li");
+    item.className = "failed-callback";
+    item.dataset.askId = ask.ask_id;
+    const what = document.createElement("div");
+    what.className = "failed-what";
+    what.textContent =
+      visibleId(ask.conversation_id) + ": " + ask.status + " — " + ask.callback.attempts + " attempts, last: " +
+      visibleText(ask.callback.last_error || "");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "retry";
+    button.textContent = "Retry";
+    button.setAttribute("aria-label", "Retry the callback of the ask in " + visibleId(ask.conversation_id));
+    button.addEventListener("click", () => retryCallback(ask, button));
+    item.append(what, button);
+    return item;
+  }
+
+  async function retryCallback(ask, button) {
+    button.disabled = true;
+    try {
+      await api("POST", "/v1/asks/" + encodeURIComponent(ask.ask_id) + "/callback/retry");
+      setStatus("The callback of the ask in " + visibleId(ask.conversation_id) + " is due again.");
+    } catch (error) {
+      setStatus(error.message, true);
+      button.disabled = false;
+    }
+    await refreshFailed();
+  }
+
   // -- demo chat -------------------------------------------------------------------
   function logLine(who, kind, text, extra) {
     const item = document.createElement("li");
@@ -281,15 +325,21 @@
       sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
       setStatus("Token set for this tab.");
       refreshAsks();
+      refreshFailed();
     });
-    $("refresh").addEventListener("click", refreshAsks);
+    $("refresh").addEventListener("click", () => {
+      refreshAsks();
+      refreshFailed();
+    });
     $("asks-next").addEventListener("click", nextPage);
     $("asks-first").addEventListener("click", firstPage);
     $("chat-start").addEventListener("submit", startDemo);
     $("chat-send").addEventListener("submit", send);
     $("chat-conversation").value = "demo-" + Math.random().toString(36).slice(2, 8);
     refreshAsks();
+    refreshFailed();
     setInterval(refreshAsks, REFRESH_MS);
+    setInterval(refreshFailed, REFRESH_MS * 5);
   }
 
   init();
