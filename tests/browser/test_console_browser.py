@@ -35,7 +35,10 @@ def test_the_console_lists_an_open_ask_and_the_operator_cancels_it(
         demo = http.post("/v1/workflows/uml/start", json={"conversation_id": "ops-demo"}).json()
         for text in ("a sequence one?", "no idea"):
             assert http.post(messages_path("ops-demo"), json={"text": text}).json()["kind"] == "retry"
-        other = http.post("/v1/asks", json={"conversation_id": "ops-text", "prompt": "What changed <b>here</b>?"})
+        other = http.post(
+            "/v1/asks",
+            json={"conversation_id": "ops-text", "prompt": "What changed <b>here</b>?", "context": {"tool": "deploy"}},
+        )
         other_id = other.json()["ask_id"]
 
     open_console(page, console_server, console_token)
@@ -50,6 +53,7 @@ def test_the_console_lists_an_open_ask_and_the_operator_cancels_it(
     text_row = page.locator(f'tr[data-ask-id="{other_id}"]')
     # Text from the API is shown as text, never as HTML.
     expect(text_row.locator("td.prompt")).to_contain_text("What changed <b>here</b>?")
+    expect(text_row.locator(".context")).to_have_text('{"tool":"deploy"}')  # what was parked with it
     expect(page.locator("#asks-count")).to_have_text("(2)")
     page.screenshot(path=SCREENSHOT, full_page=True)
 

@@ -215,6 +215,9 @@ class AskIn(_Body):
     callback_url: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
     default: str | None = Field(default=None, description="Recorded as the answer if the ask expires.")
     expect: ExpectJSON | None = Field(default=None, description="A text ask's answer form, such as an integer.")
+    context: dict[str, Any] | None = Field(
+        default=None, description="Anything else to keep and show with the ask (a JSON object, at most 16 KiB)."
+    )
     skill_output: Annotated[str, Field(max_length=MAX_SKILL_OUTPUT_CHARS)] | None = Field(
         default=None, description="Free text holding one [[ask]] ... [[/ask]] marker."
     )
@@ -222,7 +225,7 @@ class AskIn(_Body):
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:
         if self.skill_output is not None:
-            fields = ("prompt", "kind", "options", "default", "expect")
+            fields = ("prompt", "kind", "options", "default", "expect", "context")
             given = [name for name in fields if getattr(self, name) is not None]
             if given:
                 raise ValueError(f"give either skill_output or prompt/kind/options, not both (also got {given})")
@@ -695,6 +698,7 @@ def create_app(
                     callback_url=body.callback_url,
                     owner=caller.owner,
                     expect=body.expect.model_dump(exclude_none=True) if body.expect is not None else None,
+                    context=body.context,
                 )
         return _reply_json(reply, 201 if reply.parked else 200)
 

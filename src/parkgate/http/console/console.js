@@ -147,6 +147,12 @@
       kind.textContent = "free text";
       question.appendChild(kind);
     }
+    if (ask.context && Object.keys(ask.context).length > 0) {
+      const context = document.createElement("div");
+      context.className = "context";
+      context.textContent = visibleText(JSON.stringify(ask.context));
+      question.appendChild(context);
+    }
     cell(row, ask.mismatches, "num mismatches" + (ask.mismatches >= 3 ? " hot" : ""), "Mismatches");
     cell(row, Number(ask.hours_open).toFixed(2), "num hours", "Hours open");
     cell(row, new Date(ask.asked_at).toLocaleString(), "asked-at", "Asked at");
