@@ -1,12 +1,11 @@
 """Fixtures for the browser tests: the system Chromium under Playwright, and a real server.
 
-Chromium is ``/usr/bin/chromium`` (override with ``PARKGATE_TEST_CHROMIUM``). When it
-is missing the tests fail, naming it (``./dev test`` installs Debian's package as root).
+Chromium is ``/usr/bin/chromium`` (override with ``PARKGATE_TEST_CHROMIUM``); see
+:func:`live_server.chromium`. When it is missing the tests fail, naming it.
 """
 
 from __future__ import annotations
 
-import os
 import secrets
 import sys
 from collections.abc import Iterator
@@ -17,18 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "http"))
 
-from live_server import Server, running
-
-CHROMIUM = os.environ.get("PARKGATE_TEST_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from live_server import Server, browser_page, chromium, running
 
 
 @pytest.fixture(scope="module")
@@ -38,32 +26,15 @@ def browser() -> Iterator[Any]:
     Module-scoped on purpose: Playwright's sync API keeps an asyncio loop running in
     this thread while it is open, which would break every async test that runs later.
     """
-    if not Path(CHROMIUM).exists():
-        pytest.fail(
-            f"Chromium not found at {CHROMIUM}: install Debian's chromium (./dev test does, as root) "
-            "or set PARKGATE_TEST_CHROMIUM",
-            pytrace=False,
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     """A fresh page (its own context: no token left over from another test)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(20_000)
-    tab = context.new_page()
-    try:
+    with browser_page(browser) as tab:
         yield tab
-    finally:
-        context.close()
 
 
 @pytest.fixture(scope="module")

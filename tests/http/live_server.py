@@ -296,3 +296,47 @@ def running(*servers: Server) -> Iterator[None]:
     finally:
         for server in servers:
             server.stop()
+
+
+#: The system Chromium the browser tests drive (``PARKGATE_TEST_CHROMIUM`` overrides it).
+CHROMIUM = os.environ.get("PARKGATE_TEST_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+
+@contextlib.contextmanager
+def chromium(*extra_args: str) -> Iterator[Any]:
+    """The system Chromium, headless, under Playwright; a clear failure when it is missing."""
+    import pytest
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: install Debian's chromium (./dev test does, as root) "
+            "or set PARKGATE_TEST_CHROMIUM",
+            pytrace=False,
+        )
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *extra_args])
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextlib.contextmanager
+def browser_page(browser: Any, width: int = 1400, height: int = 900) -> Iterator[Any]:
+    """A fresh page in a context of its own (no token left over from another page)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.set_default_timeout(20_000)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()

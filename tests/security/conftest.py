@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 import secrets
 import sys
 from collections.abc import Iterator
@@ -22,12 +21,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "http"))
 
 from attack import ATTACKER_HOST, TOKEN_TABLE, NamedTokens
-from live_server import Server
+from live_server import Server, browser_page, chromium
 
 from parkgate.http.tokens import digest
 
 ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-CHROMIUM = os.environ.get("PARKGATE_TEST_CHROMIUM", "/usr/bin/chromium")
 
 
 class Launch(Protocol):
@@ -79,34 +77,11 @@ def tokens_file(tmp_path: Path) -> NamedTokens:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """The system Chromium, headless; ``attacker.example`` resolves to 127.0.0.1 in it."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's chromium", pytrace=False)
-    from playwright.sync_api import sync_playwright
-
-    args = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--host-resolver-rules=MAP {ATTACKER_HOST} 127.0.0.1",  # a DNS-rebinding attacker's name
-    ]
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium(f"--host-resolver-rules=MAP {ATTACKER_HOST} 127.0.0.1") as launched:
+        yield launched
 
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(20_000)
-    tab = context.new_page()
-    try:
+    with browser_page(browser, width=1280) as tab:
         yield tab
-    finally:
-        context.close()
