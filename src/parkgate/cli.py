@@ -149,7 +149,7 @@ def _gateway(db_url: str, surface: str = "cli", *, reading: bool = False) -> Ite
     try:
         with logging_to_stderr():  # an ask expiring on a read logs its JSON line on stderr
             yield gateway
-    except (StoreError, ParkgateError) as error:
+    except ParkgateError as error:
         raise click.ClickException(str(error)) from None
     finally:
         gateway.close()
@@ -635,7 +635,7 @@ def prove(db_urls: tuple[str, ...], escalate_after: int) -> None:
     for url in db_urls:
         try:
             reports.append((shown_url(url), proof.check_store(url, escalate_after, schema=deployed_schema(url))))
-        except (StoreError, ParkgateError) as error:  # a SQLite error names its file already
+        except ParkgateError as error:  # a SQLite error names its file already
             raise click.ClickException(f"{shown_url(url)}: {error}" if is_postgres_url(url) else str(error)) from None
     failed = False
     for name, report in reports:
