@@ -136,6 +136,8 @@ CHAT_STILL_PARKED = (
     "or /cancel to drop it (then {restart} runs the demo)."
 )
 CHAT_REFUSED = "refused: {error} (nothing was changed)"
+# `parkgate chat`, once the demo's question closed (answered to the end, or dropped).
+CHAT_AGAIN = "Type {restart} to run the demo again, or press Ctrl-D to leave."
 
 # The LangGraph adapter's questions for LangChain's HumanInTheLoopMiddleware: one choice
 # per tool call the agent wants to run, then, for "Respond", the text that stands in for
