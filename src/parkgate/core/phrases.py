@@ -138,6 +138,10 @@ CHAT_STILL_PARKED = (
 CHAT_REFUSED = "refused: {error} (nothing was changed)"
 # `parkgate chat`, once the demo's question closed (answered to the end, or dropped).
 CHAT_AGAIN = "Type {restart} to run the demo again, or press Ctrl-D to leave."
+# The web console: in its chat, after an operator cancelled the conversation's open ask
+# from the list (the chat's own "restart" is its Start button).
+OPERATOR_CANCELLED = "An operator cancelled the open question; nothing ran."
+CONSOLE_RESTART = "the Start UML demo button"
 
 # The LangGraph adapter's questions for LangChain's HumanInTheLoopMiddleware: one choice
 # per tool call the agent wants to run, then, for "Respond", the text that stands in for

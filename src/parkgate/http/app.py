@@ -55,7 +55,13 @@ from parkgate.async_gateway import wait_for_close
 from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.model import Ask
-from parkgate.core.phrases import EXPIRED_NOTICE, STAND_IN_MODEL
+from parkgate.core.phrases import (
+    CHAT_STILL_PARKED,
+    CONSOLE_RESTART,
+    EXPIRED_NOTICE,
+    OPERATOR_CANCELLED,
+    STAND_IN_MODEL,
+)
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS, StoppingPointError
 from parkgate.delivery import Deliverer
 from parkgate.demo import WORKFLOWS
@@ -462,7 +468,13 @@ def _console_page() -> str:
     """index.html with the phrases the console shows (one definition, in core.phrases) and
     the characters it shows escaped (one definition, in :mod:`parkgate.display`)."""
     phrases = json.dumps(
-        {"stand_in": STAND_IN_MODEL, "expired": EXPIRED_NOTICE, "hidden": hidden_ranges()}
+        {
+            "stand_in": STAND_IN_MODEL,
+            "expired": EXPIRED_NOTICE,
+            "still_parked": CHAT_STILL_PARKED.format(restart=CONSOLE_RESTART),
+            "operator_cancelled": OPERATOR_CANCELLED,
+            "hidden": hidden_ranges(),
+        }
     ).replace("<", "\\u003c")
     return (CONSOLE_DIR / "index.html").read_text(encoding="utf-8").replace("__PARKGATE_PHRASES__", phrases)
 
