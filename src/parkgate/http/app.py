@@ -52,7 +52,7 @@ from starlette.routing import Match
 from starlette.staticfiles import StaticFiles
 
 from parkgate.async_gateway import wait_for_close
-from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
+from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS, MAX_WAIT_SECONDS
 from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.model import Ask
 from parkgate.core.phrases import EXPIRED_NOTICE, STAND_IN_MODEL
@@ -96,8 +96,6 @@ log = logging.getLogger("parkgate.http")
 #: :data:`~parkgate.checks.MAX_SKILL_OUTPUT_CHARS` (256,000) characters even when a
 #: client escapes every one of them as a JSON surrogate pair (12 bytes a character).
 MAX_ASK_BODY_BYTES = 4 * 1024 * 1024
-#: Longest ``?wait=`` a long-poll may ask for, in seconds.
-MAX_WAIT_SECONDS = 60.0
 #: Longest TTL an ask may be parked with over HTTP (ten years), in seconds.
 MAX_TTL_SECONDS = 10 * 365 * 24 * 3600.0
 #: ``/healthz`` answers 503 when the store has not answered a read within this many seconds.
@@ -625,10 +623,13 @@ def create_app(
 
     def answer(status: int, code: str) -> Callable[[Request, Exception], Awaitable[Response]]:
         async def handler(_: Request, error: Exception) -> Response:
-            # The errors about an open ask name it, so a client can read or cancel it.
+            # The errors about an open ask name it, so a client can read or cancel it; a
+            # refused callback retry says where the callback stands.
             extra: dict[str, Any] = {}
             if isinstance(error, (AskAlreadyOpen, RunStillAsking)):
                 extra["open_ask_id"] = error.ask_id
+            if isinstance(error, CallbackNotFailed):
+                extra["callback_status"] = error.status
             return error_response(status, code, str(error), **extra)
 
         return handler
@@ -748,6 +749,7 @@ def create_app(
                     403,
                     "missing_scope",
                     missing_scope_detail(caller, Scope.READ, request.scope) + " (without it, only the asks it parked)",
+                    scope=Scope.READ.value,
                 )
         ask = await wait_for_close(gw, ask_id, wait, give_up=request.is_disconnected)
         return SafeJSONResponse((await asyncio.to_thread(asks_json, gw, [ask]))[0])
