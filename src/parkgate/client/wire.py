@@ -21,7 +21,14 @@ from urllib.parse import quote
 
 import httpx
 
-from parkgate.checks import MAX_WAIT_SECONDS, check_context, check_duration, check_id, check_message
+from parkgate.checks import (
+    MAX_SKILL_OUTPUT_CHARS,
+    MAX_WAIT_SECONDS,
+    check_context,
+    check_duration,
+    check_id,
+    check_message,
+)
 from parkgate.client.errors import (
     BadRequest,
     BodyTooLarge,
@@ -224,10 +231,11 @@ def park_text(
     replace: bool,
     callback_url: str | None,
 ) -> Call[Reply]:
-    """``POST /v1/asks`` with a skill's output."""
+    """``POST /v1/asks`` with a skill's output (checked as the library checks it: no longer
+    than :data:`~parkgate.checks.MAX_SKILL_OUTPUT_CHARS`, so its body is within the server's limit)."""
     body = {
         "conversation_id": conversation_id,
-        "skill_output": skill_output,
+        "skill_output": check_message(skill_output, limit=MAX_SKILL_OUTPUT_CHARS, what="skill output"),
         "run_id": run_id,
         "ttl_seconds": _ttl(ttl),
         "replace": replace,
