@@ -485,7 +485,9 @@ def doorcheck_verdict(lines: list[dict[str, Any]]) -> str | None:
 @click.option(
     "--db", "db_url", envvar="PARKGATE_DB", default=None, help="Store to use (default: a temporary SQLite file)."
 )
-@click.option("--url", default=None, help="A live gateway's base URL (http://host:port) instead of in-process.")
+@click.option(
+    "--url", default=None, help="A live gateway's base URL (http://host:port, /v1 or not) instead of in-process."
+)
 @click.option("--token", envvar="PARKGATE_TOKEN", default=None, help="Bearer token for --url.")
 @click.option("--conversation", default=None, help="Conversation id to check in (default: a new one).")
 def doorcheck(db_url: str | None, url: str | None, token: str | None, conversation: str | None) -> None:

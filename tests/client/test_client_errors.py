@@ -26,6 +26,7 @@ from parkgate.client import (
     UnexpectedResponse,
     Unreachable,
     UnsupportedMediaType,
+    wire,
 )
 from parkgate.errors import (
     AskAlreadyOpen,
@@ -39,6 +40,7 @@ from parkgate.errors import (
     UnknownRun,
     UnknownWorkflow,
 )
+from parkgate.http import codes
 from parkgate.http.tokens import Scope
 from parkgate.store.base import CallbackStatus
 
@@ -254,3 +256,32 @@ async def test_a_store_out_of_reach_is_store_unavailable(pg_url: str, pg_schema:
                     await async_client.get(asked.ask_id)
     finally:
         proxy.cut()
+
+
+# -- without a server ---------------------------------------------------------------------
+
+
+def test_every_library_error_the_server_answers_with_is_raised_as_its_own_class() -> None:
+    about = {"conversation_id": "c", "ask_id": "a", "run_id": "r", "workflow": "w"}
+    for error_class, _, code in codes.LIBRARY_ERRORS:
+        built = wire.EXCEPTION_FOR_CODE[code](about, {"open_ask_id": "a"}, "detail")
+        assert type(built) is error_class, code
+
+
+@pytest.mark.parametrize(
+    ("arguments", "says"),
+    [
+        ({"base_url": "ftp://127.0.0.1:8080"}, "base_url must look like http://host:port"),
+        ({"base_url": "http://127.0.0.1:abc"}, "base_url 'http://127.0.0.1:abc' is not a valid URL"),
+        ({"base_url": "http://127.0.0.1:8080", "token": "two words"}, "token must be printable ASCII"),
+        ({"base_url": "http://127.0.0.1:8080", "timeout": 0}, "timeout must be a number of seconds above 0"),
+        ({"base_url": "http://127.0.0.1:8080", "long_poll": 61}, "long_poll must be .* at most 60"),
+    ],
+)
+@pytest.mark.parametrize("make", [Client, AsyncClient])
+def test_a_client_with_a_bad_argument_is_an_input_error_naming_it(
+    make: Any, arguments: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(InputError, match=says) as refused:
+        make(**arguments)
+    assert "two words" not in str(refused.value)  # a token is never shown

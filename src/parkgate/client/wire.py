@@ -59,6 +59,7 @@ from parkgate.errors import (
     UnknownRun,
     UnknownWorkflow,
 )
+from parkgate.http import codes
 from parkgate.reply import Reply
 from parkgate.store import Run
 
@@ -344,23 +345,23 @@ def _body(response: httpx.Response) -> Any:
 
 #: The library's exception for each ``error`` code the service answers with, built from the
 #: call's ids and the error body (its ``detail`` becomes the message).
-_LIBRARY: dict[str, Callable[[Mapping[str, str], Mapping[str, Any], str], Exception]] = {
-    "invalid_input": lambda about, body, detail: InputError(detail),
-    "malformed_stopping_point": lambda about, body, detail: StoppingPointError(detail),
-    "ask_already_open": lambda about, body, detail: AskAlreadyOpen(
+EXCEPTION_FOR_CODE: dict[str, Callable[[Mapping[str, str], Mapping[str, Any], str], Exception]] = {
+    codes.INVALID_INPUT: lambda about, body, detail: InputError(detail),
+    codes.MALFORMED_STOPPING_POINT: lambda about, body, detail: StoppingPointError(detail),
+    codes.ASK_ALREADY_OPEN: lambda about, body, detail: AskAlreadyOpen(
         about.get("conversation_id", ""), str(body.get("open_ask_id", ""))
     ),
-    "run_still_asking": lambda about, body, detail: RunStillAsking(
+    codes.RUN_STILL_ASKING: lambda about, body, detail: RunStillAsking(
         about.get("run_id", ""), str(body.get("open_ask_id", ""))
     ),
-    "callback_not_failed": lambda about, body, detail: CallbackNotFailed(
+    codes.CALLBACK_NOT_FAILED: lambda about, body, detail: CallbackNotFailed(
         about.get("ask_id", ""), body.get("callback_status")
     ),
-    "unknown_ask": lambda about, body, detail: UnknownAsk(about.get("ask_id", "")),
-    "unknown_run": lambda about, body, detail: UnknownRun(about.get("run_id", "")),
-    "unknown_workflow": lambda about, body, detail: UnknownWorkflow(about.get("workflow", ""), []),
-    "store_unavailable": lambda about, body, detail: StoreUnavailable(detail),
-    "store_error": lambda about, body, detail: StoreError(detail),
+    codes.UNKNOWN_ASK: lambda about, body, detail: UnknownAsk(about.get("ask_id", "")),
+    codes.UNKNOWN_RUN: lambda about, body, detail: UnknownRun(about.get("run_id", "")),
+    codes.UNKNOWN_WORKFLOW: lambda about, body, detail: UnknownWorkflow(about.get("workflow", ""), []),
+    codes.STORE_UNAVAILABLE: lambda about, body, detail: StoreUnavailable(detail),
+    codes.STORE_ERROR: lambda about, body, detail: StoreError(detail),
 }
 
 #: The client's own error for each status (and, on 404/422/429, code) with no library exception.
@@ -373,10 +374,10 @@ _BY_STATUS: dict[int, type[ErrorResponse]] = {
     429: RateLimited,
 }
 _BY_CODE: dict[str, type[ErrorResponse]] = {
-    "not_found": NotFound,
-    "invalid_request": InvalidRequest,
-    "malformed_json": InvalidRequest,
-    "too_many_open_asks": TooManyOpenAsks,
+    codes.NOT_FOUND: NotFound,
+    codes.INVALID_REQUEST: InvalidRequest,
+    codes.MALFORMED_JSON: InvalidRequest,
+    codes.TOO_MANY_OPEN_ASKS: TooManyOpenAsks,
 }
 
 
@@ -386,8 +387,8 @@ def raise_error(call: Call[Any], response: httpx.Response, data: Any) -> None:
     code = data.get("error") if isinstance(data, dict) and isinstance(data.get("error"), str) else None
     detail = str(data.get("detail", "")) if code is not None else (response.reason_phrase or f"HTTP {status}")
     retry_after = _retry_after(response.headers.get("Retry-After"))
-    if code in _LIBRARY:
-        error = _LIBRARY[code](call.about, data, detail)
+    if code in EXCEPTION_FOR_CODE:
+        error = EXCEPTION_FOR_CODE[code](call.about, data, detail)
         error.args = (detail,)  # the server's own words (the same sentence the library would say)
         raise error from ErrorResponse(status, code, detail, data, retry_after)
     if code in _BY_CODE:

@@ -56,7 +56,7 @@ from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CH
 from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.model import Ask
 from parkgate.core.phrases import EXPIRED_NOTICE, STAND_IN_MODEL
-from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS, StoppingPointError
+from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS
 from parkgate.delivery import Deliverer
 from parkgate.demo import WORKFLOWS
 from parkgate.display import hidden_ranges
@@ -65,12 +65,11 @@ from parkgate.errors import (
     CallbackNotFailed,
     InputError,
     RunStillAsking,
-    UnknownAsk,
     UnknownRun,
-    UnknownWorkflow,
 )
 from parkgate.fence import check_callback_url
 from parkgate.gateway import Gateway, ask_to_dict
+from parkgate.http import codes
 from parkgate.http.guard import CALLER_STATE, CONTENT_SECURITY_POLICY, MAX_BODY_BYTES, GuardMiddleware, needs
 from parkgate.http.guard import missing_scope as missing_scope_detail
 from parkgate.http.logs import ensure_stderr_logging
@@ -379,17 +378,6 @@ def _responses(extra: dict[int | str, dict[str, Any]], *statuses: int) -> dict[i
 
 
 _V1_ERRORS = (400, 401, 403, 413, 415, 422, 429, 503)
-#: The library's errors and what the API answers for each: status and ``error`` code.
-_ANSWERED_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
-    (InputError, 422, "invalid_input"),
-    (StoppingPointError, 422, "malformed_stopping_point"),
-    (AskAlreadyOpen, 409, "ask_already_open"),
-    (RunStillAsking, 409, "run_still_asking"),
-    (CallbackNotFailed, 409, "callback_not_failed"),
-    (UnknownAsk, 404, "unknown_ask"),
-    (UnknownRun, 404, "unknown_run"),
-    (UnknownWorkflow, 404, "unknown_workflow"),
-)
 
 
 # -- the app ---------------------------------------------------------------------------
@@ -400,7 +388,7 @@ def _validation_detail(error: RequestValidationError) -> tuple[str, str]:
     if any(problem.get("type") == "json_invalid" for problem in problems):
         first = next(problem for problem in problems if problem.get("type") == "json_invalid")
         reason = (first.get("ctx") or {}).get("error")
-        return "malformed_json", f"the body is not valid JSON{f' ({reason})' if reason else ''}"
+        return codes.MALFORMED_JSON, f"the body is not valid JSON{f' ({reason})' if reason else ''}"
     parts = []
     for problem in problems[:10]:
         where = ".".join(str(step) for step in problem.get("loc", ()) if step != "body") or "body"
@@ -414,7 +402,7 @@ def _validation_detail(error: RequestValidationError) -> tuple[str, str]:
                 if isinstance(problem.get("input"), (bytes, bytearray)):
                     message += " sent as Content-Type: application/json"
         parts.append(f"{where}: {message}")
-    return "invalid_request", "; ".join(parts) or "the request is not valid"
+    return codes.INVALID_REQUEST, "; ".join(parts) or "the request is not valid"
 
 
 _CONSOLE_HEADERS = {
@@ -608,7 +596,7 @@ def create_app(
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, error: StarletteHTTPException) -> Response:
         if error.status_code == 404:
-            return error_response(404, "not_found", "no such route")
+            return error_response(404, codes.NOT_FOUND, "no such route")
         if error.status_code == 405:
             allowed = _allowed_methods(app, request)
             detail = f"{request.method} is not allowed here; use {', '.join(allowed)}"
@@ -618,7 +606,7 @@ def create_app(
             # this is FastAPI failing to parse a body the JSON decoder gave up on in some
             # other way than a syntax error (nesting too deep for it). To the client that is
             # malformed JSON, like any other.
-            return error_response(422, "malformed_json", "the body could not be read as JSON (nested too deeply?)")
+            return error_response(422, codes.MALFORMED_JSON, "the body could not be read as JSON (nested too deeply?)")
         return error_response(error.status_code, "http_error", str(error.detail), error.headers)
 
     def answer(status: int, code: str) -> Callable[[Request, Exception], Awaitable[Response]]:
@@ -634,16 +622,16 @@ def create_app(
 
         return handler
 
-    for error_class, status, code in _ANSWERED_ERRORS:
+    for error_class, status, code in codes.LIBRARY_ERRORS:
         app.add_exception_handler(error_class, answer(status, code))
 
     @app.exception_handler(QuotaExceeded)
     async def _quota(_: Request, error: QuotaExceeded) -> Response:
-        return error_response(429, "too_many_open_asks", str(error), {"Retry-After": str(error.retry_after)})
+        return error_response(429, codes.TOO_MANY_OPEN_ASKS, str(error), {"Retry-After": str(error.retry_after)})
 
     @app.exception_handler(StoreError)
     async def _store(_: Request, error: StoreError) -> Response:
-        code = "store_unavailable" if isinstance(error, StoreUnavailable) else "store_error"
+        code = codes.STORE_UNAVAILABLE if isinstance(error, StoreUnavailable) else codes.STORE_ERROR
         log.warning("store error answered with 503: %s", error)
         return error_response(503, code, str(error), {"Retry-After": "1"})
 

@@ -34,6 +34,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from starlette.routing import Match
 
+from parkgate.http import codes
 from parkgate.http.ratelimit import RateLimiter
 from parkgate.http.settings import Settings, host_of
 from parkgate.http.tokens import ANONYMOUS, Caller, Scope
@@ -323,7 +324,7 @@ class GuardMiddleware:
                 break
         body = b"".join(chunks)
         if problem := body_problem(body):
-            await send_error(send, 422, "malformed_json", problem)
+            await send_error(send, 422, codes.MALFORMED_JSON, problem)
             return
         replayed = False
 
