@@ -96,8 +96,8 @@ class Call(Generic[T]):
 
 @dataclass(frozen=True, slots=True)
 class Connection:
-    """Where and how a client connects: the base URL (ending in ``/``, before ``v1``),
-    its headers and its timeout."""
+    """Where and how a client connects: the base URL (ending in ``/``, before ``v1``), its
+    headers, its timeout, and the longest it asks the server to hold one long-poll."""
 
     base_url: httpx.URL
     headers: Mapping[str, str]
@@ -133,9 +133,7 @@ def connection(base_url: str, token: str | None, timeout: float, long_poll: floa
         raise InputError(f"base_url must look like http://host:port, not {base_url!r}")
     if token is not None and not _header_safe(token):
         raise InputError("token must be printable ASCII with no spaces or line breaks")
-    path = url.path.rstrip("/")
-    if path == "/v1" or path.endswith("/v1"):
-        path = path[: -len("/v1")]
+    path = url.path.rstrip("/").removesuffix("/v1")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return Connection(
         url.copy_with(path=path + "/", query=None, fragment=None),
