@@ -6,7 +6,8 @@ mkdocstrings reads docstrings as Markdown, where a role would show as literal te
 extension rewrites each role as an optional cross-reference: a link when the target is
 on the site, plain code when it is not (an optional reference never fails the
 ``--strict`` build). Names are resolved the way Python would resolve them in the
-docstring's own scope. The docstrings in the source stay as they are.
+docstring's own scope; a reST ``text::`` before a code block loses its second colon.
+The docstrings in the source stay as they are.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ ROLE = re.compile(
     r":(?:class|func|meth|mod|attr|data|exc|obj):`"
     r"(?:(?P<title>[^`<]+?)\s*<(?P<titled>[A-Za-z_][\w.]*)>|(?P<tilde>~?)(?P<name>[A-Za-z_][\w.]*)(?:\(\))?)`"
 )
+
+#: reST's ``text::`` before an indented block: Markdown shows the block as code already.
+LITERAL_BLOCK = re.compile(r"(?<=\S)::$", re.M)
 
 
 def _target(obj: griffe.Object, name: str) -> str | None:
@@ -48,7 +52,7 @@ def _rewrite(obj: griffe.Object, text: str) -> str:
             return f"`{shown}`"
         return f'<autoref identifier="{escape(target)}" optional><code>{escape(shown)}</code></autoref>'
 
-    return ROLE.sub(link, text)
+    return LITERAL_BLOCK.sub(":", ROLE.sub(link, text))
 
 
 class SphinxRoles(griffe.Extension):
