@@ -291,6 +291,10 @@ class AsyncGateway:
         """Mark a run complete and return it (:meth:`Gateway.finish_run`)."""
         return await asyncio.to_thread(self.sync.finish_run, run_id, outcome)
 
+    async def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
+        """Record a run that ended before it asked anything (:meth:`Gateway.record_run`)."""
+        return await asyncio.to_thread(self.sync.record_run, run_id, conversation_id, outcome)
+
     async def gauges(self) -> AskGauges:
         """The open, overdue and unread-due figures (:meth:`Gateway.gauges`)."""
         return await asyncio.to_thread(self.sync.gauges)

@@ -24,6 +24,9 @@ MAX_MESSAGE_CHARS = 16_000
 #: Skill output carries prose around its stopping point, so it may be longer than a reply.
 MAX_SKILL_OUTPUT_CHARS = 256_000
 MAX_ID_CHARS = 200
+#: The longest an HTTP long-poll (``GET /v1/asks/{id}?wait=S``) holds one request, in
+#: seconds: the server's cap, and the most :class:`parkgate.client.Client` asks for at a time.
+MAX_WAIT_SECONDS = 60.0
 #: The longest TTL. A TTL is stored as seconds in a double, which keeps every microsecond
 #: (the expiry boundary is exact to one) only up to ~285 years; 100 years stays well inside.
 MAX_TTL = timedelta(days=36_500)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import click
 from rich import box
@@ -45,6 +45,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from parkgate.client import Client, ErrorResponse, UnexpectedResponse, Unreachable
+from parkgate.client.wire import path_segment as path_segment  # re-exported: the door check's URL paths
 from parkgate.core import phrases as P
 from parkgate.core.model import Ask
 from parkgate.core.phrases import CHAT_REFUSED, CHAT_STILL_PARKED, ReplyKind
@@ -539,7 +541,9 @@ def doorcheck_verdict(lines: list[dict[str, Any]]) -> str | None:
 @click.option(
     "--db", "db_url", envvar="PARKGATE_DB", default=None, help="Store to use (default: a temporary SQLite file)."
 )
-@click.option("--url", default=None, help="A live gateway's base URL (http://host:port) instead of in-process.")
+@click.option(
+    "--url", default=None, help="A live gateway's base URL (http://host:port, /v1 or not) instead of in-process."
+)
 @click.option("--token", envvar="PARKGATE_TOKEN", default=None, help="Bearer token for --url.")
 @click.option("--conversation", default=None, help="Conversation id to check in (default: a new one).")
 def doorcheck(db_url: str | None, url: str | None, token: str | None, conversation: str | None) -> None:
@@ -576,16 +580,6 @@ def shown_url(url: str) -> str:
     return re.sub(r"(?i)([?&]password=)[^&]*", r"\1***", url)
 
 
-def path_segment(value: str) -> str:
-    """``value`` as one URL path segment: every reserved character percent-encoded.
-
-    ``/``, ``?``, ``#``, ``%``, spaces and non-ASCII are encoded, and so is a segment that
-    is only ``.`` or ``..`` (a client would otherwise resolve it as a dot segment).
-    """
-    quoted = quote(value, safe="")
-    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
-
-
 def _busy(conversation_id: str, ask_id: str | None) -> click.ClickException:
     return click.ClickException(
         f"conversation {conversation_id!r} is busy: it already has an open ask ({ask_id or 'unknown id'}), "
@@ -594,64 +588,53 @@ def _busy(conversation_id: str, ask_id: str | None) -> click.ClickException:
     )
 
 
-def _header_safe(token: str) -> bool:
-    """Whether ``token`` can travel in an HTTP header as it is: printable ASCII, no spaces."""
-    return token.isascii() and token.isprintable() and not any(c.isspace() for c in token)
-
-
-def _json_object(response: Any) -> dict[str, Any] | None:
-    """A response's body as a JSON object; ``None`` when it is not one."""
-    try:
-        data = response.json()
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+#: The command's option for each argument of :class:`~parkgate.client.Client` its errors may name.
+_CLIENT_OPTIONS = {"base_url": "--url", "token": "--token"}
 
 
 def _doorcheck_http(base: str, token: str | None, conversation_id: str) -> list[dict[str, Any]]:
-    """The door check against a live gateway; every way it can fail is one ``Error:`` line."""
-    import httpx
-
+    """The door check against a live gateway, through :class:`~parkgate.client.Client`;
+    every way it can fail is one ``Error:`` line."""
     try:
-        url = httpx.URL(base)
-    except httpx.InvalidURL as error:
-        raise click.ClickException(f"--url {base!r} is not a valid URL ({error})") from None
-    if url.scheme not in ("http", "https") or not url.host:
-        raise click.ClickException(f"--url must look like http://host:port, not {base!r}")
-    if token is not None and not _header_safe(token):
-        # Not shown: it is a secret, and a stray newline is the usual cause.
-        raise click.ClickException("--token must be printable ASCII with no spaces or line breaks")
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-
-    def answer(response: httpx.Response, what: str) -> dict[str, Any]:
-        """The JSON body of a 2xx reply; anything else names the server's own reason."""
-        data = _json_object(response)
-        if response.is_success and data is not None:
-            return data
-        if data is not None and "error" in data:
-            reason = f"{data['error']}: {data.get('detail', '')}"
-        else:
-            reason = "not parkgate's JSON" if response.is_success else response.reason_phrase
-        refused = f"the gateway at {base} refused {what} (HTTP {response.status_code}, {reason})"
-        raise click.ClickException(visible_text(refused.replace("\n", " ")))
-
+        client = Client(base, token, timeout=10)
+    except InputError as error:  # it names its argument (never the token's value); say the option instead
+        argument, _, rest = str(error).partition(" ")
+        raise click.ClickException(f"{_CLIENT_OPTIONS.get(argument, argument)} {rest}") from None
+    step = "to start the demo workflow"
     try:
-        with httpx.Client(base_url=url, headers=headers, timeout=10) as client:
-            started = client.post("/v1/workflows/uml/start", json={"conversation_id": conversation_id})
-            if started.status_code == 409:
-                raise _busy(conversation_id, (_json_object(started) or {}).get("open_ask_id"))
-            answer(started, "to start the demo workflow")
-            path = f"/v1/conversations/{path_segment(conversation_id)}/messages"
+        with client:
+            try:
+                client.start(conversation_id, "uml")
+            except AskAlreadyOpen as busy:  # the transaction rolled back: nothing changed
+                raise _busy(conversation_id, busy.ask_id) from None
 
             def send(text: str) -> dict[str, Any]:
-                reply = answer(client.post(path, json={"text": text}), f"the message {text!r}")
-                if not {"kind", "parked", "text"} <= reply.keys():
-                    raise click.ClickException(f"the gateway at {base} answered {text!r} without a reply kind")
-                return reply
+                nonlocal step
+                step = f"the message {text!r}"
+                try:
+                    return client.handle(conversation_id, text).to_dict()
+                except UnexpectedResponse as odd:
+                    if odd.status < 300 and isinstance(odd.body, dict):
+                        raise click.ClickException(
+                            f"the gateway at {base} answered {text!r} without a reply kind"
+                        ) from None
+                    raise
 
             return list(_doorcheck_lines(send))
-    except httpx.HTTPError as error:
+    except Unreachable as error:
         raise click.ClickException(f"the gateway at {base} did not answer ({error})") from None
+    except (ParkgateError, StoreError) as error:
+        raise click.ClickException(_refused(base, step, error)) from None
+
+
+def _refused(base: str, what: str, error: Exception) -> str:
+    """The line for an error response: the server's status, code and reason."""
+    response = error if isinstance(error, ErrorResponse) else error.__cause__
+    if not isinstance(response, ErrorResponse):  # refused by the client before it sent anything
+        return visible_text(f"cannot send {what} to the gateway at {base}: {error}")
+    reason = f"{response.code}: {response.detail}" if response.code else response.detail
+    refused = f"the gateway at {base} refused {what} (HTTP {response.status}, {reason})"
+    return visible_text(refused.replace("\n", " "))
 
 
 @main.command()

@@ -710,6 +710,29 @@ class Gateway:
 
         return self._transact(body)
 
+    def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
+        """Record a run that ended before it asked anything, as complete with ``outcome``.
+
+        A run is otherwise made by its first ask. A caller that names its own runs records
+        this way one that ended without asking (the LangGraph adapter, a thread whose first
+        interrupt could not be asked), so its end is on record like any other's; the run
+        is returned. Raises :class:`InputError` if ``run_id`` exists (finish it with
+        :meth:`finish_run`).
+        """
+        check_id(run_id, "run_id")
+        check_id(conversation_id, "conversation_id")
+        check_id(outcome, "outcome")
+        now = self.clock.now()
+
+        def body(tx: Transaction) -> tuple[Run, list[_Closed]]:
+            if tx.run(run_id) is not None:
+                raise InputError(f"run {run_id} already exists: finish it with finish_run")
+            run = Run(run_id, conversation_id, None, "complete", outcome, {}, None, now, now)
+            tx.save_run(run)
+            return run, []
+
+        return self._transact(body)
+
     def _pending_ask(self, tx: Transaction, run: Run | None, now: datetime) -> tuple[Ask | None, list[_Closed]]:
         """``run``'s pending ask as of ``now``: one open past its TTL is closed as expired
         on this read (the reader enforces the clock), and is returned closed."""

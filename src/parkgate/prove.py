@@ -16,8 +16,9 @@ bare and with one leading slash, free text (including a sentence that contains a
 control word), empty or whitespace-only input, and non-text (bytes that are not UTF-8,
 a string with NUL). One (state, input) pair is a :class:`Case`, i.e. one transition.
 
-For every case the result is compared with what DESIGN.md says it must be (an oracle
-written from the rules, not from the matcher), and these properties are asserted:
+For every case the result is compared with what the behaviour contract
+(docs/contract.md) says it must be (an oracle written from the rules, not from the
+matcher), and these properties are asserted:
 
 1. no path returns ``pass`` while the ask is open and unexpired;
 2. ``/cancel`` (every slash cancel word) leaves from every state, both kinds, with
@@ -212,7 +213,7 @@ class _Expected:
 
 
 def _expected(case: Case, escalate_after: int) -> _Expected:
-    """What DESIGN.md says this case must do: written from the rules, not the matcher."""
+    """What docs/contract.md says this case must do: written from the rules, not the matcher."""
     k = case.mismatches
     if case.input_class is InputClass.NON_TEXT:
         return _Expected(None, AskStatus.OPEN, k)

@@ -1,4 +1,4 @@
-"""The README's adapter examples run as written, on a SQLite file and on PostgreSQL."""
+"""The adapter examples (examples/, shown in docs/adapters/) run as written, on a SQLite file and on PostgreSQL."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from parkgate import Gateway, ManualClock, ReplyKind
+from parkgate import Gateway, ManualClock, ReplyKind, StoppingPointError
 from parkgate.adapters.langgraph import ParkgateInterrupts
 from parkgate.core import phrases as P
 from parkgate.core.phrases import AskKind
@@ -167,3 +167,30 @@ def test_an_expiry_rejects_every_tool_call_saying_it_expired(
     assert agent.graph.get_state(CONFIG).next == ()
     run = gateway.run("agent-1")
     assert run is not None and (run.status, run.outcome) == ("complete", "expired")
+
+
+def test_a_tool_that_does_not_allow_reject_is_refused_and_never_run(gateway: Gateway, saver: SqliteSaver) -> None:
+    """No decision closes such a review without running the tool: nothing is asked, the
+    run is closed, and the error says what to allow."""
+    ran: list[str] = []
+
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return f"deleted {path}"
+
+    calls = [{"name": "delete_file", "args": {"path": "/tmp/report.txt"}, "id": "call-1"}]
+    model = ToolCallingModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
+    review = HumanInTheLoopMiddleware(interrupt_on={"delete_file": {"allowed_decisions": ["approve"]}})
+    graph = create_agent(model, tools=[delete_file], middleware=[review], checkpointer=saver, name="strict")
+    bridge = ParkgateInterrupts(gateway)
+
+    with pytest.raises(StoppingPointError, match="does not allow 'reject'") as raised:
+        bridge.start(graph, {"messages": [{"role": "user", "content": "Clean up."}]}, CONFIG, "chat-1")
+    assert isinstance(raised.value.__cause__, ValueError)  # the middleware refused the reject
+    assert any("stays interrupted" in note for note in raised.value.__notes__)
+    assert ran == []
+    assert gateway.open_asks() == [] and gateway.closed_follow_ups() == []
+    run = gateway.run("agent-1")
+    assert run is not None and (run.status, run.outcome) == ("complete", "unaskable")

@@ -9,6 +9,7 @@ once, so that no thread is left interrupted, no ask open and no run ``running``.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import subprocess
 import sys
@@ -25,7 +26,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Interrupt, interrupt
 
-from parkgate import AskAlreadyOpen, AskStatus, Gateway, ManualClock, ReplyKind, StoppingPointError
+from parkgate import AskAlreadyOpen, AskStatus, Gateway, InputError, ManualClock, ReplyKind, StoppingPointError
+from parkgate.adapters.interrupt_questions import UNASKABLE
 from parkgate.adapters.langgraph import (
     Closed,
     NotThisGraph,
@@ -600,6 +602,202 @@ def test_parallel_interrupts_are_asked_one_after_another_and_resumed_once(
     assert sorted([values["color"], values["size"]]) == sorted(
         [one.reply.answer or "", two.reply.answer or ""]
     )
+
+
+# -- a payload that cannot be asked closes the thread ------------------------------------------
+
+UNASKABLE_PAYLOADS = [
+    pytest.param({"options": ["Deploy", "Hold"], "details": {"v": 1}}, "prompt or question", id="no-text"),
+    pytest.param({"question": "Deploy api?", "options": []}, "at least one option", id="empty-options"),
+    pytest.param(
+        {"question": "Deploy api?", "choices": ["Deploy", "Hold"], "default": "Later"},
+        "'Later' is not one of the options",
+        id="default-not-an-option",
+    ),
+    pytest.param({"question": "Deploy api?", "ttl_seconds": 0}, "ttl_seconds must be a positive", id="ttl-zero"),
+    pytest.param({"question": "Deploy api?", "ttl_seconds": "60"}, "ttl_seconds must be a positive", id="ttl-text"),
+    pytest.param({"question": "Deploy api?", "ttl_seconds": 10**12}, "ttl_seconds .* longer than", id="ttl-too-long"),
+    pytest.param(42, "mapping with a prompt, or a string, not int", id="an-int"),
+]
+
+
+def confirm_graph(checkpointer: Any, second: Any, seen: list[Any]) -> Any:
+    """approve (a good menu) -> confirm (``second``, the payload under test)."""
+
+    def approve(state: DeployState) -> dict[str, Any]:
+        choice = interrupt({"question": "Deploy api?", "options": ["Deploy", "Hold"]})
+        seen.append(choice)
+        return {"status": f"chose {choice}"}
+
+    def confirm(state: DeployState) -> dict[str, Any]:
+        sure = interrupt(second)
+        seen.append(sure)
+        if isinstance(sure, Closed):
+            return {"status": sure.outcome}
+        return {"status": "confirmed"}
+
+    builder = StateGraph(DeployState)
+    builder.add_node("approve", approve)
+    builder.add_node("confirm", confirm)
+    builder.add_edge(START, "approve")
+    builder.add_edge("approve", "confirm")
+    builder.add_edge("confirm", END)
+    return builder.compile(checkpointer=checkpointer, name="confirm")
+
+
+def assert_closed_as_unaskable(gateway: Gateway, graph: Any, bridge: ParkgateInterrupts, error: Exception) -> None:
+    """The thread ran to its end, its run closed as unaskable, nothing is parked, and the
+    error says what was done."""
+    state = graph.get_state(CONFIG)
+    assert state.next == () and state.interrupts == ()
+    assert state.values["status"] == "unaskable"
+    assert run_of(gateway, "thread-1") == ("complete", "unaskable")
+    assert gateway.open_asks() == [] and gateway.parked("chat-1") is None
+    assert gateway.closed_follow_ups() == []
+    assert any("Closed(outcome='unaskable')" in note for note in getattr(error, "__notes__", []))
+    later = bridge.drive(graph, CONFIG, "chat-1", "1")
+    assert later.reply.kind is ReplyKind.PASS and not later.resumed
+
+
+@pytest.mark.parametrize(("payload", "wrong"), UNASKABLE_PAYLOADS)
+def test_start_with_a_payload_that_cannot_be_asked_closes_the_thread_then_raises(
+    gateway: Gateway, saver: SqliteSaver, payload: Any, wrong: str
+) -> None:
+    seen: list[Any] = []
+    graph = deploy_graph(saver, payload, seen)
+    bridge = ParkgateInterrupts(gateway)
+    with pytest.raises(StoppingPointError, match=wrong) as raised:
+        bridge.start(graph, {"service": "api"}, CONFIG, "chat-1")
+    # The node learned it, within the call, with the reason the caller is given.
+    assert seen == [Closed(UNASKABLE, None, None, str(raised.value))]
+    assert_closed_as_unaskable(gateway, graph, bridge, raised.value)
+
+
+@pytest.mark.parametrize(("payload", "wrong"), UNASKABLE_PAYLOADS[:3])
+def test_drive_to_a_next_question_that_cannot_be_asked_closes_the_thread_then_raises(
+    gateway: Gateway, saver: SqliteSaver, payload: Any, wrong: str
+) -> None:
+    seen: list[Any] = []
+    graph = confirm_graph(saver, payload, seen)
+    bridge = ParkgateInterrupts(gateway)
+    bridge.start(graph, {"service": "api"}, CONFIG, "chat-1")
+    with pytest.raises(StoppingPointError, match=wrong) as raised:
+        bridge.drive(graph, CONFIG, "chat-1", "1")
+    assert seen == ["Deploy", Closed(UNASKABLE, None, None, str(raised.value))]
+    assert_closed_as_unaskable(gateway, graph, bridge, raised.value)
+
+
+def test_a_watcher_that_finds_the_next_question_unaskable_closes_the_thread_and_logs_why(
+    gateway: Gateway, saver: SqliteSaver, caplog: pytest.LogCaptureFixture
+) -> None:
+    seen: list[Any] = []
+    graph = confirm_graph(saver, {"question": "Sure?", "options": []}, seen)
+    bridge = ParkgateInterrupts(gateway)
+    bridge.start(graph, {"service": "api"}, CONFIG, "chat-1")
+    assert gateway.handle("chat-1", "1").kind is ReplyKind.SELECTED  # answered on another surface
+
+    with caplog.at_level(logging.ERROR, logger="parkgate.langgraph"):
+        assert bridge.follow_up(graph) == 1  # one pass of watch(): it logs, it does not raise
+    assert "thread-1" in caplog.text and "at least one option" in caplog.text
+    assert [type(item) for item in seen] == [str, Closed] and seen[1].outcome == UNASKABLE
+    state = graph.get_state(CONFIG)
+    assert state.next == () and state.values["status"] == "unaskable"
+    assert run_of(gateway, "thread-1") == ("complete", "unaskable")
+    assert gateway.open_asks() == [] and gateway.closed_follow_ups() == []
+    assert bridge.follow_up(graph) == 0  # followed up once
+
+
+def test_a_question_the_gateway_refuses_closes_the_thread_too(gateway: Gateway, saver: SqliteSaver) -> None:
+    """A good payload in a node whose name is too long to be an ask's phase."""
+    seen: list[Any] = []
+
+    def approve(state: DeployState) -> dict[str, Any]:
+        choice = interrupt({"question": "Deploy api?", "options": ["Deploy", "Hold"]})
+        seen.append(choice)
+        return {"status": choice.outcome if isinstance(choice, Closed) else "deployed"}
+
+    builder = StateGraph(DeployState)
+    builder.add_node("approve-" + "x" * 200, approve)
+    builder.add_edge(START, "approve-" + "x" * 200)
+    graph = builder.compile(checkpointer=saver, name="long")
+    with pytest.raises(InputError, match="phase is 208 characters") as raised:
+        ParkgateInterrupts(gateway).start(graph, {"service": "api"}, CONFIG, "chat-1")
+    assert seen == [Closed(UNASKABLE, None, None, str(raised.value))]
+    assert graph.get_state(CONFIG).next == ()
+    assert run_of(gateway, "thread-1") == ("complete", "unaskable")
+    assert gateway.open_asks() == []
+
+
+def test_parallel_interrupts_are_checked_before_any_is_asked(gateway: Gateway, saver: SqliteSaver) -> None:
+    got: dict[str, Any] = {}
+
+    def color(state: PairState) -> dict[str, Any]:
+        got["color"] = interrupt({"prompt": "Colour?", "options": ["Red", "Blue"]})
+        return {}
+
+    def size(state: PairState) -> dict[str, Any]:
+        got["size"] = interrupt({"prompt": "Size?", "options": ["S", "M"], "default": "XL"})
+        return {}
+
+    builder = StateGraph(PairState)
+    builder.add_node("color", color)
+    builder.add_node("size", size)
+    builder.add_edge(START, "color")
+    builder.add_edge(START, "size")
+    builder.add_edge("color", END)
+    builder.add_edge("size", END)
+    graph = builder.compile(checkpointer=saver, name="pair")
+    bridge = ParkgateInterrupts(gateway)
+
+    with pytest.raises(StoppingPointError, match="'XL' is not one of the options") as raised:
+        bridge.start(graph, {}, CONFIG, "chat-1")
+    # Nobody was asked the good question: its node is closed too, without an answer.
+    closed = Closed(UNASKABLE, None, None, str(raised.value))
+    assert got == {"color": closed, "size": closed}
+    assert graph.get_state(CONFIG).next == ()
+    assert run_of(gateway, "thread-1") == ("complete", "unaskable")
+    assert gateway.open_asks() == [] and gateway.closed_follow_ups() == []
+
+
+def test_a_node_that_asks_again_after_an_unaskable_closed_is_closed_too(gateway: Gateway, saver: SqliteSaver) -> None:
+    def approve(state: DeployState) -> dict[str, Any]:
+        first = interrupt({"question": "Deploy api?", "ttl_seconds": -5})
+        second = interrupt({"question": "Deploy api? (yes or no)"})  # asks again, ignoring the Closed
+        return {"status": f"{first.outcome} then {second.outcome}"}
+
+    builder = StateGraph(DeployState)
+    builder.add_node("approve", approve)
+    builder.add_edge(START, "approve")
+    builder.add_edge("approve", END)
+    graph = builder.compile(checkpointer=saver, name="again")
+    with pytest.raises(StoppingPointError, match="ttl_seconds"):
+        ParkgateInterrupts(gateway).start(graph, {}, CONFIG, "chat-1")
+    # As after a cancel: the run is over, so the next interrupt gets the Closed too.
+    state = graph.get_state(CONFIG)
+    assert state.next == () and state.values["status"] == "unaskable then unaskable"
+    assert gateway.open_asks() == []
+    assert run_of(gateway, "thread-1") == ("complete", "unaskable")
+
+
+def test_a_thread_closed_as_unaskable_starts_again_as_a_new_run(gateway: Gateway, saver: SqliteSaver) -> None:
+    def approve(state: DeployState) -> dict[str, Any]:
+        options = ["Yes"] if state["service"] else []
+        choice = interrupt({"question": f"Deploy {state['service']}?", "options": options})
+        return {"status": choice.outcome if isinstance(choice, Closed) else f"chose {choice}"}
+
+    builder = StateGraph(DeployState)
+    builder.add_node("approve", approve)
+    builder.add_edge(START, "approve")
+    builder.add_edge("approve", END)
+    graph = builder.compile(checkpointer=saver, name="again")
+    bridge = ParkgateInterrupts(gateway)
+    with pytest.raises(StoppingPointError):
+        bridge.start(graph, {"service": ""}, CONFIG, "chat-1")
+    again = bridge.start(graph, {"service": "api"}, CONFIG, "chat-1")
+    assert again.reply.kind is ReplyKind.ASKED and again.reply.run_id == "thread-1#2"
+    assert bridge.drive(graph, CONFIG, "chat-1", "1").finished
+    assert run_of(gateway, "thread-1") == ("complete", "unaskable")  # a finished run stays finished
+    assert run_of(gateway, "thread-1#2") == ("complete", "done")
 
 
 # -- the pure parts ---------------------------------------------------------------------------

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from test_langgraph import CONFIG, OPTIONS, Counter, build_graph
+from test_langgraph import CONFIG, OPTIONS, UNASKABLE_PAYLOADS, Counter, build_graph, confirm_graph, deploy_graph
 
-from parkgate import AsyncGateway, Gateway, ManualClock, ReplyKind
+from parkgate import AsyncGateway, Gateway, ManualClock, ReplyKind, StoppingPointError
+from parkgate.adapters.interrupt_questions import UNASKABLE
 from parkgate.adapters.langgraph import Closed, ParkgateInterrupts
 
 if TYPE_CHECKING:
@@ -94,6 +95,42 @@ async def test_the_awatch_task_follows_up_an_expiry_and_an_operator_cancel(
         Closed("expired", first.reply.ask_id or ""),
     ]
     assert gateway.open_asks() == [] and gateway.closed_follow_ups() == []
+
+
+async def _closed_as_unaskable(gateway: Gateway, graph: Any, bridge: ParkgateInterrupts) -> None:
+    state = await graph.aget_state(CONFIG)
+    assert state.next == () and state.values["status"] == UNASKABLE
+    run = gateway.run("thread-1")
+    assert run is not None and (run.status, run.outcome) == ("complete", "unaskable")
+    assert gateway.open_asks() == [] and gateway.closed_follow_ups() == []
+    later = await bridge.adrive(graph, CONFIG, "chat-a", "1")
+    assert later.reply.kind is ReplyKind.PASS and not later.resumed
+
+
+@pytest.mark.parametrize(("payload", "wrong"), UNASKABLE_PAYLOADS)
+async def test_astart_with_a_payload_that_cannot_be_asked_closes_the_thread_then_raises(
+    gateway: Gateway, saver: AsyncSqliteSaver, payload: Any, wrong: str
+) -> None:
+    seen: list[Any] = []
+    graph = deploy_graph(saver, payload, seen)
+    bridge = ParkgateInterrupts(AsyncGateway(gateway))
+    with pytest.raises(StoppingPointError, match=wrong) as raised:
+        await bridge.astart(graph, {"service": "api"}, CONFIG, "chat-a")
+    assert seen == [Closed(UNASKABLE, None, None, str(raised.value))]
+    await _closed_as_unaskable(gateway, graph, bridge)
+
+
+async def test_adrive_to_a_next_question_that_cannot_be_asked_closes_the_thread_then_raises(
+    gateway: Gateway, saver: AsyncSqliteSaver
+) -> None:
+    seen: list[Any] = []
+    graph = confirm_graph(saver, {"question": "Sure?", "choices": ["Yes", "No"], "default": "Maybe"}, seen)
+    bridge = ParkgateInterrupts(AsyncGateway(gateway))
+    await bridge.astart(graph, {"service": "api"}, CONFIG, "chat-a")
+    with pytest.raises(StoppingPointError, match="'Maybe' is not one of the options") as raised:
+        await bridge.adrive(graph, CONFIG, "chat-a", "2")
+    assert seen == ["Hold", Closed(UNASKABLE, None, None, str(raised.value))]
+    await _closed_as_unaskable(gateway, graph, bridge)
 
 
 async def _settled(graph: Any, config: Any) -> bool:

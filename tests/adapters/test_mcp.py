@@ -621,7 +621,7 @@ def _asks_in(location: StoreLocation, gateway: Gateway, conversation: str) -> li
     return [gateway.get(row[0]) for row in rows]
 
 
-# -- the README's example, run as a person would ------------------------------------------------------
+# -- docs/adapters/mcp.md's example client, run as a person would ------------------------------------
 def test_the_chat_client_example_runs_a_whole_form(store: Store, store_location: StoreLocation) -> None:
     env = {**os.environ, **location_env(store_location)}
     done = subprocess.run(

@@ -85,6 +85,9 @@ BAD_CALLS: list[tuple[str, Call, str]] = [
     ("run with a numeric id", lambda gw, ask: gw.run(5), "run_id"),  # type: ignore[arg-type]
     ("finish_run with a numeric id", lambda gw, ask: gw.finish_run(5), "run_id"),  # type: ignore[arg-type]
     ("finish_run with a numeric outcome", lambda gw, ask: gw.finish_run("run-1", 3), "outcome"),  # type: ignore[arg-type]
+    ("record_run with a numeric id", lambda gw, ask: gw.record_run(5, "c2", "done"), "run_id"),  # type: ignore[arg-type]
+    ("record_run with an empty conversation", lambda gw, ask: gw.record_run("r2", "", "done"), "conversation_id"),
+    ("record_run with a numeric outcome", lambda gw, ask: gw.record_run("r2", "c2", 3), "outcome"),  # type: ignore[arg-type]
     ("register something else", lambda gw, ask: gw.register("uml"), "workflow"),  # type: ignore[arg-type]
 ]
 

@@ -159,7 +159,7 @@ def test_reads_use_their_indexes(store: Store, store_location: StoreLocation) ->
 
 #: auto_explain, for one session: every statement's plan, nested ones too, sent to the
 #: client as a NOTICE. Plans are generic (what PL/pgSQL caches for a connection's life).
-#: LOAD needs a superuser, as the suite's default URL is (README, the test suite).
+#: LOAD needs a superuser, as the suite's default URL is (CONTRIBUTING.md).
 _EXPLAIN_EVERYTHING = (
     "LOAD 'auto_explain'",
     "SET auto_explain.log_min_duration = 0",

@@ -81,6 +81,20 @@ def test_an_unknown_run_reads_as_none_and_cannot_be_finished(gateway: Gateway) -
     assert "no-such-run" in str(unknown.value)
 
 
+def test_a_run_that_ended_before_asking_is_recorded_complete_once(gateway: Gateway, clock: ManualClock) -> None:
+    recorded = gateway.record_run("run-none", "conv-none", "unaskable")
+    assert (recorded.status, recorded.outcome, recorded.conversation_id) == ("complete", "unaskable", "conv-none")
+    assert recorded.pending_ask_id is None and recorded.created_at == clock.now()
+    assert gateway.run("run-none") == recorded
+    with pytest.raises(InputError, match="run-none already exists"):
+        gateway.record_run("run-none", "conv-none", "done")
+    gateway.ask("conv-2", "Deploy?", ["Yes", "No"], run_id="run-asked")
+    with pytest.raises(InputError, match="finish_run"):
+        gateway.record_run("run-asked", "conv-2", "done")
+    asked = gateway.run("run-asked")
+    assert asked is not None and asked.status == "running"  # changed nothing
+
+
 @pytest.mark.parametrize("where", ["same conversation", "another conversation"])
 def test_a_workflow_cannot_start_under_an_existing_run(gateway: Gateway, where: str) -> None:
     """A workflow's run is new: reusing a run id would leave the workflow stopping after one answer."""

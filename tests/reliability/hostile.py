@@ -1,6 +1,6 @@
 """Hostile inputs, and an oracle for what each one must do to a parked ask.
 
-The oracle is DESIGN.md's matching rules written out independently of
+The oracle is docs/contract.md's "Matching rules" written out independently of
 ``parkgate.core.matcher``: normalise (NFKC, trim, fold inner whitespace, casefold);
 the slash forms of the control words (exactly one leading ``/``) re-show or cancel in
 every ask, first; a choice ask is then selected only by a canonical ASCII number 1..n
@@ -67,7 +67,7 @@ MISC = (
 
 
 def spec_normalise(text: str) -> str:
-    """DESIGN.md: Unicode NFKC, trimmed, inner whitespace folded, case folded."""
+    """docs/contract.md: Unicode NFKC, trimmed, inner whitespace folded, case folded."""
     folded = unicodedata.normalize("NFKC", text)
     return " ".join(folded.split()).casefold()
 

@@ -211,7 +211,7 @@ def test_hypothesis_hostile_inputs_through_the_gateway(
         gateway.close()
 
 
-#: The normalisation decisions the README documents, each checked through a Gateway.
+#: The normalisation decisions docs/matching.md documents, each checked through a Gateway.
 DECISIONS: tuple[tuple[tuple[str, ...], str, ReplyKind, int | None], ...] = (
     (("Sequence", "Class", "Stop"), "２", ReplyKind.SELECTED, 2),  # fullwidth digit: NFKC makes it "2"
     (("Sequence", "Class", "Stop"), "²", ReplyKind.SELECTED, 2),  # superscript two: NFKC makes it "2" too

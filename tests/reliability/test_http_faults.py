@@ -430,11 +430,11 @@ def test_oversize_bodies_are_rejected_before_they_are_read(served: Any, framing:
     path = messages_path("big").encode()
     auth = f"Authorization: Bearer {token}\r\n".encode()
     if framing == "content-length":
-        head = b"POST " + path + b" HTTP/1.1\r\nHost: x\r\n" + auth
+        head = b"POST " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n" + auth
         head += b"Content-Type: application/json\r\nContent-Length: " + str(size).encode() + b"\r\n\r\n"
         chunks = (b'{"text": "' + b"x" * 65_526 for _ in range(size // 65_536))
     else:
-        head = b"POST " + path + b" HTTP/1.1\r\nHost: x\r\n" + auth
+        head = b"POST " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n" + auth
         head += b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
         chunks = (b"10000\r\n" + b"x" * 65_536 + b"\r\n" for _ in range(size // 65_536))
     answer, sent = _raw_request(server.port, head, chunks)

@@ -61,7 +61,7 @@ SAFE_TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters
 
 
 def norm(text: str) -> str:
-    """DESIGN.md's normalisation, written out independently of the matcher."""
+    """docs/contract.md's normalisation, written out independently of the matcher."""
     return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
 
 
@@ -91,7 +91,7 @@ class Expected:
 
 
 def predict(ask: ModelAsk, text: str) -> Expected:
-    """DESIGN.md "Matching rules", as an oracle."""
+    """docs/contract.md "Matching rules", as an oracle."""
     word = norm(text)
     command = word[1:] if word.startswith("/") and word[1:] in CONTROL_WORDS else None
     if command is not None:

@@ -1,5 +1,5 @@
-"""DESIGN.md's layout rules, read off the source: the core imports nothing from store,
-http or cli, and the store knows nothing of phrases or matching.
+"""docs/contract.md's "Layout" rules, read off the source: the core imports nothing from
+store, http or cli, and the store knows nothing of phrases or matching.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The matcher, held to DESIGN.md "Matching rules" and the decisions in its docstring.
+"""The matcher, held to docs/contract.md "Matching rules" and the decisions in its docstring.
 
 Documented choices tested here: leading zeros (``02``) do not select; fullwidth digits
 select through NFKC; other scripts' digits (Arabic-Indic ``٢``) do not; exactly one

@@ -21,7 +21,7 @@ from parkgate.core.model import Ask, Step
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind, ReplyKind
 from parkgate.errors import InputError
 
-# The dimensions, as the issue and DESIGN.md state them.
+# The dimensions, as the issue and docs/contract.md state them.
 CONTROL_WORD_COUNT = 7  # menu, options, cancel, exit, quit, stop, nevermind
 OPTION_COUNT = 3  # every enumerated menu has three options
 COLLIDING_LABELS = 2  # the collision menu: one cancel word and one re-show word as labels

@@ -11,8 +11,9 @@ which one comes next given the answers so far, and what each interrupt is resume
   tool allows it; Respond then asks for the text), resumed once with the middleware's
   ``{"decisions": [...]}``;
 - when the person's side closes without a decision (a cancel, an expiry without a
-  default), an ordinary payload is resumed with a :class:`Closed` and a middleware
-  request with a ``reject`` decision per tool call whose message says why.
+  default), or a pending interrupt cannot be asked at all (:func:`check_askable`), an
+  ordinary payload is resumed with a :class:`Closed` and a middleware request with a
+  ``reject`` decision per tool call whose message says why.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from parkgate.checks import MAX_CONTEXT_BYTES, check_default
+from parkgate.checks import MAX_CONTEXT_BYTES, check_default, check_duration
 from parkgate.core import phrases as P
 from parkgate.core import stopping_point
 from parkgate.core.errors import InputError
@@ -42,6 +43,9 @@ PAYLOAD_CONTEXT_BYTES = MAX_CONTEXT_BYTES - 4096
 #: Tool arguments longer than this (as JSON) are cut in the prompt (the context keeps them).
 ARGUMENTS_SHOWN_CHARS = 1500
 
+#: :attr:`Closed.outcome` when a pending interrupt's value cannot be parked as a question.
+UNASKABLE = "unaskable"
+
 ANSWER = "answer"
 DECISION = "decision"
 RESPOND = "respond"
@@ -51,8 +55,16 @@ RESPOND = "respond"
 class Closed:
     """What ``interrupt()`` returns when the person's side closed without an answer.
 
-    ``outcome`` is ``"cancelled"`` (a cancel word, an operator's cancel, a replacement)
-    or ``"expired"`` (nobody answered within the TTL, and the ask had no default);
+    ``outcome`` is one of:
+
+    - ``"cancelled"``: a cancel word, an operator's cancel, a replacement;
+    - ``"expired"``: nobody answered within the TTL, and the ask had no default;
+    - ``"unaskable"`` (:data:`UNASKABLE`): the thread's pending interrupt could not be
+      parked as a question (no text, an empty option list, a default that is not an
+      option, a bad ``ttl_seconds``, a value of another type); nobody was asked, so
+      ``ask_id`` is ``None``, and ``reason`` says what is wrong with the payload (the
+      bridge call that found it raises that error too).
+
     ``ask_id`` is the parkgate ask that closed; ``answer`` what it recorded (``None``).
     A node that gets one should do nothing the answer would have allowed::
 
@@ -62,8 +74,10 @@ class Closed:
     """
 
     outcome: str
-    ask_id: str
+    ask_id: str | None
     answer: str | None = None
+    #: Why the interrupt could not be asked (``"unaskable"`` only).
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,15 +168,17 @@ def parse_payload(value: object) -> Payload:
     """The ask an ``interrupt(value)`` payload describes.
 
     - a mapping: the text under ``prompt`` or ``question`` (else ``description``), the
-      options under ``options`` or ``choices`` (a choice when there are some), ``kind``
-      (``"choice"`` / ``"text"``), ``ttl_seconds`` (this ask's TTL) and ``default`` (the
-      answer it takes if it expires); every other key is kept with the ask as context;
+      options under ``options`` or ``choices`` (a choice when given, so an empty list is
+      refused), ``kind`` (``"choice"`` / ``"text"``), ``ttl_seconds`` (this ask's TTL)
+      and ``default`` (the answer it takes if it expires); every other key is kept with
+      the ask as context;
     - a string with a ``[[ask]] ... [[/ask]]`` marker: that stopping point;
     - any other string: a free-text question;
     - an :class:`~parkgate.AskSpec`.
 
     Raises :class:`~parkgate.StoppingPointError` naming what cannot be parked as written
-    (no text, a bad option list, a default that is not an option, ...).
+    (no text, a bad or empty option list, a default that is not an option, a
+    ``ttl_seconds`` that is not a positive number of seconds an ask can take, ...).
     """
     if isinstance(value, AskSpec):
         return Payload(stopping_point.make_spec(value.kind, value.prompt, value.options))
@@ -187,6 +203,8 @@ def _from_mapping(data: Mapping[Any, Any]) -> Payload:
     default = extras.pop("default", None)
     if prompt is None:
         raise StoppingPointError(f"an interrupt payload needs its text under {' or '.join(PROMPT_KEYS)}")
+    if options is not None and kind is None:
+        kind = AskKind.CHOICE.value  # an option list, even an empty one, means a choice (as in Gateway.ask)
     spec = stopping_point.from_json({"prompt": prompt, "options": options, "kind": kind})
     if CONTEXT_KEY in extras:
         raise StoppingPointError(f"the payload key {CONTEXT_KEY!r} is the adapter's own; name it otherwise")
@@ -209,6 +227,10 @@ def _ttl(value: object) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise StoppingPointError(f"ttl_seconds must be a positive number of seconds, not {value!r}")
+    try:
+        check_duration(value, "ttl_seconds")  # one an ask takes: not too long, not below a microsecond
+    except InputError as error:
+        raise StoppingPointError(f"an interrupt payload's {error}") from None
     return float(value)
 
 
@@ -297,6 +319,17 @@ def _decision(answers: Mapping[tuple[str, int, str], Answer], interrupt_id: str,
 # -- the questions of a thread's pending interrupts, and what resumes them ---------------
 
 
+def check_askable(interrupts: Sequence[tuple[str, Any]]) -> None:
+    """Raise :class:`StoppingPointError` naming what is wrong with the first of
+    ``interrupts`` (``(id, value)`` pairs) that cannot be asked, so that no question is
+    put to the person while another interrupt resumed with them cannot be."""
+    for _, value in interrupts:
+        if is_review_request(value):
+            _actions(value)
+        else:
+            parse_payload(value)
+
+
 def next_question(interrupts: Sequence[tuple[str, Any]], answers: Sequence[Answer]) -> Question | None:
     """The first question of ``interrupts`` (``(id, value)`` pairs) not answered yet, or
     ``None`` when every one is. Raises :class:`StoppingPointError` for a value that
@@ -340,7 +373,12 @@ def closed_values(interrupts: Sequence[tuple[str, Any]], closed: Closed) -> dict
     """What each interrupt is resumed with when the person's side closed without a decision:
     a :class:`Closed`, or for a middleware request a ``reject`` per tool call saying why
     (so the agent's model hears "not approved", never a success)."""
-    reason = P.HITL_EXPIRED if closed.outcome == AskStatus.EXPIRED.value else P.HITL_CANCELLED
+    if closed.outcome == UNASKABLE:
+        reason = P.HITL_UNASKABLE.format(reason=closed.reason)
+    elif closed.outcome == AskStatus.EXPIRED.value:
+        reason = P.HITL_EXPIRED
+    else:
+        reason = P.HITL_CANCELLED
     values: dict[str, Any] = {}
     for interrupt_id, value in interrupts:
         if is_review_request(value):
@@ -353,11 +391,13 @@ def closed_values(interrupts: Sequence[tuple[str, Any]], closed: Closed) -> dict
 
 __all__ = [
     "CONTEXT_KEY",
+    "UNASKABLE",
     "Answer",
     "Closed",
     "Payload",
     "Question",
     "answer_of",
+    "check_askable",
     "closed_values",
     "is_review_request",
     "next_question",

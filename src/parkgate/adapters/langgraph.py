@@ -10,7 +10,7 @@ is resumed, exactly once, and never left waiting::
 
     def approve(state):
         choice = interrupt({"question": "Deploy to production?", "options": ["Deploy", "Hold"]})
-        if isinstance(choice, Closed):          # cancelled or expired: nothing runs
+        if isinstance(choice, Closed):          # cancelled, expired or unaskable: nothing runs
             return {"status": choice.outcome}
         return {"status": "deployed" if choice == "Deploy" else "held"}
 
@@ -31,7 +31,18 @@ What resumes the thread, and with what (``interrupt()``'s return value):
   else by the watcher;
 - an expiry: with the ask's ``default`` if it has one, like a selection; otherwise a
   :class:`Closed` with outcome ``"expired"``, within the call that found it expired, or,
-  when no message comes, by the watcher that the due read wakes.
+  when no message comes, by the watcher that the due read wakes;
+- a pending interrupt that cannot be asked (no text, an empty option list, a default that
+  is not an option, a bad ``ttl_seconds``, a value of another type; every pending one is
+  checked before the first is asked): a :class:`Closed` with outcome ``"unaskable"``,
+  ``ask_id=None`` and the error's text as ``reason``, within the call that found it; the
+  run closes as ``unaskable``, nothing is parked, and then that call raises the error
+  (:class:`~parkgate.StoppingPointError`, or the gateway's :class:`~parkgate.InputError`
+  refusing the ask). The watcher logs it instead.
+
+After a :class:`Closed`, the run is over: a thread that interrupts again is resumed with
+the same :class:`Closed` (up to :data:`MAX_CLOSED_RESUMES` times, then
+:class:`GraphKeepsAsking`).
 
 The watcher is :meth:`ParkgateInterrupts.watch` (a thread) or
 :meth:`ParkgateInterrupts.awatch` (an asyncio task). Run one wherever asks can close
@@ -75,10 +86,12 @@ except ModuleNotFoundError as missing:  # the one line that says what to install
 
 from parkgate.adapters.interrupt_questions import (
     CONTEXT_KEY,
+    UNASKABLE,
     Answer,
     Closed,
     Question,
     answer_of,
+    check_askable,
     closed_values,
     next_question,
     parse_payload,
@@ -263,6 +276,9 @@ class _Outcome:
     output: Any = None
     asked: Reply | None = None
     finished: bool = False
+    #: Why the thread's pending interrupt could not be asked; the thread and its run were
+    #: closed, and the bridge call raises this.
+    refused: InputError | None = None
 
 
 # -- what a step does, performed by the sync or the asyncio driver ------------------------
@@ -337,6 +353,11 @@ def _graph_name(graph: Graph) -> str:
     return str(getattr(graph, "name", None) or "LangGraph")
 
 
+def _log_refused(thread: str | None, refused: InputError) -> None:
+    """Say, where no caller hears it (the watcher), why a thread was closed as ``unaskable``."""
+    log.error("thread %r: its interrupt could not be asked, so it was closed as %r: %s", thread, UNASKABLE, refused)
+
+
 class ParkgateInterrupts:
     """Parks a LangGraph thread's ``interrupt()`` payloads in a gateway and resumes the thread.
 
@@ -386,7 +407,8 @@ class ParkgateInterrupts:
         ask is cancelled and its thread resumed with :class:`Closed`). This thread's own
         open ask is cancelled first (the new input replaces the question; its interrupt
         is dropped, not resumed). A graph that finishes without asking gives ``pass`` and
-        ``finished``.
+        ``finished``. An interrupt that cannot be asked is closed as ``unaskable`` (the
+        thread resumed with :class:`Closed`, its run closed), then its error is raised.
         """
         return self._run(graph, self._start(graph, graph_input, config, conversation_id, replace))
 
@@ -408,7 +430,7 @@ class ParkgateInterrupts:
         or its run closed (``finished``). A bounce leaves the graph untouched. An ask this
         graph cannot resume raises :class:`NotThisGraph` before anything changes. The same
         ``message_id`` again resumes nothing: it returns the first reply with the state the
-        first delivery left.
+        first delivery left. A next question that cannot be asked is handled as in :meth:`start`.
         """
         return self._run(graph, self._drive(graph, config, conversation_id, text, message_id))
 
@@ -581,14 +603,18 @@ class ParkgateInterrupts:
                 raise AskAlreadyOpen(conversation_id, parked.id)
             else:
                 closed: Ask = yield _call("cancel", parked.id)
-                yield from self._follow_up(graph, closed, config)
+                replaced = yield from self._follow_up(graph, closed, config)
+                if replaced is not None and replaced.refused is not None:
+                    _log_refused(record.thread if record else None, replaced.refused)
         previous = (snapshot.metadata or {}).get(RUN_KEY)
         if isinstance(previous, str):
             yield from self._close_run(previous)
         run_id = yield from self._new_run_id(thread, previous)
         output = yield _Invoke(graph_input, _thread_config(config, thread, run_id))
         after: StateSnapshot = yield _GetState(here)
-        outcome = yield from self._settle(graph, here, conversation_id, run_id, after)
+        outcome = yield from self._settle(graph, _thread_config(config, thread, run_id), conversation_id, run_id, after)
+        if outcome.refused is not None:
+            raise outcome.refused
         reply = outcome.asked if outcome.asked is not None else _pass()
         return Drive(reply, output=output, asked=outcome.asked, finished=outcome.finished)
 
@@ -622,6 +648,8 @@ class ParkgateInterrupts:
         outcome = yield from self._follow_up(graph, ask, config)
         if outcome is None:
             return (yield from self._as_left(reply, conversation_id))
+        if outcome.refused is not None:
+            raise outcome.refused
         return Drive(reply, outcome.resumed, outcome.output, outcome.asked, outcome.finished)
 
     def _follow_up_all(self, graph: Graph, config: RunnableConfig | None) -> _Step[int]:
@@ -633,6 +661,9 @@ class ParkgateInterrupts:
             except Exception:
                 log.exception("resuming the thread of ask %s failed; it is tried again later", ask.id)
                 continue
+            if outcome is not None and outcome.refused is not None:
+                record = _Record.of(ask)
+                _log_refused(record.thread if record else None, outcome.refused)
             count += outcome is not None
         return count
 
@@ -660,32 +691,78 @@ class ParkgateInterrupts:
             yield _call("follow_up_done", ask.id)
             return outcome
         answer = answer_of(ask, record.question)
-        closed: Closed | None = None
-        command: Command[Any]
         if answer is None:
             closed = Closed(ask.status.value, ask.id, ask.answer)
-            command = Command(resume=closed_values(pending, closed))
+            output, after = yield from self._resume_closed(config, pending, closed)
         else:
             answers = (*record.answers, answer)
-            question = next_question(pending, answers)
-            if question is not None:
-                asked = yield from self._ask(graph, snapshot, question, ask.conversation_id, ask.run_id, answers)
+            try:
+                question = next_question(pending, answers)
+                asked: Reply | None = None
+                if question is not None:
+                    asked = yield from self._ask(graph, snapshot, question, ask.conversation_id, ask.run_id, answers)
+            except InputError as refused:
+                outcome = yield from self._unaskable(config, ask.conversation_id, ask.run_id, pending, refused)
+                yield _call("follow_up_done", ask.id)
+                return outcome
+            if asked is not None:
                 yield _call("follow_up_done", ask.id)
                 return _Outcome(asked=asked)
-            command = Command(resume=resume_values(pending, answers, self._value_of))
-        output = yield _Invoke(command, config)
-        after: StateSnapshot = yield _GetState(config)
-        for _ in range(MAX_CLOSED_RESUMES):
-            if closed is None or not after.interrupts:
-                break
-            output = yield _Invoke(Command(resume=closed_values(_pending(after), closed)), config)
+            output = yield _Invoke(Command(resume=resume_values(pending, answers, self._value_of)), config)
             after = yield _GetState(config)
-        else:
-            if after.interrupts:
-                raise GraphKeepsAsking(record.thread)
         outcome = yield from self._settle(graph, config, ask.conversation_id, ask.run_id, after)
         yield _call("follow_up_done", ask.id)
-        return _Outcome(True, output, outcome.asked, outcome.finished)
+        return _Outcome(True, output, outcome.asked, outcome.finished, outcome.refused)
+
+    def _resume_closed(
+        self, config: RunnableConfig, pending: Sequence[tuple[str, Any]], closed: Closed
+    ) -> _Step[tuple[Any, StateSnapshot]]:
+        """Resume the thread with ``closed``, and again each time it interrupts, up to
+        :data:`MAX_CLOSED_RESUMES` more times; the last output and the state it left."""
+        output = yield _Invoke(Command(resume=closed_values(pending, closed)), config)
+        after: StateSnapshot = yield _GetState(config)
+        for _ in range(MAX_CLOSED_RESUMES):
+            if not after.interrupts:
+                return output, after
+            output = yield _Invoke(Command(resume=closed_values(_pending(after), closed)), config)
+            after = yield _GetState(config)
+        if after.interrupts:
+            raise GraphKeepsAsking(thread_id(config))
+        return output, after
+
+    def _unaskable(
+        self,
+        config: RunnableConfig,
+        conversation_id: str,
+        run_id: str,
+        pending: Sequence[tuple[str, Any]],
+        refused: InputError,
+    ) -> _Step[_Outcome]:
+        """Close a thread whose pending interrupt cannot be asked, so that nothing is left
+        interrupted, parked or ``running``: its run closes as ``unaskable``, then the thread
+        is resumed with ``Closed(outcome="unaskable")`` (a middleware request with a
+        ``reject`` per tool call), as after a cancel. The caller raises ``refused``."""
+        run = yield _call("run", run_id)
+        if run is None:  # the thread's first question: the run was never made
+            yield _call("record_run", run_id, conversation_id, UNASKABLE)
+        elif run.status == "running":
+            yield from self._finish_run(run_id, UNASKABLE)
+        closed = Closed(UNASKABLE, None, None, str(refused))
+        thread = thread_id(config)
+        try:
+            output, _ = yield from self._resume_closed(config, pending, closed)
+        except Exception as failure:  # a middleware request whose tool does not allow "reject", say
+            refused.add_note(
+                f"thread {thread!r} stays interrupted (start it again): resuming it with "
+                f"Closed(outcome={UNASKABLE!r}) failed ({type(failure).__name__}, the cause above); "
+                f"its run {run_id!r} is closed as {UNASKABLE!r} and nothing is parked"
+            )
+            raise refused from failure
+        refused.add_note(
+            f"thread {thread!r} was resumed with Closed(outcome={UNASKABLE!r}) and its run "
+            f"{run_id!r} closed as {UNASKABLE!r}; nothing is parked"
+        )
+        return _Outcome(True, output, finished=True, refused=refused)
 
     def _settle(
         self, graph: Graph, config: RunnableConfig, conversation_id: str, run_id: str, snapshot: StateSnapshot
@@ -700,17 +777,26 @@ class ParkgateInterrupts:
                 record = _Record.of(pending)
                 if pending.is_open and record is not None and record.question[0] in {i.id for i in snapshot.interrupts}:
                     return _Outcome(asked=asked_reply(pending))  # parked already
-            question = next_question(_pending(snapshot), ())
-            assert question is not None  # every pending interrupt has a first question
-            asked = yield from self._ask(graph, snapshot, question, conversation_id, run_id, ())
+            pending_now = _pending(snapshot)
+            try:
+                check_askable(pending_now)  # every one, before the person is asked the first
+                question = next_question(pending_now, ())
+                assert question is not None  # every pending interrupt has a first question
+                asked = yield from self._ask(graph, snapshot, question, conversation_id, run_id, ())
+            except InputError as refused:  # the payload's, or the gateway's refusal of it
+                return (yield from self._unaskable(config, conversation_id, run_id, pending_now, refused))
             return _Outcome(asked=asked)
         if run is not None and run.status == "running":
-            try:
-                yield _call("finish_run", run_id)
-            except RunStillAsking as still:  # an ask the thread no longer has
-                yield _call("cancel", still.ask_id)
-                yield _call("finish_run", run_id)
+            yield from self._finish_run(run_id, "done")
         return _Outcome(finished=True)
+
+    def _finish_run(self, run_id: str, outcome: str) -> _Step[None]:
+        """Close a ``running`` run with ``outcome``, cancelling an ask the thread no longer has."""
+        try:
+            yield _call("finish_run", run_id, outcome)
+        except RunStillAsking as still:
+            yield _call("cancel", still.ask_id)
+            yield _call("finish_run", run_id, outcome)
 
     def _ask(
         self,

@@ -1,6 +1,6 @@
 """Classify one reply to a parked ask. Pure and total: every input gets a verdict.
 
-Decisions (documented in the README):
+Decisions (documented in docs/matching.md):
 - Input is normalised with NFKC, trimmed, inner whitespace folded to one space and
   case folded. NFKC turns fullwidth digits into ASCII, so ``２`` selects option 2;
   other scripts' digits (``٢``) do not select: only ASCII ``0-9`` after NFKC count.

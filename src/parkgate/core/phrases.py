@@ -157,3 +157,4 @@ HITL_RESPOND_PROMPT = "What should {tool} answer instead of running?"
 # without a decision (the middleware says "User rejected the tool call ... with reason: ...").
 HITL_CANCELLED = "the approval request was cancelled, so the tool was not run"
 HITL_EXPIRED = "nobody answered the approval request before it expired, so the tool was not run"
+HITL_UNASKABLE = "the approval request could not be put to a person ({reason}), so the tool was not run"

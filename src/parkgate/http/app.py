@@ -52,7 +52,7 @@ from starlette.routing import Match
 from starlette.staticfiles import StaticFiles
 
 from parkgate.async_gateway import wait_for_close
-from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
+from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS, MAX_WAIT_SECONDS
 from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.model import Ask
 from parkgate.core.phrases import (
@@ -62,7 +62,7 @@ from parkgate.core.phrases import (
     OPERATOR_CANCELLED,
     STAND_IN_MODEL,
 )
-from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS, StoppingPointError
+from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS
 from parkgate.delivery import Deliverer
 from parkgate.demo import WORKFLOWS
 from parkgate.display import hidden_ranges
@@ -73,12 +73,11 @@ from parkgate.errors import (
     InputError,
     ParkgateError,
     RunStillAsking,
-    UnknownAsk,
     UnknownRun,
-    UnknownWorkflow,
 )
 from parkgate.fence import check_callback_url
 from parkgate.gateway import Gateway, ask_to_dict
+from parkgate.http import codes
 from parkgate.http.guard import CALLER_STATE, CONTENT_SECURITY_POLICY, MAX_BODY_BYTES, GuardMiddleware, needs
 from parkgate.http.guard import missing_scope as missing_scope_detail
 from parkgate.http.logs import ensure_stderr_logging
@@ -104,8 +103,6 @@ log = logging.getLogger("parkgate.http")
 #: :data:`~parkgate.checks.MAX_SKILL_OUTPUT_CHARS` (256,000) characters even when a
 #: client escapes every one of them as a JSON surrogate pair (12 bytes a character).
 MAX_ASK_BODY_BYTES = 4 * 1024 * 1024
-#: Longest ``?wait=`` a long-poll may ask for, in seconds.
-MAX_WAIT_SECONDS = 60.0
 #: Longest TTL an ask may be parked with over HTTP (ten years), in seconds.
 MAX_TTL_SECONDS = 10 * 365 * 24 * 3600.0
 #: ``/healthz`` answers 503 when the store has not answered a read within this many seconds.
@@ -389,22 +386,13 @@ def _responses(extra: dict[int | str, dict[str, Any]], *statuses: int) -> dict[i
 
 
 _V1_ERRORS = (400, 401, 403, 413, 415, 422, 429, 503)
-#: parkgate's errors and what the API answers for each: status and ``error`` code. An
-#: error takes the entry of the nearest class in its MRO; ``ParkgateError``'s covers one
-#: not listed, so no parkgate error is ever a 500. The tree is drawn in :mod:`parkgate.errors`.
-_ANSWERED_ERRORS: tuple[tuple[type[ParkgateError], int, str], ...] = (
-    (ParkgateError, 422, "refused"),
-    (InputError, 422, "invalid_input"),
-    (StoppingPointError, 422, "malformed_stopping_point"),
-    (AskAlreadyOpen, 409, "ask_already_open"),
-    (RunStillAsking, 409, "run_still_asking"),
-    (CallbackNotFailed, 409, "callback_not_failed"),
-    (UnknownAsk, 404, "unknown_ask"),
-    (UnknownRun, 404, "unknown_run"),
-    (UnknownWorkflow, 404, "unknown_workflow"),
-    (QuotaExceeded, 429, "too_many_open_asks"),
-    (StoreError, 503, "store_error"),
-    (StoreUnavailable, 503, "store_unavailable"),
+#: What the API answers each of parkgate's errors with, status and ``error`` code: the
+#: library's (:data:`parkgate.http.codes.LIBRARY_ERRORS`) and the server's own. An error
+#: takes the entry of the nearest class in its MRO, and ``ParkgateError``'s covers one not
+#: listed, so no parkgate error is ever a 500. The tree is drawn in :mod:`parkgate.errors`.
+_ANSWERED_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
+    *codes.LIBRARY_ERRORS,
+    (QuotaExceeded, 429, codes.TOO_MANY_OPEN_ASKS),
 )
 
 
@@ -422,7 +410,7 @@ def _validation_detail(error: RequestValidationError) -> tuple[str, str]:
     if any(problem.get("type") == "json_invalid" for problem in problems):
         first = next(problem for problem in problems if problem.get("type") == "json_invalid")
         reason = (first.get("ctx") or {}).get("error")
-        return "malformed_json", f"the body is not valid JSON{f' ({reason})' if reason else ''}"
+        return codes.MALFORMED_JSON, f"the body is not valid JSON{f' ({reason})' if reason else ''}"
     parts = []
     for problem in problems[:10]:
         where = ".".join(str(step) for step in problem.get("loc", ()) if step != "body") or "body"
@@ -436,7 +424,7 @@ def _validation_detail(error: RequestValidationError) -> tuple[str, str]:
                 if isinstance(problem.get("input"), (bytes, bytearray)):
                     message += " sent as Content-Type: application/json"
         parts.append(f"{where}: {message}")
-    return "invalid_request", "; ".join(parts) or "the request is not valid"
+    return codes.INVALID_REQUEST, "; ".join(parts) or "the request is not valid"
 
 
 _CONSOLE_HEADERS = {
@@ -636,7 +624,7 @@ def create_app(
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, error: StarletteHTTPException) -> Response:
         if error.status_code == 404:
-            return error_response(404, "not_found", "no such route")
+            return error_response(404, codes.NOT_FOUND, "no such route")
         if error.status_code == 405:
             allowed = _allowed_methods(app, request)
             detail = f"{request.method} is not allowed here; use {', '.join(allowed)}"
@@ -646,7 +634,7 @@ def create_app(
             # this is FastAPI failing to parse a body the JSON decoder gave up on in some
             # other way than a syntax error (nesting too deep for it). To the client that is
             # malformed JSON, like any other.
-            return error_response(422, "malformed_json", "the body could not be read as JSON (nested too deeply?)")
+            return error_response(422, codes.MALFORMED_JSON, "the body could not be read as JSON (nested too deeply?)")
         return error_response(error.status_code, "http_error", str(error.detail), error.headers)
 
     @app.exception_handler(ParkgateError)
@@ -657,9 +645,12 @@ def create_app(
         extra: dict[str, Any] = {}
         if isinstance(error, AskAlreadyOpen):
             detail = error.message(REPLACE_IN_JSON)  # the JSON field, not the Python argument
-        # The errors about an open ask name it, so a client can read or cancel it.
+        # The errors about an open ask name it, so a client can read or cancel it; a
+        # refused callback retry says where the callback stands.
         if isinstance(error, (AskAlreadyOpen, RunStillAsking)):
             extra["open_ask_id"] = error.ask_id
+        if isinstance(error, CallbackNotFailed):
+            extra["callback_status"] = error.status
         if isinstance(error, QuotaExceeded):
             headers["Retry-After"] = str(error.retry_after)
         if isinstance(error, StoreError):
@@ -769,6 +760,7 @@ def create_app(
                     403,
                     "missing_scope",
                     missing_scope_detail(caller, Scope.READ, request.scope) + " (without it, only the asks it parked)",
+                    scope=Scope.READ.value,
                 )
         ask = await wait_for_close(gw, ask_id, wait, give_up=request.is_disconnected)
         return SafeJSONResponse((await asyncio.to_thread(asks_json, gw, [ask]))[0])

@@ -13,7 +13,8 @@ In order, for each HTTP request:
 4. On ``/v1``: the bearer token names a caller (else 401, whose detail tells a missing
    token from a wrong one), whose rate it checks (429
    ``rate_limited`` with ``Retry-After``) and whose scopes must hold the one the route
-   needs (403 ``missing_scope``, naming it). The caller is left in the request's state.
+   needs (403 ``missing_scope``, naming it, also in the body's ``scope``). The caller is
+   left in the request's state.
 5. A POST, PUT, PATCH or DELETE with a body must send ``Content-Type: application/json``
    (415 otherwise; one without a body needs none).
 6. The body: over its cap a 413 (before it is read), not UTF-8 a 422.
@@ -34,6 +35,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from starlette.routing import Match
 
+from parkgate.http import codes
 from parkgate.http.ratelimit import RateLimiter
 from parkgate.http.settings import Settings, host_of
 from parkgate.http.tokens import ANONYMOUS, Caller, Scope
@@ -99,10 +101,10 @@ def route_need(routes: list[Any], scope: ASGIScope) -> Need | None:
 
 
 async def send_error(
-    send: Send, status: int, error: str, detail: str, headers: Mapping[str, str] | None = None
+    send: Send, status: int, error: str, detail: str, headers: Mapping[str, str] | None = None, **extra: Any
 ) -> None:
-    """Answer with the one error shape, ``{"error": code, "detail": message}``, from the guard."""
-    body = json.dumps({"error": error, "detail": detail}).encode()
+    """Answer with the one error shape, ``{"error": code, "detail": message, ...}``, from the guard."""
+    body = json.dumps({"error": error, "detail": detail, **extra}).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     for key, value in (headers or {}).items():
         raw.append((key.lower().encode(), value.encode()))
@@ -298,7 +300,8 @@ class GuardMiddleware:
                 return False
         need = route_need(self.routes, scope)
         if need is not None and not need.allows(caller):
-            await send_error(send, 403, "missing_scope", missing_scope(caller, need.scope, scope))
+            detail = missing_scope(caller, need.scope, scope)
+            await send_error(send, 403, "missing_scope", detail, scope=need.scope.value)
             return False
         scope.setdefault("state", {})[CALLER_STATE] = caller
         return True
@@ -324,7 +327,7 @@ class GuardMiddleware:
                 break
         body = b"".join(chunks)
         if problem := body_problem(body):
-            await send_error(send, 422, "malformed_json", problem)
+            await send_error(send, 422, codes.MALFORMED_JSON, problem)
             return
         replayed = False
 

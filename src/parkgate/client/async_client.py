@@ -1,0 +1,177 @@
+"""The asyncio client: :class:`AsyncClient`, every :class:`~parkgate.client.Client` call, awaited."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import httpx
+
+from parkgate.checks import MAX_WAIT_SECONDS, wait_seconds
+from parkgate.client import wire
+from parkgate.client.errors import Unreachable
+from parkgate.client.views import AskPage, AskView
+from parkgate.core.expect import Expect
+from parkgate.core.phrases import AskKind
+from parkgate.errors import UnknownRun
+from parkgate.reply import Reply
+from parkgate.store import Run
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """The same client for asyncio code: every :class:`~parkgate.client.Client` call, awaited.
+
+    The arguments, results and errors are :class:`~parkgate.client.Client`'s; ``transport``
+    is an ``httpx`` async transport. A :meth:`wait` holds no thread: it awaits its
+    long-polls. ``async with AsyncClient(...) as client:`` closes its connections on exit,
+    as ``await client.aclose()`` does.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        timeout: float = wire.DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+        long_poll: float = MAX_WAIT_SECONDS,
+    ) -> None:
+        self._connection = wire.connection(base_url, token, timeout, long_poll)
+        self._http = httpx.AsyncClient(
+            base_url=self._connection.base_url,
+            headers=dict(self._connection.headers),
+            timeout=self._connection.timeout,
+            transport=transport,
+        )
+
+    @property
+    def base_url(self) -> str:
+        """The server's base URL as the client uses it (ending in ``/``, without ``v1``)."""
+        return str(self._connection.base_url)
+
+    async def aclose(self) -> None:
+        """Close the client's connections; closing twice is harmless."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _send(self, call: wire.Call[T]) -> T:
+        try:
+            response = await self._http.request(
+                call.method,
+                call.path,
+                content=call.body,
+                params=call.params,
+                headers=call.headers,
+                timeout=self._connection.timeout_for(call),
+            )
+        except httpx.HTTPError as error:
+            raise Unreachable(str(error) or type(error).__name__) from error
+        return wire.result(call, response)
+
+    async def ask(
+        self,
+        conversation_id: str,
+        prompt: str,
+        options: Sequence[str] | None = None,
+        kind: AskKind | str | None = None,
+        run_id: str | None = None,
+        ttl: timedelta | float | None = None,
+        *,
+        replace: bool = False,
+        default: str | None = None,
+        callback_url: str | None = None,
+        expect: Expect | str | Mapping[str, Any] | None = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> Reply:
+        """As :meth:`Client.ask <parkgate.client.Client.ask>`."""
+        call = wire.park(
+            conversation_id, prompt, options, kind, run_id, ttl, replace, default, callback_url, expect, context
+        )
+        return await self._send(call)
+
+    async def ask_from_text(
+        self,
+        conversation_id: str,
+        skill_output: str,
+        run_id: str | None = None,
+        ttl: timedelta | float | None = None,
+        *,
+        replace: bool = False,
+        callback_url: str | None = None,
+    ) -> Reply:
+        """As :meth:`Client.ask_from_text <parkgate.client.Client.ask_from_text>`."""
+        return await self._send(wire.park_text(conversation_id, skill_output, run_id, ttl, replace, callback_url))
+
+    async def start(
+        self, conversation_id: str, workflow: str, *, replace: bool = False, run_id: str | None = None
+    ) -> Reply:
+        """As :meth:`Client.start <parkgate.client.Client.start>`."""
+        return await self._send(wire.start(conversation_id, workflow, replace, run_id))
+
+    async def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
+        """As :meth:`Client.handle <parkgate.client.Client.handle>`."""
+        return await self._send(wire.message(conversation_id, text, message_id))
+
+    async def get(self, ask_id: str) -> AskView:
+        """As :meth:`Client.get <parkgate.client.Client.get>`."""
+        return await self._send(wire.read_ask(ask_id))
+
+    async def wait(self, ask_id: str, timeout: float | timedelta) -> AskView:
+        """As :meth:`Client.wait <parkgate.client.Client.wait>`: long-polls, awaited in turn."""
+        deadline = time.monotonic() + wait_seconds(timeout)
+        while True:
+            hold = wire.next_hold(deadline - time.monotonic(), self._connection.long_poll)
+            ask = await self._send(wire.read_ask(ask_id, hold))
+            if not ask.is_open or time.monotonic() >= deadline:
+                return ask
+
+    async def open_asks(self, limit: int = wire.DEFAULT_PAGE_ASKS, cursor: str | None = None) -> AskPage:
+        """As :meth:`Client.open_asks <parkgate.client.Client.open_asks>`."""
+        return await self._send(wire.open_asks(limit, cursor))
+
+    async def iter_open_asks(self, page_size: int = wire.DEFAULT_PAGE_ASKS) -> AsyncIterator[AskView]:
+        """As :meth:`Client.iter_open_asks <parkgate.client.Client.iter_open_asks>`: ``async for``."""
+        cursor: str | None = None
+        while True:
+            page = await self.open_asks(page_size, cursor)
+            for ask in page.asks:
+                yield ask
+            if page.next is None:
+                return
+            cursor = page.next
+
+    async def run(self, run_id: str) -> Run | None:
+        """As :meth:`Client.run <parkgate.client.Client.run>`."""
+        try:
+            return await self._send(wire.run(run_id))
+        except UnknownRun:
+            return None
+
+    async def workflows(self) -> list[str]:
+        """As :meth:`Client.workflows <parkgate.client.Client.workflows>`."""
+        return await self._send(wire.workflows())
+
+    async def failed_callbacks(self, limit: int = wire.DEFAULT_PAGE_ASKS) -> list[AskView]:
+        """As :meth:`Client.failed_callbacks <parkgate.client.Client.failed_callbacks>`."""
+        return await self._send(wire.failed_callbacks(limit))
+
+    async def cancel(self, ask_id: str) -> AskView:
+        """As :meth:`Client.cancel <parkgate.client.Client.cancel>`."""
+        return await self._send(wire.cancel(ask_id))
+
+    async def finish_run(self, run_id: str, outcome: str = "done") -> Run:
+        """As :meth:`Client.finish_run <parkgate.client.Client.finish_run>`."""
+        return await self._send(wire.finish_run(run_id, outcome))
+
+    async def retry_callback(self, ask_id: str) -> AskView:
+        """As :meth:`Client.retry_callback <parkgate.client.Client.retry_callback>`."""
+        return await self._send(wire.retry_callback(ask_id))

@@ -1,0 +1,141 @@
+"""What the client reads back: the service's JSON as typed values.
+
+A reply is the library's :class:`~parkgate.reply.Reply`, a run its
+:class:`~parkgate.store.Run` and a callback's state its
+:class:`~parkgate.store.base.CallbackState`; an ask is an :class:`AskView`, the ask's
+public JSON field for field (``ask_to_dict``): the stored :class:`~parkgate.Ask` holds
+more than the service shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from parkgate.core.expect import Expect
+from parkgate.core.phrases import AskKind, AskStatus
+from parkgate.store import Run
+from parkgate.store.base import CallbackState, CallbackStatus
+
+
+@dataclass(frozen=True, slots=True)
+class AskView:
+    """One ask as the service shows it (``GET /v1/asks/{ask_id}``).
+
+    ``hours_open`` is set in a listing of open asks; ``callback`` (where its callback
+    stands) for an ask parked with a ``callback_url``; ``context`` is what was parked
+    with it.
+    """
+
+    ask_id: str
+    conversation_id: str
+    run_id: str
+    kind: AskKind
+    prompt: str
+    options: tuple[str, ...]
+    status: AskStatus
+    mismatches: int
+    ttl_seconds: float
+    asked_at: datetime
+    last_touched: datetime
+    outcome: str | None = None
+    answer: str | None = None
+    option_index: int | None = None
+    phase: str | None = None
+    expect: Expect | None = None
+    answered_at: datetime | None = None
+    context: Mapping[str, Any] | None = None
+    hours_open: float | None = None
+    callback: CallbackState | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.status is AskStatus.OPEN
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AskView:
+        """The ask from its JSON object; ``KeyError``/``ValueError``/``TypeError`` if it is not one."""
+        expect = data.get("expect")
+        context = data.get("context")
+        callback = data.get("callback")
+        return cls(
+            ask_id=_text(data["ask_id"]),
+            conversation_id=_text(data["conversation_id"]),
+            run_id=_text(data["run_id"]),
+            kind=AskKind(data["kind"]),
+            prompt=_text(data["prompt"]),
+            options=tuple(_text(label) for label in data["options"]),
+            status=AskStatus(data["status"]),
+            mismatches=int(data["mismatches"]),
+            ttl_seconds=float(data["ttl_seconds"]),
+            asked_at=_stamp(data["asked_at"]),
+            last_touched=_stamp(data["last_touched"]),
+            outcome=data.get("outcome"),
+            answer=data.get("answer"),
+            option_index=data.get("option_index"),
+            phase=data.get("phase"),
+            expect=None if expect is None else Expect(**expect),
+            answered_at=_maybe_stamp(data.get("answered_at")),
+            context=None if context is None else dict(context),
+            hours_open=data.get("hours_open"),
+            callback=None if callback is None else callback_from_dict(callback),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AskPage:
+    """One page of open asks, oldest first; ``next`` is the cursor of the page after it
+    (``None`` on the last page)."""
+
+    asks: tuple[AskView, ...]
+    next: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AskPage:
+        following = data.get("next")
+        return cls(tuple(AskView.from_dict(ask) for ask in data["asks"]), None if following is None else str(following))
+
+
+def callback_from_dict(data: Mapping[str, Any]) -> CallbackState:
+    """An ask's ``callback`` object as the library's :class:`CallbackState`."""
+    return CallbackState(
+        status=CallbackStatus(data["status"]),
+        attempts=int(data["attempts"]),
+        last_error=data.get("last_error"),
+        next_attempt_at=_maybe_stamp(data.get("next_attempt_at")),
+    )
+
+
+def run_from_dict(data: Mapping[str, Any]) -> Run:
+    """A run's JSON (``GET /v1/runs/{run_id}``) as the library's :class:`Run`; its
+    ``answers`` are the run's ``context``."""
+    return Run(
+        id=_text(data["run_id"]),
+        conversation_id=_text(data["conversation_id"]),
+        workflow=data.get("workflow"),
+        status=_text(data["status"]),
+        outcome=data.get("outcome"),
+        context=dict(data["answers"]),
+        pending_ask_id=data.get("pending_ask_id"),
+        created_at=_stamp(data["created_at"]),
+        updated_at=_stamp(data["updated_at"]),
+    )
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, not {type(value).__name__}")
+    return value
+
+
+def _stamp(value: object) -> datetime:
+    return datetime.fromisoformat(_text(value))
+
+
+def _maybe_stamp(value: object) -> datetime | None:
+    return None if value is None else _stamp(value)
+
+
+__all__ = ["AskPage", "AskView", "callback_from_dict", "run_from_dict"]

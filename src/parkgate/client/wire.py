@@ -1,0 +1,412 @@
+"""The client's pure layer: what each call sends and how its answer is read.
+
+:class:`~parkgate.client.Client` and :class:`~parkgate.client.AsyncClient` share it and
+add only the I/O: a builder here returns a :class:`Call` (method, path, body, and the
+function that reads a success), and :func:`result` turns the response into that value
+or raises the exception its error stands for. Arguments that go into a URL path, the
+durations and the ``expect`` and ``context`` of an ask are checked here with the
+library's own checks (:class:`~parkgate.errors.InputError` before anything is sent); the
+server checks the rest, and its refusal is an ``InputError`` too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from parkgate.checks import (
+    MAX_SKILL_OUTPUT_CHARS,
+    MAX_WAIT_SECONDS,
+    check_context,
+    check_duration,
+    check_id,
+    check_message,
+)
+from parkgate.client.errors import (
+    BadRequest,
+    BodyTooLarge,
+    ErrorResponse,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    RateLimited,
+    ServerError,
+    TooManyOpenAsks,
+    Unauthorized,
+    UnexpectedResponse,
+    UnsupportedMediaType,
+)
+from parkgate.client.views import AskPage, AskView, run_from_dict
+from parkgate.core.expect import Expect, as_expect
+from parkgate.core.expect import to_dict as expect_to_dict
+from parkgate.core.phrases import AskKind
+from parkgate.errors import (
+    AskAlreadyOpen,
+    CallbackNotFailed,
+    InputError,
+    ParkgateError,
+    RunStillAsking,
+    StoppingPointError,
+    StoreError,
+    StoreUnavailable,
+    UnknownAsk,
+    UnknownRun,
+    UnknownWorkflow,
+)
+from parkgate.http import codes
+from parkgate.reply import Reply
+from parkgate.store import Run
+
+T = TypeVar("T")
+
+#: Seconds a request may take (connect, send, and each read) unless the client is told otherwise.
+DEFAULT_TIMEOUT = 10.0
+#: How many asks a page of :meth:`~parkgate.client.Client.open_asks` holds unless told otherwise.
+DEFAULT_PAGE_ASKS = 100
+_JSON = {"Content-Type": "application/json"}
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One request and how to read its success.
+
+    ``about`` holds the ids the call is about (``conversation_id``, ``ask_id``, ``run_id``,
+    ``workflow``): the library exception for an error response is built with them.
+    ``hold`` is how long the server may hold the request (a long-poll), in seconds.
+    """
+
+    method: str
+    path: str
+    read: Callable[[Any], T]
+    body: bytes | None = None
+    params: Mapping[str, str | int | float] | None = None
+    about: Mapping[str, str] = field(default_factory=dict)
+    hold: float = 0.0
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return _JSON if self.body is not None else {}
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """Where and how a client connects: the base URL (ending in ``/``, before ``v1``), its
+    headers, its timeout, and the longest it asks the server to hold one long-poll."""
+
+    base_url: httpx.URL
+    headers: Mapping[str, str]
+    timeout: httpx.Timeout
+    long_poll: float
+
+    def timeout_for(self, call: Call[Any]) -> httpx.Timeout:
+        """The request's timeout: a long-poll's reads may take its hold longer."""
+        if not call.hold or self.timeout.read is None:
+            return self.timeout
+        return httpx.Timeout(
+            connect=self.timeout.connect,
+            read=self.timeout.read + call.hold,
+            write=self.timeout.write,
+            pool=self.timeout.pool,
+        )
+
+
+def connection(base_url: str, token: str | None, timeout: float, long_poll: float) -> Connection:
+    """A client's settings, checked: :class:`InputError` names the argument that is wrong.
+
+    ``base_url`` is ``http(s)://host[:port]`` with an optional path prefix (a proxy's);
+    a trailing ``/`` or ``/v1`` is the same URL without it. ``token`` must be printable
+    ASCII without spaces (it travels in a header; the message does not show it).
+    """
+    if not isinstance(base_url, str):
+        raise InputError(f"base_url must be a string, not {type(base_url).__name__}")
+    try:
+        url = httpx.URL(base_url)
+    except httpx.InvalidURL as error:
+        raise InputError(f"base_url {base_url!r} is not a valid URL ({error})") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise InputError(f"base_url must look like http://host:port, not {base_url!r}")
+    if token is not None and not _header_safe(token):
+        raise InputError("token must be printable ASCII with no spaces or line breaks")
+    path = url.path.rstrip("/").removesuffix("/v1")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return Connection(
+        url.copy_with(path=path + "/", query=None, fragment=None),
+        headers,
+        httpx.Timeout(_seconds(timeout, "timeout", None)),
+        _seconds(long_poll, "long_poll", MAX_WAIT_SECONDS),
+    )
+
+
+def _header_safe(token: object) -> bool:
+    """Whether ``token`` can travel in an HTTP header as it is: printable ASCII, no spaces."""
+    return isinstance(token, str) and token.isascii() and token.isprintable() and not any(c.isspace() for c in token)
+
+
+def _seconds(value: object, what: str, most: float | None) -> float:
+    """A positive, finite number of seconds (a number or a ``timedelta``), at most ``most``."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0) or (most is not None and seconds > most):
+        limit = f" and at most {most:g}" if most is not None else ""
+        raise InputError(f"{what} must be a number of seconds above 0{limit}, not {value!r}")
+    return seconds
+
+
+def path_segment(value: str) -> str:
+    """``value`` as one URL path segment: every reserved character percent-encoded.
+
+    ``/``, ``?``, ``#``, ``%``, spaces and non-ASCII are encoded, and so is a segment that
+    is only ``.`` or ``..`` (a client would otherwise resolve it as a dot segment).
+    """
+    quoted = quote(value, safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
+
+
+def _segment(value: object, what: str) -> str:
+    return path_segment(check_id(value, what))
+
+
+def _json(body: Mapping[str, Any]) -> bytes:
+    """The JSON body, ``None`` fields left out (the server reads a missing field as its default).
+
+    Every non-ASCII character is escaped, so text that UTF-8 cannot carry (a lone
+    surrogate) reaches the server, whose refusal names the field.
+    """
+    try:
+        return json.dumps({k: v for k, v in body.items() if v is not None}, allow_nan=False).encode("ascii")
+    except (TypeError, ValueError) as error:
+        raise InputError(f"the arguments cannot be sent as JSON ({error})") from None
+
+
+# -- the calls ---------------------------------------------------------------------------
+
+
+def park(
+    conversation_id: str,
+    prompt: str,
+    options: Sequence[str] | None,
+    kind: AskKind | str | None,
+    run_id: str | None,
+    ttl: timedelta | float | None,
+    replace: bool,
+    default: str | None,
+    callback_url: str | None,
+    expect: Expect | str | Mapping[str, Any] | None,
+    context: Mapping[str, Any] | None,
+) -> Call[Reply]:
+    """``POST /v1/asks`` with a prompt."""
+    form = as_expect(expect)
+    body = {
+        "conversation_id": conversation_id,
+        "prompt": prompt,
+        "options": options if options is None or isinstance(options, str) else list(options),
+        "kind": kind,
+        "run_id": run_id,
+        "ttl_seconds": _ttl(ttl),
+        "replace": replace,
+        "default": default,
+        "callback_url": callback_url,
+        "expect": None if form is None else expect_to_dict(form),
+        "context": check_context(context),
+    }
+    return Call("POST", "v1/asks", Reply.from_dict, _json(body), about={"conversation_id": conversation_id})
+
+
+def park_text(
+    conversation_id: str,
+    skill_output: str,
+    run_id: str | None,
+    ttl: timedelta | float | None,
+    replace: bool,
+    callback_url: str | None,
+) -> Call[Reply]:
+    """``POST /v1/asks`` with a skill's output (checked as the library checks it: no longer
+    than :data:`~parkgate.checks.MAX_SKILL_OUTPUT_CHARS`, so its body is within the server's limit)."""
+    body = {
+        "conversation_id": conversation_id,
+        "skill_output": check_message(skill_output, limit=MAX_SKILL_OUTPUT_CHARS, what="skill output"),
+        "run_id": run_id,
+        "ttl_seconds": _ttl(ttl),
+        "replace": replace,
+        "callback_url": callback_url,
+    }
+    return Call("POST", "v1/asks", Reply.from_dict, _json(body), about={"conversation_id": conversation_id})
+
+
+def message(conversation_id: str, text: str | bytes, message_id: str | None) -> Call[Reply]:
+    """``POST /v1/conversations/{conversation_id}/messages``."""
+    path = f"v1/conversations/{_segment(conversation_id, 'conversation_id')}/messages"
+    body = {"text": check_message(text), "message_id": message_id}
+    return Call("POST", path, Reply.from_dict, _json(body), about={"conversation_id": conversation_id})
+
+
+def read_ask(ask_id: str, wait: float = 0.0) -> Call[AskView]:
+    """``GET /v1/asks/{ask_id}``, held up to ``wait`` seconds until the ask closes."""
+    params = {"wait": f"{wait:.3f}"} if wait > 0 else None
+    path = f"v1/asks/{_segment(ask_id, 'ask_id')}"
+    return Call("GET", path, AskView.from_dict, params=params, about={"ask_id": ask_id}, hold=wait)
+
+
+def open_asks(limit: int, cursor: str | None) -> Call[AskPage]:
+    """``GET /v1/asks?status=open``: one page."""
+    params: dict[str, str | int] = {"status": "open", "limit": limit}
+    if cursor is not None:
+        params["cursor"] = cursor
+    return Call("GET", "v1/asks", AskPage.from_dict, params=params)
+
+
+def cancel(ask_id: str) -> Call[AskView]:
+    """``POST /v1/asks/{ask_id}/cancel``."""
+    return Call("POST", f"v1/asks/{_segment(ask_id, 'ask_id')}/cancel", AskView.from_dict, about={"ask_id": ask_id})
+
+
+def retry_callback(ask_id: str) -> Call[AskView]:
+    """``POST /v1/asks/{ask_id}/callback/retry``."""
+    path = f"v1/asks/{_segment(ask_id, 'ask_id')}/callback/retry"
+    return Call("POST", path, AskView.from_dict, about={"ask_id": ask_id})
+
+
+def failed_callbacks(limit: int) -> Call[list[AskView]]:
+    """``GET /v1/callbacks/failed``."""
+    return Call("GET", "v1/callbacks/failed", lambda data: list(AskPage.from_dict(data).asks), params={"limit": limit})
+
+
+def run(run_id: str) -> Call[Run]:
+    """``GET /v1/runs/{run_id}``."""
+    return Call("GET", f"v1/runs/{_segment(run_id, 'run_id')}", run_from_dict, about={"run_id": run_id})
+
+
+def finish_run(run_id: str, outcome: str) -> Call[Run]:
+    """``POST /v1/runs/{run_id}/finish``."""
+    path = f"v1/runs/{_segment(run_id, 'run_id')}/finish"
+    return Call("POST", path, run_from_dict, _json({"outcome": outcome}), about={"run_id": run_id})
+
+
+def start(conversation_id: str, workflow: str, replace: bool, run_id: str | None) -> Call[Reply]:
+    """``POST /v1/workflows/{workflow}/start``."""
+    path = f"v1/workflows/{_segment(workflow, 'workflow')}/start"
+    body = {"conversation_id": conversation_id, "run_id": run_id, "replace": replace}
+    about = {"conversation_id": conversation_id, "workflow": workflow}
+    return Call("POST", path, Reply.from_dict, _json(body), about=about)
+
+
+def workflows() -> Call[list[str]]:
+    """``GET /v1/workflows``."""
+    return Call("GET", "v1/workflows", lambda data: [str(name) for name in data["workflows"]])
+
+
+def _ttl(ttl: timedelta | float | None) -> float | None:
+    return None if ttl is None else check_duration(ttl, "ttl").total_seconds()
+
+
+# -- long-polls ----------------------------------------------------------------------------
+
+
+def next_hold(remaining: float, long_poll: float) -> float:
+    """How long the next long-poll of a wait asks the server to hold it, in seconds."""
+    return max(0.0, min(remaining, long_poll))
+
+
+# -- responses -----------------------------------------------------------------------------
+
+
+def result(call: Call[T], response: httpx.Response) -> T:
+    """The call's value from a success; otherwise raise the error the response stands for."""
+    data = _body(response)
+    if not response.is_success:
+        raise_error(call, response, data)
+    if data is None:
+        raise UnexpectedResponse(response.status_code, None, "not parkgate's JSON")
+    try:
+        return call.read(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        detail = f"the body is not what {call.method} /{call.path} answers ({type(error).__name__}: {error})"
+        raise UnexpectedResponse(response.status_code, None, detail, data) from None
+
+
+def _body(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:  # not JSON, or not UTF-8
+        return None
+
+
+#: The library's exception for each ``error`` code the service answers with, built from the
+#: call's ids and the error body (its ``detail`` becomes the message).
+EXCEPTION_FOR_CODE: dict[str, Callable[[Mapping[str, str], Mapping[str, Any], str], Exception]] = {
+    codes.REFUSED: lambda about, body, detail: ParkgateError(detail),
+    codes.INVALID_INPUT: lambda about, body, detail: InputError(detail),
+    codes.MALFORMED_STOPPING_POINT: lambda about, body, detail: StoppingPointError(detail),
+    codes.ASK_ALREADY_OPEN: lambda about, body, detail: AskAlreadyOpen(
+        about.get("conversation_id", ""), str(body.get("open_ask_id", ""))
+    ),
+    codes.RUN_STILL_ASKING: lambda about, body, detail: RunStillAsking(
+        about.get("run_id", ""), str(body.get("open_ask_id", ""))
+    ),
+    codes.CALLBACK_NOT_FAILED: lambda about, body, detail: CallbackNotFailed(
+        about.get("ask_id", ""), body.get("callback_status")
+    ),
+    codes.UNKNOWN_ASK: lambda about, body, detail: UnknownAsk(about.get("ask_id", "")),
+    codes.UNKNOWN_RUN: lambda about, body, detail: UnknownRun(about.get("run_id", "")),
+    codes.UNKNOWN_WORKFLOW: lambda about, body, detail: UnknownWorkflow(about.get("workflow", ""), []),
+    codes.STORE_UNAVAILABLE: lambda about, body, detail: StoreUnavailable(detail),
+    codes.STORE_ERROR: lambda about, body, detail: StoreError(detail),
+}
+
+#: The client's own error for each status (and, on 404/422/429, code) with no library exception.
+_BY_STATUS: dict[int, type[ErrorResponse]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    413: BodyTooLarge,
+    415: UnsupportedMediaType,
+    429: RateLimited,
+}
+_BY_CODE: dict[str, type[ErrorResponse]] = {
+    codes.NOT_FOUND: NotFound,
+    codes.INVALID_REQUEST: InvalidRequest,
+    codes.MALFORMED_JSON: InvalidRequest,
+    codes.TOO_MANY_OPEN_ASKS: TooManyOpenAsks,
+}
+
+
+def raise_error(call: Call[Any], response: httpx.Response, data: Any) -> None:
+    """Raise the exception an error response stands for (see :mod:`parkgate.client.errors`)."""
+    status = response.status_code
+    code = data.get("error") if isinstance(data, dict) and isinstance(data.get("error"), str) else None
+    detail = str(data.get("detail", "")) if code is not None else (response.reason_phrase or f"HTTP {status}")
+    retry_after = _retry_after(response.headers.get("Retry-After"))
+    if code in EXCEPTION_FOR_CODE:
+        error = EXCEPTION_FOR_CODE[code](call.about, data, detail)
+        if not isinstance(error, AskAlreadyOpen):  # its sentence names replace=True; the server's, the JSON field
+            error.args = (detail,)  # the server's own words (the same sentence the library would say)
+        raise error from ErrorResponse(status, code, detail, data, retry_after)
+    if code in _BY_CODE:
+        kind = _BY_CODE[code]
+    elif status in _BY_STATUS:
+        kind = _BY_STATUS[status]
+    elif status >= 500:
+        kind = ServerError
+    elif code is None:
+        kind = UnexpectedResponse
+    else:
+        kind = ErrorResponse
+    raise kind(status, code, detail, data, retry_after)
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return None if value is None else max(0.0, float(value))
+    except ValueError:  # an HTTP date: the server sends seconds, a proxy may not
+        return None
