@@ -2,8 +2,9 @@
 
 Every one of them is a :class:`ParkgateError`, so ``except ParkgateError`` catches them
 all. Over HTTP each is a JSON ``{"error": code, "detail": message}`` with the status and
-code shown, never a 500 (:func:`parkgate.http.app.answered_as` reads them off one table;
-one that is not listed answers as its nearest listed base)::
+code shown, never a 500 (:func:`parkgate.http.app.answered_as` reads them off
+:data:`parkgate.http.codes.LIBRARY_ERRORS`; one that is not listed answers as its
+nearest listed base)::
 
     * ParkgateError .......................... 422 refused
       x InputError (a ValueError) ............ 422 invalid_input
@@ -26,7 +27,8 @@ one that is not listed answers as its nearest listed base)::
         + StoreUnavailable ................... 503 store_unavailable
         + StoreClosed: the Gateway was closed
         + StoreConflict: a race, retried by the gateway before it reaches anyone
-        + SchemaMissing: a PostgreSQL schema to create first (``parkgate migrate``)
+        + SchemaMissing: a PostgreSQL schema to create first (parkgate migrate)
+      x ClientError (parkgate.client: the HTTP client's own, drawn in parkgate.client.errors)
 
 ``InputError`` is bad input, refused before anything is read or written: the parked ask
 stays as it was. ``StoreError`` is a database out of reach or unusable: the request may
