@@ -25,6 +25,7 @@ line; ``asks`` only reads, so it closes (and logs) nothing.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import signal
 import socket
@@ -33,11 +34,12 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 import click
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -46,6 +48,7 @@ from rich.text import Text
 from parkgate.client import Client, ErrorResponse, UnexpectedResponse, Unreachable
 from parkgate.client.wire import path_segment as path_segment  # re-exported: the door check's URL paths
 from parkgate.core import phrases as P
+from parkgate.core.model import Ask
 from parkgate.core.phrases import CHAT_REFUSED, CHAT_STILL_PARKED, ReplyKind
 from parkgate.demo import WORKFLOWS
 from parkgate.display import json_line, visible_id, visible_text
@@ -53,7 +56,15 @@ from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError
 from parkgate.gateway import Gateway, ask_to_dict
 from parkgate.http.logs import logging_to_stderr
 from parkgate.reply import Reply
-from parkgate.store import DEFAULT_URL, Store, StoreError, deployed_schema, is_postgres_url, open_deployed_store
+from parkgate.store import (
+    DEFAULT_URL,
+    SchemaMissing,
+    Store,
+    StoreError,
+    deployed_schema,
+    is_postgres_url,
+    open_deployed_store,
+)
 
 db_option = click.option(
     "--db",
@@ -117,6 +128,21 @@ def _where(store: Store) -> str:
     return f"the PostgreSQL schema {schema}" if schema else "this PostgreSQL database (its search_path)"
 
 
+def _store_options(db_url: str) -> dict[str, Any]:
+    """What a command opens a store with: on PostgreSQL, the server's short wait for a
+    connection (3 s, or ``PARKGATE_PG_TIMEOUT``), so an unreachable database is one error
+    line after a few seconds rather than the library's 10 s of silence."""
+    if not is_postgres_url(db_url):
+        return {}
+    from parkgate.http.app import ENV_PG_TIMEOUT, SERVER_PG_TIMEOUT_SECONDS, parse_pg_timeout
+
+    value = os.environ.get(ENV_PG_TIMEOUT, "").strip()
+    try:
+        return {"timeout": parse_pg_timeout(value) if value else SERVER_PG_TIMEOUT_SECONDS}
+    except ValueError as error:
+        raise click.ClickException(f"{ENV_PG_TIMEOUT}: {error}") from None
+
+
 def _open(db_url: str, *, reading: bool = False) -> Store:
     """The store a command works on (``PARKGATE_PG_SCHEMA`` honoured), or a one-line error.
 
@@ -126,9 +152,10 @@ def _open(db_url: str, *, reading: bool = False) -> Store:
     but a PostgreSQL schema must exist already (only ``serve`` and ``migrate`` create one).
     """
     store: Store | None = None
+    options = _store_options(db_url)
     try:
         if reading or is_postgres_url(db_url):
-            store = open_deployed_store(db_url, migrate=False)  # refuses a missing file or schema
+            store = open_deployed_store(db_url, migrate=False, **options)  # refuses a missing file or schema
             if reading and store.schema_version() == 0:
                 raise StoreError(
                     f"no parkgate database at {_where(store)}: it has no parkgate tables "
@@ -137,7 +164,12 @@ def _open(db_url: str, *, reading: bool = False) -> Store:
             if not reading:
                 store.migrate()
             return store
-        return open_deployed_store(db_url)
+        return open_deployed_store(db_url, **options)
+    except SchemaMissing as missing:  # its own message speaks to the library's callers too
+        raise click.ClickException(
+            f"the PostgreSQL schema {missing.schema!r} does not exist in this database: create it with "
+            f"`parkgate migrate` (PARKGATE_PG_SCHEMA={missing.schema}), or fix the name"
+        ) from None
     except StoreError as error:
         if store is not None:
             store.close()
@@ -151,7 +183,7 @@ def _gateway(db_url: str, surface: str = "cli", *, reading: bool = False) -> Ite
     try:
         with logging_to_stderr():  # an ask expiring on a read logs its JSON line on stderr
             yield gateway
-    except (StoreError, ParkgateError) as error:
+    except ParkgateError as error:
         raise click.ClickException(str(error)) from None
     finally:
         gateway.close()
@@ -366,7 +398,8 @@ def chat(db_url: str, conversation: str | None) -> None:
     """Talk to the demo workflow (which UML diagram? -> describe it -> PlantUML).
 
     Replies to a parked ask never reach the model; anything else goes to a stand-in
-    model that says it is one. Type /start to run the demo again; Ctrl-D to leave.
+    model that says it is one. Type /start to run the demo again (while a question is
+    open, /start says how to leave it first); Ctrl-D to leave.
     """
     out = Console(highlight=False)
     conversation_id = conversation or f"chat-{uuid.uuid4().hex[:8]}"
@@ -380,6 +413,9 @@ def chat(db_url: str, conversation: str | None) -> None:
             if not raw:
                 break
             line = raw.rstrip(b"\r\n")
+            if line.strip() == CHAT_RESTART.encode():
+                _start_demo(out, gateway, conversation_id)  # chat's own word: never a miss of the open ask
+                continue
             try:
                 reply = gateway.handle(conversation_id, line)
             except InputError as error:
@@ -390,24 +426,20 @@ def chat(db_url: str, conversation: str | None) -> None:
                     ttl = gateway.get(reply.expired_ask_id).ttl_seconds  # its own TTL, not the default
                     out.print(P.EXPIRED_NOTICE.format(hours=format_hours(ttl)), markup=False)
                 text = line.decode("utf-8")
-                if text.strip() == CHAT_RESTART:
-                    _start_demo(out, gateway, conversation_id)
-                else:
-                    out.print(Text(P.STAND_IN_MODEL.format(text=visible_text(text))), highlight=False)
+                out.print(Text(P.STAND_IN_MODEL.format(text=visible_text(text))), highlight=False)
                 continue
             _print_reply(out, reply)
+            if not reply.parked:  # the demo finished, or was dropped: say how to run it again
+                out.print(Text(P.CHAT_AGAIN.format(restart=CHAT_RESTART), style="dim"), highlight=False)
 
 
 def _start_demo(out: Console, gateway: Gateway, conversation_id: str) -> None:
+    """Start the demo; with a question open, say how to leave it instead. Any other error
+    (a conversation id no message could use, a store out of reach) ends chat with one line."""
     try:
         reply = gateway.start(conversation_id, "uml")
     except AskAlreadyOpen:
         out.print(f"[red]{escape(CHAT_STILL_PARKED.format(restart=CHAT_RESTART))}[/red]")
-        return
-    except InputError:
-        raise  # a conversation id no message could use: one line, and chat ends (see _gateway)
-    except ParkgateError as error:
-        out.print(Text(visible_text(error), style="red"))
         return
     _print_reply(out, reply)
 
@@ -438,26 +470,50 @@ def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
             for ask in found:
                 click.echo(json_line({**ask_to_dict(ask, now), "overdue": ask.is_expired(now)}))
         else:
-            table = Table(title=Text(f"open asks in {visible_text(shown_url(db_url))}"))
-            for column in ("ask", "conversation", "phase", "asked at", "hours open", "mismatches", "state"):
-                # A long unbroken id folds onto more lines instead of pushing the columns off-screen.
-                table.add_column(column, overflow="fold")
-            for ask in found:
-                table.add_row(
-                    Text(visible_id(ask.id[:12])),
-                    Text(visible_id(ask.conversation_id)),
-                    Text(visible_id(ask.phase) if ask.phase else "-"),
-                    ask.asked_at.strftime("%Y-%m-%d %H:%M"),
-                    f"{(now - ask.asked_at).total_seconds() / 3600:.2f}",
-                    str(ask.mismatches),
-                    Text("past TTL", style="red") if ask.is_expired(now) else "open",
-                )
             console = Console()
-            console.print(table)
+            console.print(_asks_table(found, now, shown_url(db_url)))
             shown = f"{len(found)} open" if minimum is None else f"{len(found)} of {len(everything)} open listed"
             console.print(f"{shown}, {len(overdue)} past their TTL")
     if overdue:
         sys.exit(1)
+
+
+#: The most of a question ``asks`` shows (its first line); the rest is cut with an ellipsis.
+ASKS_QUESTION_CHARS = 200
+
+
+def _asks_table(found: list[Ask], now: datetime, where: str) -> Table:
+    """The open asks as a table that fits 80 columns (a terminal's or a pipe's).
+
+    The short values (id, time, hours, misses, state) never wrap; the last column takes
+    the rest of the width for the conversation, the phase and the question, which fold.
+    """
+    table = Table(
+        title=Text(f"open asks in {visible_text(where)}"), box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )
+    table.add_column("ask", no_wrap=True)
+    table.add_column("asked at (UTC)", no_wrap=True)
+    table.add_column("hours", justify="right", no_wrap=True)
+    table.add_column("misses", justify="right", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("conversation: question", overflow="fold", ratio=1)
+    for ask in found:
+        question = ask.prompt.split("\n", 1)[0]
+        if len(question) > ASKS_QUESTION_CHARS or "\n" in ask.prompt:
+            question = question[: ASKS_QUESTION_CHARS - 1] + "\u2026"
+        where_asked = Text(visible_id(ask.conversation_id), style="bold")
+        if ask.phase:
+            where_asked.append(f" ({visible_id(ask.phase)})")
+        where_asked.append("\n" + visible_text(question))
+        table.add_row(
+            Text(visible_id(ask.id[:12])),
+            ask.asked_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M"),
+            f"{(now - ask.asked_at).total_seconds() / 3600:.2f}",
+            str(ask.mismatches),
+            Text("past TTL", style="red") if ask.is_expired(now) else "open",
+            where_asked,
+        )
+    return table
 
 
 def _doorcheck_lines(send: Callable[[str], dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -589,7 +645,7 @@ def migrate(db_url: str) -> None:
     With PostgreSQL, the schema PARKGATE_PG_SCHEMA names is created if it does not exist.
     """
     try:
-        store = open_deployed_store(db_url)  # opening migrates: a new file or schema is created
+        store = open_deployed_store(db_url, **_store_options(db_url))  # migrates: creates a new file or schema
         try:
             applied = list(store.applied)  # what this opening did
             if getattr(store, "created_schema", False):
@@ -618,7 +674,7 @@ def prove(db_urls: tuple[str, ...], escalate_after: int) -> None:
     for url in db_urls:
         try:
             reports.append((shown_url(url), proof.check_store(url, escalate_after, schema=deployed_schema(url))))
-        except (StoreError, ParkgateError) as error:  # a SQLite error names its file already
+        except ParkgateError as error:  # a SQLite error names its file already
             raise click.ClickException(f"{shown_url(url)}: {error}" if is_postgres_url(url) else str(error)) from None
     failed = False
     for name, report in reports:

@@ -1,8 +1,40 @@
-"""The errors parkgate raises at its surfaces. Each message names what is wrong.
+"""The errors parkgate raises. Each message names what is wrong.
 
-``ParkgateError`` is the base of all of them except the store's (``StoreError``).
-``InputError`` (a ``ValueError``) is bad input, refused before anything is read or
-written; ``StoppingPointError`` is the ``InputError`` for a malformed ask.
+Every one of them is a :class:`ParkgateError`, so ``except ParkgateError`` catches them
+all. Over HTTP each is a JSON ``{"error": code, "detail": message}`` with the status and
+code shown, never a 500 (:func:`parkgate.http.app.answered_as` reads them off one table;
+one that is not listed answers as its nearest listed base)::
+
+    * ParkgateError .......................... 422 refused
+      x InputError (a ValueError) ............ 422 invalid_input
+        + StoppingPointError ................. 422 malformed_stopping_point
+        + UnknownRun (a LookupError) ......... 404 unknown_run
+        + CallbackRefused (parkgate.fence)
+        + SettingsError (parkgate.http.settings: the server does not start)
+        + TokenFileError (parkgate.http.tokens: the server does not start)
+      x AskAlreadyOpen ....................... 409 ask_already_open
+      x RunStillAsking ....................... 409 run_still_asking
+      x CallbackNotFailed .................... 409 callback_not_failed
+      x UnknownAsk (a LookupError) ........... 404 unknown_ask
+      x UnknownWorkflow (a LookupError) ...... 404 unknown_workflow
+      x QuotaExceeded (parkgate.http.quota) .. 429 too_many_open_asks, with Retry-After
+      x MissingExtra (a ModuleNotFoundError): an adapter imported without its framework
+      x NotThisGraph, GraphKeepsAsking (parkgate.adapters.langgraph)
+      x Undeliverable, Refused (parkgate.delivery.outbox: a callback not sent, kept as
+        its outbox row's last error)
+      x StoreError ........................... 503 store_error, with Retry-After
+        + StoreUnavailable ................... 503 store_unavailable
+        + StoreClosed: the Gateway was closed
+        + StoreConflict: a race, retried by the gateway before it reaches anyone
+        + SchemaMissing: a PostgreSQL schema to create first (``parkgate migrate``)
+
+``InputError`` is bad input, refused before anything is read or written: the parked ask
+stays as it was. ``StoreError`` is a database out of reach or unusable: the request may
+succeed once it is back.
+
+A :class:`~parkgate.workflow.Workflow` that is defined wrong, or whose ``then`` names a
+phase it does not have, raises :class:`InputError`: the message that reached that phase
+is refused and nothing is written.
 """
 
 from __future__ import annotations
@@ -11,18 +43,27 @@ from __future__ import annotations
 # StoppingPointError (an InputError) needs: the same classes, published here.
 from parkgate.core.errors import InputError, ParkgateError
 from parkgate.core.stopping_point import StoppingPointError
-from parkgate.store.base import StoreError, StoreUnavailable
+from parkgate.store.base import SchemaMissing, StoreClosed, StoreConflict, StoreError, StoreUnavailable
+
+#: How the message of :class:`AskAlreadyOpen` says "replace it" to a Python caller, and to
+#: an HTTP client (the request's JSON field).
+REPLACE_IN_PYTHON = "pass replace=True"
+REPLACE_IN_JSON = 'send "replace": true'
 
 
 class AskAlreadyOpen(ParkgateError):
-    """The conversation already has an open ask; pass ``replace=True`` to replace it."""
+    """The conversation already has an open ask; park with ``replace`` to replace it."""
 
     def __init__(self, conversation_id: str, ask_id: str) -> None:
         self.conversation_id = conversation_id
         self.ask_id = ask_id
-        super().__init__(
-            f"conversation {conversation_id!r} already has open ask {ask_id}; "
-            "answer or cancel it first, or pass replace=True"
+        super().__init__(self.message(REPLACE_IN_PYTHON))
+
+    def message(self, replace: str) -> str:
+        """The message, with ``replace`` saying how this caller replaces the open ask."""
+        return (
+            f"conversation {self.conversation_id!r} already has open ask {self.ask_id}; "
+            f"answer or cancel it first, or {replace}"
         )
 
 
@@ -62,17 +103,39 @@ class CallbackNotFailed(ParkgateError):
 
 
 class UnknownWorkflow(ParkgateError, LookupError):
+    """No workflow of this name is registered with the gateway."""
+
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(f"no workflow named {name!r}; known: {', '.join(known) or 'none'}")
 
 
+class MissingExtra(ParkgateError, ModuleNotFoundError):
+    """An adapter was imported without the framework it needs: the message names the
+    extra to install (``pip install 'parkgate[adapters]'``)."""
+
+    def __init__(self, adapter: str, missing: ModuleNotFoundError, extra: str = "adapters") -> None:
+        self.adapter = adapter
+        self.extra = extra
+        module = missing.name or str(missing)
+        super().__init__(
+            f"{adapter} needs {module!r}, which is not installed: pip install 'parkgate[{extra}]'",
+            name=missing.name,
+        )
+
+
 __all__ = [
+    "REPLACE_IN_JSON",
+    "REPLACE_IN_PYTHON",
     "AskAlreadyOpen",
     "CallbackNotFailed",
     "InputError",
+    "MissingExtra",
     "ParkgateError",
     "RunStillAsking",
+    "SchemaMissing",
     "StoppingPointError",
+    "StoreClosed",
+    "StoreConflict",
     "StoreError",
     "StoreUnavailable",
     "UnknownAsk",

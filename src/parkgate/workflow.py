@@ -12,7 +12,10 @@ A workflow is data plus two small functions, so its progress can live in the sto
         finish=lambda answers: f"@startuml\\n' {answers['describe']}\\n@enduml",
     )
 
-Phases run in order unless a phase's ``then`` picks the next one by name.
+Phases run in order unless a phase's ``then`` picks the next one by name. A workflow
+defined wrong (no phases, a name twice), or a ``then`` that names a phase the workflow
+does not have, raises :class:`~parkgate.errors.InputError`: the message that reached it
+is refused, and nothing is written.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from parkgate.core.errors import InputError
 from parkgate.core.phrases import AskKind
 from parkgate.core.stopping_point import MAX_PROMPT_CHARS, is_marker_line, make_spec
 
@@ -87,6 +91,8 @@ def _quotable(answer: str) -> str:
 
 @dataclass(frozen=True)
 class Workflow:
+    """Phases asked in order (or as each ``then`` picks), and a ``finish`` for the answers."""
+
     name: str
     phases: Sequence[Phase]
     finish: Callable[[Answers], str]
@@ -94,10 +100,10 @@ class Workflow:
 
     def __post_init__(self) -> None:
         if not self.phases:
-            raise ValueError(f"workflow {self.name!r} has no phases")
+            raise InputError(f"workflow {self.name!r} has no phases")
         by_name = {phase.name: phase for phase in self.phases}
         if len(by_name) != len(self.phases):
-            raise ValueError(f"workflow {self.name!r} repeats a phase name")
+            raise InputError(f"workflow {self.name!r} repeats a phase name")
         object.__setattr__(self, "_by_name", by_name)
 
     @property
@@ -105,10 +111,11 @@ class Workflow:
         return self.phases[0]
 
     def phase(self, name: str) -> Phase:
+        """The phase called ``name``; :class:`~parkgate.errors.InputError` if there is none."""
         try:
             return self._by_name[name]
         except KeyError:
-            raise ValueError(f"workflow {self.name!r} has no phase {name!r}") from None
+            raise InputError(f"workflow {self.name!r} has no phase {name!r}") from None
 
     def after(self, phase_name: str, answers: Answers) -> Phase | None:
         """The phase that follows ``phase_name`` given ``answers``; ``None`` to finish."""

@@ -344,8 +344,8 @@ async def test_numbers_take_only_numbers_in_range_and_the_retry_says_what_is_wan
     assert result == {"action": "accept", "content": {"replicas": 7, "ratio": 2.5}}
     kinds = [reply.kind for reply in person.replies]
     assert kinds == [ReplyKind.RETRY, ReplyKind.RETRY, ReplyKind.ANSWERED, ReplyKind.RETRY, ReplyKind.ANSWERED]
-    assert person.replies[0].text.startswith("Please type a whole number from 1 to 10 (")
-    assert person.replies[3].text.startswith("Please type a number (")
+    assert person.replies[0].text.startswith("Please type a whole number from 1 to 10.\n\nScale")
+    assert person.replies[3].text.startswith("Please type a number.\n\nScale")
     first = gateway.get(person.asked[0].ask_id or "")
     assert first.mismatches == 0 and first.answer == "7"
     assert len({reply.run_id for reply in person.asked}) == 1  # one run for the whole form
@@ -585,7 +585,7 @@ async def test_the_example_server_maps_decline_and_cancel(ask_server: StdioServe
     decline, cancel = ScriptedClient(ElicitResult(action="decline")), ScriptedClient(ElicitResult(action="cancel"))
     declined = await ask_person(ask_server, decline, "legacy", conversation_id="c-1", question="Why?")
     assert declined.structured_content["kind"] == "cancelled"
-    assert declined.structured_content["text"] == P.PHRASES[ReplyKind.CANCELLED]
+    assert declined.structured_content["text"] == P.TEXT_CANCELLED  # "Why?" is a text question
     dismissed = await ask_person(ask_server, cancel, "legacy", conversation_id="c-2", question="Why?")
     assert dismissed.structured_content["kind"] == "pass"
     assert seen.get(dismissed.structured_content["ask_id"]).status is AskStatus.EXPIRED

@@ -24,7 +24,7 @@ def test_a_number_ask_takes_only_a_number_in_range_and_says_what_it_wants(gatewa
     assert "a whole number from 1 to 5" in asked.text
     bounce = gateway.handle("c1", "three", message_id="m1")
     assert bounce.kind is ReplyKind.RETRY and bounce.parked
-    assert bounce.text.startswith("Please type a whole number from 1 to 5 (")
+    assert bounce.text.startswith("Please type a whole number from 1 to 5.\n\nHow many replicas?")
     # Another gateway on the same store (another process) reads the form with the ask.
     other = reopen()
     assert other.get(asked.ask_id or "").expect == Expect("integer", minimum=1, maximum=5)

@@ -1,22 +1,31 @@
 """The web console in a real headless Chromium against a real server (with a token).
 
-An operator sees open asks with their phase, mismatches and age, cancels one (it
-disappears, and the API reports it ``cancelled``); a new user talks to the demo
-through the chat panel and sees each reply's kind and text.
+An operator sees open asks with their phase, mismatches and age, cancels one after
+confirming (it disappears, the API reports it ``cancelled``, and the chat panel says so
+when it shows that conversation); a new user talks to the demo through the chat panel
+and sees each reply's kind and text, the diagram in a monospace font; a second start
+keeps the open question, and an empty Send with nothing parked posts nothing.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from live_server import Server, messages_path
 from playwright.sync_api import expect
 
-from parkgate.core.phrases import PHRASES, STAND_IN_MODEL, ReplyKind
+from parkgate.core.phrases import (
+    CHAT_STILL_PARKED,
+    CONSOLE_RESTART,
+    OPERATOR_CANCELLED,
+    PHRASES,
+    STAND_IN_MODEL,
+    ReplyKind,
+)
 
 pytestmark = pytest.mark.browser
-SCREENSHOT = "/tmp/parkgate-console.png"
 
 
 def open_console(page: Any, server: Server, token: str) -> None:
@@ -29,7 +38,7 @@ def open_console(page: Any, server: Server, token: str) -> None:
 
 
 def test_the_console_lists_an_open_ask_and_the_operator_cancels_it(
-    page: Any, console_server: Server, console_token: str
+    page: Any, console_server: Server, console_token: str, tmp_path: Path
 ) -> None:
     with console_server.client() as http:
         demo = http.post("/v1/workflows/uml/start", json={"conversation_id": "ops-demo"}).json()
@@ -55,8 +64,22 @@ def test_the_console_lists_an_open_ask_and_the_operator_cancels_it(
     expect(text_row.locator("td.prompt")).to_contain_text("What changed <b>here</b>?")
     expect(text_row.locator(".context")).to_have_text('{"tool":"deploy"}')  # what was parked with it
     expect(page.locator("#asks-count")).to_have_text("(2)")
-    page.screenshot(path=SCREENSHOT, full_page=True)
+    page.screenshot(path=str(tmp_path / "console.png"), full_page=True)
 
+    # A cancel asks first: dismissed, nothing happens; confirmed, the ask is cancelled.
+    asked: list[str] = []
+
+    def answer(dialog: Any, accept: bool) -> None:
+        asked.append(dialog.message)
+        dialog.accept() if accept else dialog.dismiss()
+
+    page.once("dialog", lambda dialog: answer(dialog, False))
+    row.locator("button.cancel").click()
+    expect(row.locator("button.cancel")).to_be_enabled()
+    assert len(asked) == 1 and "ops-demo" in asked[0] and "Which UML diagram?" in asked[0]
+    with console_server.client() as http:
+        assert http.get(f"/v1/asks/{demo['ask_id']}").json()["status"] == "open"
+    page.once("dialog", lambda dialog: answer(dialog, True))
     row.locator("button.cancel").click()
     expect(row).to_have_count(0)
     expect(page.locator("#status")).to_contain_text("cancelled")
@@ -157,3 +180,88 @@ def test_a_failed_callback_shows_in_the_console_and_the_operator_retries_it(
         expect(page.locator("#status")).to_contain_text("due again")
         callback = http.get(ask_url).json()["callback"]
         assert callback["status"] in ("pending", "failed") and callback["attempts"] <= 1  # re-armed: counted anew
+
+
+def start_demo(page: Any, conversation: str) -> Any:
+    """Start the demo in ``conversation`` from the chat panel; the chat's replies."""
+    page.fill("#chat-conversation", conversation)
+    page.click("#chat-start-button")
+    replies = page.locator("#chat-log li.gate")
+    expect(replies.last.locator(".kind")).to_have_text("asked")
+    return replies
+
+
+def test_a_second_start_keeps_the_open_question_and_says_how_to_leave_it(
+    page: Any, console_server: Server, console_token: str
+) -> None:
+    open_console(page, console_server, console_token)
+    replies = start_demo(page, "twice")
+    page.fill("#chat-text", "nonsense")
+    page.press("#chat-text", "Enter")
+    expect(replies.last.locator(".kind")).to_have_text("retry")
+    with console_server.client() as http:
+        (first,) = [a for a in http.get("/v1/asks?status=open").json()["asks"] if a["conversation_id"] == "twice"]
+
+    page.click("#chat-start-button")
+    expect(replies.last.locator(".text")).to_have_text(CHAT_STILL_PARKED.format(restart=CONSOLE_RESTART))
+    with console_server.client() as http:
+        (still,) = [a for a in http.get("/v1/asks?status=open").json()["asks"] if a["conversation_id"] == "twice"]
+    assert (still["ask_id"], still["mismatches"]) == (first["ask_id"], 1)  # not replaced, not reset
+    page.fill("#chat-text", "/cancel")
+    page.press("#chat-text", "Enter")
+    expect(replies.last.locator(".kind")).to_have_text("cancelled")
+
+
+def test_an_operator_cancel_from_the_list_shows_in_the_chat(
+    page: Any, console_server: Server, console_token: str
+) -> None:
+    open_console(page, console_server, console_token)
+    replies = start_demo(page, "ops-chat")
+    row = page.locator('tr.ask-row:has(td.conversation:text-is("ops-chat"))')
+    expect(row).to_have_count(1)
+    page.once("dialog", lambda dialog: dialog.accept())
+    row.locator("button.cancel").click()
+    expect(row).to_have_count(0)
+    expect(replies.last.locator(".kind")).to_have_text("cancelled")
+    expect(replies.last.locator(".text")).to_have_text(OPERATOR_CANCELLED)
+    expect(replies.last.locator(".note")).to_contain_text("by an operator")
+
+
+def test_an_empty_send_with_nothing_parked_posts_nothing(page: Any, console_server: Server, console_token: str) -> None:
+    open_console(page, console_server, console_token)
+    page.fill("#chat-conversation", "empty-send")
+    page.click("#chat-send-button")
+    expect(page.locator("#status")).to_contain_text("Type a message")
+    expect(page.locator("#chat-log li")).to_have_count(0)  # no "you" line, no stand-in reply
+    assert STAND_IN_MODEL.split("{")[0] not in page.locator("#chat-log").inner_text()
+    # With a question parked, an empty message is the person's miss: it goes through.
+    replies = start_demo(page, "empty-send")
+    page.click("#chat-send-button")
+    expect(replies.last.locator(".kind")).to_have_text("retry")
+
+
+def test_the_diagram_is_shown_in_a_monospace_font(page: Any, console_server: Server, console_token: str) -> None:
+    open_console(page, console_server, console_token)
+    replies = start_demo(page, "mono")
+    for text in ("2", "An order has many lines"):
+        count = replies.count()
+        page.fill("#chat-text", text)
+        page.press("#chat-text", "Enter")
+        expect(replies).to_have_count(count + 1)
+    diagram = replies.last.locator("pre.code")
+    expect(diagram).to_have_count(1)
+    expect(diagram).to_contain_text('Order "1" -- "*" Lines')
+    text = diagram.inner_text()
+    assert text.startswith("@startuml") and text.endswith("@enduml")
+    font = diagram.evaluate("element => getComputedStyle(element).fontFamily")
+    assert "monospace" in font, font
+    prose = replies.last.locator(".text").evaluate("element => getComputedStyle(element).fontFamily")
+    assert "monospace" not in prose  # the reply around it stays in the page's font
+
+
+def test_a_wrong_token_is_told_apart_from_a_missing_one(page: Any, console_server: Server) -> None:
+    page.goto(console_server.url + "/")
+    expect(page.locator("#status")).to_contain_text("this server needs a token")
+    page.fill("#token", "not-the-token")
+    page.click("#token-save")
+    expect(page.locator("#status")).to_contain_text("does not know this token")

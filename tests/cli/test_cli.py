@@ -87,6 +87,25 @@ def test_asks_exits_one_when_an_open_ask_is_past_its_ttl_and_closes_nothing(db: 
     assert stale in again.stdout  # the audit looked; it did not expire the row
 
 
+@pytest.mark.parametrize("columns", ["80", "140"])
+def test_the_asks_table_fits_the_width_and_shows_whole_ids_dates_and_the_question(db: str, columns: str) -> None:
+    """At 80 columns (a pipe's width) nothing the operator copies is cut: the ask id, the
+    date and time, the conversation and the question are all there, unbroken."""
+    asked_at = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
+    conversation = "conversation-with-a-long-name-1234"
+    with Gateway(db, clock=ManualClock(asked_at), ttl=timedelta(days=3650)) as gateway:
+        reply = gateway.ask(conversation, "Deploy the new release to production?\nIt has 3 changes.", ["Yes", "No"])
+    assert reply.ask_id is not None
+    result = CliRunner().invoke(main, ["asks", "--db", db], env={"COLUMNS": columns})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= int(columns)
+    row = next(line for line in lines if reply.ask_id[:12] in line)  # the whole short id, on one line
+    assert "2026-03-01 09:30" in row  # the whole date and time, on the same line
+    flat = "".join(line.strip() for line in lines)  # the free-form column folds at narrow widths
+    assert conversation in flat and "Deploy the new release to production?" in " ".join(result.stdout.split())
+
+
 def test_asks_older_than_filters(db: str) -> None:
     _park(db, "old", datetime.now(UTC) - timedelta(hours=3))
     _park(db, "new", datetime.now(UTC) - timedelta(minutes=3))
@@ -145,6 +164,25 @@ def test_chat_runs_the_demo_and_never_sends_a_parked_reply_to_the_model(db: str)
     assert out.count(stand_in) == 2  # "what is the weather" and "bye", nothing else
     assert "not valid UTF-8" in out and P.CHAT_REFUSED.split("{")[0] in out
     assert P.PHRASES[ReplyKind.CANCELLED] in out
+
+
+def test_chat_start_while_a_question_is_open_is_not_a_miss_and_the_end_says_how_to_start_again(db: str) -> None:
+    result = CliRunner().invoke(main, ["chat", "--db", db, "--conversation", "c-again"], input=b"/start\n/start\n")
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.stdout.split())
+    assert said.count(P.CHAT_STILL_PARKED.format(restart="/start")) == 2 and "[retry]" not in said
+    with Gateway(db) as gateway:
+        (parked,) = gateway.open_asks()
+    assert parked.mismatches == 0  # /start is chat's own word: the menu never saw it
+    assert P.CHAT_AGAIN.format(restart="/start") not in said  # the demo is still running
+
+    script = b"1\nAlice asks the shop for an order\n/start\n/cancel\n"
+    result = CliRunner().invoke(main, ["chat", "--db", db, "--conversation", "c-again-2"], input=script)
+    said = " ".join(result.stdout.split())
+    again = P.CHAT_AGAIN.format(restart="/start")
+    # Once after the diagram, once after the cancel of the second run: each end says how to start again.
+    assert said.count(again) == 2 and said.index("@enduml") < said.index(again)
+    assert said.endswith(P.PHRASES[ReplyKind.CANCELLED] + " " + again)
 
 
 def test_chat_on_a_conversation_with_an_open_question_says_how_to_leave_it(db: str) -> None:

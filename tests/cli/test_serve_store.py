@@ -240,6 +240,7 @@ def test_migrate_creates_the_schema_and_the_read_commands_refuse_a_missing_one_c
         flat = " ".join(result.output.split())
         assert f"schema {missing_schema!r} does not exist" in flat, flat
         assert "parkgate migrate" in flat and "no schema has been selected" not in flat
+        assert "migrate=True" not in flat  # the library's argument means nothing at a terminal
         assert not schema_exists(pg_url, missing_schema)  # a typo is not turned into an empty schema
     migrated = CliRunner().invoke(main, ["migrate", "--db", pg_url])
     assert migrated.exit_code == 0, migrated.output
@@ -347,3 +348,41 @@ def test_an_unreachable_postgresql_is_one_error_line_with_the_servers_reason(
     assert result.exit_code == 1
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error: ") and "Connection refused" in lines[0], result.output
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("env", "expected"), [(None, SERVER_PG_TIMEOUT_SECONDS), ("0.75", 0.75)])
+def test_the_other_commands_wait_as_briefly_as_the_server_for_postgresql(
+    pg_url: str, pg_schema: str, clean_env: pytest.MonkeyPatch, env: str | None, expected: float
+) -> None:
+    """``asks`` (and every command that opens a store) fails fast on an unreachable
+    PostgreSQL, as ``serve`` does: the server's timeout, or PARKGATE_PG_TIMEOUT."""
+    import parkgate.cli as cli
+
+    clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
+    if env is not None:
+        clean_env.setenv(ENV_PG_TIMEOUT, env)
+    assert CliRunner().invoke(main, ["migrate", "--db", pg_url]).exit_code == 0
+    seen: list[float] = []
+    real_gateway = cli.Gateway
+
+    def recording(**options: Any) -> Any:
+        store = options["store"]
+        assert isinstance(store, PostgresStore)
+        seen.append(store._pool.timeout)
+        return real_gateway(**options)
+
+    clean_env.setattr(cli, "Gateway", recording)
+    result = CliRunner().invoke(main, ["asks", "--db", pg_url])
+    assert result.exit_code == 0, result.output
+    assert seen == [expected]
+
+
+def test_asks_on_an_unreachable_postgresql_is_one_error_line(clean_env: pytest.MonkeyPatch) -> None:
+    result = CliRunner().invoke(main, ["asks", "--db", "postgresql://postgres@127.0.0.1:1/test"])
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Connection refused" in lines[0], result.output
+    clean_env.setenv(ENV_PG_TIMEOUT, "soon")
+    bad = CliRunner().invoke(main, ["asks", "--db", "postgresql://postgres@127.0.0.1:1/test"])
+    assert bad.exit_code == 1 and ENV_PG_TIMEOUT in bad.output and "seconds" in bad.output

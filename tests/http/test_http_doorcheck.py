@@ -123,3 +123,13 @@ def test_doorcheck_in_process_takes_the_conversation_too() -> None:
 )
 def test_path_segment_encodes_everything_a_path_would_split_or_resolve(value: str, segment: str) -> None:
     assert path_segment(value) == segment
+
+
+def test_doorcheck_tells_a_wrong_token_from_a_missing_one(start_server: Any, store_url_factory: Any) -> None:
+    from parkgate.http.guard import MISSING_TOKEN, WRONG_TOKEN
+
+    server = start_server(store_url_factory("sqlite"), token="right-token")
+    wrong = _one_error_line(CliRunner().invoke(main, ["doorcheck", "--url", server.url, "--token", "wrong-token"]))
+    unset = {"PARKGATE_TOKEN": None}
+    missing = _one_error_line(CliRunner().invoke(main, ["doorcheck", "--url", server.url], env=unset))
+    assert WRONG_TOKEN in wrong and MISSING_TOKEN in missing

@@ -8,11 +8,11 @@ of the fault tests (root, Debian's postgresql-common) fails them too: nothing sk
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -73,7 +73,10 @@ def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreSpec]:
 
 FAULTS_CLUSTER = "parkgate_faults"
 FAULTS_PORT = int(os.environ.get("PARKGATE_FAULTS_PG_PORT", "54329"))
-FAULTS_LOCK = Path(tempfile.gettempdir()) / "parkgate_faults_cluster.lock"
+#: What the fault tests lock to take turns on the throwaway cluster: PostgreSQL's own
+#: configuration folder, which every test run on this machine sees. A lock on a folder
+#: writes nothing (no file at a fixed path in a shared temporary folder).
+FAULTS_LOCK = Path("/etc/postgresql")
 _HBA = "local all all trust\nhost all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n"
 
 
@@ -113,6 +116,19 @@ class FaultsCluster:
 
 def _unavailable(reason: str) -> None:
     pytest.fail(f"{reason}: the PostgreSQL fault tests cannot run here", pytrace=False)
+
+
+@contextlib.contextmanager
+def _cluster_turn() -> Iterator[None]:
+    """Hold :data:`FAULTS_LOCK` (exclusive, across processes) for the block."""
+    if not FAULTS_LOCK.is_dir():
+        _unavailable("Debian's postgresql-common (/etc/postgresql) is not installed")
+    folder = os.open(FAULTS_LOCK, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(folder)  # closing it lets the lock go
 
 
 def _ensure_faults_cluster() -> FaultsCluster:
@@ -165,20 +181,15 @@ def faults_cluster() -> Iterator[FaultsCluster]:
     The tests that restart it hold ``faults_lock`` so that two test runs on one
     machine never restart it under each other.
     """
-    with open(FAULTS_LOCK, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            cluster = _ensure_faults_cluster()
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with _cluster_turn():
+        cluster = _ensure_faults_cluster()
     yield cluster
 
 
 @pytest.fixture
 def faults_lock(faults_cluster: FaultsCluster) -> Iterator[FaultsCluster]:
     """Exclusive use of the throwaway cluster for one test (it may restart it)."""
-    with open(FAULTS_LOCK, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _cluster_turn():
         try:
             faults_cluster.wait_ready()
             yield faults_cluster
@@ -188,7 +199,6 @@ def faults_lock(faults_cluster: FaultsCluster) -> Iterator[FaultsCluster]:
             except psycopg.Error:
                 faults_cluster.ctl("start")
                 faults_cluster.wait_ready()
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture

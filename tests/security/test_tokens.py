@@ -17,6 +17,7 @@ import pytest
 from attack import NamedTokens, clean_env, serve_command, snapshot
 from live_server import messages_path
 
+from parkgate.http.guard import MISSING_TOKEN, WRONG_TOKEN
 from parkgate.http.tokens import digest
 
 
@@ -118,8 +119,13 @@ def test_a_wrong_or_missing_token_is_401_and_ops_routes_stay_open(
 ) -> None:
     server = launch(database, extra_env=tokens_file.env())
     with httpx.Client(base_url=server.url, timeout=30) as anonymous:
-        assert anonymous.get("/v1/asks").status_code == 401
-        assert anonymous.get("/v1/asks", headers={"Authorization": f"Bearer {digest('x')}"}).status_code == 401
+        missing = anonymous.get("/v1/asks")
+        wrong = anonymous.get("/v1/asks", headers={"Authorization": f"Bearer {digest('x')}"})
+        assert missing.status_code == wrong.status_code == 401
+        # Each says what to fix: send a token, or check the one sent.
+        assert (missing.json()["detail"], wrong.json()["detail"]) == (MISSING_TOKEN, WRONG_TOKEN)
+        bare = anonymous.get("/v1/asks", headers={"Authorization": "Bearer"})
+        assert bare.json()["detail"] == MISSING_TOKEN
         # The file holds hashes: the hash itself is not a token.
         hashed = digest(tokens_file.tokens["auditor"])
         assert anonymous.get("/v1/asks", headers={"Authorization": f"Bearer {hashed}"}).status_code == 401

@@ -117,7 +117,9 @@ def test_choice_escalated_line_names_every_exit_and_each_named_exit_works() -> N
     for word in named:
         expected = ReplyKind.RESHOWN if word in RESHOW_WORDS else ReplyKind.CANCELLED
         assert step(ask.evolve(mismatches=3), word, T0).kind is expected, word
-    assert render_question(ask) in line  # the menu is shown again with it
+    # The menu is shown again after a blank line, without its footer: the line names every exit.
+    assert line.endswith("\n\n" + render_question(ask, footer=False))
+    assert P.CHOICE_MENU_FOOTER not in line and line.endswith("3. Activity")
 
 
 def test_text_escalated_line_names_the_slash_exits_and_they_work() -> None:
@@ -132,6 +134,27 @@ def test_text_retry_line_names_the_slash_exits_too() -> None:
     kind, line = feed(text_ask(), [""])[0]
     assert kind is ReplyKind.RETRY
     assert "/cancel" in line
+
+
+@pytest.mark.parametrize("kind", ["text", "choice"])
+def test_a_miss_names_the_exits_once_and_a_blank_line_sets_the_question_apart(kind: str) -> None:
+    ask = text_ask() if kind == "text" else make_ask()
+    misses = [""] * 4 if kind == "text" else list(MISSES[:4])
+    for reply, line in feed(ask, misses):
+        _head, question = line.split("\n\n", 1)
+        assert question.startswith(ask.prompt), line  # the miss line, a blank line, the question
+        assert len(re.findall(r"\bcancel\b", line)) == 1, f"{reply.value} names cancel more than once: {line!r}"
+        if reply is ReplyKind.ESCALATED:  # it names every exit: the question follows without its footer
+            assert question == render_question(ask, footer=False)
+        else:
+            assert question == render_question(ask)
+
+
+@pytest.mark.parametrize("word", ["/cancel", "/stop"])
+def test_a_cancel_says_what_it_dropped_a_menu_or_a_question(word: str) -> None:
+    assert step(text_ask(), word, T0).text == P.TEXT_CANCELLED
+    assert step(make_ask(), word, T0).text == P.PHRASES[ReplyKind.CANCELLED]
+    assert "menu" not in P.TEXT_CANCELLED and "menu" in P.PHRASES[ReplyKind.CANCELLED]
 
 
 def test_miss_counter_is_kept_on_the_ask() -> None:

@@ -2,7 +2,9 @@
 
 Each adapter is its own module and imports its framework at the top, so only the
 adapter you import pulls in its framework; ``import parkgate`` and
-``import parkgate.adapters`` import neither.
+``import parkgate.adapters`` import neither. Importing an adapter whose framework is
+not installed raises :class:`~parkgate.errors.MissingExtra` (a ``ModuleNotFoundError``)
+naming the extra to install: ``pip install 'parkgate[adapters]'``.
 
 - :mod:`parkgate.adapters.langgraph`: LangGraph ``interrupt()`` payloads (LangChain's
   ``HumanInTheLoopMiddleware`` requests among them) parked through a

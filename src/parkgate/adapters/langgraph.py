@@ -75,9 +75,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar, cast
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.pregel import Pregel
-from langgraph.types import Command, GraphOutput, Interrupt, StateSnapshot
+from parkgate.errors import MissingExtra
+
+try:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.pregel import Pregel
+    from langgraph.types import Command, GraphOutput, Interrupt, StateSnapshot
+except ModuleNotFoundError as missing:  # the one line that says what to install
+    raise MissingExtra(__name__, missing) from None
 
 from parkgate.adapters.interrupt_questions import (
     CONTEXT_KEY,

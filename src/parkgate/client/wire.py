@@ -51,6 +51,7 @@ from parkgate.errors import (
     AskAlreadyOpen,
     CallbackNotFailed,
     InputError,
+    ParkgateError,
     RunStillAsking,
     StoppingPointError,
     StoreError,
@@ -344,6 +345,7 @@ def _body(response: httpx.Response) -> Any:
 #: The library's exception for each ``error`` code the service answers with, built from the
 #: call's ids and the error body (its ``detail`` becomes the message).
 EXCEPTION_FOR_CODE: dict[str, Callable[[Mapping[str, str], Mapping[str, Any], str], Exception]] = {
+    codes.REFUSED: lambda about, body, detail: ParkgateError(detail),
     codes.INVALID_INPUT: lambda about, body, detail: InputError(detail),
     codes.MALFORMED_STOPPING_POINT: lambda about, body, detail: StoppingPointError(detail),
     codes.ASK_ALREADY_OPEN: lambda about, body, detail: AskAlreadyOpen(
@@ -387,7 +389,8 @@ def raise_error(call: Call[Any], response: httpx.Response, data: Any) -> None:
     retry_after = _retry_after(response.headers.get("Retry-After"))
     if code in EXCEPTION_FOR_CODE:
         error = EXCEPTION_FOR_CODE[code](call.about, data, detail)
-        error.args = (detail,)  # the server's own words (the same sentence the library would say)
+        if not isinstance(error, AskAlreadyOpen):  # its sentence names replace=True; the server's, the JSON field
+            error.args = (detail,)  # the server's own words (the same sentence the library would say)
         raise error from ErrorResponse(status, code, detail, data, retry_after)
     if code in _BY_CODE:
         kind = _BY_CODE[code]

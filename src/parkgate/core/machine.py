@@ -18,21 +18,30 @@ from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 DEFAULT_ESCALATE_AFTER = 3
 
 
-def render_question(ask: Ask) -> str:
-    """What a person is shown for ``ask``: the prompt, the numbered options, the exits."""
-    return _render_question(ask.kind, ask.prompt, tuple(ask.options), ask.expect)
+def render_question(ask: Ask, footer: bool = True) -> str:
+    """What a person is shown for ``ask``: the prompt, the numbered options, the exits.
+
+    ``footer=False`` leaves the exits line out, for a reply whose own line names every
+    exit already (the escalated line).
+    """
+    return _render_question(ask.kind, ask.prompt, tuple(ask.options), ask.expect, footer)
 
 
 @lru_cache(maxsize=MENUS_REMEMBERED)
-def _render_question(kind: AskKind, prompt: str, options: tuple[str, ...], expect: Expect | None = None) -> str:
+def _render_question(
+    kind: AskKind, prompt: str, options: tuple[str, ...], expect: Expect | None = None, footer: bool = True
+) -> str:
     # Every miss and re-show renders the question again; an ask's question never changes.
     if kind is AskKind.TEXT:
+        if not footer:
+            return prompt
         if expect is not None:
             return f"{prompt}\n{P.TEXT_EXPECT_QUESTION_FOOTER.format(wanted=describe(expect))}"
         return f"{prompt}\n{P.TEXT_QUESTION_FOOTER}"
     lines = [prompt, ""]
     lines.extend(f"{i}. {label}" for i, label in enumerate(options, start=1))
-    lines.extend(["", P.CHOICE_MENU_FOOTER if _bare_exits_work(kind, options) else P.CHOICE_MENU_FOOTER_SLASHED])
+    if footer:
+        lines.extend(["", P.CHOICE_MENU_FOOTER if _bare_exits_work(kind, options) else P.CHOICE_MENU_FOOTER_SLASHED])
     return "\n".join(lines)
 
 
@@ -122,21 +131,27 @@ def step(ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCAL
         closed = ask.evolve(
             last_touched=now, status=AskStatus.CANCELLED, outcome=AskStatus.CANCELLED.value, answered_at=now
         )
-        return Step(ReplyKind.CANCELLED, P.PHRASES[ReplyKind.CANCELLED], closed)
+        return Step(ReplyKind.CANCELLED, cancelled_line(ask), closed)
     misses = ask.mismatches + 1
     missed = ask.evolve(last_touched=now, mismatches=misses)
     kind = ReplyKind.ESCALATED if misses >= escalate_after else ReplyKind.RETRY
-    return Step(kind, _miss_line(ask, kind, misses, render_question(ask)), missed)
+    # The escalated line names every exit itself: the question follows it without its footer.
+    question = render_question(ask, footer=kind is not ReplyKind.ESCALATED)
+    return Step(kind, _miss_line(ask, kind, misses, question), missed)
+
+
+def cancelled_line(ask: Ask) -> str:
+    """What a person's cancel of ``ask`` says: it dropped a menu, or a question."""
+    return P.TEXT_CANCELLED if ask.kind is AskKind.TEXT else P.PHRASES[ReplyKind.CANCELLED]
 
 
 def _miss_line(ask: Ask, kind: ReplyKind, misses: int, question: str) -> str:
     if ask.kind is AskKind.TEXT and ask.expect is not None:
         template = P.TEXT_EXPECT_ESCALATED if kind is ReplyKind.ESCALATED else P.TEXT_EXPECT_RETRY
-        return template.format(wanted=describe(ask.expect), tries=_tries(misses), hint=P.TEXT_EXITS_HINT, menu=question)
+        return template.format(wanted=describe(ask.expect), tries=_tries(misses), menu=question)
     if ask.kind is AskKind.TEXT:
-        if kind is ReplyKind.ESCALATED:
-            return P.TEXT_ESCALATED.format(tries=_tries(misses), menu=question)
-        return P.TEXT_RETRY.format(hint=P.TEXT_EXITS_HINT, menu=question)
+        template = P.TEXT_ESCALATED if kind is ReplyKind.ESCALATED else P.TEXT_RETRY
+        return template.format(tries=_tries(misses), menu=question)
     return P.PHRASES[kind].format(n=len(ask.options), tries=_tries(misses), menu=question)
 
 

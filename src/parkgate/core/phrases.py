@@ -74,23 +74,27 @@ PHRASES: dict[ReplyKind, str] = {
     ReplyKind.ASKED: "{menu}",
     ReplyKind.SELECTED: "Selected {index}. {answer}",
     ReplyKind.ANSWERED: "Got it.",
-    ReplyKind.RETRY: "That did not match any option. Reply with a number from 1 to {n}.\n{menu}",
-    ReplyKind.ESCALATED: ("Still no match ({tries}). Reply with a number from 1 to {n}, " + EXITS_HINT + ".\n{menu}"),
+    ReplyKind.RETRY: "That did not match any option. Reply with a number from 1 to {n}.\n\n{menu}",
+    # The escalated line names every exit; {menu} here is the question without its footer.
+    ReplyKind.ESCALATED: ("Still no match ({tries}). Reply with a number from 1 to {n}, " + EXITS_HINT + ".\n\n{menu}"),
     ReplyKind.RESHOWN: "{menu}",
     ReplyKind.CANCELLED: "Dropped the menu, nothing ran.",
 }
+# A cancel of a text ask: there was a question, not a menu.
+TEXT_CANCELLED = "Dropped the question, nothing ran."
 
 # ``{tries}`` in an escalated line: "1 try", "3 tries".
 TRIES_ONE = "{count} try"
 TRIES_MANY = "{count} tries"
 
-# Variants for text asks, where the retry is about an empty answer.
-TEXT_RETRY = "Please type an answer ({hint}).\n{menu}"
-TEXT_ESCALATED = "Still no answer ({tries}). Type your answer, or " + EXITS_HINT + ".\n{menu}"
+# Variants for text asks, where the retry is about an empty answer. A retry's {menu} is the
+# question with its footer (the exits); an escalated line's is the question alone.
+TEXT_RETRY = "Please type an answer.\n\n{menu}"
+TEXT_ESCALATED = "Still no answer ({tries}). Type your answer, or " + EXITS_HINT + ".\n\n{menu}"
 # Variants for a text ask that expects a form (parkgate.core.expect): the question says
 # what it wants, and a miss says it again. {wanted} is EXPECT_WANTED's entry, with its bounds.
-TEXT_EXPECT_RETRY = "Please type {wanted} ({hint}).\n{menu}"
-TEXT_EXPECT_ESCALATED = "Still not {wanted} ({tries}). Type {wanted}, or " + EXITS_HINT + ".\n{menu}"
+TEXT_EXPECT_RETRY = "Please type {wanted}.\n\n{menu}"
+TEXT_EXPECT_ESCALATED = "Still not {wanted} ({tries}). Type {wanted}, or " + EXITS_HINT + ".\n\n{menu}"
 TEXT_EXPECT_QUESTION_FOOTER = "(type {wanted}; " + TEXT_EXITS_HINT + ")"
 EXPECT_WANTED: dict[str, str] = {
     "text": "an answer",
@@ -132,6 +136,12 @@ CHAT_STILL_PARKED = (
     "or /cancel to drop it (then {restart} runs the demo)."
 )
 CHAT_REFUSED = "refused: {error} (nothing was changed)"
+# `parkgate chat`, once the demo's question closed (answered to the end, or dropped).
+CHAT_AGAIN = "Type {restart} to run the demo again, or press Ctrl-D to leave."
+# The web console: in its chat, after an operator cancelled the conversation's open ask
+# from the list (the chat's own "restart" is its Start button).
+OPERATOR_CANCELLED = "An operator cancelled the open question; nothing ran."
+CONSOLE_RESTART = "the Start UML demo button"
 
 # The LangGraph adapter's questions for LangChain's HumanInTheLoopMiddleware: one choice
 # per tool call the agent wants to run, then, for "Respond", the text that stands in for

@@ -43,6 +43,7 @@ import httpx
 from standardwebhooks import Webhook
 
 from parkgate.clock import Clock
+from parkgate.errors import ParkgateError
 from parkgate.fence import ENV_CALLBACK_ALLOW, AllowList, address_allowed, parse_allow_list, parse_callback_url
 from parkgate.store import Store
 from parkgate.store.base import Callback
@@ -79,11 +80,11 @@ def backoff_delay(attempts: int, base: float = BASE_DELAY_SECONDS, cap: float = 
     return float(min(cap, base * (2**exponent)))
 
 
-class Undeliverable(Exception):
+class Undeliverable(ParkgateError):
     """A callback that can never be sent as it is (its URL does not parse): failed at once."""
 
 
-class Refused(Exception):
+class Refused(ParkgateError):
     """The fence refused every address the callback's host resolved to (retried: DNS changes)."""
 
 

@@ -35,7 +35,7 @@ import importlib.util
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Mapping, MutableMapping
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -55,15 +55,23 @@ from parkgate.async_gateway import wait_for_close
 from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS, MAX_WAIT_SECONDS
 from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.model import Ask
-from parkgate.core.phrases import EXPIRED_NOTICE, STAND_IN_MODEL
+from parkgate.core.phrases import (
+    CHAT_STILL_PARKED,
+    CONSOLE_RESTART,
+    EXPIRED_NOTICE,
+    OPERATOR_CANCELLED,
+    STAND_IN_MODEL,
+)
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS
 from parkgate.delivery import Deliverer
 from parkgate.demo import WORKFLOWS
 from parkgate.display import hidden_ranges
 from parkgate.errors import (
+    REPLACE_IN_JSON,
     AskAlreadyOpen,
     CallbackNotFailed,
     InputError,
+    ParkgateError,
     RunStillAsking,
     UnknownRun,
 )
@@ -363,7 +371,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         401: "Missing or wrong bearer token",
         403: "Another site's request, or a token without the scope this route needs",
         404: "Unknown id or path",
-        409: "The conversation already has an open ask",
+        409: "The conversation already has an open ask, or the run or callback is not in a state for this",
         413: "Body too large",
         415: "A body that is not Content-Type: application/json",
         422: "Malformed JSON, wrong types, or unusable input",
@@ -378,6 +386,20 @@ def _responses(extra: dict[int | str, dict[str, Any]], *statuses: int) -> dict[i
 
 
 _V1_ERRORS = (400, 401, 403, 413, 415, 422, 429, 503)
+#: What the API answers each of parkgate's errors with, status and ``error`` code: the
+#: library's (:data:`parkgate.http.codes.LIBRARY_ERRORS`) and the server's own. An error
+#: takes the entry of the nearest class in its MRO, and ``ParkgateError``'s covers one not
+#: listed, so no parkgate error is ever a 500. The tree is drawn in :mod:`parkgate.errors`.
+_ANSWERED_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
+    *codes.LIBRARY_ERRORS,
+    (QuotaExceeded, 429, codes.TOO_MANY_OPEN_ASKS),
+)
+
+
+def answered_as(error: type[ParkgateError]) -> tuple[int, str]:
+    """The status and ``error`` code the API answers ``error`` with (see the table above)."""
+    answers = {error_class: (status, code) for error_class, status, code in _ANSWERED_ERRORS}
+    return next(answers[cls] for cls in error.__mro__ if cls in answers)
 
 
 # -- the app ---------------------------------------------------------------------------
@@ -434,7 +456,13 @@ def _console_page() -> str:
     """index.html with the phrases the console shows (one definition, in core.phrases) and
     the characters it shows escaped (one definition, in :mod:`parkgate.display`)."""
     phrases = json.dumps(
-        {"stand_in": STAND_IN_MODEL, "expired": EXPIRED_NOTICE, "hidden": hidden_ranges()}
+        {
+            "stand_in": STAND_IN_MODEL,
+            "expired": EXPIRED_NOTICE,
+            "still_parked": CHAT_STILL_PARKED.format(restart=CONSOLE_RESTART),
+            "operator_cancelled": OPERATOR_CANCELLED,
+            "hidden": hidden_ranges(),
+        }
     ).replace("<", "\\u003c")
     return (CONSOLE_DIR / "index.html").read_text(encoding="utf-8").replace("__PARKGATE_PHRASES__", phrases)
 
@@ -609,31 +637,26 @@ def create_app(
             return error_response(422, codes.MALFORMED_JSON, "the body could not be read as JSON (nested too deeply?)")
         return error_response(error.status_code, "http_error", str(error.detail), error.headers)
 
-    def answer(status: int, code: str) -> Callable[[Request, Exception], Awaitable[Response]]:
-        async def handler(_: Request, error: Exception) -> Response:
-            # The errors about an open ask name it, so a client can read or cancel it; a
-            # refused callback retry says where the callback stands.
-            extra: dict[str, Any] = {}
-            if isinstance(error, (AskAlreadyOpen, RunStillAsking)):
-                extra["open_ask_id"] = error.ask_id
-            if isinstance(error, CallbackNotFailed):
-                extra["callback_status"] = error.status
-            return error_response(status, code, str(error), **extra)
-
-        return handler
-
-    for error_class, status, code in codes.LIBRARY_ERRORS:
-        app.add_exception_handler(error_class, answer(status, code))
-
-    @app.exception_handler(QuotaExceeded)
-    async def _quota(_: Request, error: QuotaExceeded) -> Response:
-        return error_response(429, codes.TOO_MANY_OPEN_ASKS, str(error), {"Retry-After": str(error.retry_after)})
-
-    @app.exception_handler(StoreError)
-    async def _store(_: Request, error: StoreError) -> Response:
-        code = codes.STORE_UNAVAILABLE if isinstance(error, StoreUnavailable) else codes.STORE_ERROR
-        log.warning("store error answered with 503: %s", error)
-        return error_response(503, code, str(error), {"Retry-After": "1"})
+    @app.exception_handler(ParkgateError)
+    async def _answered(_: Request, error: ParkgateError) -> Response:
+        status, code = answered_as(type(error))
+        detail = str(error)
+        headers: dict[str, str] = {}
+        extra: dict[str, Any] = {}
+        if isinstance(error, AskAlreadyOpen):
+            detail = error.message(REPLACE_IN_JSON)  # the JSON field, not the Python argument
+        # The errors about an open ask name it, so a client can read or cancel it; a
+        # refused callback retry says where the callback stands.
+        if isinstance(error, (AskAlreadyOpen, RunStillAsking)):
+            extra["open_ask_id"] = error.ask_id
+        if isinstance(error, CallbackNotFailed):
+            extra["callback_status"] = error.status
+        if isinstance(error, QuotaExceeded):
+            headers["Retry-After"] = str(error.retry_after)
+        if isinstance(error, StoreError):
+            log.warning("store error answered with 503: %s", error)
+            headers["Retry-After"] = "1"
+        return error_response(status, code, detail, headers, **extra)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, error: Exception) -> Response:

@@ -8,13 +8,18 @@ from parkgate.errors import (
     AskAlreadyOpen,
     CallbackNotFailed,
     InputError,
+    ParkgateError,
     RunStillAsking,
     StoppingPointError,
+    StoreError,
+    StoreUnavailable,
     UnknownAsk,
     UnknownRun,
     UnknownWorkflow,
 )
 
+#: 422: a parkgate error with no code of its own (see :mod:`parkgate.errors`).
+REFUSED = "refused"
 INVALID_INPUT = "invalid_input"
 MALFORMED_STOPPING_POINT = "malformed_stopping_point"
 ASK_ALREADY_OPEN = "ask_already_open"
@@ -34,8 +39,11 @@ MALFORMED_JSON = "malformed_json"
 #: 429: the token has as many open asks as its ``max_open_asks``.
 TOO_MANY_OPEN_ASKS = "too_many_open_asks"
 
-#: The library's errors and what the API answers for each: status and ``error`` code.
+#: The library's errors and what the API answers for each: status and ``error`` code. An
+#: error takes the entry of the nearest class in its MRO: ``ParkgateError``'s is for one
+#: that has no entry of its own.
 LIBRARY_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
+    (ParkgateError, 422, REFUSED),
     (InputError, 422, INVALID_INPUT),
     (StoppingPointError, 422, MALFORMED_STOPPING_POINT),
     (AskAlreadyOpen, 409, ASK_ALREADY_OPEN),
@@ -44,4 +52,6 @@ LIBRARY_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
     (UnknownAsk, 404, UNKNOWN_ASK),
     (UnknownRun, 404, UNKNOWN_RUN),
     (UnknownWorkflow, 404, UNKNOWN_WORKFLOW),
+    (StoreError, 503, STORE_ERROR),
+    (StoreUnavailable, 503, STORE_UNAVAILABLE),
 )

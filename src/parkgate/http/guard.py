@@ -10,7 +10,8 @@ In order, for each HTTP request:
    403 ``cross_site``: on every ``/v1`` route, and for every method but GET and HEAD
    elsewhere (a link from another site may still open the console).
 3. A path whose ``%``-escapes are not UTF-8 is a 400.
-4. On ``/v1``: the bearer token names a caller (else 401), whose rate it checks (429
+4. On ``/v1``: the bearer token names a caller (else 401, whose detail tells a missing
+   token from a wrong one), whose rate it checks (429
    ``rate_limited`` with ``Retry-After``) and whose scopes must hold the one the route
    needs (403 ``missing_scope``, naming it, also in the body's ``scope``). The caller is
    left in the request's state.
@@ -55,6 +56,10 @@ CONTENT_SECURITY_POLICY = (
 )
 #: Where the request's caller is left, in the ASGI scope's ``state`` (``request.state.caller``).
 CALLER_STATE = "caller"
+#: The 401's detail when a request carries no bearer token, and when it carries one the
+#: server does not know: the fixes differ (send one; check the one sent).
+MISSING_TOKEN = "this route needs a token: send the header Authorization: Bearer <token>"
+WRONG_TOKEN = "the Bearer token sent is not one this server knows: check it for a typo, or get a current one"
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
@@ -271,17 +276,15 @@ class GuardMiddleware:
         """Token, rate and scope of a ``/v1`` request; answers and returns ``False`` when refused."""
         tokens = self.settings.tokens
         caller: Caller | None = ANONYMOUS
+        given = False
         if tokens is not None:
             scheme, _, credentials = headers.get(b"authorization", b"").partition(b" ")
-            caller = tokens.identify(credentials.strip()) if scheme.lower() == b"bearer" else None
+            given = scheme.lower() == b"bearer" and bool(credentials.strip())
+            caller = tokens.identify(credentials.strip()) if given else None
         if caller is None:
-            await send_error(
-                send,
-                401,
-                "unauthorized",
-                "this route needs the header Authorization: Bearer <token>",
-                {"WWW-Authenticate": "Bearer"},
-            )
+            # A wrong token and a missing one are told apart: the fixes differ.
+            detail = WRONG_TOKEN if given else MISSING_TOKEN
+            await send_error(send, 401, "unauthorized", detail, {"WWW-Authenticate": "Bearer"})
             return False
         if caller.rate_per_second is not None:
             wait = self.limiter.take(caller.name, caller.rate_per_second)

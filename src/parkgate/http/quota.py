@@ -15,6 +15,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
+from parkgate.errors import ParkgateError
 from parkgate.gateway import Gateway
 from parkgate.http.tokens import Caller
 
@@ -25,7 +26,7 @@ RETRY_AFTER_SECONDS = 60
 EXPIRY_PAGE = 50
 
 
-class QuotaExceeded(Exception):
+class QuotaExceeded(ParkgateError):
     """The caller has as many open asks as its token allows."""
 
     def __init__(self, caller: Caller, cap: int) -> None:

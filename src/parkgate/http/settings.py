@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from parkgate.errors import InputError
 from parkgate.fence import ENV_CALLBACK_ALLOW, AllowList, parse_allow_list
 from parkgate.http.tokens import Tokens, check_token
 
@@ -35,7 +36,7 @@ NO_TOKEN_WARNING = (
 )
 
 
-class SettingsError(ValueError):
+class SettingsError(InputError):
     """A setting the server cannot start with; the message names it."""
 
 

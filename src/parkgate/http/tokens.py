@@ -33,6 +33,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from parkgate.errors import InputError
+
 
 class Scope(StrEnum):
     """What a token may do on ``/v1``."""
@@ -49,7 +51,7 @@ _HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _TOKEN_KEYS = {"name", "sha256", "scopes", "max_open_asks", "rate_per_second"}
 
 
-class TokenFileError(ValueError):
+class TokenFileError(InputError):
     """The tokens file cannot be used; the message names the file and the problem."""
 
 

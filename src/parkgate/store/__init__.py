@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from parkgate.store.base import Run, Store, StoreClosed, StoreConflict, StoreError, StoreUnavailable, Transaction
+from parkgate.store.base import (
+    Run,
+    SchemaMissing,
+    Store,
+    StoreClosed,
+    StoreConflict,
+    StoreError,
+    StoreUnavailable,
+    Transaction,
+)
 
 DEFAULT_URL = "sqlite:///parkgate.db"
 #: The environment variable that puts a deployment's PostgreSQL store in a schema of its
@@ -54,6 +63,7 @@ __all__ = [
     "DEFAULT_URL",
     "ENV_PG_SCHEMA",
     "Run",
+    "SchemaMissing",
     "Store",
     "StoreClosed",
     "StoreConflict",

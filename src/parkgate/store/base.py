@@ -18,12 +18,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from parkgate.core.errors import ParkgateError
 from parkgate.core.model import Ask
 from parkgate.signal import CloseSignal, Watcher
 
 
-class StoreError(RuntimeError):
-    """The store cannot be used as asked (not a parkgate database, read-only, ...)."""
+class StoreError(ParkgateError):
+    """The store cannot be used as asked (not a parkgate database, read-only, ...).
+
+    Over HTTP every store error is a 503 with ``Retry-After``: the request may succeed
+    once the database is back or fixed.
+    """
 
 
 class StoreUnavailable(StoreError):
@@ -41,6 +46,18 @@ class StoreClosed(StoreError):
         super().__init__(
             f"{where}: this store is closed (Gateway.close() or the end of its with block closed it); "
             "open a new Gateway or store to go on"
+        )
+
+
+class SchemaMissing(StoreError):
+    """The PostgreSQL schema a store was opened in does not exist (and it was not to create it)."""
+
+    def __init__(self, schema: str) -> None:
+        self.schema = schema
+        super().__init__(
+            f"the PostgreSQL schema {schema!r} does not exist in this database: create it with "
+            f"`parkgate migrate` (PARKGATE_PG_SCHEMA={schema}) or by opening the store with "
+            "migrate=True, or fix the name"
         )
 
 

@@ -25,6 +25,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 from parkgate.core.model import Ask
 from parkgate.signal import CloseSignal, Watcher
 from parkgate.store.base import (
+    SchemaMissing,
     Store,
     StoreClosed,
     StoreConflict,
@@ -407,11 +408,7 @@ class PostgresStore(Store):
         except (psycopg.OperationalError, PoolTimeout) as error:
             raise _unavailable(error) from None
         if not found:
-            raise StoreError(
-                f"the PostgreSQL schema {schema!r} does not exist in this database: create it with "
-                f"`parkgate migrate` (PARKGATE_PG_SCHEMA={schema}) or by opening the store with "
-                "migrate=True, or fix the name"
-            )
+            raise SchemaMissing(schema)
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:

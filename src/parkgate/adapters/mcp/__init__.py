@@ -18,30 +18,35 @@ parked ask as a form, :func:`apply_elicit_result` applies the client's result, a
 it stands for.
 """
 
-from parkgate.adapters.mcp.client import ParkgateElicitation
-from parkgate.adapters.mcp.forms import (
-    ANSWER_FIELD,
-    CHOICE_FIELD,
-    ElicitationForm,
-    FormField,
-    elicit_params,
-    field_for,
-    read_form,
-    requested_schema,
-)
-from parkgate.adapters.mcp.results import (
-    ABANDONED,
-    ACCEPT,
-    CANCEL,
-    DECLINE,
-    DONE,
-    ElicitAction,
-    ElicitContent,
-    apply_elicit_result,
-    reply_text,
-    to_elicit_result,
-)
-from parkgate.adapters.mcp.server import INVALID_ANSWER, build_example_server
+from parkgate.errors import MissingExtra
+
+try:
+    from parkgate.adapters.mcp.client import ParkgateElicitation
+    from parkgate.adapters.mcp.forms import (
+        ANSWER_FIELD,
+        CHOICE_FIELD,
+        ElicitationForm,
+        FormField,
+        elicit_params,
+        field_for,
+        read_form,
+        requested_schema,
+    )
+    from parkgate.adapters.mcp.results import (
+        ABANDONED,
+        ACCEPT,
+        CANCEL,
+        DECLINE,
+        DONE,
+        ElicitAction,
+        ElicitContent,
+        apply_elicit_result,
+        reply_text,
+        to_elicit_result,
+    )
+    from parkgate.adapters.mcp.server import INVALID_ANSWER, build_example_server
+except ModuleNotFoundError as missing:  # the one line that says what to install
+    raise MissingExtra(__name__, missing) from None
 
 __all__ = [
     "ABANDONED",

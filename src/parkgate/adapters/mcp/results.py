@@ -15,6 +15,7 @@ from mcp_types import ElicitResult
 
 from parkgate.adapters.mcp.forms import FormField, ask_field
 from parkgate.core.expect import NUMBER_FORMS
+from parkgate.core.machine import cancelled_line
 from parkgate.core.matcher import normalise
 from parkgate.core.model import Ask
 from parkgate.core.phrases import PHRASES, AskKind, AskStatus, ReplyKind
@@ -107,7 +108,7 @@ def reply_text(ask: Ask, content: Mapping[str, Any] | None, field: str | None = 
 def _closed_reply(ask: Ask) -> Reply:
     if ask.status is AskStatus.EXPIRED:
         return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False, expired_ask_id=ask.id, run_id=ask.run_id)
-    return Reply(ReplyKind.CANCELLED, PHRASES[ReplyKind.CANCELLED], parked=False, ask_id=ask.id, run_id=ask.run_id)
+    return Reply(ReplyKind.CANCELLED, cancelled_line(ask), parked=False, ask_id=ask.id, run_id=ask.run_id)
 
 
 def _earlier_reply(gateway: Gateway, ask: Ask, message_id: str | None) -> Reply | None:

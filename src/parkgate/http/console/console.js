@@ -48,6 +48,14 @@
     line.className = isError ? "error" : "";
   }
 
+  // An API refusal: its message for the status line, and the status and body it came with.
+  function refusal(message, status, data) {
+    const error = new Error(message);
+    error.status = status;
+    error.data = data;
+    return error;
+  }
+
   async function api(method, path, body) {
     const headers = { Accept: "application/json" };
     if (token()) headers.Authorization = "Bearer " + token();
@@ -65,10 +73,14 @@
       data = null;
     }
     if (!response.ok) {
-      if (response.status === 401) throw new Error("this server needs a token: paste it in the API token field");
-      if (response.status === 429) throw new Error("429: " + visibleText((data && data.detail) || "too many requests"));
+      const status = response.status;
+      if (status === 401 && !token()) throw refusal("this server needs a token: paste it in the API token field", status, data);
+      if (status === 401) {
+        throw refusal("the server does not know this token: check it in the API token field, or paste a current one", status, data);
+      }
+      if (status === 429) throw refusal("429: " + visibleText((data && data.detail) || "too many requests"), status, data);
       const detail = data && data.detail ? data.detail : response.statusText;
-      throw new Error(visibleText(response.status + " " + ((data && data.error) || "error") + ": " + detail));
+      throw refusal(visibleText(status + " " + ((data && data.error) || "error") + ": " + detail), status, data);
     }
     return data;
   }
@@ -183,10 +195,19 @@
   }
 
   async function cancelAsk(ask, button) {
+    // The agent waiting on the ask is told "cancelled": one stray click must not do that.
+    const question = visibleText(ask.prompt).split("\n")[0].slice(0, 120);
+    if (!window.confirm("Cancel the open ask in " + visibleId(ask.conversation_id) + "?\n\n" + question +
+        "\n\nWhatever waits on it is told it was cancelled.")) return;
     button.disabled = true;
     try {
       const closed = await api("POST", "/v1/asks/" + encodeURIComponent(ask.ask_id) + "/cancel");
       setStatus("Ask in " + visibleId(ask.conversation_id) + " is now " + closed.status + ".");
+      if (ask.conversation_id === conversation()) {
+        // The chat below shows this conversation: it says its question is gone, and why.
+        chat.parked[ask.conversation_id] = false;
+        logLine("gate", "cancelled", phrases.operator_cancelled || "", "not parked · by an operator");
+      }
     } catch (error) {
       setStatus(error.message, true);
       button.disabled = false;
@@ -239,6 +260,11 @@
   }
 
   // -- demo chat -------------------------------------------------------------------
+  // Whether each conversation's last reply left a question parked there (unknown: no).
+  const chat = { parked: {} };
+  // A PlantUML block in a reply, shown as code.
+  const DIAGRAM = /(@startuml[\s\S]*?@enduml)/;
+
   function logLine(who, kind, text, extra) {
     const item = document.createElement("li");
     item.className = "msg " + who;
@@ -259,7 +285,20 @@
     }
     const body = document.createElement("div");
     body.className = "text";
-    body.textContent = visibleText(text);
+    const parts = visibleText(text).split(DIAGRAM);
+    parts.forEach((part, i) => {
+      if (i % 2 === 0) {
+        // The blank lines around a diagram are its block's margins.
+        let prose = i > 0 ? part.replace(/^\n+/, "") : part;
+        if (i < parts.length - 1) prose = prose.replace(/\n+$/, "");
+        if (prose) body.appendChild(document.createTextNode(prose));
+        return;
+      }
+      const code = document.createElement("pre");
+      code.className = "code";
+      code.textContent = part;
+      body.appendChild(code);
+    });
     item.append(head, body);
     $("chat-log").appendChild(item);
     item.scrollIntoView({ block: "nearest" });
@@ -284,6 +323,7 @@
         if (notice) text = notice + "\n" + text;
       }
     }
+    chat.parked[conversation()] = reply.parked;
     const notes = [reply.parked ? "parked" : "not parked"];
     if (reply.followup) notes.push("next: " + reply.followup.kind);
     logLine("gate", reply.kind, text, notes.join(" · "));
@@ -297,13 +337,19 @@
     event.preventDefault();
     if (!conversation()) return;
     try {
-      const reply = await api("POST", "/v1/workflows/uml/start", { conversation_id: conversation(), replace: true });
+      // Never replaces: an open question is answered or dropped first, as the person chooses.
+      const reply = await api("POST", "/v1/workflows/uml/start", { conversation_id: conversation() });
       logLine("you", "", "(started the UML demo in " + visibleId(conversation()) + ")");
       await showReply(reply);
-      $("chat-text").focus();
     } catch (error) {
-      setStatus(error.message, true);
+      if (error.status !== 409) {
+        setStatus(error.message, true);
+        return;
+      }
+      chat.parked[conversation()] = true;
+      logLine("gate", "", phrases.still_parked || error.message, "parked");
     }
+    $("chat-text").focus();
     await refreshAsks();
   }
 
@@ -312,6 +358,12 @@
     const input = $("chat-text");
     const text = input.value;
     if (!conversation()) return;
+    if (!text.trim() && !chat.parked[conversation()]) {
+      // A blank message with nothing parked would only reach the stand-in model.
+      setStatus("Type a message to send.");
+      input.focus();
+      return;
+    }
     input.value = "";
     logLine("you", "", text);
     try {
