@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -609,9 +610,17 @@ async def test_the_example_server_closes_its_ask_when_the_client_leaves(
     ask_server: StdioServerParameters, seen: Gateway, store_location: StoreLocation
 ) -> None:
     client = ScriptedClient()  # never answers
-    with anyio.move_on_after(3):
-        await ask_person(ask_server, client, "legacy", conversation_id="c1", question="Which?", options=OPTIONS)
-    assert client.seen  # it was asked, then the client left
+    async with anyio.create_task_group() as group:
+        group.start_soon(
+            partial(ask_person, ask_server, client, "legacy", conversation_id="c1", question="Which?", options=OPTIONS)
+        )
+        with anyio.fail_after(60):  # bounded: a server process starting on a busy machine
+            while not client.seen:
+                await anyio.sleep(0.02)
+        group.cancel_scope.cancel()  # it was asked; now the client leaves
+    with anyio.fail_after(30):  # the server sees its client gone and closes the ask
+        while _asks_in(store_location, seen, "c1")[0].is_open:
+            await anyio.sleep(0.05)
     [ask] = _asks_in(store_location, seen, "c1")
     assert (ask.status, ask.outcome) == (AskStatus.CANCELLED, ABANDONED)
 
