@@ -205,14 +205,19 @@ def render_waiting(w: dict[str, Any]) -> list[str]:
                 f"{r['callbacks_per_s']:11.0f} {'met' if row['goal_met'] else 'NOT met'}"
             )
     if w["due_cost"]:
-        lines.append("the due time's cost: benchmark 1's mix, gateway/raw by what every ask carries (mean of repeats)")
-        lines.append(f"{'store':15} {'mode':8} {'plain':>6} {'watched':>8} {'callback':>9} {'watched vs plain':>17}")
+        lines.append("the due time's cost: benchmark 1's mix, one process, the variants in turn on one store")
+        lines.append(
+            f"{'store':15} {'asks carry':10} {'gateway/raw':>11} {'vs plain':>8} {'µs a call':>9} {'vs plain':>8} "
+            f"{'client CPU µs':>13} {'server CPU µs':>13}"
+        )
         for row in w["due_cost"]:
-            mean, change = row["mean_ratio"], row["change_vs_plain"]
-            lines.append(
-                f"{row['store']:15} {row['mode']:8} {mean['plain']:6.2f} {mean['watched']:8.2f} "
-                f"{mean['callback']:9.2f} {change['watched']:+16.1%}  (callback {change['callback']:+.1%})"
-            )
+            for variant, v in row["variants"].items():
+                server = v["server_cpu_us_per_op"]
+                lines.append(
+                    f"{row['store']:15} {variant:10} {v['ratio']:11.2f} {v['ratio_vs_plain']:8.3f} "
+                    f"{v['wall_us_per_op']:9.0f} {v['wall_vs_plain']:8.3f} {v['client_cpu_us_per_op']:13.0f} "
+                    f"{'-' if server is None else format(server, '.0f'):>13}"
+                )
     if "skipped" in w:
         lines.append(f"note: {w['skipped']}")
     return lines

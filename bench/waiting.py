@@ -40,8 +40,8 @@ import http.client
 import json
 import logging
 import queue
+import random
 import socket
-import statistics
 import sys
 import threading
 import time
@@ -282,6 +282,8 @@ class Sampler:
         self.receiver = receiver
         self._count = 0
         self.floor_conversation = f"floor-{self.tag}"
+        #: The floor's message ids: each one's reply must be stored (its commit happened).
+        self.floor_ids: list[str] = []
 
     def _next(self, prefix: str) -> str:
         self._count += 1
@@ -311,8 +313,10 @@ class Sampler:
         """One round trip and one commit: a message where nothing is parked (its reply stored)."""
         time.sleep(SETTLE_SECONDS)  # as before an answer: the server is done with the last sample
         self.http.ready()
+        message_id = self._next("f")
+        self.floor_ids.append(message_id)
         began = time.perf_counter_ns()
-        self.http.send("POST", messages_path(self.floor_conversation), {"text": "hello", "message_id": self._next("f")})
+        self.http.send("POST", messages_path(self.floor_conversation), {"text": "hello", "message_id": message_id})
         status, reply = self.http.receive()
         took = time.perf_counter_ns() - began
         if status != 200 or reply["kind"] != "pass":
@@ -412,6 +416,7 @@ def measure_engine(
             finally:
                 poll.stop()
                 sampler.close()
+    stored = _stored_replies(target, sampler.floor_conversation, sampler.floor_ids)
     callback = {
         "store": engine,
         "answer_post": _ms([a for a, _, _ in callbacks]),
@@ -421,13 +426,23 @@ def measure_engine(
         "goal_p99_ms": GOALS["callback_p99_ms"],
     }
     callback["goal_met"] = callback["after_post_sent"]["p99_ms"] <= GOALS["callback_p99_ms"]
-    return {
-        "wake": [
-            _wake_cell(engine, "one process", wakes_one, floors_one),
-            _wake_cell(engine, "two processes", wakes_two, floors_two),
-        ],
-        "callback": callback,
-    }
+    wake = [
+        _wake_cell(engine, "one process", wakes_one, floors_one),
+        _wake_cell(engine, "two processes", wakes_two, floors_two),
+    ]
+    for cell in wake:
+        cell["floor_messages"], cell["floor_replies_stored"] = len(sampler.floor_ids), stored
+    return {"wake": wake, "callback": callback}
+
+
+def _stored_replies(target: StoreTarget, conversation: str, message_ids: list[str]) -> int:
+    """How many of the floor's messages have their reply stored: each one's commit happened."""
+    store = target.open()
+    try:
+        with store.transaction() as tx:
+            return sum(1 for message_id in message_ids if tx.message_context(conversation, message_id)[0] is not None)
+    finally:
+        store.close()
 
 
 def _seconds_summary(values: list[float]) -> dict[str, float]:
@@ -587,17 +602,20 @@ def measure_due(
     return rows
 
 
-def measure_due_cost(
-    engine: str, scale: Any, work: Path, pg_url: str, log: Callable[[str], None], modes: tuple[str, ...] = ("single",)
-) -> list[dict[str, Any]]:
-    """Benchmark 1's mix with each :data:`VARIANTS` of ask, alternating, ``due_cost_repeats`` times."""
-    from bench import reply_path
+def measure_due_cost(engine: str, scale: Any, work: Path, pg_url: str, log: Callable[[str], None]) -> dict[str, Any]:
+    """Benchmark 1's mix in one process on one store, with each of :data:`VARIANTS` in turn.
 
+    Each round runs every variant (the order rotated round by round) on conversations of
+    its own, each right after a raw ``UPDATE`` batch of as many writes, so the variants
+    share the store, its size and the hour. Per variant: gateway/raw, wall and CPU time a
+    gateway call (CPU of this process, and on PostgreSQL of the gateway's own backends).
+    """
     # The callback variant queues callbacks that nothing sends, on purpose: not worth a warning.
     quiet = _NotTheNoDelivererWarning()
     logging.getLogger("parkgate").addFilter(quiet)
     try:
-        return [_due_cost_rows(engine, scale, work, pg_url, log, mode, reply_path) for mode in modes]
+        with store_target(engine, work, pg_url, "due-cost") as target:
+            return _due_cost(target, scale, log)
     finally:
         logging.getLogger("parkgate").removeFilter(quiet)
 
@@ -607,33 +625,93 @@ class _NotTheNoDelivererWarning(logging.Filter):
         return not record.getMessage().startswith("callbacks were queued")
 
 
-def _due_cost_rows(
-    engine: str, scale: Any, work: Path, pg_url: str, log: Callable[[str], None], mode: str, reply_path: Any
-) -> dict[str, Any]:
-    """One store and mode: each variant ``due_cost_repeats`` times, the order rotated each time."""
-    cells: dict[str, list[dict[str, Any]]] = {variant: [] for variant in VARIANTS}
-    for repeat in range(scale.due_cost_repeats):
-        order = VARIANTS[repeat % len(VARIANTS) :] + VARIANTS[: repeat % len(VARIANTS)]
-        for variant in order:
-            with store_target(engine, work, pg_url, "due-cost") as target:
-                cell = reply_path.run_cell(
-                    target, mode, scale.reply_conversations, scale.reply_rounds, scale.workers, variant
+def _backend_pids(store: Any) -> list[int]:
+    """The PostgreSQL backends of the store's pooled connections (not the rest of a shared server)."""
+    with contextlib.ExitStack() as held:
+        conns = [held.enter_context(store._pool.connection()) for _ in range(store._pool.get_stats()["pool_size"])]
+        return [conn.info.backend_pid for conn in conns]
+
+
+def _due_cost(target: StoreTarget, scale: Any, log: Callable[[str], None]) -> dict[str, Any]:
+    from collections import Counter
+
+    from bench import cpu_split, reply_path
+    from parkgate import Gateway
+
+    chunk = max(1, scale.reply_conversations // scale.reply_rounds)
+    rounds = scale.reply_rounds * scale.due_cost_repeats
+    gateway = Gateway(store=target.open())
+    sums = {v: {"ops": 0, "wall": 0.0, "raw_ops": 0, "raw_wall": 0.0, "cpu": cpu_split.Cpu()} for v in VARIANTS}
+    per_round: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    kinds: Counter[str] = Counter()
+    wrong: list[str] = []
+    handle_ns: dict[str, list[int]] = {v: [] for v in VARIANTS}
+    try:
+        raw_ids = reply_path._park_raw_targets(gateway, 1)[0]
+        raw = reply_path._raw_loop(target, gateway.store)
+        reply_path._warm_up(target, gateway, raw, reply_path.Plan(0, (), tuple(raw_ids)))
+        for number, variant in enumerate(VARIANTS):  # each variant's statements prepared before round 1
+            warm = reply_path.script(range(10**6 + 20 * number, 10**6 + 20 * (number + 1)))
+            reply_path._gateway_ops(gateway, warm, [], [], Counter(), wrong, variant)
+        pids = _backend_pids(gateway.store) if target.engine == "postgres" else []
+        first = 0
+        for number in range(rounds):
+            shift = number % len(VARIANTS)
+            for variant in VARIANTS[shift:] + VARIANTS[:shift]:
+                calls = reply_path.script(range(first, first + chunk))
+                first += chunk
+                picker = random.Random(number * 7919 + first)
+                targets = [picker.choice(raw_ids) for _ in calls]
+                began = time.perf_counter()
+                raw(targets, [])
+                raw_wall = time.perf_counter() - began
+                began = time.perf_counter()
+                cpu = cpu_split.measured(
+                    lambda calls=calls, variant=variant: reply_path._gateway_ops(
+                        gateway, calls, handle_ns[variant], [], kinds, wrong, variant
+                    ),
+                    pids,
                 )
-            cells[variant].append(cell)
-            log(f"    due-time cost, {target.label}, {mode}, {variant}: gateway/raw {cell['ratio']:.2f}")
-    mean = {variant: statistics.fmean(c["ratio"] for c in cells[variant]) for variant in VARIANTS}
-    return {
-        "store": cells["plain"][0]["store"],
-        "mode": mode,
-        "conversations": scale.reply_conversations,
-        "ratios": {variant: [c["ratio"] for c in cells[variant]] for variant in VARIANTS},
-        "mean_ratio": mean,
-        "change_vs_plain": {variant: ratio(mean[variant], mean["plain"]) - 1.0 for variant in VARIANTS},
-        "handle_p50_ms": {
-            variant: statistics.fmean(c["handle_latency"]["p50_ms"] for c in cells[variant]) for variant in VARIANTS
-        },
-        "unexpected": [w for variant in VARIANTS for c in cells[variant] for w in c["unexpected"]][:10],
+                wall = time.perf_counter() - began
+                totals = sums[variant]
+                totals["ops"] += len(calls)
+                totals["wall"] += wall
+                totals["raw_ops"] += len(targets)
+                totals["raw_wall"] += raw_wall
+                totals["cpu"] = totals["cpu"] + cpu
+                per_round[variant].append(ratio(len(calls) / wall, len(targets) / raw_wall))
+    finally:
+        gateway.close()
+    out: dict[str, Any] = {
+        "store": target.label,
+        "mode": "single",
+        "conversations_per_variant": chunk * rounds,
+        "rounds": rounds,
+        "unexpected": wrong[:10],
+        "variants": {},
     }
+    for variant in VARIANTS:
+        t = sums[variant]
+        cpu: Any = t["cpu"]
+        server = None if cpu.server_user is None or not pids else (cpu.server_user + cpu.server_system)
+        out["variants"][variant] = {
+            "ratio": ratio(t["ops"] / t["wall"], t["raw_ops"] / t["raw_wall"]),
+            "ratio_per_round": per_round[variant],
+            "wall_us_per_op": t["wall"] * 1e6 / t["ops"],
+            "client_cpu_us_per_op": (cpu.client_user + cpu.client_system) * 1e6 / t["ops"],
+            "server_cpu_us_per_op": None if server is None else server * 1e6 / t["ops"],
+            "handle": latency_summary(handle_ns[variant]),
+        }
+    plain = out["variants"]["plain"]
+    for variant in VARIANTS:
+        row = out["variants"][variant]
+        row["ratio_vs_plain"] = ratio(row["ratio"], plain["ratio"])
+        row["wall_vs_plain"] = ratio(row["wall_us_per_op"], plain["wall_us_per_op"])
+        log(
+            f"    due-time cost, {target.label}, {variant}: gateway/raw {row['ratio']:.2f}, "
+            f"{row['wall_us_per_op']:.0f} µs a call ({row['wall_vs_plain']:.3f} of plain)"
+        )
+    return out
 
 
 def run(
@@ -669,7 +747,7 @@ def run(
                     if "due" in parts:
                         result["due"].extend(measure_due(target, scale, work, receiver, log))
             if "cost" in parts:
-                result["due_cost"].extend(measure_due_cost(engine, scale, work, pg_url or "", log))
+                result["due_cost"].append(measure_due_cost(engine, scale, work, pg_url or "", log))
     finally:
         result["callback_duplicates"] = receiver.duplicates
         receiver.stop()

@@ -212,6 +212,8 @@ def _check_waiting(result: dict[str, Any], engine: str) -> None:
         assert cell["after_answer_returned"]["count"] == samples
         assert cell["wake"]["p50_ms"] > cell["after_answer_returned"]["p50_ms"]
         assert cell["wake_over_floor_p50"] > 0 and cell["wake_over_floor_p99"] > 0
+        # The floor is a round trip and a commit: every one of its messages left its reply stored.
+        assert cell["floor_replies_stored"] == cell["floor_messages"] >= 2 * samples
     assert isinstance(result["wake"][1]["goal_met"], bool)  # across processes: judged against its goal
     [callback] = result["callback"]
     assert callback["store"] == engine and isinstance(callback["goal_met"], bool)
@@ -231,11 +233,15 @@ def _check_waiting(result: dict[str, Any], engine: str) -> None:
     assert result["callback_duplicates"] == 0
     [cost] = result["due_cost"]
     assert cost["mode"] == "single" and cost["unexpected"] == []
-    assert set(cost["mean_ratio"]) == set(waiting.VARIANTS)
-    assert all(len(ratios) == SMOKE.due_cost_repeats for ratios in cost["ratios"].values())
-    assert all(value > 0 for value in cost["mean_ratio"].values())
+    assert cost["conversations_per_variant"] == SMOKE.reply_conversations * SMOKE.due_cost_repeats
+    assert set(cost["variants"]) == set(waiting.VARIANTS)
+    for row in cost["variants"].values():
+        assert row["ratio"] > 0 and row["wall_us_per_op"] > 0 and row["client_cpu_us_per_op"] >= 0
+        assert len(row["ratio_per_round"]) == cost["rounds"]
+        assert (row["server_cpu_us_per_op"] is not None) == (engine == "postgres")
+    assert cost["variants"]["plain"]["ratio_vs_plain"] == 1.0
     table = "\n".join(bench_main.render_waiting(result))
-    assert table.startswith("5. Waiting side") and "due reads" in table and "watched vs plain" in table
+    assert table.startswith("5. Waiting side") and "due reads" in table and "asks carry" in table
 
 
 def test_waiting_on_sqlite(tmp_path: Path) -> None:
