@@ -207,15 +207,16 @@ def render_waiting(w: dict[str, Any]) -> list[str]:
     if w["due_cost"]:
         lines.append("the due time's cost: benchmark 1's mix, one process, the variants in turn on one store")
         lines.append(
-            f"{'store':15} {'asks carry':10} {'gateway/raw':>11} {'vs plain':>8} {'µs a call':>9} {'vs plain':>8} "
-            f"{'client CPU µs':>13} {'server CPU µs':>13}"
+            f"{'store':15} {'asks carry':10} {'gateway/raw':>11} {'vs plain':>8} {'handle p50':>10} {'vs plain':>8} "
+            f"{'ask p50':>7} {'vs plain':>8} {'client CPU µs':>13} {'server CPU µs':>13}"
         )
         for row in w["due_cost"]:
             for variant, v in row["variants"].items():
                 server = v["server_cpu_us_per_op"]
                 lines.append(
                     f"{row['store']:15} {variant:10} {v['ratio']:11.2f} {v['ratio_vs_plain']:8.3f} "
-                    f"{v['wall_us_per_op']:9.0f} {v['wall_vs_plain']:8.3f} {v['client_cpu_us_per_op']:13.0f} "
+                    f"{v['handle']['p50_ms']:8.3f}ms {v['handle_p50_vs_plain']:8.3f} {v['ask']['p50_ms']:5.3f}ms "
+                    f"{v['ask_p50_vs_plain']:8.3f} {v['client_cpu_us_per_op']:13.0f} "
                     f"{'-' if server is None else format(server, '.0f'):>13}"
                 )
     if "skipped" in w:

@@ -237,6 +237,7 @@ def _check_waiting(result: dict[str, Any], engine: str) -> None:
     assert set(cost["variants"]) == set(waiting.VARIANTS)
     for row in cost["variants"].values():
         assert row["ratio"] > 0 and row["wall_us_per_op"] > 0 and row["client_cpu_us_per_op"] >= 0
+        assert row["handle"]["p50_ms"] > 0 and row["ask"]["p50_ms"] > 0
         assert len(row["ratio_per_round"]) == cost["rounds"]
         assert (row["server_cpu_us_per_op"] is not None) == (engine == "postgres")
     assert cost["variants"]["plain"]["ratio_vs_plain"] == 1.0
