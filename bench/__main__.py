@@ -1,7 +1,7 @@
 """``python -m bench``: run the benchmarks, print a table, write ``bench/results/latest.json``.
 
 Options: ``--scale smoke|small|full`` (default ``small``; ``full`` is the README's run:
-10,000 conversations, 1,000,000 parked asks), ``--only reply,langgraph,scale,http``,
+10,000 conversations, 1,000,000 parked asks), ``--only reply,langgraph,scale,http,waiting``,
 ``--conversations N`` (override benchmark 1's count), ``--modes single,threads,processes``,
 ``--scale-levels 10000,100000``, ``--scale-engines sqlite``, ``--no-postgres``, ``--out PATH``.
 PostgreSQL comes from ``PARKGATE_BENCH_POSTGRES_URL`` (default the local server); each
@@ -20,7 +20,7 @@ from typing import Any
 
 from bench.common import RESULTS_DIR, SCALES, machine_info, postgres_reachable, postgres_url, to_jsonable, workdir
 
-BENCHMARKS = ("reply", "langgraph", "scale", "http")
+BENCHMARKS = ("reply", "langgraph", "scale", "http", "waiting")
 
 
 def run_all(
@@ -34,7 +34,7 @@ def run_all(
     scale_engines: tuple[str, ...] = ("sqlite", "postgres"),
 ) -> dict[str, Any]:
     """Run the chosen benchmarks at ``scale_name``; the results as one JSON-ready dict."""
-    from bench import http_load, langgraph_vs, reply_path, scale
+    from bench import http_load, langgraph_vs, reply_path, scale, waiting
 
     chosen = SCALES[scale_name]
     if conversations is not None:
@@ -61,6 +61,9 @@ def run_all(
             results["http"] = http_load.run(chosen, work, pg_url, log)
         if "scale" in only:
             results["scale"] = scale.run(chosen, work, pg_url, log, scale_engines)
+        if "waiting" in only:
+            log("  waiting side: long-poll wake-ups, callbacks, due reads, the due time's cost ...")
+            results["waiting"] = waiting.run(chosen, work, pg_url, log)
     results["elapsed_s"] = time.perf_counter() - started
     return to_jsonable(results)
 
@@ -148,9 +151,77 @@ def render(results: dict[str, Any]) -> str:
                     f"{c['in_process_handle']['requests_per_s']:9.0f} {c['messages_vs_healthz']:10.2f} "
                     f"{c['messages_vs_in_process']:10.2f}"
                 )
+    waiting = results.get("waiting")
+    if waiting:
+        lines.append("")
+        lines.extend(render_waiting(waiting))
     for note in results.get("notes", []):
         lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def render_waiting(w: dict[str, Any]) -> list[str]:
+    """Benchmark 5's tables."""
+    goals = w["goals"]
+    wake_goals = goals["wake_two_processes_p99_ms"]
+    lines = [
+        f"5. Waiting side via parkgate serve --workers 1 ({w['samples']} samples a cell; ms; goals: wake across "
+        f"processes p99 <= {wake_goals['postgres']:g} PostgreSQL, <= {wake_goals['sqlite']:g} SQLite)",
+        f"{'store':9} {'long-poll on':14} {'wake p50':>8} {'p99':>7} {'after POST':>10} {'p99':>7} "
+        f"{'answer POST':>11} {'p99':>7} {'floor p50':>9} {'p99':>7} {'wake/floor p50':>14} {'p99':>5} goal",
+    ]
+    for c in w["wake"]:
+        wake, post, floor, after = c["wake"], c["answer_post"], c["floor"], c["after_answer_returned"]
+        goal = "" if "goal_met" not in c else ("met" if c["goal_met"] else f"NOT met (<= {c['goal_p99_ms']:g})")
+        lines.append(
+            f"{c['store']:9} {c['topology']:14} {wake['p50_ms']:8.2f} {wake['p99_ms']:7.2f} "
+            f"{after['p50_ms']:10.2f} {after['p99_ms']:7.2f} {post['p50_ms']:11.2f} {post['p99_ms']:7.2f} "
+            f"{floor['p50_ms']:9.2f} {floor['p99_ms']:7.2f} {c['wake_over_floor_p50']:14.2f} "
+            f"{c['wake_over_floor_p99']:5.2f} {goal}"
+        )
+    lines.append(f"callback received (ms; goal p99 <= {goals['callback_p99_ms']:g} after the commit)")
+    lines.append(
+        f"{'store':9} {'after POST returned p50':>23} {'p99':>7} {'after POST sent p50':>19} {'p99':>7} "
+        f"{'floor p50':>9} {'p99':>7} goal"
+    )
+    for c in w["callback"]:
+        returned, sent, floor = c["after_post_returned"], c["after_post_sent"], c["floor"]
+        lines.append(
+            f"{c['store']:9} {returned['p50_ms']:23.2f} {returned['p99_ms']:7.2f} {sent['p50_ms']:19.2f} "
+            f"{sent['p99_ms']:7.2f} {floor['p50_ms']:9.2f} {floor['p99_ms']:7.2f} "
+            f"{'met' if c['goal_met'] else 'NOT met'}"
+        )
+    lines.append(f"due reads: TTL passing -> callback received (s; goal p99 <= {goals['due_lateness_p99_s']:g})")
+    lines.append(
+        f"{'store':9} {'parked':16} {'servers':>7} {'asks':>5} {'due within':>10} {'lateness p50':>12} {'p99':>6} "
+        f"{'max':>6} {'read p99':>8} {'callbacks/s':>11} goal"
+    )
+    for row in w["due"]:
+        for r in row["rounds"]:
+            late = r["lateness"]
+            lines.append(
+                f"{row['store']:9} {r['parking']:16} {row['servers']:7} {r['callbacks']:5} {r['due_within_s']:9.2f}s "
+                f"{late['p50_s']:12.3f} {late['p99_s']:6.3f} {late['max_s']:6.3f} {r['due_read_delay']['p99_s']:8.3f} "
+                f"{r['callbacks_per_s']:11.0f} {'met' if row['goal_met'] else 'NOT met'}"
+            )
+    if w["due_cost"]:
+        lines.append("the due time's cost: benchmark 1's mix, one process, the variants in turn on one store")
+        lines.append(
+            f"{'store':15} {'asks carry':10} {'gateway/raw':>11} {'vs plain':>8} {'handle p50':>10} {'vs plain':>8} "
+            f"{'ask p50':>7} {'vs plain':>8} {'client CPU µs':>13} {'server CPU µs':>13}"
+        )
+        for row in w["due_cost"]:
+            for variant, v in row["variants"].items():
+                server = v["server_cpu_us_per_op"]
+                lines.append(
+                    f"{row['store']:15} {variant:10} {v['ratio']:11.2f} {v['ratio_vs_plain']:8.3f} "
+                    f"{v['handle']['p50_ms']:8.3f}ms {v['handle_p50_vs_plain']:8.3f} {v['ask']['p50_ms']:5.3f}ms "
+                    f"{v['ask_p50_vs_plain']:8.3f} {v['client_cpu_us_per_op']:13.0f} "
+                    f"{'-' if server is None else format(server, '.0f'):>13}"
+                )
+    if "skipped" in w:
+        lines.append(f"note: {w['skipped']}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,6 +46,14 @@ class Scale:
     http_seconds: float
     http_concurrency: int
     workers: int = 4
+    #: Benchmark 5: samples per wake-up, floor and callback cell; asks falling due at once
+    #: (parked in a short window with one TTL), per round; the due-time cost's repeats of
+    #: each variant (benchmark 1's mix at ``reply_conversations``).
+    waiting_samples: int = 200
+    due_asks: int = 1_000
+    due_ttl_seconds: float = 4.0
+    due_rounds: int = 1
+    due_cost_repeats: int = 2
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -62,6 +70,10 @@ SCALES: dict[str, Scale] = {
         http_seconds=20.0,
         http_concurrency=4,
         workers=2,
+        waiting_samples=4,
+        due_asks=12,
+        due_ttl_seconds=1.0,
+        due_cost_repeats=1,
     ),
     "small": Scale(
         name="small",
@@ -86,6 +98,9 @@ SCALES: dict[str, Scale] = {
         http_requests=20_000,
         http_seconds=60.0,
         http_concurrency=32,
+        waiting_samples=1_000,
+        due_ttl_seconds=5.0,
+        due_rounds=2,
     ),
 }
 

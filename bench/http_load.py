@@ -63,10 +63,13 @@ def schema_url(url: str, schema: str) -> str:
     return f"{url}{joiner}options={quote(f'-csearch_path={schema}')}"
 
 
-def start_server(db_url: str, schema: str, workers: int, port: int, log_path: Path) -> subprocess.Popen[bytes]:
-    """``parkgate serve`` as a child process (its output to ``log_path``)."""
-    env = {**os.environ, "PARKGATE_PG_SCHEMA": schema}
-    env.pop("PARKGATE_TOKEN", None)
+def start_server(
+    db_url: str, schema: str | None, workers: int, port: int, log_path: Path
+) -> subprocess.Popen[bytes]:
+    """``parkgate serve`` as a child process (its output to ``log_path``); ``schema``: PostgreSQL's."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PARKGATE_")}
+    if schema:
+        env["PARKGATE_PG_SCHEMA"] = schema
     command = [
         sys.executable,
         "-m",

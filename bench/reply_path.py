@@ -49,6 +49,15 @@ INPUTS = {
     "text": ("", "   ", "/menu", "Alice logs in; the server checks her token and answers."),
 }
 MODES = ("single", "threads", "processes")
+#: What the mix's asks carry besides the question. ``plain`` asks keep no due time;
+#: ``watched`` ones do (every miss moves it, through migration 5's trigger); ``callback``
+#: ones do too, and each close also queues a callback in the outbox (nothing sends it here:
+#: the URL is never called).
+ASK_VARIANTS: dict[str, dict[str, Any]] = {
+    "plain": {},
+    "watched": {"watched": True},
+    "callback": {"callback_url": "http://127.0.0.1:9/parkgate-bench-never-called"},
+}
 #: SQLite durabilities measured: the store's default (``full``) and the faster ``normal``.
 SQLITE_SYNC = ("full", "normal")
 
@@ -71,6 +80,7 @@ class Plan:
     rounds: tuple[tuple[int, ...], ...]
     raw_ids: tuple[str, ...]
     message_ids: bool = True
+    variant: str = "plain"
 
 
 def _raw_loop(target: StoreTarget, store: Any) -> Callable[[Sequence[str], list[int]], None]:
@@ -143,16 +153,21 @@ def _gateway_ops(
     ask_ns: list[int],
     kinds: Counter[str],
     wrong: list[str],
+    variant: str = "plain",
 ) -> int:
-    """Run ``calls`` (see :func:`script`) through ``gateway``; return how many ran."""
+    """Run ``calls`` (see :func:`script`) through ``gateway``; return how many ran.
+
+    ``variant`` names what every ask carries (:data:`ASK_VARIANTS`).
+    """
     clock = time.perf_counter_ns
+    extra = ASK_VARIANTS[variant]
     for conversation, step, text, message_id, flavour in calls:
         began = clock()
         if text is None:
             if flavour == "text":
-                reply = gateway.ask(conversation, TEXT_PROMPT, kind="text")
+                reply = gateway.ask(conversation, TEXT_PROMPT, kind="text", **extra)
             else:
-                reply = gateway.ask(conversation, CHOICE_PROMPT, OPTIONS)
+                reply = gateway.ask(conversation, CHOICE_PROMPT, OPTIONS, **extra)
             ask_ns.append(clock() - began)
         else:
             reply = gateway.handle(conversation, text, message_id)
@@ -236,7 +251,7 @@ def run_worker(target: StoreTarget, plan: Plan, barrier: Any, gateway: Any | Non
             calls_of_round = script(indices, plan.message_ids)
             barrier.wait()
             t2 = time.perf_counter()
-            calls = _gateway_ops(gw, calls_of_round, handle_ns, ask_ns, kinds, wrong)
+            calls = _gateway_ops(gw, calls_of_round, handle_ns, ask_ns, kinds, wrong, plan.variant)
             t3 = time.perf_counter()
             phases.append({"round": number, "side": "gateway", "start": t2, "end": t3, "ops": calls})
     finally:
@@ -262,12 +277,14 @@ def _process_main(target: StoreTarget, plan: Plan, barrier: Any, queue: Any) -> 
         raise
 
 
-def _plans(conversations: int, rounds: int, workers: int, raw_ids: Sequence[Sequence[str]]) -> list[Plan]:
+def _plans(
+    conversations: int, rounds: int, workers: int, raw_ids: Sequence[Sequence[str]], variant: str = "plain"
+) -> list[Plan]:
     plans = []
     for w in range(workers):
         mine = list(range(w, conversations, workers))
         per_round = tuple(tuple(mine[r::rounds]) for r in range(rounds))
-        plans.append(Plan(w, per_round, tuple(raw_ids[w])))
+        plans.append(Plan(w, per_round, tuple(raw_ids[w]), variant=variant))
     return plans
 
 
@@ -324,15 +341,23 @@ def _park_raw_targets(gateway: Any, workers: int) -> list[list[str]]:
     return ids
 
 
-def run_cell(target: StoreTarget, mode: str, conversations: int, rounds: int, workers: int) -> dict[str, Any]:
-    """Measure one (store, concurrency) cell; return throughputs, latencies and the ratio."""
+def run_cell(
+    target: StoreTarget, mode: str, conversations: int, rounds: int, workers: int, variant: str = "plain"
+) -> dict[str, Any]:
+    """Measure one (store, concurrency) cell; return throughputs, latencies and the ratio.
+
+    ``variant`` names what the mix's asks carry (:data:`ASK_VARIANTS`); the raw side is
+    the same in every variant.
+    """
     from parkgate import Gateway
 
+    if variant not in ASK_VARIANTS:
+        raise ValueError(f"variant must be one of {', '.join(ASK_VARIANTS)}, not {variant!r}")
     n = 1 if mode == "single" else workers
     gateway = Gateway(store=target.open())
     try:
         raw_ids = _park_raw_targets(gateway, n)
-        plans = _plans(conversations, rounds, n, raw_ids)
+        plans = _plans(conversations, rounds, n, raw_ids, variant)
         if mode == "processes":
             ctx = multiprocessing.get_context("spawn")
             barrier: Any = ctx.Barrier(n, timeout=600)
@@ -367,7 +392,7 @@ def run_cell(target: StoreTarget, mode: str, conversations: int, rounds: int, wo
     failed = [r["error"] for r in results if "error" in r]
     if failed:
         raise RuntimeError(f"a worker failed: {failed[0]}")
-    return summarise(results, mode, n, target.label)
+    return {**summarise(results, mode, n, target.label), "variant": variant}
 
 
 def summarise(results: list[dict[str, Any]], mode: str, workers: int, engine: str) -> dict[str, Any]:

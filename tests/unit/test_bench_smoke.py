@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:  # `bench` lives at the repository root, beside sr
     sys.path.insert(0, str(ROOT))
 
 from bench import __main__ as bench_main  # noqa: E402
-from bench import http_load, langgraph_vs, reply_path, scale  # noqa: E402
+from bench import http_load, langgraph_vs, reply_path, scale, waiting  # noqa: E402
 from bench.common import MAX_WARM_UP_BATCHES, SCALES, StoreTarget, drop_schema, new_schema  # noqa: E402
 
 SMOKE = SCALES["smoke"]
@@ -196,6 +196,69 @@ def test_http_through_parkgate_serve(pg_url: str, tmp_path: Path, generator: str
     assert 0 < messages["wall_s"] <= tiny.http_seconds + 2
     assert result["healthz"]["statuses"] == {"200": result["healthz"]["requests"]}
     assert result["messages_vs_healthz"] > 0 and result["messages_vs_in_process"] > 0
+
+
+def _check_waiting(result: dict[str, Any], engine: str) -> None:
+    samples, asks = SMOKE.waiting_samples, SMOKE.due_asks
+    assert [(c["store"], c["topology"]) for c in result["wake"]] == [
+        (engine, "one process"),
+        (engine, "two processes"),
+    ]
+    for cell in result["wake"]:
+        for figure in ("wake", "answer_post", "floor"):
+            assert cell[figure]["count"] == samples
+            assert cell[figure]["p99_ms"] >= cell[figure]["p50_ms"] > 0
+        # The long-poll's answer comes after the answering POST was sent (it may beat its response).
+        assert cell["after_answer_returned"]["count"] == samples
+        assert cell["wake"]["p50_ms"] > cell["after_answer_returned"]["p50_ms"]
+        assert cell["wake_over_floor_p50"] > 0 and cell["wake_over_floor_p99"] > 0
+        # The floor is a round trip and a commit: every one of its messages left its reply stored.
+        assert cell["floor_replies_stored"] == cell["floor_messages"] >= 2 * samples
+    assert isinstance(result["wake"][1]["goal_met"], bool)  # across processes: judged against its goal
+    [callback] = result["callback"]
+    assert callback["store"] == engine and isinstance(callback["goal_met"], bool)
+    for figure in ("answer_post", "after_post_returned", "after_post_sent", "floor"):
+        assert callback[figure]["count"] == samples
+    assert callback["after_post_sent"]["p50_ms"] > 0
+    assert [(row["parking"], row["servers"]) for row in result["due"]] == list(waiting.DUE_CELLS)
+    for row in result["due"]:
+        assert isinstance(row["goal_met"], bool)
+        for r in row["rounds"]:
+            # Every ask expired and sent its callback once, and none before its due time.
+            assert r["callbacks"] == r["asks"] == asks
+            assert r["statuses"] == {"expired": asks}
+            assert r["lateness"]["min_s"] > 0 and r["due_read_delay"]["min_s"] > 0
+            assert r["lateness"]["p99_s"] >= r["lateness"]["p50_s"]
+            assert r["callbacks_per_s"] > 0 and r["parked_within_s"] > 0
+    assert result["callback_duplicates"] == 0
+    [cost] = result["due_cost"]
+    assert cost["mode"] == "single" and cost["unexpected"] == []
+    assert cost["conversations_per_variant"] == SMOKE.reply_conversations * SMOKE.due_cost_repeats
+    assert set(cost["variants"]) == set(waiting.VARIANTS)
+    for row in cost["variants"].values():
+        assert row["ratio"] > 0 and row["wall_us_per_op"] > 0 and row["client_cpu_us_per_op"] >= 0
+        assert row["handle"]["p50_ms"] > 0 and row["ask"]["p50_ms"] > 0
+        assert len(row["ratio_per_round"]) == cost["rounds"]
+        assert (row["server_cpu_us_per_op"] is not None) == (engine == "postgres")
+    assert cost["variants"]["plain"]["ratio_vs_plain"] == 1.0
+    table = "\n".join(bench_main.render_waiting(result))
+    assert table.startswith("5. Waiting side") and "due reads" in table and "asks carry" in table
+
+
+def test_waiting_on_sqlite(tmp_path: Path) -> None:
+    result = waiting.run(SMOKE, tmp_path, None, log=lambda _: None, engines=("sqlite",))
+    _check_waiting(result, "sqlite")
+
+
+@pytest.mark.postgres
+def test_waiting_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    result = waiting.run(SMOKE, tmp_path, pg_url, log=lambda _: None, engines=("postgres",))
+    _check_waiting(result, "postgres")
+
+
+def test_waiting_without_postgres_says_so(tmp_path: Path) -> None:
+    result = waiting.run(SMOKE, tmp_path, None, log=lambda _: None, engines=("postgres",), parts=("cost",))
+    assert result["skipped"].startswith("PostgreSQL is not reachable") and result["due_cost"] == []
 
 
 def test_python_m_bench_writes_json_and_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
