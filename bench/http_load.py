@@ -70,6 +70,7 @@ def start_server(
     env = {key: value for key, value in os.environ.items() if not key.startswith("PARKGATE_")}
     if schema:
         env["PARKGATE_PG_SCHEMA"] = schema
+    env["PARKGATE_CALLBACK_ALLOW"] = "127.0.0.1"  # the benchmarks' callback receivers listen on loopback
     command = [
         sys.executable,
         "-m",

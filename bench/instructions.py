@@ -1,6 +1,6 @@
 """Client instructions per message, counted by valgrind: benchmark 1's two sides, repeatably.
 
-``python -m bench.instructions [--store postgres|sqlite] [--small N] [--large M]``
+``python -m bench.instructions [--store postgres|sqlite] [--small N] [--large M] [--variant watched]``
 
 Throughput on a shared 2-core machine moves by 10-20% between runs; an instruction
 count does not (the same total twice, whatever else the machine is doing). So a change
@@ -14,6 +14,8 @@ imports and schema set-up cancel out:
 
 The ratio printed is raw / gateway: the share of the gateway's client work that the
 cheapest durable write alone would cost (1.0 would mean the gateway adds nothing).
+``--variant`` gives every ask of the mix a due time (``watched``) or a callback
+(``callback``; see ``bench.reply_path.ASK_VARIANTS``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import postgres_url
-from bench.reply_path import checked_ops, cycled, fresh_gateway, script, warmed_raw_loop
+from bench.reply_path import ASK_VARIANTS, checked_ops, cycled, fresh_gateway, script, warmed_raw_loop
 
 SIDES = ("gateway", "raw")
 MESSAGES_PER_CONVERSATION = 5  # the mix's park, two bounces, menu, select (or cancel/answer)
@@ -37,18 +39,18 @@ WARM_UP_CONVERSATIONS = 100
 _COLLECTED = re.compile(r"Collected : (\d+)")
 
 
-def run_side(side: str, engine: str, conversations: int, pg_url: str) -> None:
+def run_side(side: str, engine: str, conversations: int, pg_url: str, variant: str = "plain") -> None:
     """The child's work: ``conversations`` scripts (or as many raw UPDATEs) on a fresh store."""
     with fresh_gateway(engine, pg_url, "instructions") as (target, gateway):
         if side == "gateway":
-            checked_ops(gateway, script(range(10**6, 10**6 + WARM_UP_CONVERSATIONS)))
-            checked_ops(gateway, script(range(conversations)))
+            checked_ops(gateway, script(range(10**6, 10**6 + WARM_UP_CONVERSATIONS)), variant)
+            checked_ops(gateway, script(range(conversations)), variant)
         else:
             raw, ids = warmed_raw_loop(target, gateway, WARM_UP_CONVERSATIONS)
             raw(cycled(ids, conversations * MESSAGES_PER_CONVERSATION), [])
 
 
-def count(side: str, engine: str, conversations: int, pg_url: str) -> int:
+def count(side: str, engine: str, conversations: int, pg_url: str, variant: str = "plain") -> int:
     """Instructions of one child process running ``side`` for ``conversations``."""
     command = [
         "valgrind",
@@ -63,6 +65,8 @@ def count(side: str, engine: str, conversations: int, pg_url: str) -> int:
         engine,
         "--small",
         str(conversations),
+        "--variant",
+        variant,
     ]
     done = subprocess.run(
         command,
@@ -82,7 +86,7 @@ def _child_env(pg_url: str) -> dict[str, str]:
     return {**os.environ, "PARKGATE_BENCH_POSTGRES_URL": pg_url}
 
 
-def measure(engine: str, small: int, large: int, pg_url: str) -> dict[str, Any]:
+def measure(engine: str, small: int, large: int, pg_url: str, variant: str = "plain") -> dict[str, Any]:
     """Instructions per message on each side, and their ratio (raw / gateway)."""
     if shutil.which("valgrind") is None:
         raise RuntimeError("valgrind is not installed (Debian's package: valgrind)")
@@ -90,10 +94,12 @@ def measure(engine: str, small: int, large: int, pg_url: str) -> dict[str, Any]:
         raise ValueError("--large must be more conversations than --small")
     messages = (large - small) * MESSAGES_PER_CONVERSATION
     per_message = {
-        side: (count(side, engine, large, pg_url) - count(side, engine, small, pg_url)) / messages for side in SIDES
+        side: (count(side, engine, large, pg_url, variant) - count(side, engine, small, pg_url, variant)) / messages
+        for side in SIDES
     }
     return {
         "store": engine,
+        "variant": variant,
         "conversations": [small, large],
         "instructions_per_message": per_message,
         "raw_over_gateway": per_message["raw"] / per_message["gateway"],
@@ -106,14 +112,18 @@ def main() -> None:
     parser.add_argument("--store", choices=["postgres", "sqlite"], default="postgres")
     parser.add_argument("--small", type=int, default=100, help="conversations in the first run of each side")
     parser.add_argument("--large", type=int, default=400, help="conversations in the second run of each side")
+    parser.add_argument("--variant", choices=sorted(ASK_VARIANTS), default="plain", help="what every ask carries")
     parser.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        run_side(args.child, args.store, args.small, postgres_url())
+        run_side(args.child, args.store, args.small, postgres_url(), args.variant)
         return
-    result = measure(args.store, args.small, args.large, postgres_url())
+    result = measure(args.store, args.small, args.large, postgres_url(), args.variant)
     per = result["instructions_per_message"]
-    print(f"client instructions per message on {args.store} ({args.small} -> {args.large} conversations):")
+    print(
+        f"client instructions per message on {args.store}, {args.variant} asks "
+        f"({args.small} -> {args.large} conversations):"
+    )
     print(f"  gateway {per['gateway']:>10,.0f}")
     print(f"  raw     {per['raw']:>10,.0f}")
     print(f"  raw / gateway {result['raw_over_gateway']:.2f}")

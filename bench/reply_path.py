@@ -179,10 +179,13 @@ def _gateway_ops(
     return len(calls)
 
 
-def checked_ops(gateway: Any, calls: Sequence[Call]) -> None:
-    """Run ``calls`` untimed (the profiler's and the instruction counter's mix); a wrong kind raises."""
+def checked_ops(gateway: Any, calls: Sequence[Call], variant: str = "plain") -> None:
+    """Run ``calls`` untimed (the profiler's and the instruction counter's mix); a wrong kind raises.
+
+    ``variant`` names what every ask carries (:data:`ASK_VARIANTS`).
+    """
     wrong: list[str] = []
-    _gateway_ops(gateway, calls, [], [], Counter(), wrong)
+    _gateway_ops(gateway, calls, [], [], Counter(), wrong, variant)
     if wrong:
         raise SystemExit(f"unexpected reply kinds: {wrong}")
 

@@ -291,7 +291,7 @@ def test_instructions_per_message_is_the_difference_of_two_runs(monkeypatch: pyt
     monkeypatch.setattr(
         instructions,
         "count",
-        lambda side, engine, conversations, url: 1_000 + cost[side] * conversations * 5,
+        lambda side, engine, conversations, url, variant: 1_000 + cost[side] * conversations * 5,
     )
     result = instructions.measure("sqlite", 10, 30, "postgresql://unused")
     assert result["instructions_per_message"] == {"gateway": 300, "raw": 60}
