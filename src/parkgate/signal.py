@@ -92,7 +92,10 @@ class Waiter:
         """Await up to ``timeout`` seconds; whether the signal came."""
         assert self._async is not None, "made for threads: pass a loop"
         try:
-            await asyncio.wait_for(self._async.wait(), max(0.0, timeout))
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel
+            # that lands as the event is set.
+            async with asyncio.timeout(max(0.0, timeout)):
+                await self._async.wait()
         except TimeoutError:
             return False
         return True

@@ -88,7 +88,12 @@ def test_a_parkgate_deliver_process_sends_what_a_library_gateway_queued(
         assert statuses(receiver) == {"answered": "answered", "expiring": "expired"}
     finally:
         process.terminate()
-        process.wait(60)  # bounded: a busy machine is slow to wind down
+        try:
+            process.wait(60)  # bounded: a busy machine is slow to wind down
+        finally:
+            if process.poll() is None:
+                process.kill()  # never left running, whatever the test found
+                process.wait(10)
     text = log.read_text()
     assert "parkgate delivering callbacks and due reads" in text
     assert '"event": "ask_expired"' in text  # the due read was the deliver process's

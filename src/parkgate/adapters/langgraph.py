@@ -533,8 +533,9 @@ class ParkgateInterrupts:
                     await self.afollow_up(graph, config=config)
                 except Exception:
                     log.exception("following up closed asks of graph %r failed", _graph_name(graph))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), FALLBACK_READ_SECONDS)
+                with contextlib.suppress(TimeoutError):  # asyncio.timeout: 3.11's wait_for can swallow a cancel
+                    async with asyncio.timeout(FALLBACK_READ_SECONDS):
+                        await wake.wait()
         finally:
             remove()
 

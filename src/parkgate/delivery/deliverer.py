@@ -96,8 +96,11 @@ class Deliverer:
                     log.warning("delivery pass failed: %s", error)
                     pause = ERROR_PAUSE_SECONDS
                 pause = min(pause, max(0.0, next_beat - loop.time()))
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel
+                # that lands as the event is set, and the deliverer would never stop.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), pause)
+                    async with asyncio.timeout(pause):
+                        await wake.wait()
         finally:
             remove()
             self.gateway.delivering = False
