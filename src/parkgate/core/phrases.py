@@ -33,8 +33,26 @@ class AskStatus(StrEnum):
 
 
 class AskKind(StrEnum):
+    """What an ask takes: one of its numbered options, or free text."""
+
     CHOICE = "choice"
     TEXT = "text"
+
+
+class RunStatus(StrEnum):
+    """Life cycle of one run: ``running`` until it ends, then ``complete`` for good."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+
+
+class RunOutcome(StrEnum):
+    """How the gateway itself ends a run. A caller's ``finish_run`` may record any other id."""
+
+    DONE = "done"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+    REPLACED = "replaced"
 
 
 # Control words, in the order the escalated lines name them. Matched as sets of
