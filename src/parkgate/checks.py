@@ -60,8 +60,9 @@ def _check_unicode(value: str, what: str) -> None:
         raise InputError(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
 
 
-def check_message(text: object, *, limit: int = MAX_MESSAGE_CHARS, what: str = "message") -> str:
-    """The message as text, or :class:`InputError` naming why it is not usable."""
+def check_inbound_text(text: object, *, limit: int = MAX_MESSAGE_CHARS, what: str = "message") -> str:
+    """Text as it arrives from a person or a skill (a string, or UTF-8 bytes, decoded), or
+    :class:`InputError` naming why it is not usable."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
@@ -75,6 +76,10 @@ def check_message(text: object, *, limit: int = MAX_MESSAGE_CHARS, what: str = "
         raise InputError(f"{what} is {len(text)} characters; the limit is {limit}")
     _check_unicode(text, what)
     return text
+
+
+#: The former name of :func:`check_inbound_text`, kept so that existing imports work.
+check_message = check_inbound_text
 
 
 def check_optional_id(value: object, what: str) -> str | None:
@@ -112,12 +117,12 @@ def check_duration(value: object, what: str) -> timedelta:
     return duration
 
 
-def check_text(value: object, what: str, *, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """A string (not bytes) that :func:`check_message` accepts."""
+def check_string(value: object, what: str, *, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """A string argument that is stored as given (not bytes), that :func:`check_inbound_text` accepts."""
     # Text only: bytes are not decoded here, since what is stored must be what was given.
     if not isinstance(value, str):
         raise InputError(f"{what} must be a string, not {type(value).__name__}")
-    return check_message(value, limit=limit, what=what)
+    return check_inbound_text(value, limit=limit, what=what)
 
 
 def wait_seconds(timeout: object) -> float:
@@ -141,7 +146,7 @@ def check_default(spec: stopping_point.AskSpec, default: object) -> str | None:
     """The default to store: as given for a text ask, the option's own label for a choice."""
     if default is None:
         return None
-    text = check_text(default, "default")
+    text = check_string(default, "default")
     if not text.strip():
         raise InputError("default is empty")
     if spec.kind is AskKind.TEXT:
@@ -212,5 +217,5 @@ def check_park_args(
     ask_ttl = None if ttl is None else check_duration(ttl, "ttl")
     check_flag(replace, "replace")
     if callback_url is not None:
-        parse_callback_url(check_text(callback_url, "callback_url", limit=2048))
+        parse_callback_url(check_string(callback_url, "callback_url", limit=2048))
     return checked_run, ask_ttl

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 
 def _public_methods(cls: type) -> list[str]:
-    return sorted(name for name, value in vars(cls).items() if not name.startswith("_") and callable(value))
+    members = {name: value for base in reversed(cls.__mro__[:-1]) for name, value in vars(base).items()}
+    return sorted(name for name, value in members.items() if not name.startswith("_") and callable(value))
 
 
 def test_every_public_gateway_call_is_an_async_call_with_the_same_signature() -> None:

@@ -24,7 +24,8 @@ from psycopg import sql as pgsql
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind, AskStatus
 from parkgate.store import Run, Store
-from parkgate.store.postgres import _CLAIM, _STEP, DIALECT, PostgresStore
+from parkgate.store.pg_transaction import _CLAIM, _STEP
+from parkgate.store.postgres import DIALECT, PostgresStore
 from parkgate.store.sql import Dialect, SqlTransaction
 
 if TYPE_CHECKING:
@@ -251,7 +252,7 @@ def test_sqlite_checked_writes_find_the_ask_by_its_key(store_url_factory: StoreU
     never a scan of the partial index their ``status = 'open'`` would also allow."""
     import sqlite3
 
-    from parkgate.store import sqlite
+    from parkgate.store import sqlite_transaction as sqlite
 
     location = store_url_factory("sqlite")
     store = location.open()

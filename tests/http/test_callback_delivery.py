@@ -189,7 +189,7 @@ async def _make_due(gateway: Gateway, ask_id: str) -> None:
     with gateway.store.transaction() as tx:
         tx._exec(  # type: ignore[attr-defined]
             "UPDATE outbox SET next_attempt_at = ? WHERE ask_id = ?",
-            (tx._d.encode_time(datetime.now(UTC) - timedelta(seconds=1)), ask_id),  # type: ignore[attr-defined]
+            (tx._dialect.encode_time(datetime.now(UTC) - timedelta(seconds=1)), ask_id),  # type: ignore[attr-defined]
         )
 
 

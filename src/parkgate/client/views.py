@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from parkgate.core.expect import Expect
-from parkgate.core.phrases import AskKind, AskStatus
+from parkgate.core.phrases import AskKind, AskStatus, RunStatus
 from parkgate.store import Run
 from parkgate.store.base import CallbackState, CallbackStatus
 
@@ -115,7 +115,7 @@ def run_from_dict(data: Mapping[str, Any]) -> Run:
         id=_text(data["run_id"]),
         conversation_id=_text(data["conversation_id"]),
         workflow=data.get("workflow"),
-        status=_text(data["status"]),
+        status=RunStatus(_text(data["status"])),
         outcome=data.get("outcome"),
         context=dict(data["answers"]),
         pending_ask_id=data.get("pending_ask_id"),

@@ -76,6 +76,15 @@ def expire(ask: Ask, now: datetime) -> Step:
     return Step(ReplyKind.PASS, P.PHRASES[ReplyKind.PASS], closed, expired=True)
 
 
+def on_read(ask: Ask, now: datetime) -> Step | None:
+    """Expiry on read, decided in one place: the expiry of an ask a read at ``now`` finds
+    open past its TTL (see :func:`expire`), or ``None`` when the ask stands as it is.
+
+    Every read of an ask enforces the clock this way; there is no sweeper.
+    """
+    return expire(ask, now) if ask.is_expired(now) else None
+
+
 def _index_of(ask: Ask, answer: str | None) -> int | None:
     if answer is None or ask.kind is AskKind.TEXT:
         return None

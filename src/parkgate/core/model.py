@@ -10,11 +10,12 @@ from typing import Any
 
 from parkgate.core.expect import Expect
 
-# AskKind and AskStatus are re-exported: they are stored values, and the store takes
-# them from the data model it persists, never from the phrases module.
+# AskKind, AskStatus and RunStatus are re-exported: they are stored values, and the
+# store takes them from the data model it persists, never from the phrases module.
 from parkgate.core.phrases import AskKind as AskKind
 from parkgate.core.phrases import AskStatus as AskStatus
 from parkgate.core.phrases import ReplyKind
+from parkgate.core.phrases import RunStatus as RunStatus
 
 #: How many distinct menus the per-menu memos keep (the label index, the rendered
 #: question, the options' JSON): enough for the menus in use at once, and bounded so

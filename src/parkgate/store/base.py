@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parkgate.core.errors import ParkgateError
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, RunStatus
 from parkgate.signal import CloseSignal, Watcher
+
+if TYPE_CHECKING:
+    from parkgate.store.writes import Writes
 
 
 class StoreError(ParkgateError):
@@ -67,10 +70,12 @@ class StoreConflict(StoreError):
 
 @dataclass(frozen=True, slots=True)
 class Run:
+    """One run: the asks parked under one id, a workflow's answers, and how it ended."""
+
     id: str
     conversation_id: str
     workflow: str | None
-    status: str  # running | complete
+    status: RunStatus
     outcome: str | None
     context: dict[str, Any]
     pending_ask_id: str | None
@@ -156,38 +161,19 @@ class Transaction(ABC):
         """Any ask by id (open or closed), locked for this transaction."""
 
     @abstractmethod
-    def insert_ask(self, ask: Ask) -> None: ...
-
-    @abstractmethod
-    def save_ask(self, ask: Ask) -> None:
-        """Write the mutable fields of ``ask`` (status, answer, counters, stamps)."""
-
-    @abstractmethod
     def run(self, run_id: str) -> Run | None: ...
 
     @abstractmethod
-    def save_run(self, run: Run) -> None:
-        """Insert or update ``run``."""
+    def write(self, writes: Writes) -> None:
+        """Apply everything this unit of work writes, in the engine's fastest form.
 
-    @abstractmethod
-    def set_run_state(
-        self, run_id: str, status: str, outcome: str | None, pending_ask_id: str | None, now: datetime
-    ) -> None:
-        """Update a run's status, outcome and pending ask without reading it first.
-
-        For a run whose other fields do not change (a plain ask's run); an unknown id
-        changes nothing.
+        A store that answered a read from memory may hold the writes back until the
+        commit, and then checks that memory with them (see :mod:`parkgate.store.recent`).
         """
 
     @abstractmethod
     def reply_for(self, conversation_id: str, message_id: str) -> str | None:
         """The stored reply (JSON) of a message seen before, else ``None``."""
-
-    @abstractmethod
-    def remember_reply(self, conversation_id: str, message_id: str, reply: str, now: datetime) -> None: ...
-
-    @abstractmethod
-    def enqueue_callback(self, ask_id: str, url: str, payload: str, now: datetime) -> None: ...
 
     @abstractmethod
     def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int) -> list[Callback]:
@@ -247,10 +233,6 @@ class Transaction(ABC):
     @abstractmethod
     def next_due(self) -> datetime | None:
         """The earliest due time among open asks something waits on (``None``: none)."""
-
-    @abstractmethod
-    def insert_follow_up(self, ask_id: str) -> None:
-        """Note that a waiter follows ``ask_id`` up once it closes (written with the ask)."""
 
     @abstractmethod
     def closed_follow_ups(self, now: datetime, limit: int) -> list[Ask]:
@@ -340,3 +322,34 @@ def iter_migrations(engine: str) -> Iterator[tuple[int, str]]:
         if name.endswith(f".{engine}.sql"):
             found.append((int(name.split("_", 1)[0]), entry.read_text(encoding="utf-8")))
     yield from sorted(found)
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationTable:
+    """How an engine keeps the versions applied: its table, and the statement that records one."""
+
+    engine: str
+    create: str
+    record: str
+
+
+def apply_migrations(
+    query: Callable[[str, tuple[Any, ...]], Iterable[Sequence[Any]]],
+    run_script: Callable[[str], object],
+    table: MigrationTable,
+) -> list[int]:
+    """Apply the migrations not recorded yet, in order; return their versions.
+
+    The caller holds the engine's migration lock and transaction: ``query`` runs one
+    statement, ``run_script`` one migration file.
+    """
+    query(table.create, ())
+    done = {row[0] for row in query("SELECT version FROM schema_migrations", ())}
+    applied: list[int] = []
+    for version, script in iter_migrations(table.engine):
+        if version in done:
+            continue
+        run_script(script)
+        query(table.record, (version,))
+        applied.append(version)
+    return applied

@@ -14,18 +14,15 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from parkgate.core import expect as expected_form
-from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus
+from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus, RunStatus
 from parkgate.store.base import (
     AskGauges,
-    Callback,
-    CallbackState,
     CallbackStatus,
     Run,
-    StoreConflict,
-    StoreError,
     Transaction,
 )
-from parkgate.store.recent import STALE, Marker, RecentOpenAsks
+from parkgate.store.outbox_sql import OutboxSql
+from parkgate.store.writes import NewAsk, QueuedCallback, RunChange, StoredReply, Writes
 
 ASK_COLUMNS = (
     "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
@@ -103,6 +100,7 @@ _rewritten: dict[str, str] = {}
 #: Stored value -> enum member, by dict lookup (an Enum call costs more, on every row read).
 _KINDS: dict[str, AskKind] = {member.value: member for member in AskKind}
 _STATUSES: dict[str, AskStatus] = {member.value: member for member in AskStatus}
+_RUN_STATUSES: dict[str, RunStatus] = {member.value: member for member in RunStatus}
 
 
 # Options never change after an ask is parked, and the same few menus are parked over
@@ -122,21 +120,122 @@ def _decode_context(raw: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"value": value}
 
 
-class SqlTransaction(Transaction):
+#: A statement and its parameters.
+Statement = tuple[str, tuple[Any, ...]]
+
+
+def mutable_fields(ask: Ask, dialect: Dialect) -> tuple[Any, ...]:
+    """The values of :data:`MUTABLE_ASK_SET` for ``ask``, in its order."""
+    encode = dialect.encode_time
+    return (
+        ask.outcome,
+        ask.answer,
+        ask.option_index,
+        encode(ask.last_touched),
+        encode(ask.answered_at) if ask.answered_at else None,
+        ask.mismatches,
+    )
+
+
+def _ask_insert(ask: Ask, dialect: Dialect) -> Statement:
+    encode = dialect.encode_time
+    return (
+        f"INSERT INTO asks ({ASK_COLUMNS}) VALUES ({', '.join('?' * 22)})",
+        (
+            ask.id,
+            ask.conversation_id,
+            ask.run_id,
+            ask.kind.value,
+            ask.prompt,
+            _encode_options(tuple(ask.options)),  # an Ask built by hand may hold a list
+            ask.status.value,
+            ask.outcome,
+            ask.answer,
+            ask.option_index,
+            encode(ask.asked_at),
+            encode(ask.last_touched),
+            encode(ask.answered_at) if ask.answered_at else None,
+            ask.mismatches,
+            ask.ttl_seconds,
+            ask.phase,
+            ask.default,
+            ask.callback_url,
+            dialect.encode_due(ask.due_at) if ask.watched else None,
+            json.dumps(ask.context, ensure_ascii=False) if ask.context is not None else None,
+            ask.owner,
+            expected_form.to_json(ask.expect) if ask.expect is not None else None,
+        ),
+    )
+
+
+def _run_upsert(run: Run, dialect: Dialect) -> Statement:
+    encode = dialect.encode_time
+    return (
+        f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome, "
+        "context = excluded.context, pending_ask_id = excluded.pending_ask_id, "
+        "updated_at = excluded.updated_at",
+        (
+            run.id,
+            run.conversation_id,
+            run.workflow,
+            run.status,
+            run.outcome,
+            json.dumps(run.context, ensure_ascii=False) if run.context else "{}",
+            run.pending_ask_id,
+            encode(run.created_at),
+            encode(run.updated_at),
+        ),
+    )
+
+
+def run_change_values(change: RunChange, dialect: Dialect) -> tuple[Any, ...]:
+    """A run change's values: id, status, outcome, pending ask, time (``parkgate_step``'s order)."""
+    return (change.run_id, change.status, change.outcome, change.pending_ask_id, dialect.encode_time(change.at))
+
+
+def _run_change(change: RunChange, dialect: Dialect) -> Statement:
+    run_id, *values = run_change_values(change, dialect)
+    return (
+        "UPDATE runs SET status = ?, outcome = ?, pending_ask_id = ?, updated_at = ? WHERE id = ?",
+        (*values, run_id),
+    )
+
+
+def _reply_insert(reply: StoredReply, dialect: Dialect) -> Statement:
+    return (
+        "INSERT INTO inbound_messages (conversation_id, message_id, reply, received_at) VALUES (?, ?, ?, ?)",
+        (reply.conversation_id, reply.message_id, reply.reply, dialect.encode_time(reply.at)),
+    )
+
+
+def _callback_insert(callback: QueuedCallback, dialect: Dialect) -> Statement:
+    queued_at = dialect.encode_time(callback.at)
+    return (
+        "INSERT INTO outbox (ask_id, url, payload, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?)",
+        (callback.ask_id, callback.url, callback.payload, queued_at, queued_at),
+    )
+
+
+def _follow_up_insert(ask_id: str) -> Statement:
+    return "INSERT INTO follow_ups (ask_id) VALUES (?)", (ask_id,)
+
+
+class SqlTransaction(OutboxSql, Transaction):
     def __init__(self, cursor: Any, dialect: Dialect) -> None:
         self._cur = cursor
-        self._d = dialect
+        self._dialect = dialect
 
     def _exec(self, statement: str, params: Sequence[Any] = ()) -> Any:
         """Run a statement whose result the caller reads (on ``self._cur``)."""
-        return self._cur.execute(self._d.sql(statement), params)
+        return self._cur.execute(self._dialect.sql(statement), params)
 
     def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
         """Run a statement whose result nobody reads; an engine may defer it (see PostgreSQL)."""
         self._exec(statement, params)
 
     def _ask_from_row(self, row: Sequence[Any]) -> Ask:
-        t = self._d.decode_time
+        decode = self._dialect.decode_time
         return Ask(
             id=row[0],
             conversation_id=row[1],
@@ -148,9 +247,9 @@ class SqlTransaction(Transaction):
             outcome=row[7],
             answer=row[8],
             option_index=row[9],
-            asked_at=t(row[10]),
-            last_touched=t(row[11]),
-            answered_at=t(row[12]) if row[12] is not None else None,
+            asked_at=decode(row[10]),
+            last_touched=decode(row[11]),
+            answered_at=decode(row[12]) if row[12] is not None else None,
             mismatches=row[13],
             ttl_seconds=float(row[14]),
             phase=row[15],
@@ -167,14 +266,14 @@ class SqlTransaction(Transaction):
 
     def _read_open_ask(self, conversation_id: str) -> Ask | None:
         """The open ask as the database has it (never answered from a store's memory)."""
-        self._exec(self._d.open_ask_sql, (conversation_id,))
+        self._exec(self._dialect.open_ask_sql, (conversation_id,))
         row = self._cur.fetchone()
         return self._ask_from_row(row) if row else None
 
     def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
         if message_id is None:
             return None, self._read_open_ask(conversation_id)
-        self._exec(self._d.message_context_sql, (conversation_id, message_id, conversation_id))
+        self._exec(self._dialect.message_context_sql, (conversation_id, message_id, conversation_id))
         row = self._cur.fetchone()
         earlier = row[0]
         if earlier is not None:
@@ -182,56 +281,45 @@ class SqlTransaction(Transaction):
         return None, (self._ask_from_row(row[1:]) if row[1] is not None else None)
 
     def ask(self, ask_id: str) -> Ask | None:
-        self._exec(self._d.ask_by_id_sql, (ask_id,))
+        self._exec(self._dialect.ask_by_id_sql, (ask_id,))
         row = self._cur.fetchone()
         return self._ask_from_row(row) if row else None
 
+    # -- writes -----------------------------------------------------------------------
+    def write(self, writes: Writes) -> None:
+        """Apply ``writes`` statement by statement, in the order :class:`Writes` gives."""
+        for step in writes.steps:
+            self.save_ask(step.ask)
+            if step.run is not None:
+                self._write(*_run_change(step.run, self._dialect))
+        for run in writes.runs:
+            self.save_run(run)
+        if writes.park is not None:
+            self.save_run(writes.park.run)
+            self.insert_ask(writes.park.ask)
+            if writes.park.follow_up:
+                self.insert_follow_up(writes.park.ask.id)
+        if writes.reply is not None:
+            self._write(*_reply_insert(writes.reply, self._dialect))
+        for callback in writes.callbacks:
+            self._write(*_callback_insert(callback, self._dialect))
+
+    def _park_statements(self, park: NewAsk) -> list[Statement]:
+        """The statements of a new ask: its run (inserted or updated), the ask, its follow-up."""
+        statements = [_run_upsert(park.run, self._dialect), _ask_insert(park.ask, self._dialect)]
+        if park.follow_up:
+            statements.append(_follow_up_insert(park.ask.id))
+        return statements
+
+    # The single writes below serve :meth:`write` and a caller loading rows in bulk.
     def insert_ask(self, ask: Ask) -> None:
-        t = self._d.encode_time
-        self._write(
-            f"INSERT INTO asks ({ASK_COLUMNS}) VALUES ({', '.join('?' * 22)})",
-            (
-                ask.id,
-                ask.conversation_id,
-                ask.run_id,
-                ask.kind.value,
-                ask.prompt,
-                _encode_options(tuple(ask.options)),  # an Ask built by hand may hold a list
-                ask.status.value,
-                ask.outcome,
-                ask.answer,
-                ask.option_index,
-                t(ask.asked_at),
-                t(ask.last_touched),
-                t(ask.answered_at) if ask.answered_at else None,
-                ask.mismatches,
-                ask.ttl_seconds,
-                ask.phase,
-                ask.default,
-                ask.callback_url,
-                self._d.encode_due(ask.due_at) if ask.watched else None,
-                json.dumps(ask.context, ensure_ascii=False) if ask.context is not None else None,
-                ask.owner,
-                expected_form.to_json(ask.expect) if ask.expect is not None else None,
-            ),
-        )
+        self._write(*_ask_insert(ask, self._dialect))
 
     def save_ask(self, ask: Ask) -> None:
+        """Write the mutable fields of ``ask`` (status, answer, counters, stamps)."""
         self._write(
             f"UPDATE asks SET status = ?, {MUTABLE_ASK_SET} WHERE id = ?",
-            (ask.status.value, *self._mutable_fields(ask), ask.id),
-        )
-
-    def _mutable_fields(self, ask: Ask) -> tuple[Any, ...]:
-        """The values of :data:`MUTABLE_ASK_SET`, in its order."""
-        t = self._d.encode_time
-        return (
-            ask.outcome,
-            ask.answer,
-            ask.option_index,
-            t(ask.last_touched),
-            t(ask.answered_at) if ask.answered_at else None,
-            ask.mismatches,
+            (ask.status.value, *mutable_fields(ask, self._dialect), ask.id),
         )
 
     def run(self, run_id: str) -> Run | None:
@@ -239,36 +327,19 @@ class SqlTransaction(Transaction):
         row = self._cur.fetchone()
         if not row:
             return None
-        t = self._d.decode_time
-        return Run(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), row[6], t(row[7]), t(row[8]))
+        decode = self._dialect.decode_time
+        status = _RUN_STATUSES[row[3]]
+        return Run(row[0], row[1], row[2], status, row[4], json.loads(row[5]), row[6], decode(row[7]), decode(row[8]))
 
     def save_run(self, run: Run) -> None:
-        t = self._d.encode_time
-        self._write(
-            f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome, "
-            "context = excluded.context, pending_ask_id = excluded.pending_ask_id, "
-            "updated_at = excluded.updated_at",
-            (
-                run.id,
-                run.conversation_id,
-                run.workflow,
-                run.status,
-                run.outcome,
-                json.dumps(run.context, ensure_ascii=False) if run.context else "{}",
-                run.pending_ask_id,
-                t(run.created_at),
-                t(run.updated_at),
-            ),
-        )
+        """Insert ``run``, or update its status, outcome, answers and pending ask."""
+        self._write(*_run_upsert(run, self._dialect))
 
     def set_run_state(
-        self, run_id: str, status: str, outcome: str | None, pending_ask_id: str | None, now: datetime
+        self, run_id: str, status: RunStatus | str, outcome: str | None, pending_ask_id: str | None, now: datetime
     ) -> None:
-        self._write(
-            "UPDATE runs SET status = ?, outcome = ?, pending_ask_id = ?, updated_at = ? WHERE id = ?",
-            (status, outcome, pending_ask_id, self._d.encode_time(now), run_id),
-        )
+        """Update a run's status, outcome and pending ask without reading it first."""
+        self._write(*_run_change(RunChange(run_id, status, outcome, pending_ask_id, now), self._dialect))  # type: ignore[arg-type]
 
     def reply_for(self, conversation_id: str, message_id: str) -> str | None:
         self._exec(
@@ -279,97 +350,10 @@ class SqlTransaction(Transaction):
         return str(row[0]) if row else None
 
     def remember_reply(self, conversation_id: str, message_id: str, reply: str, now: datetime) -> None:
-        self._write(
-            "INSERT INTO inbound_messages (conversation_id, message_id, reply, received_at) VALUES (?, ?, ?, ?)",
-            (conversation_id, message_id, reply, self._d.encode_time(now)),
-        )
+        self._write(*_reply_insert(StoredReply(conversation_id, message_id, reply, now), self._dialect))
 
-    def enqueue_callback(self, ask_id: str, url: str, payload: str, now: datetime) -> None:
-        t = self._d.encode_time(now)
-        self._write(
-            "INSERT INTO outbox (ask_id, url, payload, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?)",
-            (ask_id, url, payload, t, t),
-        )
-
-    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int) -> list[Callback]:
-        t = self._d.encode_time
-        self._exec(
-            "UPDATE outbox SET next_attempt_at = ? WHERE id IN (SELECT id FROM outbox WHERE delivered_at IS NULL "
-            "AND failed_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?"
-            f"{self._d.skip_locked_suffix}) RETURNING id, ask_id, url, payload, attempts",
-            (t(lease_until), t(now), limit),
-        )
-        return [Callback(*row) for row in self._cur.fetchall()]
-
-    def callback_done(self, callback_id: int, now: datetime) -> None:
-        self._write(
-            "UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
-            (self._d.encode_time(now), callback_id),
-        )
-
-    def callback_failed(self, callback_id: int, error: str, retry_at: datetime | None) -> None:
-        t = self._d.encode_time
-        if retry_at is None:
-            self._write(
-                "UPDATE outbox SET attempts = attempts + 1, last_error = ?, failed_at = next_attempt_at WHERE id = ?",
-                (error[:500], callback_id),
-            )
-        else:
-            self._write(
-                "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?",
-                (error[:500], t(retry_at), callback_id),
-            )
-
-    def callback_states(self, ask_ids: list[str]) -> dict[str, CallbackState]:
-        if not ask_ids:
-            return {}
-        marks = ", ".join("?" * len(ask_ids))
-        self._exec(
-            "SELECT ask_id, delivered_at, failed_at, attempts, last_error, next_attempt_at FROM outbox "
-            f"WHERE ask_id IN ({marks}) ORDER BY id",
-            tuple(ask_ids),
-        )
-        found: dict[str, CallbackState] = {}
-        for ask_id, delivered, failed, attempts, error, next_at in self._cur.fetchall():
-            status = (
-                CallbackStatus.DELIVERED
-                if delivered is not None
-                else CallbackStatus.FAILED
-                if failed is not None
-                else CallbackStatus.PENDING
-            )
-            due = self._d.decode_time(next_at) if status is CallbackStatus.PENDING else None
-            found[ask_id] = CallbackState(status, int(attempts), error, due)
-        return found
-
-    def failed_callback_asks(self, limit: int) -> list[str]:
-        self._exec(
-            "SELECT ask_id FROM outbox WHERE failed_at IS NOT NULL AND delivered_at IS NULL "
-            "ORDER BY failed_at DESC, id DESC LIMIT ?",
-            (limit,),
-        )
-        return [str(row[0]) for row in self._cur.fetchall()]
-
-    def rearm_callback(self, ask_id: str, now: datetime) -> bool:
-        self._exec(
-            "UPDATE outbox SET failed_at = NULL, attempts = 0, next_attempt_at = ? "
-            "WHERE ask_id = ? AND failed_at IS NOT NULL AND delivered_at IS NULL RETURNING id",
-            (self._d.encode_time(now), ask_id),
-        )
-        return bool(self._cur.fetchall())
-
-    def next_callback_at(self) -> datetime | None:
-        self._exec("SELECT min(next_attempt_at) FROM outbox WHERE delivered_at IS NULL AND failed_at IS NULL")
-        earliest = self._cur.fetchone()[0]
-        return self._d.decode_time(earliest) if earliest is not None else None
-
-    def callback_counts(self) -> dict[CallbackStatus, int]:
-        self._exec(
-            "SELECT count(*) FILTER (WHERE failed_at IS NULL), count(*) FILTER (WHERE failed_at IS NOT NULL) "
-            "FROM outbox WHERE delivered_at IS NULL"
-        )
-        pending, failed = self._cur.fetchone()
-        return {CallbackStatus.PENDING: int(pending), CallbackStatus.FAILED: int(failed)}
+    def insert_follow_up(self, ask_id: str) -> None:
+        self._write(*_follow_up_insert(ask_id))
 
     def count_open_asks(self, owner: str | None = None) -> int:
         if owner is None:
@@ -379,10 +363,10 @@ class SqlTransaction(Transaction):
         return int(self._cur.fetchone()[0])
 
     def ask_gauges(self, now: datetime) -> AskGauges:
-        due_now = self._d.encode_due(now)
-        self._exec(self._d.gauges_sql, (due_now, due_now, due_now))
+        due_now = self._dialect.encode_due(now)
+        self._exec(self._dialect.gauges_sql, (due_now, due_now, due_now))
         live, overdue, earliest = self._cur.fetchone()
-        late = (now - self._d.decode_due(earliest)).total_seconds() if earliest is not None else 0.0
+        late = (now - self._dialect.decode_due(earliest)).total_seconds() if earliest is not None else 0.0
         callbacks = self.callback_counts()
         return AskGauges(
             open=int(live),
@@ -393,53 +377,22 @@ class SqlTransaction(Transaction):
         )
 
     def due_asks(self, now: datetime, limit: int) -> list[Ask]:
-        self._exec(self._d.due_asks_sql, (self._d.encode_due(now), limit))
+        self._exec(self._dialect.due_asks_sql, (self._dialect.encode_due(now), limit))
         return [self._ask_from_row(row) for row in self._cur.fetchall()]
 
     def next_due(self) -> datetime | None:
         self._exec("SELECT min(due_at) FROM asks WHERE status = 'open' AND due_at IS NOT NULL")
         earliest = self._cur.fetchone()[0]
-        return self._d.decode_due(earliest) if earliest is not None else None
-
-    def insert_follow_up(self, ask_id: str) -> None:
-        self._write("INSERT INTO follow_ups (ask_id) VALUES (?)", (ask_id,))
+        return self._dialect.decode_due(earliest) if earliest is not None else None
 
     def closed_follow_ups(self, now: datetime, limit: int) -> list[Ask]:
         self._exec(
             f"SELECT {ASK_COLUMNS} FROM asks WHERE status <> 'open' AND id IN ("
             "SELECT ask_id FROM follow_ups WHERE done_at IS NULL AND (claimed_until IS NULL OR claimed_until < ?)"
             ") ORDER BY answered_at, id LIMIT ?",
-            (self._d.encode_time(now), limit),
+            (self._dialect.encode_time(now), limit),
         )
         return [self._ask_from_row(row) for row in self._cur.fetchall()]
-
-    def claim_follow_up(self, ask_id: str, now: datetime, until: datetime) -> bool:
-        # One statement: on PostgreSQL a racing claimer waits for the row and re-checks the
-        # condition after the first commits; on SQLite writers are one at a time.
-        self._exec(
-            "UPDATE follow_ups SET claimed_until = ? WHERE ask_id = ? AND done_at IS NULL "
-            "AND (claimed_until IS NULL OR claimed_until < ?) RETURNING ask_id",
-            (self._d.encode_time(until), ask_id, self._d.encode_time(now)),
-        )
-        return self._cur.fetchone() is not None
-
-    def follow_up_done(self, ask_id: str, now: datetime) -> None:
-        self._write("UPDATE follow_ups SET done_at = ? WHERE ask_id = ?", (self._d.encode_time(now), ask_id))
-
-    def beat(self, deliverer_id: str, now: datetime) -> None:
-        self._write(
-            "INSERT INTO deliverers (id, beat_at) VALUES (?, ?) "
-            "ON CONFLICT (id) DO UPDATE SET beat_at = excluded.beat_at",
-            (deliverer_id, self._d.encode_time(now)),
-        )
-
-    def stop_beating(self, deliverer_id: str) -> None:
-        self._write("DELETE FROM deliverers WHERE id = ?", (deliverer_id,))
-
-    def last_beat(self) -> datetime | None:
-        self._exec("SELECT max(beat_at) FROM deliverers")
-        latest = self._cur.fetchone()[0]
-        return self._d.decode_time(latest) if latest is not None else None
 
     def open_asks(
         self, limit: int | None = None, *, after: tuple[datetime, str] | None = None, owner: str | None = None
@@ -448,7 +401,7 @@ class SqlTransaction(Transaction):
         params: list[Any] = []
         if after is not None:
             conditions.append("(asked_at > ? OR (asked_at = ? AND id > ?))")
-            stamp = self._d.encode_time(after[0])
+            stamp = self._dialect.encode_time(after[0])
             params += [stamp, stamp, after[1]]
         if owner is not None:
             conditions.append("owner = ?")
@@ -459,69 +412,3 @@ class SqlTransaction(Transaction):
             params.append(limit)
         self._exec(statement, params)
         return [self._ask_from_row(row) for row in self._cur.fetchall()]
-
-
-class RememberingTransaction(SqlTransaction):
-    """A transaction whose reads of a conversation's open ask may be answered from what
-    this process last committed (:mod:`parkgate.store.recent`).
-
-    The engine's :meth:`_guess` decides when to answer from memory, and its writes check
-    the guess (each engine its own way). This class records what the transaction leaves
-    each conversation in, ``states``, for the store to remember once the transaction
-    commits, or to mark stale if it fails.
-    """
-
-    def __init__(self, cursor: Any, dialect: Dialect, recent: RecentOpenAsks | None) -> None:
-        super().__init__(cursor, dialect)
-        self._recent = recent if recent is not None and recent.size else None
-        #: conversation -> its open ask (None: none) as this transaction leaves it.
-        self.states: dict[str, Ask | None] = {}
-
-    def _guess(self, conversation_id: str, message_id: str | None, *, parking: bool) -> Ask | Marker | None:
-        """The state to answer a read from (an ask, or None: none open), or a marker: read
-        for real. This base never guesses."""
-        return STALE
-
-    def _before_read(self, conversation_id: str) -> None:
-        """Runs before a real read of the conversation's open ask (PostgreSQL locks it)."""
-
-    def open_ask(self, conversation_id: str) -> Ask | None:
-        known = self._guess(conversation_id, None, parking=True)
-        if not isinstance(known, Marker):
-            return known
-        self._before_read(conversation_id)
-        found = self._read_open_ask(conversation_id)
-        self.states[conversation_id] = found
-        return found
-
-    def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
-        known = self._guess(conversation_id, message_id, parking=False)
-        if not isinstance(known, Marker):
-            return None, known
-        self._before_read(conversation_id)
-        earlier, found = super().message_context(conversation_id, message_id)
-        if earlier is None:
-            self.states[conversation_id] = found
-        return earlier, found
-
-    def insert_ask(self, ask: Ask) -> None:
-        super().insert_ask(ask)
-        self.states[ask.conversation_id] = ask
-
-    def save_ask(self, ask: Ask) -> None:
-        self.states[ask.conversation_id] = ask if ask.is_open else None
-        self._save_ask(ask)
-
-    def _save_ask(self, ask: Ask) -> None:
-        """Write the ask's new state; an engine may write it more cheaply, or checked."""
-        super().save_ask(ask)
-
-
-def retry_after_guess(error: BaseException | None) -> StoreConflict | None:
-    """The conflict to raise when a transaction that answered a read from memory failed
-    with ``error`` that is not the store's (an ask already open, say, or a stale guess):
-    the state it acted on may have been stale, so the gateway retries with a real read,
-    which raises the caller's error again if it stands. ``None``: let ``error`` through."""
-    if isinstance(error, Exception) and not isinstance(error, StoreError):
-        return StoreConflict(f"retrying with a real read after {type(error).__name__}: {error}")
-    return None

@@ -1,0 +1,221 @@
+"""The gateway's reads and operator calls: asks by id and in lists, the due read, the
+gauges, callbacks and follow-ups. Reading an ask past its TTL closes it (see
+:func:`parkgate.core.machine.on_read`); the calls marked "as stored" close nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from parkgate.checks import check_duration, check_id, check_limit, check_optional_id
+from parkgate.clock import Clock
+from parkgate.core.model import Ask
+from parkgate.errors import CallbackNotFailed, InputError, UnknownAsk
+from parkgate.gateway.runs import RunLifeCycle
+from parkgate.gateway.unit import UnitRunner, WritePlan
+from parkgate.signal import Change, CloseSignal
+from parkgate.store import Store, Transaction
+from parkgate.store.base import AskGauges, CallbackState
+
+
+class ReadCalls:
+    """The read and operator calls of :class:`~parkgate.gateway.Gateway`."""
+
+    store: Store
+    clock: Clock
+    signal: CloseSignal
+    _runs: RunLifeCycle
+    _units: UnitRunner
+
+    def get(self, ask_id: str) -> Ask:
+        """One ask by id. Reading an ask past its TTL closes it as ``expired``."""
+        check_id(ask_id, "ask_id")
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> Ask:
+            return self._runs.read(plan, self._existing_ask(tx, ask_id), now)
+
+        return self._units.run(body)
+
+    def _existing_ask(self, tx: Transaction, ask_id: str) -> Ask:
+        ask = tx.ask(ask_id)
+        if ask is None:
+            raise UnknownAsk(ask_id)
+        return ask
+
+    def open_asks(
+        self,
+        limit: int | None = None,
+        *,
+        after: Ask | tuple[datetime, str] | None = None,
+        owner: str | None = None,
+    ) -> list[Ask]:
+        """Open asks, oldest first (by ``asked_at``, then id). Any found past its TTL is
+        closed on this read.
+
+        ``limit`` is a whole number of at least 1, or ``None`` for all of them. ``after``
+        (an ask, open or not, or its ``(asked_at, id)``) starts the list after it in that
+        order: the last ask of one page gives the next. ``owner`` keeps to the asks that
+        owner parked.
+        """
+        check_limit(limit)
+        check_optional_id(owner, "owner")
+        position = _place(after)
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> list[Ask]:
+            while True:
+                found = tx.open_asks(limit, after=position, owner=owner)
+                stale = [ask for ask in found if ask.is_expired(now)]
+                for ask in stale:
+                    # The list is read unlocked: re-read each one locked, since a racing
+                    # worker may have answered it meanwhile (never overwrite that answer).
+                    current = tx.ask(ask.id)
+                    if current is not None:
+                        self._runs.read(plan, current, now)
+                # With a limit, the expired ones (the oldest, most often) made room: read again.
+                if not stale or limit is None:
+                    return [ask for ask in found if not ask.is_expired(now)]
+                plan.write(tx, self.clock)
+
+        return self._units.run(body)
+
+    def gauges(self) -> AskGauges:
+        """The open, overdue and unread-due figures of the whole store (``/metrics`` shows them)."""
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            return tx.ask_gauges(now)
+
+    def read_due(self, limit: int = 100) -> int:
+        """Read the asks something waits on whose TTL has fallen due; return how many closed.
+
+        This is the ordinary read, made on time: each ask found past its TTL is closed as
+        ``expired`` exactly as any read would close it (its default recorded, its run
+        closed, its callback queued, one ``ask_expired`` log line), in one transaction for
+        up to ``limit`` asks. Asks another process is reading are skipped. The deliverer
+        calls it when the earliest due time passes; a caller may too.
+        """
+        check_limit(limit)
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> int:
+            for ask in tx.due_asks(now, limit):
+                self._runs.read(plan, ask, now)
+            return len(plan.closed)
+
+        return self._units.run(body)
+
+    def callback_states(self, ask_ids: Sequence[str]) -> dict[str, CallbackState]:
+        """Where the callbacks of these asks stand (only asks with a ``callback_url`` appear).
+
+        An ask whose callback is not queued yet (it is open) is ``pending`` with no attempts.
+        """
+        ids = [check_id(ask_id, "ask_id") for ask_id in ask_ids]
+        with self.store.transaction() as tx:
+            return tx.callback_states(ids)
+
+    def failed_callbacks(self, limit: int = 100) -> list[Ask]:
+        """The asks whose callback failed (given up on), the latest failure first, as stored."""
+        check_limit(limit)
+        with self.store.transaction() as tx:
+            found = [tx.ask(ask_id) for ask_id in tx.failed_callback_asks(limit)]
+        return [ask for ask in found if ask is not None]
+
+    def retry_callback(self, ask_id: str) -> CallbackState:
+        """Re-arm the failed callback of ``ask_id``: due now, its attempts counted from 0.
+
+        Raises :class:`UnknownAsk` for an unknown id, and :class:`CallbackNotFailed` when the
+        ask has no failed callback (none, not queued yet, pending or delivered), changing nothing.
+        """
+        check_id(ask_id, "ask_id")
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            self._existing_ask(tx, ask_id)
+            if not tx.rearm_callback(ask_id, now):
+                state = tx.callback_states([ask_id]).get(ask_id)
+                raise CallbackNotFailed(ask_id, state.status.value if state else None)
+            state = tx.callback_states([ask_id])[ask_id]
+        self.signal.changed(Change.OUTBOX)
+        return state
+
+    def next_due(self) -> datetime | None:
+        """The earliest due time among open asks something waits on (``None``: none)."""
+        with self.store.transaction() as tx:
+            return tx.next_due()
+
+    def count_open_asks(self, owner: str | None = None) -> int:
+        """How many asks are open (all, or ``owner``'s), as stored: one past its TTL
+        counts until a read closes it (:meth:`open_asks` closes them)."""
+        check_optional_id(owner, "owner")
+        with self.store.transaction() as tx:
+            return tx.count_open_asks(owner)
+
+    def audit(self, limit: int | None = None) -> list[Ask]:
+        """Open asks exactly as stored, closing nothing: the clock check's view.
+
+        ``limit`` is as in :meth:`open_asks`.
+        """
+        check_limit(limit)
+        with self.store.transaction() as tx:
+            return tx.open_asks(limit)
+
+    def parked(self, conversation_id: str) -> Ask | None:
+        """The conversation's open ask exactly as stored, closing nothing (``None``: none).
+
+        A look before deciding what to do with a message (which run it would go to, say);
+        :meth:`handle` still makes the read that enforces the TTL. Like :meth:`audit`, it
+        may return an ask that is past its TTL.
+        """
+        check_id(conversation_id, "conversation_id")
+        return self._units.run(lambda tx, plan: tx.open_ask(conversation_id))
+
+    def closed_follow_ups(self, limit: int = 100) -> list[Ask]:
+        """Closed asks parked with ``follow_up=True`` whose follow-up is not done, earliest
+        close first (claimed ones only once their claim has run out).
+
+        Asks something waits on are closed on time by the due read; an open one is not
+        listed, so a waiter also needs :meth:`read_due` or a deliverer.
+        """
+        check_limit(limit)
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            return tx.closed_follow_ups(now, limit)
+
+    def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
+        """Take the follow-up of ``ask_id`` for ``lease``: true for one caller, in any process.
+
+        The claim holds until :meth:`follow_up_done` or until ``lease`` (a positive duration)
+        runs out, when another caller may take it (the first one died). An ask without a
+        pending follow-up (none was asked for, or it is done) is never claimed. The ask may
+        still be open: a caller about to close it claims first, so that no other waiter acts
+        on the close.
+        """
+        check_id(ask_id, "ask_id")
+        until = check_duration(lease, "lease")
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            return tx.claim_follow_up(ask_id, now, now + until)
+
+    def follow_up_done(self, ask_id: str) -> None:
+        """Mark the follow-up of ``ask_id`` done: it is never listed or claimed again."""
+        check_id(ask_id, "ask_id")
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            tx.follow_up_done(ask_id, now)
+
+
+def _place(after: object) -> tuple[datetime, str] | None:
+    """Where a page starts: after an ask, or after an ``(asked_at, id)``."""
+    if after is None:
+        return None
+    if isinstance(after, Ask):
+        return after.asked_at, after.id
+    if (
+        isinstance(after, tuple)
+        and len(after) == 2
+        and isinstance(after[0], datetime)
+        and after[0].tzinfo is not None
+        and isinstance(after[1], str)
+    ):
+        return after[0], after[1]
+    raise InputError(f"after must be an Ask or its (asked_at, id), not {after!r}")

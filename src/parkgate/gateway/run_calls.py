@@ -1,0 +1,84 @@
+"""The gateway's calls on runs: read one, finish one, record one that never asked."""
+
+from __future__ import annotations
+
+from parkgate.checks import check_id
+from parkgate.clock import Clock
+from parkgate.core.phrases import RunOutcome, RunStatus
+from parkgate.errors import InputError, RunStillAsking, UnknownRun
+from parkgate.gateway.runs import RunLifeCycle, changed_run, new_run, run_with
+from parkgate.gateway.unit import UnitRunner, WritePlan
+from parkgate.store import Run, Transaction
+
+
+class RunCalls:
+    """The run calls of :class:`~parkgate.gateway.Gateway`."""
+
+    clock: Clock
+    _runs: RunLifeCycle
+    _units: UnitRunner
+
+    def run(self, run_id: str) -> Run | None:
+        """The run with this id (its status, outcome, pending ask and answers), or ``None``.
+
+        Reading a run whose pending ask is past its TTL closes that ask as ``expired``
+        first (and with it the run), as reading the ask would.
+        """
+        check_id(run_id, "run_id")
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> Run | None:
+            run = tx.run(run_id)
+            self._runs.pending_ask(tx, plan, run, now)
+            change = plan.steps[-1].run if plan.steps else None  # an expiry closed the run too
+            return changed_run(run, change) if run is not None and change is not None else run
+
+        return self._units.run(body)
+
+    def finish_run(self, run_id: str, outcome: str = RunOutcome.DONE.value) -> Run:
+        """Mark a run complete once the caller's work after its last answer is done.
+
+        ``outcome`` is recorded on the run, which is returned. Raises :class:`UnknownRun`
+        (an :class:`InputError`) for an unknown ``run_id``, and :class:`RunStillAsking`
+        while the run's pending ask is open: answer or cancel it first, so no parked ask
+        outlives its run. A pending ask past its TTL is closed as ``expired`` on the way.
+        """
+        check_id(run_id, "run_id")
+        check_id(outcome, "outcome")
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> Run:
+            run = tx.run(run_id)
+            if run is None:
+                raise UnknownRun(run_id)
+            pending = self._runs.pending_ask(tx, plan, run, now)
+            if pending is not None and pending.is_open:
+                raise RunStillAsking(run_id, pending.id)
+            finished = run_with(run, now, RunStatus.COMPLETE, outcome)
+            plan.runs.append(finished)
+            return finished
+
+        return self._units.run(body)
+
+    def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
+        """Record a run that ended before it asked anything, as complete with ``outcome``.
+
+        A run is otherwise made by its first ask. A caller that names its own runs records
+        this way one that ended without asking (the LangGraph adapter, a thread whose first
+        interrupt could not be asked), so its end is on record like any other's; the run
+        is returned. Raises :class:`InputError` if ``run_id`` exists (finish it with
+        :meth:`finish_run`).
+        """
+        check_id(run_id, "run_id")
+        check_id(conversation_id, "conversation_id")
+        check_id(outcome, "outcome")
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> Run:
+            if tx.run(run_id) is not None:
+                raise InputError(f"run {run_id} already exists: finish it with finish_run")
+            run = run_with(new_run(run_id, conversation_id, now), now, RunStatus.COMPLETE, outcome)
+            plan.runs.append(run)
+            return run
+
+        return self._units.run(body)

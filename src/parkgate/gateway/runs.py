@@ -1,0 +1,203 @@
+"""The run life cycle inside a unit of work: an ask parked in its run, a message's step,
+a workflow's next phase, and every close (an expiry found on read, a cancel, a
+replacement), each stated in the unit's :class:`~parkgate.gateway.unit.WritePlan`.
+
+A run is ``running`` while it may still ask, and ``complete`` once it ends; an ask that
+closes ends its run unless an answer (or a default) lets it go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from parkgate.core import machine, stopping_point
+from parkgate.core.expect import Expect
+from parkgate.core.model import Ask
+from parkgate.core.phrases import WORKFLOW_DONE, AskStatus, ReplyKind, RunOutcome, RunStatus
+from parkgate.errors import AskAlreadyOpen, UnknownWorkflow
+from parkgate.gateway.shapes import asked_reply, expired_pass_reply, new_id, pass_reply, step_reply, with_more_text
+from parkgate.gateway.unit import WritePlan
+from parkgate.reply import Reply
+from parkgate.store import Run, Transaction
+from parkgate.store.writes import AskStep, NewAsk, RunChange
+from parkgate.workflow import Phase, Workflow
+
+
+@dataclass(frozen=True, slots=True)
+class AskExtras:
+    """What an ask may carry besides its question, checked by the caller."""
+
+    default: str | None = None
+    callback_url: str | None = None
+    phase: str | None = None
+    context: Mapping[str, Any] | None = None
+    watched: bool = False
+    owner: str | None = None
+    expect: Expect | None = None
+    follow_up: bool = False
+
+
+def new_run(run_id: str, conversation_id: str, now: datetime, workflow: str | None = None) -> Run:
+    """A run that starts now, with nothing asked yet."""
+    return Run(run_id, conversation_id, workflow, RunStatus.RUNNING, None, {}, None, now, now)
+
+
+def run_with(
+    run: Run,
+    now: datetime,
+    status: RunStatus,
+    outcome: str | None = None,
+    pending_ask_id: str | None = None,
+    context: Mapping[str, str] | None = None,
+) -> Run:
+    """``run`` as it stands after a change at ``now``."""
+    answers = dict(context) if context is not None else run.context
+    return Run(run.id, run.conversation_id, run.workflow, status, outcome, answers, pending_ask_id, run.created_at, now)
+
+
+def changed_run(run: Run, change: RunChange) -> Run:
+    """``run`` with ``change`` applied, as the store leaves it."""
+    return run_with(run, change.at, change.status, change.outcome, change.pending_ask_id)
+
+
+def ended(run_id: str, outcome: str, now: datetime) -> RunChange:
+    """A run ends with its pending ask: a run is never left ``running`` by a close."""
+    return RunChange(run_id, RunStatus.COMPLETE, outcome, None, now)
+
+
+def goes_on(run_id: str, now: datetime) -> RunChange:
+    """A run goes on after its ask closed (answered, or a default stood in): nothing pending."""
+    return RunChange(run_id, RunStatus.RUNNING, None, None, now)
+
+
+class RunLifeCycle:
+    """Decides, inside one transaction, what parking, a message or a read does to asks and runs."""
+
+    def __init__(self, ttl: timedelta, escalate_after: int, workflows: dict[str, Workflow]) -> None:
+        self.ttl = ttl
+        self.escalate_after = escalate_after
+        self.workflows = workflows
+
+    def workflow(self, name: str) -> Workflow:
+        try:
+            return self.workflows[name]
+        except KeyError:
+            raise UnknownWorkflow(name, sorted(self.workflows)) from None
+
+    # -- closes ---------------------------------------------------------------------
+    def read(self, plan: WritePlan, ask: Ask, now: datetime) -> Ask:
+        """``ask`` as a read at ``now`` leaves it: closed as expired if past its TTL."""
+        expiry = machine.on_read(ask, now)
+        return ask if expiry is None else self._record_expiry(plan, ask, expiry.ask, now)
+
+    def expire(self, plan: WritePlan, ask: Ask, now: datetime) -> Ask:
+        """Close open ``ask`` as expired now, as its TTL would."""
+        return self._record_expiry(plan, ask, machine.expire(ask, now).ask, now)
+
+    def _record_expiry(self, plan: WritePlan, ask: Ask, expired: Ask, now: datetime) -> Ask:
+        # A default stands in for the answer: the run goes on, as after an answer.
+        change = ended(ask.run_id, RunOutcome.EXPIRED.value, now) if ask.default is None else goes_on(ask.run_id, now)
+        plan.close(AskStep(expired, change), idle_minutes=ask.idle_minutes(now))
+        return expired
+
+    def cancel(self, plan: WritePlan, ask: Ask, now: datetime, outcome: str) -> Ask:
+        """Close open ``ask`` as cancelled with ``outcome``, and its run with it."""
+        cancelled = machine.cancel(ask, now, outcome)
+        plan.close(AskStep(cancelled, ended(ask.run_id, outcome, now)))
+        return cancelled
+
+    def pending_ask(self, tx: Transaction, plan: WritePlan, run: Run | None, now: datetime) -> Ask | None:
+        """``run``'s pending ask as a read at ``now`` leaves it."""
+        if run is None or run.pending_ask_id is None:
+            return None
+        pending = tx.ask(run.pending_ask_id)
+        return None if pending is None else self.read(plan, pending, now)
+
+    # -- parking ----------------------------------------------------------------------
+    def clear_for_new_ask(
+        self, tx: Transaction, plan: WritePlan, conversation_id: str, replace: bool, now: datetime
+    ) -> None:
+        """Make room for a new ask: the open one expires on this read, or is replaced (``replace``)."""
+        existing = tx.open_ask(conversation_id)
+        if existing is None or not self.read(plan, existing, now).is_open:
+            return
+        if not replace:
+            raise AskAlreadyOpen(conversation_id, existing.id)
+        self.cancel(plan, existing, now, RunOutcome.REPLACED.value)
+
+    def new_ask(
+        self, run: Run, spec: stopping_point.AskSpec, now: datetime, ttl: timedelta | None, extras: AskExtras
+    ) -> Ask:
+        return Ask(
+            id=new_id(),
+            conversation_id=run.conversation_id,
+            run_id=run.id,
+            kind=spec.kind,
+            prompt=spec.prompt,
+            options=spec.options,
+            status=AskStatus.OPEN,
+            asked_at=now,
+            last_touched=now,
+            ttl_seconds=(ttl or self.ttl).total_seconds(),
+            phase=extras.phase,
+            default=extras.default,
+            callback_url=extras.callback_url,
+            watched=extras.watched,
+            context=extras.context,
+            owner=extras.owner,
+            expect=extras.expect,
+        )
+
+    def park(self, plan: WritePlan, run: Run, ask: Ask, now: datetime, follow_up: bool = False) -> Reply:
+        """Park ``ask`` in ``run``, which is running with it pending."""
+        plan.park = NewAsk(ask, run_with(run, now, RunStatus.RUNNING, pending_ask_id=ask.id), follow_up)
+        return asked_reply(ask)
+
+    def park_phase(self, plan: WritePlan, run: Run, phase: Phase, now: datetime, owner: str | None) -> Reply:
+        spec = stopping_point.make_spec(phase.kind, phase.prompt_for(run.context), phase.options)
+        ask = self.new_ask(run, spec, now, None, AskExtras(phase=phase.name, owner=owner))
+        return self.park(plan, run, ask, now)
+
+    # -- messages ---------------------------------------------------------------------
+    def decide(self, tx: Transaction, plan: WritePlan, ask: Ask | None, message: str, now: datetime) -> Reply:
+        """The reply to ``message`` in a conversation whose open ask (as read) is ``ask``."""
+        if ask is None:
+            return pass_reply()
+        if not self.read(plan, ask, now).is_open:
+            return expired_pass_reply(ask)
+        result = machine.step(ask, message, now, self.escalate_after)
+        reply = step_reply(result)
+        if result.ask.is_open:
+            plan.steps.append(AskStep(result.ask))
+        elif result.kind is ReplyKind.CANCELLED:
+            plan.close(AskStep(result.ask, ended(ask.run_id, RunOutcome.CANCELLED.value, now)))
+        elif result.ask.phase is None:  # a plain ask: its run goes on, with nothing pending
+            plan.close(AskStep(result.ask, goes_on(ask.run_id, now)))
+        else:
+            plan.close(AskStep(result.ask))
+            return self._advance(tx, plan, result.ask, reply, now)
+        return reply
+
+    def _advance(self, tx: Transaction, plan: WritePlan, answered: Ask, reply: Reply, now: datetime) -> Reply:
+        """After a workflow phase's answer: its run asks the next phase or finishes."""
+        assert answered.phase is not None
+        run = tx.run(answered.run_id)
+        if run is None or run.workflow is None:
+            if run is not None:
+                plan.runs.append(run_with(run, now, RunStatus.RUNNING))
+            return reply
+        flow = self.workflow(run.workflow)
+        answers = {**run.context, answered.phase: answered.answer or ""}
+        run = run_with(run, now, RunStatus.RUNNING, context=answers)
+        following = flow.after(answered.phase, answers)
+        if following is None:
+            plan.runs.append(run_with(run, now, RunStatus.COMPLETE, RunOutcome.DONE.value))
+            output = flow.finish(answers)
+            if not output.strip():  # a finish with nothing to say still tells the person
+                output = WORKFLOW_DONE
+            return with_more_text(reply, f"{reply.text}\n\n{output}", parked=False)
+        following_reply = self.park_phase(plan, run, following, now, answered.owner)
+        return with_more_text(reply, f"{reply.text}\n\n{following_reply.text}", parked=True, followup=following_reply)

@@ -1,0 +1,103 @@
+"""What one unit of work writes, stated by intent.
+
+The gateway describes everything a unit writes as one :class:`Writes` value and hands it
+to :meth:`Transaction.write <parkgate.store.base.Transaction.write>`. Each engine maps
+the value to its fastest form: PostgreSQL sends :meth:`Writes.usual_step` as the one
+statement ``parkgate_step`` and a lone :attr:`Writes.park` as one statement, SQLite checks
+a remembered ask in the ``UPDATE`` of its step. The engine never infers intent from a
+sequence of writes: the value says what the writes are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from parkgate.core.model import Ask, RunStatus
+
+if TYPE_CHECKING:
+    from parkgate.store.base import Run
+
+
+@dataclass(frozen=True, slots=True)
+class RunChange:
+    """A run's new status, outcome and pending ask, written without reading the run first
+    (its workflow and answers stay as they are; an unknown run id changes nothing)."""
+
+    run_id: str
+    status: RunStatus
+    outcome: str | None
+    pending_ask_id: str | None
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AskStep:
+    """An existing ask's new state (after a message, an expiry, a cancel) and its run's change."""
+
+    ask: Ask
+    run: RunChange | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewAsk:
+    """A new ask and its run as it stands with that ask pending (inserted, or updated if it
+    exists); ``follow_up`` records that a waiter follows the ask up once it closes."""
+
+    ask: Ask
+    run: Run
+    follow_up: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StoredReply:
+    """The reply to a message with a ``message_id``: a redelivery returns it unchanged."""
+
+    conversation_id: str
+    message_id: str
+    reply: str
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedCallback:
+    """A closed ask's callback, queued in the outbox in the same commit as the close."""
+
+    ask_id: str
+    url: str
+    payload: str
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Writes:
+    """Everything one unit of work writes, applied in this order: the steps of existing
+    asks, whole runs, the new ask, the stored reply, the queued callbacks.
+
+    The order matters once: a step that closes a conversation's open ask comes before the
+    new ask parked there (a conversation has at most one open ask).
+    """
+
+    steps: tuple[AskStep, ...] = ()
+    runs: tuple[Run, ...] = ()
+    park: NewAsk | None = None
+    reply: StoredReply | None = None
+    callbacks: tuple[QueuedCallback, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.steps or self.runs or self.callbacks) and self.park is None and self.reply is None
+
+    def usual_step(self) -> AskStep | None:
+        """The one step of the usual message: an ask's new state, its run's change and the
+        stored reply, and nothing else (no whole run, no new ask, no callback)."""
+        if len(self.steps) != 1 or self.runs or self.park is not None or self.callbacks:
+            return None
+        return self.steps[0]
+
+    def lone_park(self) -> NewAsk | None:
+        """The new ask when it is all there is to write (nothing closed, no reply, no callback)."""
+        if self.steps or self.runs or self.reply is not None or self.callbacks:
+            return None
+        return self.park
