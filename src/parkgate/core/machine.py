@@ -101,38 +101,16 @@ def step(ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCAL
         raise ValueError(f"ask {ask.id} is {ask.status.value}, not open")
     if escalate_after < 1:
         raise ValueError("escalate_after must be at least 1")
-    if ask.is_expired(now):
-        return expire(ask, now)
+    expiry = on_read(ask, now)
+    if expiry is not None:
+        return expiry
     verdict = match(ask.kind, ask.options, text, ask.expect)
     # Every branch touches the ask (last_touched = now) in the one copy it makes.
     if verdict.verdict is Verdict.SELECT:
         assert verdict.option_index is not None
-        label = ask.options[verdict.option_index - 1]
-        closed = ask.evolve(
-            last_touched=now,
-            status=AskStatus.ANSWERED,
-            outcome="selected",
-            answer=label,
-            option_index=verdict.option_index,
-            answered_at=now,
-            mismatches=0,
-        )
-        line = P.PHRASES[ReplyKind.SELECTED].format(index=verdict.option_index, answer=label)
-        return Step(ReplyKind.SELECTED, line, closed, label, verdict.option_index)
+        return _selected(ask, verdict.option_index, now)
     if verdict.verdict is Verdict.ANSWER:
-        closed = ask.evolve(
-            last_touched=now,
-            status=AskStatus.ANSWERED,
-            outcome="answered",
-            answer=text,
-            answered_at=now,
-            mismatches=0,
-        )
-        if verdict.bare_control_word:
-            line = P.TEXT_CONTROL_WORD_TAKEN.format(answer=text.strip())
-        else:
-            line = P.PHRASES[ReplyKind.ANSWERED]
-        return Step(ReplyKind.ANSWERED, line, closed, text)
+        return _answered(ask, text, now, bare_control_word=verdict.bare_control_word)
     if verdict.verdict is Verdict.RESHOW:
         touched = ask.evolve(last_touched=now)
         return Step(ReplyKind.RESHOWN, P.PHRASES[ReplyKind.RESHOWN].format(menu=render_question(ask)), touched)
@@ -147,6 +125,30 @@ def step(ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCAL
     # The escalated line names every exit itself: the question follows it without its footer.
     question = render_question(ask, footer=kind is not ReplyKind.ESCALATED)
     return Step(kind, _miss_line(ask, kind, misses, question), missed)
+
+
+def _selected(ask: Ask, option_index: int, now: datetime) -> Step:
+    label = ask.options[option_index - 1]
+    closed = ask.evolve(
+        last_touched=now,
+        status=AskStatus.ANSWERED,
+        outcome="selected",
+        answer=label,
+        option_index=option_index,
+        answered_at=now,
+        mismatches=0,
+    )
+    line = P.PHRASES[ReplyKind.SELECTED].format(index=option_index, answer=label)
+    return Step(ReplyKind.SELECTED, line, closed, label, option_index)
+
+
+def _answered(ask: Ask, text: str, now: datetime, *, bare_control_word: bool) -> Step:
+    closed = ask.evolve(
+        last_touched=now, status=AskStatus.ANSWERED, outcome="answered", answer=text, answered_at=now, mismatches=0
+    )
+    # A text answer that is just a control word is taken, and the line says so.
+    line = P.TEXT_CONTROL_WORD_TAKEN.format(answer=text.strip()) if bare_control_word else P.PHRASES[ReplyKind.ANSWERED]
+    return Step(ReplyKind.ANSWERED, line, closed, text)
 
 
 def cancelled_line(ask: Ask) -> str:

@@ -48,18 +48,16 @@ class WritePlan:
     def write(self, tx: Transaction, clock: Clock) -> None:
         """Hand what is planned so far to ``tx`` as one value, with the callbacks of the asks
         it closes; the plan then starts empty (its closes stay to report)."""
+        newly_closed = self.closed[self._queued :]
         callbacks = tuple(
-            QueuedCallback(
-                item.ask.id, item.ask.callback_url, json.dumps(ask_to_dict(item.ask), ensure_ascii=False), clock.now()
-            )
-            for item in self.closed[self._queued :]
+            QueuedCallback(item.ask.id, item.ask.callback_url, _payload(item.ask), clock.now())
+            for item in newly_closed
             if item.ask.callback_url
         )
-        writes = Writes(tuple(self.steps), tuple(self.runs), self.park, self.reply, callbacks)
-        self.steps, self.runs, self.park, self.reply = [], [], None, None
         self._queued = len(self.closed)
-        if not writes.empty:
-            tx.write(writes)
+        if self.steps or self.runs or self.park is not None or self.reply is not None or callbacks:
+            tx.write(Writes(tuple(self.steps), tuple(self.runs), self.park, self.reply, callbacks))
+            self.steps, self.runs, self.park, self.reply = [], [], None, None
 
 
 def _payload(ask: Ask) -> str:

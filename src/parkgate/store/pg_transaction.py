@@ -22,17 +22,17 @@ from parkgate.store.sql import Dialect, SqlTransaction, Statement, mutable_field
 from parkgate.store.writes import AskStep, StoredReply, Writes
 
 
-def _same(moment: Any) -> Any:
+def _as_is(moment: Any) -> Any:
     return moment
 
 
 DIALECT = Dialect(
     placeholder="%s",
     lock_suffix=" FOR UPDATE",
-    encode_time=_same,
-    decode_time=_same,
-    encode_due=_same,
-    decode_due=_same,
+    encode_time=_as_is,
+    decode_time=_as_is,
+    encode_due=_as_is,
+    decode_due=_as_is,
     due_expression="(last_touched + ttl_seconds * interval '1 second')",
     skip_locked_suffix=" FOR UPDATE SKIP LOCKED",
 )
@@ -268,9 +268,9 @@ class PipelinedTransaction(AbstractContextManager[PostgresTransaction]):
         )
         return self._tx
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, raised: BaseException | None, tb: object) -> None:
         try:
-            error = self._end_pipeline(error)
+            error = self._end_pipeline(raised)
             if error is not None:
                 self._reset_connection(error)
         finally:
@@ -279,7 +279,12 @@ class PipelinedTransaction(AbstractContextManager[PostgresTransaction]):
             self._recent.committed(self._tx.states)
             return
         self._recent.failed(self._tx.states)
-        raise translate_error(error, guessed=self._tx.guessed) or error from None
+        translated = translate_error(error, guessed=self._tx.guessed)
+        if translated is not None:
+            raise translated from None
+        if error is raised:
+            return  # the body's own exception goes on as it was raised
+        raise error
 
     def _end_pipeline(self, error: BaseException | None) -> BaseException | None:
         """Send what is held and leave the pipeline: its Sync commits, or rolls back after

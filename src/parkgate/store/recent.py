@@ -6,7 +6,7 @@ conversation's open ask is the one this process last wrote or read, and let the 
 check it. PostgreSQL sends, at the head of the same round trip as the writes, a check
 that aborts the whole transaction if the guess is wrong (see ``parkgate_claim`` in
 migration 3); SQLite's ``UPDATE`` changes the ask only if it is still as remembered
-(see :class:`parkgate.store.sqlite.SQLiteTransaction`). A wrong guess therefore costs a
+(see :class:`parkgate.store.sqlite_transaction.SQLiteTransaction`). A wrong guess therefore costs a
 retry, never a wrong answer: the memory is a hint, the database stays the only truth,
 and nothing here needs to be invalidated in time.
 

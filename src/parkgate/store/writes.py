@@ -85,10 +85,6 @@ class Writes:
     reply: StoredReply | None = None
     callbacks: tuple[QueuedCallback, ...] = ()
 
-    @property
-    def empty(self) -> bool:
-        return not (self.steps or self.runs or self.callbacks) and self.park is None and self.reply is None
-
     def usual_step(self) -> AskStep | None:
         """The one step of the usual message: an ask's new state, its run's change and the
         stored reply, and nothing else (no whole run, no new ask, no callback)."""
