@@ -195,10 +195,9 @@ def run_change_values(change: RunChange, dialect: Dialect) -> tuple[Any, ...]:
 
 
 def _run_change(change: RunChange, dialect: Dialect) -> Statement:
-    run_id, *values = run_change_values(change, dialect)
     return (
         "UPDATE runs SET status = ?, outcome = ?, pending_ask_id = ?, updated_at = ? WHERE id = ?",
-        (*values, run_id),
+        (change.status, change.outcome, change.pending_ask_id, dialect.encode_time(change.at), change.run_id),
     )
 
 
