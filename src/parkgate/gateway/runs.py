@@ -166,9 +166,10 @@ class RunLifeCycle:
         """The reply to ``message`` in a conversation whose open ask (as read) is ``ask``."""
         if ask is None:
             return pass_reply()
-        if not self.read(plan, ask, now).is_open:
+        result = machine.step(ask, message, now, self.escalate_after)  # expiry on read comes first
+        if result.expired:
+            self._record_expiry(plan, ask, result.ask, now)
             return expired_pass_reply(ask)
-        result = machine.step(ask, message, now, self.escalate_after)
         reply = step_reply(result)
         if result.ask.is_open:
             plan.steps.append(AskStep(result.ask))

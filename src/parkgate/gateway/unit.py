@@ -48,16 +48,19 @@ class WritePlan:
     def write(self, tx: Transaction, clock: Clock) -> None:
         """Hand what is planned so far to ``tx`` as one value, with the callbacks of the asks
         it closes; the plan then starts empty (its closes stay to report)."""
-        newly_closed = self.closed[self._queued :]
-        callbacks = tuple(
-            QueuedCallback(item.ask.id, item.ask.callback_url, _payload(item.ask), clock.now())
-            for item in newly_closed
-            if item.ask.callback_url
-        )
+        callbacks = self._callbacks(clock) if len(self.closed) > self._queued else ()
         self._queued = len(self.closed)
         if self.steps or self.runs or self.park is not None or self.reply is not None or callbacks:
             tx.write(Writes(tuple(self.steps), tuple(self.runs), self.park, self.reply, callbacks))
             self.steps, self.runs, self.park, self.reply = [], [], None, None
+
+    def _callbacks(self, clock: Clock) -> tuple[QueuedCallback, ...]:
+        """The callbacks of the asks closed since the last write (those with a callback URL)."""
+        return tuple(
+            QueuedCallback(item.ask.id, item.ask.callback_url, _payload(item.ask), clock.now())
+            for item in self.closed[self._queued :]
+            if item.ask.callback_url
+        )
 
 
 def _payload(ask: Ask) -> str:

@@ -179,7 +179,7 @@ def _run_upsert(run: Run, dialect: Dialect) -> Statement:
             run.id,
             run.conversation_id,
             run.workflow,
-            run.status,
+            _stored_status(run.status),
             run.outcome,
             json.dumps(run.context, ensure_ascii=False) if run.context else "{}",
             run.pending_ask_id,
@@ -189,15 +189,22 @@ def _run_upsert(run: Run, dialect: Dialect) -> Statement:
     )
 
 
+def _stored_status(status: object) -> object:
+    """A run status as the driver binds it fastest: the enum's plain string value."""
+    return status.value if isinstance(status, RunStatus) else status
+
+
 def run_change_values(change: RunChange, dialect: Dialect) -> tuple[Any, ...]:
     """A run change's values: id, status, outcome, pending ask, time (``parkgate_step``'s order)."""
-    return (change.run_id, change.status, change.outcome, change.pending_ask_id, dialect.encode_time(change.at))
+    status = _stored_status(change.status)
+    return (change.run_id, status, change.outcome, change.pending_ask_id, dialect.encode_time(change.at))
 
 
 def _run_change(change: RunChange, dialect: Dialect) -> Statement:
+    status = _stored_status(change.status)
     return (
         "UPDATE runs SET status = ?, outcome = ?, pending_ask_id = ?, updated_at = ? WHERE id = ?",
-        (change.status, change.outcome, change.pending_ask_id, dialect.encode_time(change.at), change.run_id),
+        (status, change.outcome, change.pending_ask_id, dialect.encode_time(change.at), change.run_id),
     )
 
 

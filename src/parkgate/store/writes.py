@@ -5,14 +5,14 @@ to :meth:`Transaction.write <parkgate.store.base.Transaction.write>`. Each engin
 the value to its fastest form: PostgreSQL sends :meth:`Writes.usual_step` as the one
 statement ``parkgate_step`` and a lone :attr:`Writes.park` as one statement, SQLite checks
 a remembered ask in the ``UPDATE`` of its step. The engine never infers intent from a
-sequence of writes: the value says what the writes are.
+sequence of writes: the value says what the writes are. The values are named tuples:
+immutable, and cheap to make once a message.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from parkgate.core.model import Ask, RunStatus
 
@@ -20,8 +20,7 @@ if TYPE_CHECKING:
     from parkgate.store.base import Run
 
 
-@dataclass(frozen=True, slots=True)
-class RunChange:
+class RunChange(NamedTuple):
     """A run's new status, outcome and pending ask, written without reading the run first
     (its workflow and answers stay as they are; an unknown run id changes nothing)."""
 
@@ -32,16 +31,14 @@ class RunChange:
     at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class AskStep:
+class AskStep(NamedTuple):
     """An existing ask's new state (after a message, an expiry, a cancel) and its run's change."""
 
     ask: Ask
     run: RunChange | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class NewAsk:
+class NewAsk(NamedTuple):
     """A new ask and its run as it stands with that ask pending (inserted, or updated if it
     exists); ``follow_up`` records that a waiter follows the ask up once it closes."""
 
@@ -50,8 +47,7 @@ class NewAsk:
     follow_up: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class StoredReply:
+class StoredReply(NamedTuple):
     """The reply to a message with a ``message_id``: a redelivery returns it unchanged."""
 
     conversation_id: str
@@ -60,8 +56,7 @@ class StoredReply:
     at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class QueuedCallback:
+class QueuedCallback(NamedTuple):
     """A closed ask's callback, queued in the outbox in the same commit as the close."""
 
     ask_id: str
@@ -70,8 +65,7 @@ class QueuedCallback:
     at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class Writes:
+class Writes(NamedTuple):
     """Everything one unit of work writes, applied in this order: the steps of existing
     asks, whole runs, the new ask, the stored reply, the queued callbacks.
 
