@@ -3,7 +3,7 @@ identified, the settings and the open-ask cap, as FastAPI dependencies.
 
 :func:`parkgate.http.app.create_app` leaves them in the app's state; a route names the
 one it needs as a parameter (``gateway: GatewayDep``), so each route is a plain function
-of its inputs.
+of its inputs. Each is ``async``: FastAPI runs a sync dependency on a worker thread.
 """
 
 from __future__ import annotations
@@ -19,25 +19,25 @@ from parkgate.http.settings import Settings
 from parkgate.http.tokens import ANONYMOUS, Caller
 
 
-def gateway_of(request: Request) -> AsyncGateway:
+async def gateway_of(request: Request) -> AsyncGateway:
     """The gateway the app serves."""
     gateway: AsyncGateway = request.app.state.async_gateway
     return gateway
 
 
-def caller_of(request: Request) -> Caller:
+async def caller_of(request: Request) -> Caller:
     """Who sent the request (the guard left it in the request's state)."""
     caller = getattr(request.state, CALLER_STATE, ANONYMOUS)
     return caller if isinstance(caller, Caller) else ANONYMOUS
 
 
-def settings_of(request: Request) -> Settings:
+async def settings_of(request: Request) -> Settings:
     """The settings the app was made with (its callback allow-list, for one)."""
     settings: Settings = request.app.state.settings
     return settings
 
 
-def open_ask_cap_of(request: Request) -> OpenAskCap:
+async def open_ask_cap_of(request: Request) -> OpenAskCap:
     """The cap on each token's open asks."""
     cap: OpenAskCap = request.app.state.open_ask_cap
     return cap
