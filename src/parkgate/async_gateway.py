@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import inspect
+import os
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from parkgate.checks import check_flag, check_id, wait_seconds
 from parkgate.clock import Clock
@@ -22,6 +27,49 @@ from parkgate.reply import Reply
 from parkgate.store import DEFAULT_URL, Run, Store
 from parkgate.store.base import AskGauges, CallbackState
 from parkgate.workflow import Workflow
+
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
+
+#: Blocking gateway calls running at once in a process: as many as Starlette runs sync
+#: routes at once (anyio's default of 40 threads), so awaiting the gateway admits as much
+#: concurrency as sync routes would.
+GATEWAY_THREADS = 40
+_threads: ThreadPoolExecutor | None = None
+_threads_lock = threading.Lock()
+
+
+def _gateway_threads() -> ThreadPoolExecutor:
+    """The process's pool of :data:`GATEWAY_THREADS` threads, started on first use."""
+    global _threads
+    with _threads_lock:
+        if _threads is None:
+            _threads = ThreadPoolExecutor(max_workers=GATEWAY_THREADS, thread_name_prefix="parkgate-gateway")
+        return _threads
+
+
+def _forget_threads() -> None:
+    """In a forked child the parent's threads do not exist: the next call starts a new pool."""
+    global _threads, _threads_lock
+    _threads, _threads_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_threads)
+
+
+async def offload(call: Callable[Params, Result], *args: Params.args, **kwargs: Params.kwargs) -> Result:
+    """``call(*args, **kwargs)`` on a worker thread, awaited: how every blocking gateway call
+    (a store read or write) reaches asyncio code, so the loop never blocks on one.
+
+    The threads are one pool per process (:data:`GATEWAY_THREADS`), shared by every event
+    loop in it; the call runs in a copy of the caller's context, as with
+    :func:`asyncio.to_thread`. A cancelled caller stops waiting at once (a timeout stays
+    a timeout); a call already running goes on to its end on its thread, its result dropped.
+    """
+    context = contextvars.copy_context()
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_gateway_threads(), functools.partial(context.run, call, *args, **kwargs))
+
 
 #: Gateway's own defaults, read from its signature (so they cannot drift from it here).
 _GATEWAY_DEFAULTS: dict[str, object] = {
@@ -49,7 +97,7 @@ async def wait_for_close(
     with gateway.signal.waiting(ask_id, loop=loop) as waiter:
         while True:
             waiter.clear()  # before the read: a close after it still wakes this wait
-            ask = await asyncio.to_thread(gateway.get, ask_id)
+            ask = await offload(gateway.get, ask_id)
             remaining = deadline - loop.time()
             if not ask.is_open or remaining <= 0 or (give_up is not None and await give_up()):
                 return ask
@@ -66,7 +114,7 @@ GIVE_UP_CHECK_SECONDS = 1.0
 class AsyncGateway:
     """The same gateway for asyncio code: every :class:`Gateway` call, awaited.
 
-    Each call runs the sync gateway's in a worker thread (``wait`` holds none: it waits
+    Each call runs the sync gateway's on a worker thread (:func:`offload`; ``wait`` holds none: it waits
     on the loop for a close, reading the store between). Build it as a Gateway is built
     (``AsyncGateway("sqlite:///parkgate.db", ttl=...)``, or keyword options alone), or
     wrap an existing one: ``AsyncGateway(gateway)`` or ``AsyncGateway(gateway=gateway)``.
@@ -91,7 +139,7 @@ class AsyncGateway:
         check_flag(deliver, "deliver")
         self._deliver = deliver
         self._delivering: asyncio.Task[None] | None = None
-        if isinstance(store_url, Gateway):  # AsyncGateway(gateway), as before gateway= existed
+        if isinstance(store_url, Gateway):  # AsyncGateway(gateway): the positional form of gateway=
             if gateway is not None:
                 raise InputError("pass the gateway once: AsyncGateway(gateway) or AsyncGateway(gateway=gateway)")
             gateway, store_url = store_url, DEFAULT_URL
@@ -141,7 +189,7 @@ class AsyncGateway:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await asyncio.to_thread(self.sync.close)
+        await offload(self.sync.close)
 
     async def __aenter__(self) -> AsyncGateway:
         self._start_delivering()
@@ -175,7 +223,7 @@ class AsyncGateway:
         follow_up: bool = False,
     ) -> Reply:
         """Park a question in ``conversation_id`` (:meth:`Gateway.ask`)."""
-        return await asyncio.to_thread(
+        return await offload(
             self.sync.ask,
             conversation_id,
             prompt,
@@ -206,7 +254,7 @@ class AsyncGateway:
         owner: str | None = None,
     ) -> Reply:
         """Park the stopping point marked in a skill's output (:meth:`Gateway.ask_from_text`)."""
-        return await asyncio.to_thread(
+        return await offload(
             self.sync.ask_from_text,
             conversation_id,
             skill_output,
@@ -227,27 +275,25 @@ class AsyncGateway:
         owner: str | None = None,
     ) -> Reply:
         """Start a registered workflow (:meth:`Gateway.start`)."""
-        return await asyncio.to_thread(
-            self.sync.start, conversation_id, workflow, replace=replace, run_id=run_id, owner=owner
-        )
+        return await offload(self.sync.start, conversation_id, workflow, replace=replace, run_id=run_id, owner=owner)
 
     # -- replies ---------------------------------------------------------------
     async def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
         """Match one inbound message against the parked ask (:meth:`Gateway.handle`)."""
-        return await asyncio.to_thread(self.sync.handle, conversation_id, text, message_id)
+        return await offload(self.sync.handle, conversation_id, text, message_id)
 
     # -- reads -----------------------------------------------------------------
     async def get(self, ask_id: str) -> Ask:
         """One ask by id, closed if past its TTL (:meth:`Gateway.get`)."""
-        return await asyncio.to_thread(self.sync.get, ask_id)
+        return await offload(self.sync.get, ask_id)
 
     async def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> Ask:
         """An operator's cancel, ``outcome`` saying why (:meth:`Gateway.cancel`)."""
-        return await asyncio.to_thread(self.sync.cancel, ask_id, outcome=outcome)
+        return await offload(self.sync.cancel, ask_id, outcome=outcome)
 
     async def expire(self, ask_id: str) -> Ask:
         """Close an open ask as ``expired`` now (:meth:`Gateway.expire`)."""
-        return await asyncio.to_thread(self.sync.expire, ask_id)
+        return await offload(self.sync.expire, ask_id)
 
     async def open_asks(
         self,
@@ -257,67 +303,67 @@ class AsyncGateway:
         owner: str | None = None,
     ) -> list[Ask]:
         """Open asks, oldest first, closing any past their TTL (:meth:`Gateway.open_asks`)."""
-        return await asyncio.to_thread(self.sync.open_asks, limit, after=after, owner=owner)
+        return await offload(self.sync.open_asks, limit, after=after, owner=owner)
 
     async def count_open_asks(self, owner: str | None = None) -> int:
         """How many asks are open, all or ``owner``'s (:meth:`Gateway.count_open_asks`)."""
-        return await asyncio.to_thread(self.sync.count_open_asks, owner)
+        return await offload(self.sync.count_open_asks, owner)
 
     async def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing (:meth:`Gateway.audit`)."""
-        return await asyncio.to_thread(self.sync.audit, limit)
+        return await offload(self.sync.audit, limit)
 
     async def parked(self, conversation_id: str) -> Ask | None:
         """The conversation's open ask as stored, closing nothing (:meth:`Gateway.parked`)."""
-        return await asyncio.to_thread(self.sync.parked, conversation_id)
+        return await offload(self.sync.parked, conversation_id)
 
     async def closed_follow_ups(self, limit: int = 100) -> list[Ask]:
         """Closed asks whose follow-up is pending (:meth:`Gateway.closed_follow_ups`)."""
-        return await asyncio.to_thread(self.sync.closed_follow_ups, limit)
+        return await offload(self.sync.closed_follow_ups, limit)
 
     async def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
         """Take an ask's follow-up for ``lease`` (:meth:`Gateway.claim_follow_up`)."""
-        return await asyncio.to_thread(self.sync.claim_follow_up, ask_id, lease)
+        return await offload(self.sync.claim_follow_up, ask_id, lease)
 
     async def follow_up_done(self, ask_id: str) -> None:
         """Mark an ask's follow-up done (:meth:`Gateway.follow_up_done`)."""
-        await asyncio.to_thread(self.sync.follow_up_done, ask_id)
+        await offload(self.sync.follow_up_done, ask_id)
 
     async def run(self, run_id: str) -> Run | None:
         """The run with this id, or ``None`` (:meth:`Gateway.run`)."""
-        return await asyncio.to_thread(self.sync.run, run_id)
+        return await offload(self.sync.run, run_id)
 
     async def finish_run(self, run_id: str, outcome: str = "done") -> Run:
         """Mark a run complete and return it (:meth:`Gateway.finish_run`)."""
-        return await asyncio.to_thread(self.sync.finish_run, run_id, outcome)
+        return await offload(self.sync.finish_run, run_id, outcome)
 
     async def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
         """Record a run that ended before it asked anything (:meth:`Gateway.record_run`)."""
-        return await asyncio.to_thread(self.sync.record_run, run_id, conversation_id, outcome)
+        return await offload(self.sync.record_run, run_id, conversation_id, outcome)
 
     async def gauges(self) -> AskGauges:
         """The open, overdue and unread-due figures (:meth:`Gateway.gauges`)."""
-        return await asyncio.to_thread(self.sync.gauges)
+        return await offload(self.sync.gauges)
 
     async def read_due(self, limit: int = 100) -> int:
         """Read the asks whose TTL has fallen due (:meth:`Gateway.read_due`)."""
-        return await asyncio.to_thread(self.sync.read_due, limit)
+        return await offload(self.sync.read_due, limit)
 
     async def callback_states(self, ask_ids: Sequence[str]) -> dict[str, CallbackState]:
         """Where these asks' callbacks stand (:meth:`Gateway.callback_states`)."""
-        return await asyncio.to_thread(self.sync.callback_states, ask_ids)
+        return await offload(self.sync.callback_states, ask_ids)
 
     async def failed_callbacks(self, limit: int = 100) -> list[Ask]:
         """The asks whose callback failed (:meth:`Gateway.failed_callbacks`)."""
-        return await asyncio.to_thread(self.sync.failed_callbacks, limit)
+        return await offload(self.sync.failed_callbacks, limit)
 
     async def retry_callback(self, ask_id: str) -> CallbackState:
         """Re-arm a failed callback (:meth:`Gateway.retry_callback`)."""
-        return await asyncio.to_thread(self.sync.retry_callback, ask_id)
+        return await offload(self.sync.retry_callback, ask_id)
 
     async def next_due(self) -> datetime | None:
         """The earliest due time among asks something waits on (:meth:`Gateway.next_due`)."""
-        return await asyncio.to_thread(self.sync.next_due)
+        return await offload(self.sync.next_due)
 
     async def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
         """Wait until the ask closes or ``timeout`` passes (:meth:`Gateway.wait`).

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
+import uuid
 from typing import Any
 
 import httpx
@@ -80,3 +82,36 @@ def test_several_long_polls_on_one_ask_all_wake_on_an_operator_cancel(served: Se
         assert http.post(f"/v1/asks/{ask_id}/cancel").json()["status"] == "cancelled"
         wait_until(lambda: len(seen) == 4, 40, "all four long-polls to return")
     assert seen == ["cancelled"] * 4
+
+
+#: More long-polls at once than the server's worker threads (anyio's 40 a loop).
+MANY_WAITERS = 60
+
+
+def test_long_polls_past_the_thread_limit_hold_no_thread(served: Server) -> None:
+    """Waiters sleep on the loop: with more of them in flight than there are worker
+    threads, a message is still answered at once and every waiter wakes on its answer."""
+    conversations = [f"many-{uuid.uuid4().hex[:8]}-{n}" for n in range(MANY_WAITERS)]
+    with served.client() as http:
+        ask_ids = [park(http, conversation) for conversation in conversations]
+
+    async def scenario() -> tuple[list[httpx.Response], float]:
+        limits = httpx.Limits(max_connections=MANY_WAITERS + 5)
+        async with httpx.AsyncClient(base_url=served.url, timeout=90, limits=limits) as client:
+            polls = [
+                asyncio.create_task(client.get(f"/v1/asks/{ask_id}", params={"wait": 40})) for ask_id in ask_ids
+            ]
+            await asyncio.sleep(1.5)
+            assert not any(poll.done() for poll in polls), "a long-poll returned while its ask was open"
+            started = time.monotonic()
+            first = await client.post(messages_path(conversations[0]), json={"text": "1"})
+            answered_in = time.monotonic() - started
+            assert first.json()["kind"] == "selected"
+            for conversation in conversations[1:]:
+                await client.post(messages_path(conversation), json={"text": "2"})
+            async with asyncio.timeout(30):
+                return await asyncio.gather(*polls), answered_in
+
+    responses, answered_in = asyncio.run(scenario())
+    assert answered_in < 5, f"a message waited {answered_in:.1f} s behind {MANY_WAITERS} long-polls"
+    assert [response.json()["status"] for response in responses] == ["answered"] * MANY_WAITERS

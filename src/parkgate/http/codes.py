@@ -1,5 +1,5 @@
 """The ``error`` codes of the API's error bodies that a client branches on: one definition
-for the server that answers with them (:mod:`parkgate.http.app`, :mod:`parkgate.http.guard`)
+for the server that answers with them (:mod:`parkgate.http.errors`, :mod:`parkgate.http.guard`)
 and the client that reads them (:mod:`parkgate.client`)."""
 
 from __future__ import annotations

@@ -28,23 +28,19 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Send
+from starlette.types import Scope as ASGIScope
 
 from parkgate.http import codes
 from parkgate.http.ratelimit import RateLimiter
 from parkgate.http.settings import Settings, host_of
 from parkgate.http.tokens import ANONYMOUS, Caller, Scope
-
-ASGIScope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[ASGIScope, Receive, Send], Awaitable[None]]
 
 #: Largest request body accepted; larger ones get 413 before they are read.
 MAX_BODY_BYTES = 1024 * 1024

@@ -11,12 +11,13 @@ ask per other process.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import threading
-from collections.abc import Iterator
+import weakref
+from collections.abc import AsyncIterator
 
+from parkgate.async_gateway import AsyncGateway
 from parkgate.errors import ParkgateError
-from parkgate.gateway import Gateway
 from parkgate.http.tokens import Caller
 
 #: What a refused park's ``Retry-After`` says, in seconds: the cap frees up only as the
@@ -38,25 +39,29 @@ class QuotaExceeded(ParkgateError):
 
 
 class OpenAskCap:
-    """Checks a caller's cap before it parks; see the module docstring."""
+    """Checks a caller's cap before it parks; see the module docstring.
 
-    def __init__(self, gateway: Gateway) -> None:
+    The turns are asyncio locks, one per owner on each event loop (a server process runs
+    one loop; an asyncio lock serves the loop it first waited on).
+    """
+
+    def __init__(self, gateway: AsyncGateway) -> None:
         self.gateway = gateway
-        self._locks: dict[str, threading.Lock] = {}
-        self._guard = threading.Lock()
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+            weakref.WeakKeyDictionary()
+        )
 
-    @contextlib.contextmanager
-    def room(self, caller: Caller) -> Iterator[None]:
+    @contextlib.asynccontextmanager
+    async def room(self, caller: Caller) -> AsyncIterator[None]:
         """Hold the caller's turn while it parks; :class:`QuotaExceeded` when it is at its cap."""
         cap, owner = caller.max_open_asks, caller.owner
         if cap is None or owner is None:
             yield
             return
-        with self._guard:
-            lock = self._locks.setdefault(owner, threading.Lock())
-        with lock:
-            if self.gateway.count_open_asks(owner) >= cap:
-                self.gateway.open_asks(EXPIRY_PAGE, owner=owner)  # closes the oldest past their TTL
-                if self.gateway.count_open_asks(owner) >= cap:
+        turns = self._locks.setdefault(asyncio.get_running_loop(), {})
+        async with turns.setdefault(owner, asyncio.Lock()):
+            if await self.gateway.count_open_asks(owner) >= cap:
+                await self.gateway.open_asks(EXPIRY_PAGE, owner=owner)  # closes the oldest past their TTL
+                if await self.gateway.count_open_asks(owner) >= cap:
                     raise QuotaExceeded(caller, cap)
             yield

@@ -10,15 +10,18 @@ from contextlib import contextmanager
 
 import uvicorn
 
-from parkgate.http.app import ENV_DB, ENV_PG_TIMEOUT, parse_pg_timeout, store_from_env
 from parkgate.http.logs import uvicorn_log_config
 from parkgate.http.settings import (
     ENV_ALLOWED_HOSTS,
+    ENV_DB,
+    ENV_PG_TIMEOUT,
     ENV_TOKEN,
     ENV_TOKEN_FILE,
     check_exposure,
     host_of,
+    parse_pg_timeout,
     settings_from_env,
+    store_from_env,
 )
 from parkgate.metrics import MULTIPROCESS_ENV
 

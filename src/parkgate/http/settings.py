@@ -8,10 +8,13 @@
   besides ``localhost``, loopback addresses and the address a connection arrived at.
 - ``PARKGATE_CALLBACK_ALLOW``: internal callback receivers allowed on purpose
   (:func:`parkgate.fence.parse_allow_list`).
+- ``PARKGATE_DB``, ``PARKGATE_PG_SCHEMA``, ``PARKGATE_PG_TIMEOUT``: the store the server
+  runs on (:func:`store_from_env`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import os
 import socket
@@ -22,11 +25,19 @@ from pathlib import Path
 from parkgate.errors import InputError
 from parkgate.fence import ENV_CALLBACK_ALLOW, AllowList, parse_allow_list
 from parkgate.http.tokens import Tokens, check_token
+from parkgate.store import DEFAULT_URL, ENV_PG_SCHEMA, Store, is_postgres_url, open_store
 
 ENV_TOKEN = "PARKGATE_TOKEN"
 ENV_TOKEN_FILE = "PARKGATE_TOKEN_FILE"
 ENV_TOKENS_FILE = "PARKGATE_TOKENS_FILE"
 ENV_ALLOWED_HOSTS = "PARKGATE_ALLOWED_HOSTS"
+ENV_DB = "PARKGATE_DB"
+ENV_PG_TIMEOUT = "PARKGATE_PG_TIMEOUT"
+#: How long the server waits for a PostgreSQL connection, in seconds, before a request gets
+#: its 503 (the library's :class:`~parkgate.store.postgres.PostgresStore` waits 10 s).
+SERVER_PG_TIMEOUT_SECONDS = 3.0
+#: The longest acquisition timeout the server accepts, in seconds.
+MAX_PG_TIMEOUT_SECONDS = 600.0
 
 #: The warning ``serve`` prints when it serves a non-loopback address without a token.
 NO_TOKEN_WARNING = (
@@ -78,6 +89,21 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
     except ValueError as error:
         raise SettingsError(str(error)) from None
     return Settings(tokens=tokens, allowed_hosts=allowed, callback_allow=callback_allow)
+
+
+def with_token(settings: Settings, token: str | None) -> Settings:
+    """``settings`` plus ``token`` as one token with every scope (``None`` or ``""``: unchanged).
+
+    :class:`SettingsError` when ``settings`` already has tokens, or for a blank token.
+    """
+    if token is None or token == "":
+        return settings
+    if settings.tokens is not None:
+        raise SettingsError("give token or settings with tokens, not both")
+    try:
+        return dataclasses.replace(settings, tokens=Tokens.single(token))
+    except ValueError as error:
+        raise SettingsError(str(error)) from None
 
 
 def read_token_file(path: str | Path) -> str:
@@ -151,16 +177,75 @@ def check_exposure(host: str, settings: Settings, insecure_no_token: bool) -> st
     return NO_TOKEN_WARNING.format(host=host or "every address")
 
 
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def parse_pg_timeout(value: str | float) -> float:
+    """A PostgreSQL acquisition timeout in seconds: a number above 0 and at most 600."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not 0 < seconds <= MAX_PG_TIMEOUT_SECONDS:  # also refuses nan
+        raise ValueError(
+            f"the PostgreSQL timeout must be a number of seconds above 0 and at most "
+            f"{MAX_PG_TIMEOUT_SECONDS:g}, not {value!r}"
+        )
+    return seconds
+
+
+def open_server_store(url: str | None = None, *, schema: str | None = None, pg_timeout: float | None = None) -> Store:
+    """The store the HTTP server runs on (the one place the server opens its store).
+
+    On PostgreSQL, ``schema`` picks the schema, and a request waits at most
+    ``pg_timeout`` seconds (default :data:`SERVER_PG_TIMEOUT_SECONDS`) for a connection
+    before it fails with :class:`~parkgate.store.StoreUnavailable` (a 503): during an
+    outage a request fails fast instead of hanging. Both are ignored on SQLite. Opening
+    migrates.
+    """
+    url = url or DEFAULT_URL
+    if not is_postgres_url(url):
+        return open_store(url)
+    timeout = SERVER_PG_TIMEOUT_SECONDS if pg_timeout is None else parse_pg_timeout(pg_timeout)
+    return open_store(url, schema=schema, timeout=timeout)
+
+
+def store_from_env() -> Store:
+    """The store ``PARKGATE_DB`` names (default ``sqlite:///parkgate.db``).
+
+    ``PARKGATE_PG_SCHEMA`` puts a PostgreSQL store in that schema, and
+    ``PARKGATE_PG_TIMEOUT`` (seconds, default 3) bounds the wait for a connection.
+    ``parkgate serve`` migrates through this before it starts its workers, and every
+    worker opens its store through it, so both land in the same schema.
+    """
+    timeout = _env(ENV_PG_TIMEOUT)
+    try:
+        pg_timeout = None if timeout is None else parse_pg_timeout(timeout)
+    except ValueError as error:
+        raise ValueError(f"{ENV_PG_TIMEOUT}: {error}") from None
+    return open_server_store(_env(ENV_DB), schema=_env(ENV_PG_SCHEMA), pg_timeout=pg_timeout)
+
+
 __all__ = [
     "ENV_ALLOWED_HOSTS",
     "ENV_CALLBACK_ALLOW",
+    "ENV_DB",
+    "ENV_PG_SCHEMA",
+    "ENV_PG_TIMEOUT",
     "ENV_TOKEN",
     "ENV_TOKENS_FILE",
     "ENV_TOKEN_FILE",
+    "SERVER_PG_TIMEOUT_SECONDS",
     "Settings",
     "SettingsError",
     "check_exposure",
     "host_of",
     "is_loopback_host",
+    "open_server_store",
+    "parse_pg_timeout",
     "settings_from_env",
+    "store_from_env",
+    "with_token",
 ]

@@ -1,0 +1,267 @@
+"""The JSON the API takes and gives, as pydantic models: what the OpenAPI schema shows and
+what a request body is checked against before a route runs.
+
+Bodies are strict (no coercion, no unknown fields) and hold only text a store can keep.
+Every field that names one of parkgate's enums takes its values from that enum
+(:func:`one_of`), so the schema lists exactly what the code answers with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
+from parkgate.core.expect import FORMS as EXPECT_FORMS
+from parkgate.core.phrases import AskKind, AskStatus, ReplyKind, RunStatus
+from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS
+from parkgate.store.base import CallbackStatus
+
+#: Largest body ``POST /v1/asks`` accepts: room for a ``skill_output`` of the library's
+#: :data:`~parkgate.checks.MAX_SKILL_OUTPUT_CHARS` (256,000) characters even when a
+#: client escapes every one of them as a JSON surrogate pair (12 bytes a character).
+MAX_ASK_BODY_BYTES = 4 * 1024 * 1024
+#: Longest TTL an ask may be parked with over HTTP (ten years), in seconds.
+MAX_TTL_SECONDS = 10 * 365 * 24 * 3600.0
+
+
+def one_of(values: Iterable[Enum | str]) -> Any:
+    """``Literal`` of these values (an enum's members, or strings): a field that takes
+    exactly them, listed as its ``enum`` in the schema."""
+    return Literal[tuple(value.value if isinstance(value, Enum) else value for value in values)]
+
+
+# A type checker sees each of these as ``str``; pydantic sees the Literal of the values.
+if TYPE_CHECKING:
+    ReplyKindName = str
+    AskKindName = str
+    AskStatusName = str
+    RunStatusName = str
+    CallbackStatusName = str
+    ExpectForm = str
+    OpenStatus = str
+else:
+    ReplyKindName = one_of(ReplyKind)
+    AskKindName = one_of(AskKind)
+    AskStatusName = one_of(AskStatus)
+    RunStatusName = one_of(RunStatus)
+    CallbackStatusName = one_of(CallbackStatus)
+    ExpectForm = one_of(EXPECT_FORMS)
+    #: ``GET /v1/asks?status=``: only open asks are listed.
+    OpenStatus = one_of([AskStatus.OPEN])
+
+
+def _text_problem(value: str) -> str | None:
+    if "\x00" in value:
+        return "contains a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode (it holds a lone surrogate)"
+    return None
+
+
+class _Body(BaseModel):
+    """A JSON body: strict types, no unknown fields, and only text that can be stored."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    @model_validator(mode="after")
+    def _storable_text(self) -> _Body:
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            values = value if isinstance(value, list) else [value]
+            for position, item in enumerate(values, start=1):
+                if isinstance(item, str) and (problem := _text_problem(item)):
+                    where = f"{name} item {position}" if isinstance(value, list) else name
+                    raise ValueError(f"{where} {problem}")
+        return self
+
+
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
+#: A yes/no field that defaults to no; ``null`` means the default, as it does for every
+#: other optional field.
+Flag = Annotated[bool, BeforeValidator(lambda value: False if value is None else value)]
+
+
+class ExpectJSON(_Body):
+    """The form a text ask's answer must take (``parkgate.core.expect``): any other answer is a miss."""
+
+    form: ExpectForm
+    minimum: int | Annotated[float, Field(allow_inf_nan=False)] | None = Field(
+        default=None, description="Inclusive lower bound (number and integer forms)."
+    )
+    maximum: int | Annotated[float, Field(allow_inf_nan=False)] | None = Field(
+        default=None, description="Inclusive upper bound (number and integer forms)."
+    )
+    min_length: Annotated[int, Field(ge=0)] | None = Field(default=None, description="Fewest characters (text forms).")
+    max_length: Annotated[int, Field(ge=0)] | None = Field(default=None, description="Most characters (text forms).")
+
+
+class AskIn(_Body):
+    """Park a question: ``prompt`` (+ ``kind``/``options``), or ``skill_output`` with a marker.
+
+    ``kind`` defaults to ``choice`` when ``options`` are given, else ``text``.
+    """
+
+    conversation_id: Id
+    run_id: Id | None = None
+    kind: AskKindName | None = None
+    prompt: Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)] | None = None
+    options: Annotated[list[Label], Field(max_length=MAX_OPTIONS)] | None = None
+    ttl_seconds: Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)] | None = None
+    replace: Flag = False
+    callback_url: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
+    default: str | None = Field(default=None, description="Recorded as the answer if the ask expires.")
+    expect: ExpectJSON | None = Field(default=None, description="A text ask's answer form, such as an integer.")
+    context: dict[str, Any] | None = Field(
+        default=None, description="Anything else to keep and show with the ask (a JSON object, at most 16 KiB)."
+    )
+    skill_output: Annotated[str, Field(max_length=MAX_SKILL_OUTPUT_CHARS)] | None = Field(
+        default=None, description="Free text holding one [[ask]] ... [[/ask]] marker."
+    )
+
+    @model_validator(mode="after")
+    def _one_form(self) -> AskIn:
+        if self.skill_output is not None:
+            fields = ("prompt", "kind", "options", "default", "expect", "context")
+            given = [name for name in fields if getattr(self, name) is not None]
+            if given:
+                raise ValueError(f"give either skill_output or prompt/kind/options, not both (also got {given})")
+        elif self.prompt is None:
+            raise ValueError("give a prompt (with kind and options) or a skill_output holding a stopping point")
+        return self
+
+
+class MessageIn(_Body):
+    """One inbound message for a conversation."""
+
+    text: Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)]
+    message_id: Id | None = Field(default=None, description="Redelivering the same id returns the first reply.")
+
+
+class StartIn(_Body):
+    """Start a workflow in a conversation."""
+
+    conversation_id: Id
+    run_id: Id | None = None
+    replace: Flag = False
+
+
+class FinishIn(_Body):
+    """Finish a run: the outcome recorded on it."""
+
+    outcome: Id = "done"
+
+
+class ReplyOut(BaseModel):
+    """What the gateway did with a message (branch on ``kind``, never on ``text``)."""
+
+    kind: ReplyKindName
+    text: str
+    parked: bool
+    ask_id: str | None = None
+    expired_ask_id: str | None = None
+    answer: str | None = None
+    option_index: int | None = None
+    run_id: str | None = None
+    followup: ReplyOut | None = None
+
+
+class CallbackOut(BaseModel):
+    """An ask's callback: ``pending`` (the ask is open, or the callback waits for an attempt),
+    ``delivered``, or ``failed`` (given up on; ``POST /v1/asks/{id}/callback/retry`` re-arms it)."""
+
+    status: CallbackStatusName
+    attempts: int
+    last_error: str | None = None
+    next_attempt_at: str | None = None
+
+
+class AskOut(BaseModel):
+    """An ask as stored (``status`` open, answered, cancelled or expired)."""
+
+    ask_id: str
+    conversation_id: str
+    run_id: str
+    kind: AskKindName
+    prompt: str
+    options: list[str]
+    status: AskStatusName
+    outcome: str | None = None
+    answer: str | None = None
+    option_index: int | None = None
+    mismatches: int
+    phase: str | None = None
+    ttl_seconds: float
+    expect: ExpectJSON | None = None
+    asked_at: str
+    last_touched: str
+    answered_at: str | None = None
+    context: dict[str, Any] | None = Field(
+        default=None, description="What else was parked with the ask (a JSON object), shown with it."
+    )
+    hours_open: float | None = None
+    callback: CallbackOut | None = Field(
+        default=None, description="Where its callback stands (an ask parked with a callback_url)."
+    )
+
+
+class RunOut(BaseModel):
+    """A run: ``running`` while its caller works or an ask is pending, then ``complete``."""
+
+    run_id: str
+    conversation_id: str
+    workflow: str | None = None
+    status: RunStatusName
+    outcome: str | None = None
+    pending_ask_id: str | None = None
+    answers: dict[str, str] = Field(description="A workflow run's answers by phase; empty for a plain ask's run.")
+    created_at: str
+    updated_at: str
+
+
+class AskListOut(BaseModel):
+    """One page of open asks, oldest first, each with ``hours_open``; ``next`` is the
+    ``cursor`` of the page after it (``null`` on the last page)."""
+
+    asks: list[AskOut]
+    next: str | None = None
+
+
+class ErrorOut(BaseModel):
+    """Every error: a short code and a sentence naming what is wrong."""
+
+    error: str
+    detail: str
+
+
+class HealthOut(BaseModel):
+    """The service answers and its store is reachable."""
+
+    status: Literal["ok"]
+    store: str
+    schema_version: int
+
+
+__all__ = [
+    "MAX_ASK_BODY_BYTES",
+    "MAX_TTL_SECONDS",
+    "AskIn",
+    "AskListOut",
+    "AskOut",
+    "CallbackOut",
+    "ErrorOut",
+    "ExpectJSON",
+    "FinishIn",
+    "HealthOut",
+    "MessageIn",
+    "ReplyOut",
+    "RunOut",
+    "StartIn",
+    "one_of",
+]

@@ -1,0 +1,147 @@
+"""``/v1/asks``: park a question, read, list, cancel and wait on asks, and their callbacks."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from parkgate.async_gateway import AsyncGateway, wait_for_close
+from parkgate.checks import MAX_WAIT_SECONDS
+from parkgate.fence import check_callback_url
+from parkgate.http.dependencies import CallerDep, GatewayDep, OpenAskCapDep, SettingsDep
+from parkgate.http.errors import V1_ERRORS, documented
+from parkgate.http.guard import missing_scope, needs
+from parkgate.http.models import AskIn, AskListOut, AskOut, OpenStatus, ReplyOut
+from parkgate.http.paging import DEFAULT_PAGE_ASKS, MAX_CURSOR_CHARS, MAX_PAGE_ASKS, decode_cursor, encode_cursor
+from parkgate.http.responses import SafeJSONResponse, ask_response, asks_json, error_response, reply_response
+from parkgate.http.tokens import Scope
+from parkgate.reply import Reply
+
+router = APIRouter(tags=["asks"])
+
+PageSize = Annotated[int, Query(ge=1, le=MAX_PAGE_ASKS)]
+
+
+@router.post(
+    "/v1/asks",
+    status_code=201,
+    response_model=ReplyOut,
+    responses=documented(
+        409,
+        *V1_ERRORS,
+        extra={200: {"model": ReplyOut, "description": "skill_output held no marker: nothing parked (pass)"}},
+    ),
+)
+@needs(Scope.PARK)
+async def park_ask(
+    body: AskIn, gateway: GatewayDep, caller: CallerDep, cap: OpenAskCapDep, settings: SettingsDep
+) -> Response:
+    """Park a question in a conversation; 409 if one is open there (unless ``replace``).
+
+    A ``callback_url`` must parse and may not reach an internal address the server
+    does not allow (422); a token at its ``max_open_asks`` gets 429.
+    """
+    if body.callback_url is not None:
+        check_callback_url(body.callback_url, settings.callback_allow)
+    async with cap.room(caller):
+        reply = await _park(gateway, body, caller.owner)
+    return reply_response(reply, 201 if reply.parked else 200)
+
+
+async def _park(gateway: AsyncGateway, body: AskIn, owner: str | None) -> Reply:
+    """The park ``body`` asks for: a skill's marked output, or a prompt with its options."""
+    if body.skill_output is not None:
+        return await gateway.ask_from_text(
+            body.conversation_id,
+            body.skill_output,
+            run_id=body.run_id,
+            ttl=body.ttl_seconds,
+            replace=body.replace,
+            callback_url=body.callback_url,
+            owner=owner,
+        )
+    assert body.prompt is not None  # AskIn takes a prompt or a skill_output
+    return await gateway.ask(
+        body.conversation_id,
+        body.prompt,
+        body.options,
+        kind=body.kind,
+        run_id=body.run_id,
+        ttl=body.ttl_seconds,
+        replace=body.replace,
+        default=body.default,
+        callback_url=body.callback_url,
+        owner=owner,
+        expect=body.expect.model_dump(exclude_none=True) if body.expect is not None else None,
+        context=body.context,
+    )
+
+
+@router.get("/v1/asks", response_model=AskListOut, responses=documented(*V1_ERRORS))
+@needs(Scope.READ)
+async def list_asks(
+    gateway: GatewayDep,
+    status: Annotated[OpenStatus, Query(description="Only open asks are listed.")] = "open",
+    limit: PageSize = DEFAULT_PAGE_ASKS,
+    cursor: Annotated[
+        str | None, Query(max_length=MAX_CURSOR_CHARS, description="The 'next' of the page before.")
+    ] = None,
+) -> Response:
+    """Open asks across conversations, oldest first, with ``hours_open``: ``limit`` a page
+    (default 100, at most 1,000), and ``next``, the ``cursor`` of the following page."""
+    after = None if cursor is None else decode_cursor(cursor)
+    asks = await gateway.open_asks(limit + 1, after=after)
+    now = gateway.sync.clock.now()
+    following = encode_cursor(asks[limit - 1]) if len(asks) > limit else None
+    return SafeJSONResponse({"asks": await asks_json(gateway, asks[:limit], now), "next": following})
+
+
+@router.get("/v1/asks/{ask_id}", response_model=AskOut, responses=documented(404, *V1_ERRORS))
+@needs(Scope.READ, or_owner=True)
+async def get_ask(
+    request: Request,
+    ask_id: str,
+    gateway: GatewayDep,
+    caller: CallerDep,
+    wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)] = 0,
+) -> Response:
+    """One ask. ``?wait=S`` (S <= 60) holds the request until it closes or S pass.
+
+    A token with the ``park`` scope but not ``read`` reads only the asks it parked.
+    """
+    if not caller.may(Scope.READ):
+        mine = await gateway.get(ask_id)
+        if caller.owner is None or mine.owner != caller.owner:
+            return error_response(
+                403,
+                "missing_scope",
+                missing_scope(caller, Scope.READ, request.scope) + " (without it, only the asks it parked)",
+                scope=Scope.READ.value,
+            )
+    ask = await wait_for_close(gateway.sync, ask_id, wait, give_up=request.is_disconnected)
+    return await ask_response(gateway, ask)
+
+
+@router.post("/v1/asks/{ask_id}/cancel", response_model=AskOut, responses=documented(404, *V1_ERRORS))
+@needs(Scope.OPERATE)
+async def cancel_ask(ask_id: str, gateway: GatewayDep) -> Response:
+    """An operator's cancel: the ask closes as ``cancelled`` (a closed one is returned as it is)."""
+    return await ask_response(gateway, await gateway.cancel(ask_id))
+
+
+@router.get("/v1/callbacks/failed", response_model=AskListOut, responses=documented(*V1_ERRORS))
+@needs(Scope.READ)
+async def list_failed_callbacks(gateway: GatewayDep, limit: PageSize = DEFAULT_PAGE_ASKS) -> Response:
+    """Asks whose callback was given up on, the latest first, each with its last error."""
+    failed = await gateway.failed_callbacks(limit)
+    return SafeJSONResponse({"asks": await asks_json(gateway, failed), "next": None})
+
+
+@router.post("/v1/asks/{ask_id}/callback/retry", response_model=AskOut, responses=documented(404, 409, *V1_ERRORS))
+@needs(Scope.OPERATE)
+async def retry_callback(ask_id: str, gateway: GatewayDep) -> Response:
+    """Re-arm a failed callback: due now, attempts counted from 0 (409 unless it failed)."""
+    await gateway.retry_callback(ask_id)
+    return await ask_response(gateway, await gateway.get(ask_id))
