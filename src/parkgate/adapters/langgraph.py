@@ -515,7 +515,7 @@ class ParkgateInterrupts:
     async def awatch(self, graph: Graph, *, config: RunnableConfig | None = None) -> None:
         """:meth:`watch` for asyncio code: run it as a task; cancel the task to stop it::
 
-            watcher = asyncio.create_task(bridge.awatch(graph))
+        watcher = asyncio.create_task(bridge.awatch(graph))
         """
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()

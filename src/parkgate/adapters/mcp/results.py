@@ -14,9 +14,9 @@ from typing import Any, Literal
 from mcp_types import ElicitResult
 
 from parkgate.adapters.mcp.forms import FormField, ask_field
-from parkgate.core.expect import NUMBER_FORMS
+from parkgate.core.expect import NUMBER_FORMS, SEVERAL
 from parkgate.core.machine import cancelled_line
-from parkgate.core.matcher import normalise
+from parkgate.core.matcher import Verdict, match, normalise
 from parkgate.core.model import Ask
 from parkgate.core.phrases import PHRASES, AskKind, AskStatus, ReplyKind
 from parkgate.errors import InputError
@@ -80,7 +80,8 @@ def reply_text(ask: Ask, content: Mapping[str, Any] | None, field: str | None = 
     """The message that gives ``ask`` the accepted ``content``, as a person would type it.
 
     A choice is given by its position (so a label that looks like a number cannot pick
-    another option), a number ask's number as its digits, a text ask's string as it is.
+    another option), a multi-select's list by its positions (``1, 3``), a number ask's
+    number as its digits, a text ask's string as it is.
     Content the form did not ask for (no such field, a value of the wrong type, a label
     that is no option) raises :class:`~parkgate.InputError`.
     """
@@ -88,6 +89,10 @@ def reply_text(ask: Ask, content: Mapping[str, Any] | None, field: str | None = 
     if not isinstance(content, Mapping) or name not in content:
         raise InputError(f'the accepted elicitation has no "{name}" field for ask {ask.id}')
     value = content[name]
+    if ask.expect is not None and ask.expect.form == SEVERAL:
+        if not isinstance(value, list) or not value:
+            raise InputError(f'"{name}" must be a non-empty list of options')
+        return ", ".join(str(_position(ask.expect.options or (), item, ask.id)) for item in value)
     if ask.kind is AskKind.TEXT and ask.expect is not None and ask.expect.form in NUMBER_FORMS:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InputError(f'"{name}" must be a number, not {type(value).__name__}')
@@ -96,13 +101,18 @@ def reply_text(ask: Ask, content: Mapping[str, Any] | None, field: str | None = 
         raise InputError(f'"{name}" must be a string, not {type(value).__name__}')
     if ask.kind is AskKind.TEXT:
         return value
-    if value in ask.options:
-        return str(ask.options.index(value) + 1)
-    wanted = normalise(value)
-    for position, label in enumerate(ask.options, start=1):
-        if normalise(label) == wanted:
-            return str(position)
-    raise InputError(f"{value!r} is not one of the options of ask {ask.id}: {', '.join(ask.options)}")
+    return str(_position(ask.options, value, ask.id))
+
+
+def _position(options: tuple[str, ...], value: object, ask_id: str) -> int:
+    """The 1-based position of the option ``value`` names (its label, as the matcher reads one)."""
+    if isinstance(value, str) and value in options:
+        return options.index(value) + 1
+    by_label = isinstance(value, str) and not normalise(value).isdigit()  # a label, never a position
+    found = match(AskKind.CHOICE, options, value) if by_label and isinstance(value, str) else None
+    if found is not None and found.verdict is Verdict.SELECT and found.option_index is not None:
+        return found.option_index
+    raise InputError(f"{value!r} is not one of the options of ask {ask_id}: {', '.join(options)}")
 
 
 def _closed_reply(ask: Ask) -> Reply:
