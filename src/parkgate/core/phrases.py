@@ -182,3 +182,5 @@ HITL_RESPOND_PROMPT = "What should {tool} answer instead of running?"
 HITL_CANCELLED = "the approval request was cancelled, so the tool was not run"
 HITL_EXPIRED = "nobody answered the approval request before it expired, so the tool was not run"
 HITL_UNASKABLE = "the approval request could not be put to a person ({reason}), so the tool was not run"
+# The tool message parkgate writes for a tool call whose tool allows no "reject" (as a reject writes it).
+HITL_NOT_RUN = "The tool call for `{tool}` was not approved: {reason}"
