@@ -35,6 +35,11 @@ def call(name: str, *args: Any, **kwargs: Any) -> GatewayCall:
     return GatewayCall(name, args, kwargs)
 
 
+def single(effect: GatewayCall) -> Steps[Any]:
+    """The steps of one gateway call, returning its result."""
+    return (yield effect)
+
+
 def run_sync(gateway: Gateway, steps: Steps[T], perform: Callable[[Any], Any] | None = None) -> T:
     """Drive ``steps`` to its end with blocking calls; ``perform`` does any other effect.
 
@@ -82,4 +87,4 @@ async def run_async(
             error = raised
 
 
-__all__ = ["GatewayCall", "Steps", "call", "run_async", "run_sync"]
+__all__ = ["GatewayCall", "Steps", "call", "run_async", "run_sync", "single"]
