@@ -1,24 +1,10 @@
 """The form a text ask's answer must take: a number, a whole number, an email address, ...
 
-Pure: no I/O. A plain text ask takes any non-empty answer. A text ask with an :class:`Expect` takes
-only an answer of that form; anything else is a miss (counted, retried, escalated as
-usual) whose retry line says what is wanted (:func:`describe`). The matcher checks an
-answer with :func:`value_of`, which the adapters also use to read the typed value (an
-``int`` for ``integer``, a ``float`` or ``int`` for ``number``, the trimmed text for
-the string forms, the chosen labels for ``several``). The store keeps an ask's form as the JSON text of :func:`to_json`.
-
-Forms (the string forms are the JSON Schema formats MCP elicitation allows):
-
-- ``text``: any non-empty text; ``min_length``/``max_length`` bound its length.
-- ``number`` / ``integer``: a decimal number (``-2``, ``3.5``, ``1e3``) / a whole
-  number (``42``, ``-7``), ASCII digits after NFKC (fullwidth digits count), no
-  thousands separators; ``minimum``/``maximum`` are inclusive bounds.
-- ``email``: ``name@domain.tld``; ``uri``: an absolute URI (``scheme:rest``, no
-  spaces); ``date``: ``YYYY-MM-DD``; ``date-time``: RFC 3339, ``YYYY-MM-DDTHH:MM:SS``
-  with an optional fraction and a ``Z`` or ``+HH:MM`` offset. Each may carry
-  ``min_length``/``max_length`` too.
-- ``several``: one or more of ``options``, by number or label, separated by commas or
-  spaces (``1, 3``, ``red blue``); ``min_items``/``max_items`` bound how many.
+Pure: no I/O. A plain text ask takes any non-empty answer; a text ask with an
+:class:`Expect` takes only an answer of that form, and anything else is a miss (counted,
+retried, escalated as usual) whose retry line says what is wanted (:func:`describe`).
+The matcher checks an answer with :func:`value_of`, which the adapters also use to read
+the typed value. The store keeps an ask's form as the JSON text of :func:`to_json`.
 """
 
 from __future__ import annotations
@@ -65,7 +51,20 @@ Value = str | int | float | tuple[str, ...]
 
 @dataclass(frozen=True, slots=True)
 class Expect:
-    """The form a text ask's answer must take (see the module's docstring for the forms).
+    """The form a text ask's answer must take.
+
+    Forms (the string forms are the JSON Schema formats MCP elicitation allows):
+
+    - ``text``: any non-empty text; ``min_length``/``max_length`` bound its length.
+    - ``number`` / ``integer``: a decimal number (``-2``, ``3.5``, ``1e3``) / a whole
+      number (``42``, ``-7``), ASCII digits after NFKC (fullwidth digits count), no
+      thousands separators; ``minimum``/``maximum`` are inclusive bounds.
+    - ``email``: ``name@domain.tld``; ``uri``: an absolute URI (``scheme:rest``, no
+      spaces); ``date``: ``YYYY-MM-DD``; ``date-time``: RFC 3339 with a ``Z`` or
+      ``+HH:MM`` offset. Each may carry ``min_length``/``max_length`` too.
+    - ``several``: one or more of ``options``, by number or label, separated by commas or
+      spaces (``1, 3``, ``red blue``); ``min_items``/``max_items`` bound how many. The
+      value is the chosen labels in the options' order.
 
     Building one checks it: an unknown form, a bound on the wrong form (``minimum`` on an
     email), a bound that is not a finite number or a whole number of at least 0 where a

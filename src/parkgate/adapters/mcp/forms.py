@@ -1,25 +1,10 @@
 """MCP elicitation forms read as parkgate asks, and parkgate asks written as forms.
 
-A form-mode ``elicitation/create`` carries a restricted JSON Schema: an object whose
-properties are each one primitive. Each property becomes one parkgate ask
-(:class:`FormField`):
-
-- ``boolean``: a choice between "Yes" and "No" (answered ``true`` / ``false``);
-- a string ``enum`` (with or without the legacy ``enumNames``) or a titled ``oneOf``
-  of ``{const, title}``: a choice of its titles (answered with the ``const``);
-- an ``array`` whose ``items`` are a string ``enum`` or a titled ``anyOf`` of
-  ``{const, title}`` (a multi-select, within ``minItems`` / ``maxItems``): a text ask
-  of the several-options form (answered with the list of ``const``);
-- ``number`` / ``integer``: a text ask that takes only a number, within ``minimum`` /
-  ``maximum`` (answered with the number);
-- ``string``, with or without ``format`` (``email``, ``uri``, ``date``,
-  ``date-time``) and ``minLength`` / ``maxLength``: a text ask that takes only such a
-  string (answered with it).
-
-A property's ``default`` becomes the ask's default (recorded as its answer if it
-expires). A form of several fields is asked field by field. Anything else (an
-``object``, an ``array`` of anything but options, an unknown ``format``, a default of
-the wrong type) is a :class:`~parkgate.StoppingPointError` naming the field.
+Each property of a form-mode ``requestedSchema`` becomes one ask (:class:`FormField`):
+a boolean or a single-select enum a choice, a multi-select a several-options text ask,
+a number or a string a text ask that takes only that form; a ``default`` becomes the
+ask's default. A shape outside the spec is a :class:`~parkgate.StoppingPointError`
+naming the field. The full table: docs/adapters/mcp.md.
 """
 
 from __future__ import annotations
