@@ -1,5 +1,8 @@
-"""What a LangGraph ``interrupt()`` asks and what resumes it: the names this module offered,
-now kept in :mod:`parkgate.adapters.langgraph` (``questions``, ``review``, ``interrupts``)."""
+"""What a LangGraph ``interrupt()`` asks and what resumes it, under a second import path.
+
+The definitions live in :mod:`parkgate.adapters.langgraph` (``questions``, ``review``,
+``interrupts``); code that imports them from here keeps working.
+"""
 
 from parkgate.adapters.langgraph.interrupts import check_askable, closed_values, next_question, resume_values
 from parkgate.adapters.langgraph.questions import (
