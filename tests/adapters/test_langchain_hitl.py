@@ -22,8 +22,9 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from parkgate import Gateway, ManualClock, ReplyKind, StoppingPointError
+from parkgate import AsyncGateway, Gateway, ManualClock, ReplyKind, StoppingPointError
 from parkgate.adapters.langgraph import ParkgateInterrupts
 from parkgate.core import phrases as P
 from parkgate.core.phrases import AskKind
@@ -169,7 +170,7 @@ def test_an_expiry_rejects_every_tool_call_saying_it_expired(
     assert run is not None and (run.status, run.outcome) == ("complete", "expired")
 
 
-def strict_agent(saver: SqliteSaver, allowed: dict[str, list[str]]) -> tuple[Any, list[str]]:
+def strict_agent(saver: Any, allowed: dict[str, list[str]]) -> tuple[Any, list[str]]:
     """An agent whose model asks to delete a file (and send an email), each tool allowing
     only the decisions in ``allowed``."""
     ran: list[str] = []
@@ -264,3 +265,16 @@ def test_a_tool_a_chat_cannot_decide_is_unaskable_and_its_agent_is_still_resumed
     assert gateway.open_asks() == [] and gateway.closed_follow_ups() == []
     run = gateway.run("agent-1")
     assert run is not None and (run.status, run.outcome) == ("complete", "unaskable")
+
+
+async def test_from_asyncio_a_review_without_reject_is_closed_by_a_cancel_too(gateway: Gateway, tmp_path: Path) -> None:
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "agent-async.db")) as saver:
+        graph, ran = strict_agent(saver, {"delete_file": ["approve", "edit"]})
+        bridge = ParkgateInterrupts(AsyncGateway(gateway))
+        await bridge.astart(graph, {"messages": [{"role": "user", "content": "Clean up."}]}, CONFIG, "chat-1")
+        step = await bridge.adrive(graph, CONFIG, "chat-1", "/cancel")
+        assert step.resumed and step.finished and ran == []
+        state = await graph.aget_state(CONFIG)
+        assert state.next == ()
+        [message] = [message for message in state.values["messages"] if isinstance(message, ToolMessage)]
+        assert message.status == "error" and P.HITL_CANCELLED in str(message.content)

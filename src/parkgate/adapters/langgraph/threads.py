@@ -12,6 +12,8 @@ from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.pregel import Pregel
 from langgraph.types import GraphOutput, Interrupt, StateSnapshot
 
@@ -206,8 +208,8 @@ def allow_closed(graph: Graph) -> None:
     it keeps one (strict mode, or an explicit list), gets :data:`CHECKPOINT_TYPES`
     (``BaseCheckpointSaver.with_allowlist``; a saver already allowing it is kept)."""
     saver = graph.checkpointer
-    if isinstance(saver, BaseCheckpointSaver):
-        allowed = saver.with_allowlist(CHECKPOINT_TYPES)
+    if isinstance(saver, BaseCheckpointSaver) and isinstance(saver.serde, (JsonPlusSerializer, EncryptedSerializer)):
+        allowed = saver.with_allowlist(CHECKPOINT_TYPES)  # any other serializer has no allowlist to add to
         if allowed is not saver:
             graph.checkpointer = allowed
 
