@@ -22,8 +22,9 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from parkgate import Gateway, ManualClock, ReplyKind, StoppingPointError
+from parkgate import AsyncGateway, Gateway, ManualClock, ReplyKind, StoppingPointError
 from parkgate.adapters.langgraph import ParkgateInterrupts
 from parkgate.core import phrases as P
 from parkgate.core.phrases import AskKind
@@ -169,28 +170,111 @@ def test_an_expiry_rejects_every_tool_call_saying_it_expired(
     assert run is not None and (run.status, run.outcome) == ("complete", "expired")
 
 
-def test_a_tool_that_does_not_allow_reject_is_refused_and_never_run(gateway: Gateway, saver: SqliteSaver) -> None:
-    """No decision closes such a review without running the tool: nothing is asked, the
-    run is closed, and the error says what to allow."""
+def strict_agent(saver: Any, allowed: dict[str, list[str]]) -> tuple[Any, list[str]]:
+    """An agent whose model asks to delete a file (and send an email), each tool allowing
+    only the decisions in ``allowed``."""
     ran: list[str] = []
 
     @tool
     def delete_file(path: str) -> str:
         """Delete a file."""
-        ran.append(path)
+        ran.append(f"delete_file {path}")
         return f"deleted {path}"
 
-    calls = [{"name": "delete_file", "args": {"path": "/tmp/report.txt"}, "id": "call-1"}]
-    model = ToolCallingModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
-    review = HumanInTheLoopMiddleware(interrupt_on={"delete_file": {"allowed_decisions": ["approve"]}})
-    graph = create_agent(model, tools=[delete_file], middleware=[review], checkpointer=saver, name="strict")
-    bridge = ParkgateInterrupts(gateway)
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email."""
+        ran.append(f"send_email {to}")
+        return f"sent to {to}"
 
-    with pytest.raises(StoppingPointError, match="does not allow 'reject'") as raised:
-        bridge.start(graph, {"messages": [{"role": "user", "content": "Clean up."}]}, CONFIG, "chat-1")
-    assert isinstance(raised.value.__cause__, ValueError)  # the middleware refused the reject
-    assert any("stays interrupted" in note for note in raised.value.__notes__)
+    calls = [{"name": "delete_file", "args": {"path": "/tmp/report.txt"}, "id": "call-1"}]
+    if "send_email" in allowed:
+        calls.append({"name": "send_email", "args": {"to": "ops@example.com"}, "id": "call-2"})
+    model = ToolCallingModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
+    interrupt_on: dict[str, Any] = {name: {"allowed_decisions": decisions} for name, decisions in allowed.items()}
+    review = HumanInTheLoopMiddleware(interrupt_on=interrupt_on)
+    tools = [delete_file, send_email]
+    return create_agent(model, tools=tools, middleware=[review], checkpointer=saver, name="strict"), ran
+
+
+def rejections(graph: Any) -> dict[str, ToolMessage]:
+    messages = graph.get_state(CONFIG).values["messages"]
+    return {str(message.name): message for message in messages if isinstance(message, ToolMessage)}
+
+
+def clean_up(bridge: ParkgateInterrupts, graph: Any) -> Any:
+    return bridge.start(graph, {"messages": [{"role": "user", "content": "Clean up."}]}, CONFIG, "chat-1")
+
+
+def test_a_tool_that_does_not_allow_reject_is_asked_and_a_cancel_still_resumes_the_agent(
+    gateway: Gateway, saver: SqliteSaver
+) -> None:
+    """Approve, edit and respond would run the tool or read as its success: a cancel is
+    written as a reject writes it (an error tool message), and the agent runs on."""
+    graph, ran = strict_agent(saver, {"delete_file": ["approve"]})
+    bridge = ParkgateInterrupts(gateway)
+    first = clean_up(bridge, graph)
+    [ask] = gateway.open_asks()
+    assert ask.options == (P.HITL_APPROVE,) and "1. Approve" in first.text
+    step = bridge.drive(graph, CONFIG, "chat-1", "/cancel")
+    assert step.reply.kind is ReplyKind.CANCELLED and step.resumed and step.finished
     assert ran == []
+    message = rejections(graph)["delete_file"]
+    assert message.status == "error" and P.HITL_CANCELLED in str(message.content)
+    assert graph.get_state(CONFIG).next == ()
+    assert graph.get_state(CONFIG).values["messages"][-1].content == "Done."  # the model heard it and ran on
+    run = gateway.run("agent-1")
+    assert run is not None and (run.status, run.outcome) == ("complete", "cancelled")
+
+
+def test_a_review_without_reject_that_expires_is_closed_by_the_watcher(
+    gateway: Gateway, saver: SqliteSaver, clock: ManualClock
+) -> None:
+    graph, ran = strict_agent(
+        saver, {"delete_file": ["approve", "edit", "respond"], "send_email": ["approve", "reject"]}
+    )
+    bridge = ParkgateInterrupts(gateway)
+    clean_up(bridge, graph)
+    assert gateway.open_asks()[0].options == (P.HITL_APPROVE, P.HITL_RESPOND)
+    bridge.drive(graph, CONFIG, "chat-1", "1")  # approve the delete; the email is asked next
+    clock.advance(timedelta(hours=6, seconds=1))
+    assert gateway.read_due() == 1
+    assert bridge.follow_up(graph) == 1
+    assert ran == []  # nothing ran: not even the call approved before the expiry
+    for message in rejections(graph).values():
+        assert message.status == "error" and P.HITL_EXPIRED in str(message.content)
+    assert set(rejections(graph)) == {"delete_file", "send_email"}
+    assert graph.get_state(CONFIG).next == ()
+    run = gateway.run("agent-1")
+    assert run is not None and (run.status, run.outcome) == ("complete", "expired")
+
+
+def test_a_tool_a_chat_cannot_decide_is_unaskable_and_its_agent_is_still_resumed(
+    gateway: Gateway, saver: SqliteSaver
+) -> None:
+    """A tool allowing only "edit" is no question for a chat: nothing is asked, the run is
+    closed, the agent resumed with the call rejected, and the error says why."""
+    graph, ran = strict_agent(saver, {"delete_file": ["edit"]})
+    bridge = ParkgateInterrupts(gateway)
+    with pytest.raises(StoppingPointError, match="allows none of approve, reject or respond") as raised:
+        clean_up(bridge, graph)
+    assert any("was resumed" in note for note in raised.value.__notes__)
+    assert ran == []
+    assert rejections(graph)["delete_file"].status == "error"
+    assert graph.get_state(CONFIG).next == ()
     assert gateway.open_asks() == [] and gateway.closed_follow_ups() == []
     run = gateway.run("agent-1")
     assert run is not None and (run.status, run.outcome) == ("complete", "unaskable")
+
+
+async def test_from_asyncio_a_review_without_reject_is_closed_by_a_cancel_too(gateway: Gateway, tmp_path: Path) -> None:
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "agent-async.db")) as saver:
+        graph, ran = strict_agent(saver, {"delete_file": ["approve", "edit"]})
+        bridge = ParkgateInterrupts(AsyncGateway(gateway))
+        await bridge.astart(graph, {"messages": [{"role": "user", "content": "Clean up."}]}, CONFIG, "chat-1")
+        step = await bridge.adrive(graph, CONFIG, "chat-1", "/cancel")
+        assert step.resumed and step.finished and ran == []
+        state = await graph.aget_state(CONFIG)
+        assert state.next == ()
+        [message] = [message for message in state.values["messages"] if isinstance(message, ToolMessage)]
+        assert message.status == "error" and P.HITL_CANCELLED in str(message.content)

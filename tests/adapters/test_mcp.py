@@ -118,11 +118,19 @@ def test_an_ask_as_a_form_is_spec_valid_schema(gateway: Gateway) -> None:
     replicas = gateway.ask("c3", "Replicas?", expect={"form": "integer", "minimum": 1}, default="2")
     number = gateway.get(replicas.ask_id or "")
     email = gateway.get(gateway.ask("c4", "Email?", expect="email").ask_id or "")
+    picks = Expect("several", options=("a", "b", "c"), max_items=2)
+    several = gateway.get(gateway.ask("c5", "Which?", expect=picks, default="3, 1").ask_id or "")
+    assert requested_schema(several)["properties"]["answer"] == {
+        "type": "array",
+        "items": {"type": "string", "enum": ["a", "b", "c"]},
+        "maxItems": 2,
+        "default": ["a", "c"],
+    }
     assert requested_schema(choice)["properties"] == {"choice": {"type": "string", "enum": OPTIONS}}
     assert requested_schema(text)["properties"] == {"answer": {"type": "string", "minLength": 1}}
     assert requested_schema(number)["properties"] == {"answer": {"type": "integer", "minimum": 1, "default": 2}}
     assert requested_schema(email)["properties"]["answer"]["format"] == "email"
-    for ask in (choice, text, number, email):
+    for ask in (choice, text, number, email, several):
         for prop in requested_schema(ask)["properties"].values():
             primitive.validate_python(prop)
         assert elicit_params(ask).message == ask.prompt
@@ -147,6 +155,21 @@ def test_accept_of_a_number_ask_checks_the_number(gateway: Gateway) -> None:
     answered = apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"answer": 4}))
     assert answered.kind is ReplyKind.ANSWERED
     assert to_elicit_result(gateway.get(ask_id)) == ElicitResult(action="accept", content={"answer": 4})
+
+
+def test_accept_of_a_several_options_ask_takes_a_list_of_options(gateway: Gateway) -> None:
+    picks = Expect("several", options=("Red", "Dark blue", "1"), max_items=2)
+    ask_id = gateway.ask("c1", "Colours?", expect=picks, run_id="r1").ask_id or ""
+    for wrong in ("Red", [], ["Purple"]):
+        with pytest.raises(InputError, match=r"list of options|not one of the options"):
+            apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"answer": wrong}))
+    too_many = ElicitResult(action="accept", content={"answer": ["Red", "1", "dark BLUE"]})
+    assert apply_elicit_result(gateway, ask_id, too_many).kind is ReplyKind.RETRY
+    answered = apply_elicit_result(gateway, ask_id, ElicitResult(action="accept", content={"answer": ["1", "Red"]}))
+    assert answered.kind is ReplyKind.ANSWERED and answered.answer == "3, 1"  # by position: "1" is a label
+    assert to_elicit_result(gateway.get(ask_id)) == ElicitResult(action="accept", content={"answer": ["Red", "1"]})
+    run = gateway.run("r1")
+    assert run is not None and (run.status, run.outcome) == ("complete", "done")
 
 
 def test_accept_with_content_the_form_did_not_ask_for_is_refused_and_changes_nothing(gateway: Gateway) -> None:
@@ -232,11 +255,41 @@ def test_every_shape_of_the_restricted_schema_reads_as_an_ask() -> None:
     assert single.spec.prompt == "Deploy to production?"
 
 
+def test_every_multi_select_of_the_restricted_schema_reads_as_a_several_options_ask() -> None:
+    primitive: TypeAdapter[Any] = TypeAdapter(PrimitiveSchemaDefinition)
+    props: dict[str, Any] = {
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["api", "web"]}, "default": ["web"]},
+        "zones": {
+            "type": "array",
+            "title": "Zones",
+            "items": {"anyOf": [{"const": "eu-1", "title": "Frankfurt"}, {"const": "us-1", "title": "Virginia"}]},
+            "minItems": 1,
+            "maxItems": 1,
+        },
+    }
+    for prop in props.values():
+        primitive.validate_python(prop)  # shapes the spec allows
+    by_name = {field.name: field for field in read_form(form("Pick", props)).fields}
+    tags, zones = by_name["tags"], by_name["zones"]
+    assert (tags.kind, tags.expect, tags.values, tags.default) == (
+        AskKind.TEXT,
+        Expect("several", options=("api", "web")),
+        ("api", "web"),
+        "2",
+    )
+    assert zones.expect == Expect("several", options=("Frankfurt", "Virginia"), min_items=1, max_items=1)
+    assert zones.value("Virginia", None) == ["us-1"] and tags.value("1 2", None) == ["api", "web"]
+
+
 @pytest.mark.parametrize(
     ("props", "message"),
     [
         ({}, "no fields"),
-        ({"tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}}, "field 'tags'"),
+        ({"tags": {"type": "array", "items": {"type": "number"}}}, "field 'tags': an array's items"),
+        ({"t": {"type": "array", "items": {"anyOf": [{"title": "A"}]}}}, "field 't': items.anyOf"),
+        ({"t": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3}}, "field 't': expect max_items"),
+        ({"t": {"type": "array", "items": {"enum": ["a", "b"]}, "default": ["c"]}}, "field 't': default"),
+        ({"t": {"type": "array", "items": {"enum": ["a", "b"]}, "default": "a"}}, "field 't': default"),
         ({"o": {"type": "object"}}, "field 'o' is 'object'"),
         ({"p": {"type": "string", "format": "phone"}}, "field 'p': format 'phone'"),
         ({"n": {"type": "integer", "minimum": "1"}}, "field 'n': expect minimum must be a finite number"),
@@ -374,6 +427,44 @@ async def test_formatted_strings_are_checked_and_a_form_is_accepted_once_with_ev
     assert run is not None and (run.status, run.outcome) == ("complete", "done")
 
 
+async def test_multi_selects_take_numbers_and_labels_and_reach_the_server_as_lists(gateway: Gateway) -> None:
+    person = Person(gateway, "chat-ms", "purple", "1, 3 4", "/menu", "1, virginia", "2 1")
+    callback = ParkgateElicitation(gateway, "chat-ms", on_asked=person.on_asked)
+    titled = [
+        {"const": "eu-1", "title": "Frankfurt"},
+        {"const": "us-1", "title": "Virginia"},
+        {"const": "ap-1", "title": "Tokyo"},
+    ]
+    schema = schema_of(
+        {
+            "zones": {"type": "array", "title": "Zones", "items": {"anyOf": titled}, "minItems": 1, "maxItems": 2},
+            "tags": {"type": "array", "title": "Tags", "items": {"type": "string", "enum": ["api", "web"]}},
+        }
+    )
+    result = await elicit(callback, "Roll out", schema, person.answer)
+    assert result == {"action": "accept", "content": {"zones": ["eu-1", "us-1"], "tags": ["api", "web"]}}
+    kinds = [reply.kind for reply in person.replies]
+    assert kinds == [ReplyKind.RETRY, ReplyKind.RETRY, ReplyKind.RESHOWN, ReplyKind.ANSWERED, ReplyKind.ANSWERED]
+    wanted = "the numbers or names of 1 to 2 of the options, separated by commas"
+    assert person.replies[1].text.startswith(f"Please type {wanted}.\n\nRoll out")
+    assert "1. Frankfurt\n2. Virginia\n3. Tokyo" in person.asked[0].text
+    assert gateway.open_asks() == []
+    run = gateway.run(person.asked[0].run_id or "")
+    assert run is not None and (run.status, run.outcome) == ("complete", "done")
+
+
+async def test_a_multi_select_default_is_the_ask_default_and_a_cancel_word_declines(gateway: Gateway) -> None:
+    person = Person(gateway, "chat-md", "/cancel")
+    callback = ParkgateElicitation(gateway, "chat-md", on_asked=person.on_asked)
+    prop = {"type": "array", "items": {"type": "string", "enum": ["api", "web", "db"]}, "default": ["db", "api"]}
+    assert await elicit(callback, "Which?", schema_of({"tags": prop}), person.answer) == {
+        "action": "decline",
+        "content": None,
+    }
+    assert gateway.get(person.asked[0].ask_id or "").default == "3, 1"
+    assert gateway.handle("chat-md", "1").kind is ReplyKind.PASS
+
+
 async def test_a_cancel_word_in_any_field_declines_the_whole_form(gateway: Gateway) -> None:
     person = Person(gateway, "chat-5", "1", "/cancel")
     callback = ParkgateElicitation(gateway, "chat-5", on_asked=person.on_asked)
@@ -412,7 +503,7 @@ async def test_forms_parkgate_cannot_ask_get_invalid_params_naming_the_field_and
     gateway: Gateway,
 ) -> None:
     callback = ParkgateElicitation(gateway, "chat-8")
-    schema = schema_of({"tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}})
+    schema = schema_of({"tags": {"type": "array", "items": {"type": "object"}}})
     async with Client(form_server(), elicitation_callback=callback, mode="legacy") as client:
         with pytest.raises(MCPError, match="field 'tags'") as refused:  # the server passes the error on
             await client.call_tool("elicit", {"message": "Tags?", "schema": schema})

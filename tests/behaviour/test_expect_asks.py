@@ -91,3 +91,39 @@ async def test_http_parks_a_form_and_shows_it_on_the_ask(gateway: Gateway) -> No
         assert bad.status_code == 422 and "maximum is for the number and integer forms" in bad.text
         unknown = await http.post("/v1/asks", json={**body, "conversation_id": "c3", "expect": {"form": "phone"}})
         assert unknown.status_code == 422
+
+
+def test_a_several_options_ask_takes_numbers_and_labels_and_keeps_its_form(gateway: Gateway, reopen: Reopen) -> None:
+    expect = {"form": "several", "options": ["Red", "Dark blue", "Green"], "max_items": 2}
+    asked = gateway.ask("c1", "Which colours?", expect=expect)
+    assert "1. Red\n2. Dark blue\n3. Green" in asked.text
+    bounce = gateway.handle("c1", "1 2 3")
+    assert bounce.kind is ReplyKind.RETRY and bounce.text.startswith("Please type the numbers or names of at most 2")
+    other = reopen()
+    stored = other.get(asked.ask_id or "").expect
+    assert stored == Expect("several", options=("Red", "Dark blue", "Green"), max_items=2)
+    assert other.handle("c1", "/menu").kind is ReplyKind.RESHOWN
+    answered = gateway.handle("c1", "3, dark blue")
+    assert answered.kind is ReplyKind.ANSWERED and answered.answer == "3, dark blue"
+    assert gateway.handle("c2", "x").kind is ReplyKind.PASS
+
+
+def test_a_several_options_default_is_recorded_on_expiry(gateway: Gateway, clock: Any) -> None:
+    expect = Expect("several", options=("a", "b", "c"))
+    with pytest.raises(InputError, match="default '4' is not"):
+        gateway.ask("c1", "Which?", expect=expect, default="4")
+    asked = gateway.ask("c1", "Which?", expect=expect, default="1, 3", ttl=60)
+    clock.advance(61)
+    assert gateway.get(asked.ask_id or "").answer == "1, 3"
+
+
+async def test_http_parks_a_several_options_ask_and_shows_its_options(gateway: Gateway) -> None:
+    app = create_app(gateway, deliver_callbacks=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://parkgate") as http:
+        expect = {"form": "several", "options": ["Red", "Green"], "min_items": 1}
+        parked = await http.post("/v1/asks", json={"conversation_id": "c1", "prompt": "Colours?", "expect": expect})
+        assert parked.status_code == 201, parked.text
+        shown = (await http.get(f"/v1/asks/{parked.json()['ask_id']}")).json()
+        assert shown["expect"] == expect
+        reply = await http.post("/v1/conversations/c1/messages", json={"text": "2,1"})
+        assert reply.json()["kind"] == "answered"

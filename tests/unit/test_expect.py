@@ -18,6 +18,7 @@ from parkgate.core import expect as E
 from parkgate.core import phrases as P
 from parkgate.core.expect import Expect, as_expect, describe, value_of
 from parkgate.core.machine import render_question, step
+from parkgate.core.matcher import normalise
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind, AskStatus
 
@@ -186,3 +187,143 @@ def test_the_matcher_and_the_value_agree(expect: Expect, text: str) -> None:
         assert result.kind in (ReplyKind.RETRY, ReplyKind.CANCELLED, ReplyKind.RESHOWN)
     else:
         assert result.kind in (ReplyKind.ANSWERED, ReplyKind.CANCELLED, ReplyKind.RESHOWN)
+
+
+# -- the several-options form: one or more of a list, by number or label ------------------
+COLOURS = ("Red", "Dark blue", "Green", "Cancel")
+
+
+def several(**bounds: Any) -> Expect:
+    return Expect("several", options=COLOURS, **bounds)
+
+
+@pytest.mark.parametrize(
+    ("text", "chosen"),
+    [
+        ("1, 3", ("Red", "Green")),
+        ("3 1", ("Red", "Green")),
+        ("1,3", ("Red", "Green")),
+        ("green, RED", ("Red", "Green")),
+        ("dark blue", ("Dark blue",)),  # a label with a space, alone
+        ("Dark  Blue, 1", ("Red", "Dark blue")),
+        ("2, 2, 2", ("Dark blue",)),  # each option once
+        ("１， ３", ("Red", "Green")),  # fullwidth digits and comma are ASCII after NFKC
+        ("1, 3,", ("Red", "Green")),  # a blank part is skipped
+        ("cancel", ("Cancel",)),  # a bare word that is a label is that option
+    ],
+)
+def test_several_options_are_taken_by_number_or_label(text: str, chosen: tuple[str, ...]) -> None:
+    assert value_of(several(), text) == chosen
+
+
+@pytest.mark.parametrize(
+    ("expect", "text"),
+    [
+        (several(), ""),
+        (several(), ","),
+        (several(), "5"),
+        (several(), "0"),
+        (several(), "01"),  # numbers only in canonical form, as in a menu
+        (several(), "1, purple"),
+        (several(), "dark"),  # nothing partial
+        (several(), "/cancel"),
+        (several(), "menu"),
+        (several(), "1" + ", 1" * 3000),  # too long to read
+        (several(max_items=2), "1 2 3"),
+        (several(min_items=2), "1"),
+    ],
+)
+def test_anything_else_is_not_several_options(expect: Expect, text: str) -> None:
+    assert value_of(expect, text) is None
+
+
+def test_a_several_options_ask_lists_its_options_and_its_miss_says_what_is_wanted() -> None:
+    ask = text_ask(several(max_items=2))
+    wanted = "the numbers or names of at most 2 of the options, separated by commas"
+    question = render_question(ask)
+    assert question.startswith("How many replicas?\n\n1. Red\n2. Dark blue\n3. Green\n4. Cancel\n\n")
+    assert wanted in question and "/cancel" in question
+    first = step(ask, "1 2 3", NOW)
+    assert first.kind is ReplyKind.RETRY and first.text.startswith(f"Please type {wanted}.\n\n")
+    assert "1. Red" in first.text
+    escalated = step(step(first.ask, "purple", NOW).ask, "9", NOW)
+    assert escalated.kind is ReplyKind.ESCALATED and "3. Green" in escalated.text
+    assert step(ask, "/cancel", NOW).kind is ReplyKind.CANCELLED  # the control words still work
+    assert step(ask, "/menu", NOW).kind is ReplyKind.RESHOWN
+    answered = step(ask, "2, red", NOW)
+    assert answered.kind is ReplyKind.ANSWERED and value_of(several(), answered.answer or "") == ("Red", "Dark blue")
+
+
+@pytest.mark.parametrize(
+    ("expect", "words"),
+    [
+        (several(), P.EXPECT_WANTED["several"]),
+        (several(min_items=1), P.EXPECT_WANTED["several"]),
+        (several(min_items=2), "the numbers or names of at least 2 of the options, separated by commas"),
+        (several(min_items=2, max_items=2), "the numbers or names of 2 of the options, separated by commas"),
+        (several(min_items=1, max_items=3), "the numbers or names of 1 to 3 of the options, separated by commas"),
+    ],
+)
+def test_how_many_options_are_wanted_in_words(expect: Expect, words: str) -> None:
+    assert describe(expect) == words
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"form": "several"}, "options must be a non-empty list"),
+        ({"form": "several", "options": "Red"}, "options must be a non-empty list"),
+        ({"form": "several", "options": ["Red", " "]}, "options must be non-empty strings"),
+        ({"form": "several", "options": ["Red", "RED"]}, "options must differ"),
+        ({"form": "several", "options": ["a", "b"], "max_items": 3}, "max_items must be a whole number from 1 to 2"),
+        ({"form": "several", "options": ["a", "b"], "max_items": 0}, "max_items must be a whole number from 1 to 2"),
+        ({"form": "several", "options": ["a", "b"], "min_items": 2, "max_items": 1}, "min_items 2 is above"),
+        ({"form": "several", "options": ["a"], "minimum": 1}, "minimum is not for the several form"),
+        ({"form": "text", "options": ["a"]}, "options is for the several form"),
+        ({"form": "integer", "max_items": 1}, "max_items is for the several form"),
+    ],
+)
+def test_a_bad_several_options_form_is_an_input_error(value: object, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        as_expect(value)
+
+
+labels = st.text(st.characters(categories=["L", "N"]), min_size=1, max_size=8).filter(lambda s: not s.isdigit())
+option_lists = st.lists(labels, min_size=1, max_size=6, unique_by=lambda label: " ".join(label.split()).casefold())
+separators = st.sampled_from([",", ", ", " ", " , ", ",  "])
+
+
+@given(option_lists, st.data())
+def test_several_options_any_picked_set_written_as_numbers_reads_back(options: list[str], data: Any) -> None:
+    expect = Expect("several", options=options)
+    picked = data.draw(st.lists(st.integers(1, len(options)), min_size=1, max_size=8))
+    text = data.draw(separators).join(str(position) for position in picked)
+    assert value_of(expect, text) == tuple(options[position - 1] for position in sorted(set(picked)))
+
+
+@given(option_lists, st.data())
+def test_several_options_picked_labels_separated_by_commas_read_back(options: list[str], data: Any) -> None:
+    expect = Expect("several", options=options)
+    picked = data.draw(st.lists(st.integers(1, len(options)), min_size=1, max_size=8))
+    shouted = [label.upper() if normalise(label.upper()) == normalise(label) else label for label in options]
+    text = ", ".join(shouted[position - 1] for position in picked)
+    chosen = value_of(expect, text)
+    assert chosen is not None and set(chosen) >= {options[position - 1] for position in picked}
+
+
+@given(option_lists, st.none() | st.integers(0, 3), st.none() | st.integers(3, 6), st.text(max_size=40))
+def test_several_options_never_raises_and_keeps_its_bounds(
+    options: list[str], low: int | None, high: int | None, text: str
+) -> None:
+    low = None if low is None else min(low, len(options))
+    high = None if high is None else min(high, len(options))
+    expect = Expect("several", options=options, min_items=low, max_items=high)
+    chosen = value_of(expect, text)
+    if chosen is not None:
+        assert chosen and len(set(chosen)) == len(chosen) and set(chosen) <= set(options)
+        assert list(chosen) == sorted(chosen, key=options.index)
+        assert (low or 0) <= len(chosen) <= (high or len(options))
+    assert E.from_json(E.to_json(expect)) == expect
+    result = step(text_ask(expect), text, NOW)
+    taken = result.kind is ReplyKind.ANSWERED
+    assert taken == (chosen is not None) or result.kind in (ReplyKind.CANCELLED, ReplyKind.RESHOWN)

@@ -9,7 +9,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from parkgate.core import phrases as P
-from parkgate.core.expect import Expect, describe
+from parkgate.core.expect import Expect, describe, numbered_options
 from parkgate.core.matcher import Verdict, match
 from parkgate.core.model import MENUS_REMEMBERED, Ask, Step
 from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
@@ -33,6 +33,11 @@ def _render_question(
 ) -> str:
     # Every miss and re-show renders the question again; an ask's question never changes.
     if kind is AskKind.TEXT:
+        if expect is not None and expect.options:  # the several-options form shows its menu
+            listed = [prompt, "", *numbered_options(expect)]
+            if footer:
+                listed.extend(["", P.TEXT_EXPECT_QUESTION_FOOTER.format(wanted=describe(expect))])
+            return "\n".join(listed)
         if not footer:
             return prompt
         if expect is not None:

@@ -122,6 +122,7 @@ EXPECT_WANTED: dict[str, str] = {
     "uri": "a URI (such as https://example.com/page)",
     "date": "a date (YYYY-MM-DD)",
     "date-time": "a date and time (YYYY-MM-DDTHH:MM:SSZ, or with an offset such as +02:00)",
+    "several": "the numbers or names of the options you pick, separated by commas",
 }
 EXPECT_BETWEEN = "{wanted} from {low} to {high}"
 EXPECT_AT_LEAST = "{wanted} of at least {low}"
@@ -129,6 +130,11 @@ EXPECT_AT_MOST = "{wanted} of at most {high}"
 EXPECT_LENGTH_BETWEEN = "{wanted} of {low} to {high} characters"
 EXPECT_LENGTH_AT_LEAST = "{wanted} of at least {low} characters"
 EXPECT_LENGTH_AT_MOST = "{wanted} of at most {high} characters"
+# The several-options form with bounds on how many are picked.
+EXPECT_ITEMS_EXACTLY = "the numbers or names of {count} of the options, separated by commas"
+EXPECT_ITEMS_BETWEEN = "the numbers or names of {low} to {high} of the options, separated by commas"
+EXPECT_ITEMS_AT_LEAST = "the numbers or names of at least {low} of the options, separated by commas"
+EXPECT_ITEMS_AT_MOST = "the numbers or names of at most {high} of the options, separated by commas"
 # MCP elicitation (parkgate.adapters.mcp): a boolean field is a choice of these two, and
 # each field of a form of several is asked with the form's message and its place in it.
 BOOLEAN_YES = "Yes"
@@ -176,3 +182,5 @@ HITL_RESPOND_PROMPT = "What should {tool} answer instead of running?"
 HITL_CANCELLED = "the approval request was cancelled, so the tool was not run"
 HITL_EXPIRED = "nobody answered the approval request before it expired, so the tool was not run"
 HITL_UNASKABLE = "the approval request could not be put to a person ({reason}), so the tool was not run"
+# The tool message parkgate writes for a tool call whose tool allows no "reject" (as a reject writes it).
+HITL_NOT_RUN = "The tool call for `{tool}` was not approved: {reason}"

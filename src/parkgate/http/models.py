@@ -100,6 +100,9 @@ class ExpectJSON(_Body):
     )
     min_length: Annotated[int, Field(ge=0)] | None = Field(default=None, description="Fewest characters (text forms).")
     max_length: Annotated[int, Field(ge=0)] | None = Field(default=None, description="Most characters (text forms).")
+    options: list[Label] | None = Field(default=None, description="The labels to pick from (several form).")
+    min_items: Annotated[int, Field(ge=0)] | None = Field(default=None, description="Fewest picked (several form).")
+    max_items: Annotated[int, Field(ge=1)] | None = Field(default=None, description="Most picked (several form).")
 
 
 class AskIn(_Body):

@@ -1,21 +1,10 @@
-"""MCP elicitation through parkgate: accept / decline / cancel mapped exactly onto
-selected-or-answered / cancelled / expired, both ways. Needs ``mcp`` 2.x
-(``pip install parkgate[adapters]``).
+"""MCP elicitation through parkgate (needs ``mcp`` 2.x: ``pip install 'parkgate[adapters]'``).
 
-Two directions:
-
-**A client answers through parkgate**: an MCP server elicits a form, and a person
-answers it in a parkgate conversation. :class:`ParkgateElicitation` is the client's
-``elicitation_callback``; :func:`read_form` reads a form's fields as asks (booleans and
-enums as choices, numbers and formatted strings as text asks that take only that form).
-
-**A server asks through parkgate**: the ask is parked for audit and TTL, and the MCP
-client collects the answer. :func:`requested_schema` / :func:`elicit_params` describe a
-parked ask as a form, :func:`apply_elicit_result` applies the client's result, and
-:func:`build_example_server` is a complete server whose tool asks this way.
-
-:func:`to_elicit_result` reads a parkgate reply or closed ask as the ``ElicitResult``
-it stands for.
+accept / decline / cancel map onto selected-or-answered / cancelled / expired, both ways:
+:class:`ParkgateElicitation` lets a person answer a server's form in a parkgate
+conversation; :func:`requested_schema`, :func:`apply_elicit_result` and
+:func:`build_example_server` let a server park its question and the client answer it.
+How each schema shape is asked, and why: docs/adapters/mcp.md.
 """
 
 from parkgate.errors import MissingExtra
@@ -40,6 +29,7 @@ try:
         DONE,
         ElicitAction,
         ElicitContent,
+        aapply_elicit_result,
         apply_elicit_result,
         reply_text,
         to_elicit_result,
@@ -62,6 +52,7 @@ __all__ = [
     "ElicitationForm",
     "FormField",
     "ParkgateElicitation",
+    "aapply_elicit_result",
     "apply_elicit_result",
     "build_example_server",
     "elicit_params",

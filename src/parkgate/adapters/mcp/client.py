@@ -17,6 +17,8 @@ import anyio
 from mcp.client.session import ClientRequestContext
 from mcp_types import INVALID_PARAMS, ElicitRequestFormParams, ElicitRequestParams, ElicitResult, ErrorData
 
+from parkgate.adapters.common import ask_call
+from parkgate.adapters.effects import run_async, single
 from parkgate.adapters.mcp.forms import FormField, read_form
 from parkgate.adapters.mcp.results import ABANDONED, ACCEPT, CANCEL, DONE, ElicitContent, to_elicit_result
 from parkgate.async_gateway import AsyncGateway
@@ -128,18 +130,10 @@ class ParkgateElicitation:
             await self.gateway.finish_run(run_id, ABANDONED)
 
     async def _park(self, field: FormField, run_id: str, *, replace: bool) -> Reply:
-        spec = field.spec
-        return await self.gateway.ask(
-            self.conversation_id,
-            spec.prompt,
-            list(spec.options) or None,
-            kind=spec.kind,
-            run_id=run_id,
-            ttl=self.ttl,
-            replace=replace,
-            default=field.default,
-            expect=field.expect,
-        )
+        options = {"run_id": run_id, "ttl": self.ttl, "replace": replace, "default": field.default}
+        asking = ask_call(self.conversation_id, field.spec, expect=field.expect, **options)
+        reply: Reply = await run_async(self.gateway, single(asking))
+        return reply
 
     async def _show(self, asked: Reply) -> None:
         if self.on_asked is not None:

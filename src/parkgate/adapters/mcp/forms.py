@@ -1,22 +1,10 @@
 """MCP elicitation forms read as parkgate asks, and parkgate asks written as forms.
 
-A form-mode ``elicitation/create`` carries a restricted JSON Schema: an object whose
-properties are each one primitive. Each property becomes one parkgate ask
-(:class:`FormField`):
-
-- ``boolean``: a choice between "Yes" and "No" (answered ``true`` / ``false``);
-- a string ``enum`` (with or without the legacy ``enumNames``) or a titled ``oneOf``
-  of ``{const, title}``: a choice of its titles (answered with the ``const``);
-- ``number`` / ``integer``: a text ask that takes only a number, within ``minimum`` /
-  ``maximum`` (answered with the number);
-- ``string``, with or without ``format`` (``email``, ``uri``, ``date``,
-  ``date-time``) and ``minLength`` / ``maxLength``: a text ask that takes only such a
-  string (answered with it).
-
-A property's ``default`` becomes the ask's default (recorded as its answer if it
-expires). A form of several fields is asked field by field. Anything else (a
-multi-select ``array``, an ``object``, an unknown ``format``, a default of the wrong
-type) is a :class:`~parkgate.StoppingPointError` naming the field.
+Each property of a form-mode ``requestedSchema`` becomes one ask (:class:`FormField`):
+a boolean or a single-select enum a choice, a multi-select a several-options text ask,
+a number or a string a text ask that takes only that form; a ``default`` becomes the
+ask's default. A shape outside the spec is a :class:`~parkgate.StoppingPointError`
+naming the field. The full table: docs/adapters/mcp.md.
 """
 
 from __future__ import annotations
@@ -30,13 +18,25 @@ from mcp_types import ElicitRequestFormParams
 from parkgate.core import phrases as P
 from parkgate.core import stopping_point
 from parkgate.core.errors import InputError
-from parkgate.core.expect import DATE, DATE_TIME, EMAIL, INTEGER, NUMBER, NUMBER_FORMS, TEXT, URI, Expect, value_of
+from parkgate.core.expect import (
+    DATE,
+    DATE_TIME,
+    EMAIL,
+    INTEGER,
+    NUMBER,
+    NUMBER_FORMS,
+    SEVERAL,
+    TEXT,
+    URI,
+    Expect,
+    value_of,
+)
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
 
 #: A value in an ``ElicitResult``'s ``content``.
-WireValue = str | int | float | bool
+WireValue = str | int | float | bool | list[str]
 #: The string formats MCP elicitation allows.
 STRING_FORMATS: tuple[str, ...] = (EMAIL, URI, DATE, DATE_TIME)
 #: The form field a parkgate choice ask is answered in: ``{"choice": label}``.
@@ -50,7 +50,8 @@ class FormField:
     """One field of a form, as the parkgate ask that asks it.
 
     ``values[i]`` is what goes back in ``content`` for option ``i + 1`` of a choice (an
-    enum's ``const``, a boolean's ``True``/``False``); ``expect`` is the form a text
+    enum's ``const``, a boolean's ``True``/``False``) or of a multi-select (whose options
+    are its ``expect``'s); ``expect`` is the form a text
     ask's answer must take; ``default`` the ask's default (a label, or text).
     """
 
@@ -73,7 +74,11 @@ class FormField:
             return self.values[option_index - 1] if self.values else self.spec.options[option_index - 1]
         if answer is None or self.expect is None:
             return answer
-        return value_of(self.expect, answer)
+        value = value_of(self.expect, answer)
+        if isinstance(value, tuple):  # the several-options form: its labels, as their consts
+            labels = self.expect.options or ()
+            return [str(self.values[labels.index(label)]) if self.values else label for label in value]
+        return value
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -138,7 +143,7 @@ def _field(name: str, prop: Mapping[str, Any], prompt: str) -> FormField:
         expect = Expect(str(form), min_length=prop.get("minLength"), max_length=prop.get("maxLength"))
         return _text_field(name, prompt, None if expect.is_plain else expect, default)
     if kind == "array":
-        raise StoppingPointError(f"field {name!r}: parkgate asks one choice at a time, not a multi-select")
+        return _multi_field(name, prop, prompt, default)
     raise StoppingPointError(
         f"field {name!r} is {kind!r}; parkgate asks a boolean, a string (enum, titled oneOf, format) or a number"
     )
@@ -167,10 +172,38 @@ def _enum_field(name: str, prop: Mapping[str, Any], prompt: str, default: object
     return FormField(name, spec, tuple(values), None, chosen)
 
 
-def _text_field(name: str, prompt: str, expect: Expect | None, default: str | None) -> FormField:
+def _options_of(name: str, items: object) -> tuple[list[str], list[str]]:
+    """A multi-select's ``items``: its values and their labels (``enum``, or titled ``anyOf``)."""
+    if isinstance(items, Mapping) and isinstance(items.get("anyOf"), list):
+        listed = items["anyOf"]
+        titled = [item for item in listed if isinstance(item, Mapping) and isinstance(item.get("const"), str)]
+        if not titled or len(titled) != len(listed):
+            raise StoppingPointError(f"field {name!r}: items.anyOf must list {{const, title}} options")
+        return [str(item["const"]) for item in titled], [str(item.get("title") or item["const"]) for item in titled]
+    enum = items.get("enum") if isinstance(items, Mapping) else None
+    if isinstance(enum, list) and enum and all(isinstance(value, str) for value in enum):
+        return list(enum), list(enum)
+    raise StoppingPointError(f"field {name!r}: an array's items must be a string enum or a titled anyOf")
+
+
+def _multi_field(name: str, prop: Mapping[str, Any], prompt: str, default: object) -> FormField:
+    values, labels = _options_of(name, prop.get("items"))
+    labels = list(stopping_point.make_spec(AskKind.CHOICE, prompt, labels).options)  # checked like a menu's
+    expect = Expect(SEVERAL, options=tuple(labels), min_items=prop.get("minItems"), max_items=prop.get("maxItems"))
+    chosen = None
+    if default is not None:
+        if not isinstance(default, list) or not all(isinstance(value, str) and value in values for value in default):
+            raise StoppingPointError(f"field {name!r}: default {default!r} is not a list of its values")
+        chosen = ", ".join(str(values.index(value) + 1) for value in default)  # positions: labels may hold commas
+    return _text_field(name, prompt, expect, chosen, tuple(values))
+
+
+def _text_field(
+    name: str, prompt: str, expect: Expect | None, default: str | None, values: tuple[WireValue, ...] = ()
+) -> FormField:
     if default is not None and expect is not None and value_of(expect, default) is None:
         raise StoppingPointError(f"field {name!r}: default {default!r} does not fit the field's own schema")
-    return FormField(name, stopping_point.make_spec(AskKind.TEXT, prompt), (), expect, default)
+    return FormField(name, stopping_point.make_spec(AskKind.TEXT, prompt), values, expect, default)
 
 
 # -- parkgate -> MCP ----------------------------------------------------------------------
@@ -184,12 +217,16 @@ def requested_schema(ask: Ask) -> dict[str, Any]:
 
     A choice ask is a single-select enum of its labels (``{"choice": label}``); a text
     ask a string (``{"answer": text}``), or, when it expects a form, a number, an
-    integer or a formatted string with the same bounds.
+    integer, a formatted string with the same bounds, or a multi-select of its options.
     """
     prop: dict[str, Any]
     expect = ask.expect
     if ask.kind is AskKind.CHOICE:
         prop = {"type": "string", "enum": list(ask.options)}
+    elif expect is not None and expect.form == SEVERAL:
+        prop = {"type": "array", "items": {"type": "string", "enum": list(expect.options or ())}}
+        counts = {"minItems": expect.min_items, "maxItems": expect.max_items}
+        prop.update({key: value for key, value in counts.items() if value is not None})
     elif expect is not None and expect.form in (NUMBER, INTEGER):
         bounds = {"minimum": expect.minimum, "maximum": expect.maximum}
         prop = {"type": expect.form, **{key: value for key, value in bounds.items() if value is not None}}
@@ -210,9 +247,12 @@ def requested_schema(ask: Ask) -> dict[str, Any]:
 
 def _wire_default(ask: Ask) -> WireValue:
     assert ask.default is not None
+    if ask.expect is not None and ask.expect.form == SEVERAL:
+        chosen = value_of(ask.expect, ask.default)
+        return list(chosen) if isinstance(chosen, tuple) else ask.default
     if ask.expect is not None and ask.expect.form in (NUMBER, INTEGER):
         number = value_of(ask.expect, ask.default)
-        return number if number is not None else ask.default
+        return number if isinstance(number, (int, float)) else ask.default
     return ask.default
 
 

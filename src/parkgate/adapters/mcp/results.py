@@ -13,12 +13,13 @@ from typing import Any, Literal
 
 from mcp_types import ElicitResult
 
+from parkgate.adapters.common import closed_reply, option_position
+from parkgate.adapters.effects import Steps, call, run_async, run_sync
 from parkgate.adapters.mcp.forms import FormField, ask_field
-from parkgate.core.expect import NUMBER_FORMS
-from parkgate.core.machine import cancelled_line
-from parkgate.core.matcher import normalise
+from parkgate.async_gateway import AsyncGateway
+from parkgate.core.expect import NUMBER_FORMS, SEVERAL
 from parkgate.core.model import Ask
-from parkgate.core.phrases import PHRASES, AskKind, AskStatus, ReplyKind
+from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
 from parkgate.reply import Reply
@@ -80,7 +81,8 @@ def reply_text(ask: Ask, content: Mapping[str, Any] | None, field: str | None = 
     """The message that gives ``ask`` the accepted ``content``, as a person would type it.
 
     A choice is given by its position (so a label that looks like a number cannot pick
-    another option), a number ask's number as its digits, a text ask's string as it is.
+    another option), a multi-select's list by its positions (``1, 3``), a number ask's
+    number as its digits, a text ask's string as it is.
     Content the form did not ask for (no such field, a value of the wrong type, a label
     that is no option) raises :class:`~parkgate.InputError`.
     """
@@ -88,6 +90,10 @@ def reply_text(ask: Ask, content: Mapping[str, Any] | None, field: str | None = 
     if not isinstance(content, Mapping) or name not in content:
         raise InputError(f'the accepted elicitation has no "{name}" field for ask {ask.id}')
     value = content[name]
+    if ask.expect is not None and ask.expect.form == SEVERAL:
+        if not isinstance(value, list) or not value:
+            raise InputError(f'"{name}" must be a non-empty list of options')
+        return ", ".join(str(_position(ask.expect.options or (), item, ask.id)) for item in value)
     if ask.kind is AskKind.TEXT and ask.expect is not None and ask.expect.form in NUMBER_FORMS:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InputError(f'"{name}" must be a number, not {type(value).__name__}')
@@ -96,19 +102,15 @@ def reply_text(ask: Ask, content: Mapping[str, Any] | None, field: str | None = 
         raise InputError(f'"{name}" must be a string, not {type(value).__name__}')
     if ask.kind is AskKind.TEXT:
         return value
-    if value in ask.options:
-        return str(ask.options.index(value) + 1)
-    wanted = normalise(value)
-    for position, label in enumerate(ask.options, start=1):
-        if normalise(label) == wanted:
-            return str(position)
-    raise InputError(f"{value!r} is not one of the options of ask {ask.id}: {', '.join(ask.options)}")
+    return str(_position(ask.options, value, ask.id))
 
 
-def _closed_reply(ask: Ask) -> Reply:
-    if ask.status is AskStatus.EXPIRED:
-        return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False, expired_ask_id=ask.id, run_id=ask.run_id)
-    return Reply(ReplyKind.CANCELLED, cancelled_line(ask), parked=False, ask_id=ask.id, run_id=ask.run_id)
+def _position(options: tuple[str, ...], value: object, ask_id: str) -> int:
+    """The 1-based position of the option ``value`` names (its label, as the matcher reads one)."""
+    found = option_position(options, value) if isinstance(value, str) else None
+    if found is None:
+        raise InputError(f"{value!r} is not one of the options of ask {ask_id}: {', '.join(options)}")
+    return found
 
 
 def _earlier_reply(gateway: Gateway, ask: Ask, message_id: str | None) -> Reply | None:
@@ -118,6 +120,29 @@ def _earlier_reply(gateway: Gateway, ask: Ask, message_id: str | None) -> Reply 
         raw = tx.reply_for(ask.conversation_id, message_id)
     earlier = Reply.from_json(raw) if raw is not None else None
     return earlier if earlier is not None and earlier.ask_id == ask.id else None
+
+
+def _closed_ask_reply(ask: Ask, action: str) -> Reply:
+    """A result for an ask closed already: an expired ask passes (a second cancel
+    included), a decline of a dropped ask changes nothing; anything else is refused."""
+    if ask.status is AskStatus.EXPIRED or (ask.status is AskStatus.CANCELLED and action == DECLINE):
+        return closed_reply(ask)
+    raise InputError(f"ask {ask.id} is already {ask.status.value}")
+
+
+def _apply_open(ask: Ask, result: ElicitResult, field: str | None, message_id: str | None) -> Steps[Reply]:
+    """Apply a client's result to the open ``ask`` (see :func:`apply_elicit_result`)."""
+    action = result.action
+    if action == ACCEPT:
+        reply: Reply = yield call("handle", ask.conversation_id, reply_text(ask, result.content, field), message_id)
+        if reply.kind in (ReplyKind.SELECTED, ReplyKind.ANSWERED) and reply.followup is None and reply.run_id:
+            yield call("finish_run", reply.run_id, DONE)
+        return reply
+    if action == DECLINE:
+        return closed_reply((yield call("cancel", ask.id)))
+    if action == CANCEL:
+        return closed_reply((yield call("expire", ask.id)))
+    raise InputError(f"unknown elicitation action {action!r}")
 
 
 def apply_elicit_result(
@@ -150,23 +175,17 @@ def apply_elicit_result(
     ``choice``/``answer``.
     """
     ask = gateway.get(ask_id)
-    action = result.action
     if not ask.is_open:
-        earlier = _earlier_reply(gateway, ask, message_id)
-        if earlier is not None:
-            return earlier
-        if ask.status is AskStatus.EXPIRED:
-            return _closed_reply(ask)  # an expired ask passes, a second cancel included
-        if ask.status is AskStatus.CANCELLED and action == DECLINE:
-            return _closed_reply(ask)  # dropping a dropped ask again changes nothing
-        raise InputError(f"ask {ask_id} is already {ask.status.value}")
-    if action == ACCEPT:
-        reply = gateway.handle(ask.conversation_id, reply_text(ask, result.content, field), message_id)
-        if reply.kind in (ReplyKind.SELECTED, ReplyKind.ANSWERED) and reply.followup is None and reply.run_id:
-            gateway.finish_run(reply.run_id, DONE)
-        return reply
-    if action == DECLINE:
-        return _closed_reply(gateway.cancel(ask_id))
-    if action == CANCEL:
-        return _closed_reply(gateway.expire(ask_id))
-    raise InputError(f"unknown elicitation action {action!r}")
+        return _earlier_reply(gateway, ask, message_id) or _closed_ask_reply(ask, result.action)
+    return run_sync(gateway, _apply_open(ask, result, field, message_id))
+
+
+async def aapply_elicit_result(
+    gateway: AsyncGateway, ask_id: str, result: ElicitResult, *, field: str | None = None
+) -> Reply:
+    """:func:`apply_elicit_result` for asyncio code, on an :class:`AsyncGateway` (no
+    ``message_id``: a result applied twice is refused as for an ask closed otherwise)."""
+    ask = await gateway.get(ask_id)
+    if not ask.is_open:
+        return _closed_ask_reply(ask, result.action)
+    return await run_async(gateway, _apply_open(ask, result, field, None))

@@ -12,14 +12,16 @@ flow (the tool call returns the elicitation, and the client calls again with the
 from typing import Any
 
 import anyio
-import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ElicitRequest, ElicitResult, InputRequiredResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from parkgate.adapters.common import ask_call
+from parkgate.adapters.effects import Steps, call, run_async
 from parkgate.adapters.mcp.forms import elicit_params
-from parkgate.adapters.mcp.results import ABANDONED, apply_elicit_result
+from parkgate.adapters.mcp.results import ABANDONED, aapply_elicit_result
+from parkgate.async_gateway import AsyncGateway
 from parkgate.core import stopping_point
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind
@@ -34,20 +36,21 @@ INPUT_KEY = "parkgate_answer"
 INVALID_ANSWER = "invalid_answer"
 
 
-def park_once(gateway: Gateway, conversation_id: str, spec: AskSpec) -> Ask:
+def park_once(conversation_id: str, spec: AskSpec) -> Steps[Ask]:
     """Park ``spec``, or take the same question already open in the conversation.
 
     The input-required flow calls the tool once per round: the question is parked once
     and asked identically each time.
     """
     try:
-        asked = gateway.ask(conversation_id, spec.prompt, list(spec.options) or None, kind=spec.kind)
+        asked: Reply = yield ask_call(conversation_id, spec)
     except AskAlreadyOpen as error:
-        open_ask = gateway.get(error.ask_id)
+        open_ask: Ask = yield call("get", error.ask_id)
         if open_ask.is_open and AskSpec(open_ask.kind, open_ask.prompt, open_ask.options) == spec:
             return open_ask
         raise
-    return gateway.get(asked.ask_id or "")
+    parked: Ask = yield call("get", asked.ask_id or "")
+    return parked
 
 
 def _outcome(reply: Reply) -> dict[str, Any]:
@@ -61,7 +64,7 @@ def _outcome(reply: Reply) -> dict[str, Any]:
 
 
 async def ask_and_apply(
-    gateway: Gateway, ctx: Context, conversation_id: str, spec: AskSpec
+    gateway: AsyncGateway, ctx: Context, conversation_id: str, spec: AskSpec
 ) -> dict[str, Any] | InputRequiredResult:
     """Park ``spec``, elicit its answer from the MCP client, apply it; the tool's result.
 
@@ -71,7 +74,7 @@ async def ask_and_apply(
     outcome saying why: no ask is left open behind an error.
     """
     try:
-        ask = await anyio.to_thread.run_sync(park_once, gateway, conversation_id, spec)
+        ask = await run_async(gateway, park_once(conversation_id, spec))
     except InputError as error:  # AskAlreadyOpen is one: another question is open there
         raise ToolError(str(error)) from None
     try:
@@ -82,37 +85,33 @@ async def ask_and_apply(
             result = await ctx.session.elicit_form(
                 message=message, requested_schema=elicit_params(ask).requested_schema, related_request_id=ctx.request_id
             )
-            reply = await _apply(gateway, ask, result)
+            reply = await aapply_elicit_result(gateway, ask.id, result)
             if not reply.parked:
                 return _outcome(reply)
             message = reply.text  # the retry line, with the question
     except InputError as error:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(lambda: gateway.cancel(ask.id, outcome=INVALID_ANSWER))
+            await gateway.cancel(ask.id, outcome=INVALID_ANSWER)
         raise ToolError(f"{error}; the question was closed") from None
     except BaseException:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(lambda: gateway.cancel(ask.id, outcome=ABANDONED))
+            await gateway.cancel(ask.id, outcome=ABANDONED)
         raise
 
 
-async def _input_required_round(gateway: Gateway, ctx: Context, ask: Ask) -> dict[str, Any] | InputRequiredResult:
+async def _input_required_round(gateway: AsyncGateway, ctx: Context, ask: Ask) -> dict[str, Any] | InputRequiredResult:
     answer = (ctx.input_responses or {}).get(INPUT_KEY)
     if answer is None:
         return InputRequiredResult(input_requests={INPUT_KEY: ElicitRequest(params=elicit_params(ask))})
     if not isinstance(answer, ElicitResult):
         raise InputError(f"the answer to {INPUT_KEY!r} is not an elicitation result")
-    reply = await _apply(gateway, ask, answer)
+    reply = await aapply_elicit_result(gateway, ask.id, answer)
     if reply.parked:  # a bounce: ask again, saying why
         return InputRequiredResult(input_requests={INPUT_KEY: ElicitRequest(params=elicit_params(ask, reply.text))})
     return _outcome(reply)
 
 
-async def _apply(gateway: Gateway, ask: Ask, result: ElicitResult) -> Reply:
-    return await anyio.to_thread.run_sync(lambda: apply_elicit_result(gateway, ask.id, result))
-
-
-def build_example_server(gateway: Gateway, *, name: str = "parkgate") -> MCPServer:
+def build_example_server(gateway: Gateway | AsyncGateway, *, name: str = "parkgate") -> MCPServer:
     """An MCP server with one tool, ``ask_person``, that asks through parkgate.
 
     ``ask_person(conversation_id, question, options=None)`` parks the question in
@@ -124,6 +123,7 @@ def build_example_server(gateway: Gateway, *, name: str = "parkgate") -> MCPServ
     (``cancelled``, outcome ``invalid_answer``). Run it on stdio with
     ``build_example_server(Gateway(url)).run()`` (``examples/mcp_ask_server.py``).
     """
+    waiter = gateway if isinstance(gateway, AsyncGateway) else AsyncGateway(gateway)
     server = MCPServer(name)
 
     @server.tool(description="Ask the person a question through parkgate and return their answer.")
@@ -135,6 +135,6 @@ def build_example_server(gateway: Gateway, *, name: str = "parkgate") -> MCPServ
             spec = stopping_point.make_spec(kind, question, options)
         except InputError as error:
             raise ToolError(str(error)) from None
-        return await ask_and_apply(gateway, ctx, conversation_id, spec)
+        return await ask_and_apply(waiter, ctx, conversation_id, spec)
 
     return server

@@ -1,0 +1,219 @@
+"""The bridge a LangGraph application holds: :class:`ParkgateInterrupts`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from functools import partial
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from parkgate.adapters import common
+from parkgate.adapters.effects import Steps, run_async, run_sync
+from parkgate.adapters.langgraph.calls import BridgeSteps
+from parkgate.adapters.langgraph.questions import Answer
+from parkgate.adapters.langgraph.steps import log
+from parkgate.adapters.langgraph.threads import Drive, Graph, allow_closed, aperform, graph_name, perform
+from parkgate.async_gateway import AsyncGateway
+from parkgate.core.phrases import ReplyKind
+from parkgate.errors import InputError
+from parkgate.gateway import Gateway
+from parkgate.reply import Reply
+from parkgate.signal import FALLBACK_READ_SECONDS, Change
+
+T = TypeVar("T")
+
+#: How long a claimed follow-up is left to its claimer before another may take it over.
+DEFAULT_LEASE = timedelta(hours=1)
+#: How often a sync watcher with a ``stop`` event looks at it while idle.
+STOP_CHECK_SECONDS = 0.2
+_WAKING = frozenset({Change.CLOSED, Change.COMMITTED, Change.ANY})
+
+
+def _answer(reply: Reply) -> Any:
+    return reply.answer
+
+
+class ParkgateInterrupts:
+    """Parks a LangGraph thread's ``interrupt()`` payloads in a gateway and resumes the thread.
+
+    ``gateway`` is a :class:`Gateway` or an :class:`AsyncGateway` (either serves both the
+    sync and the ``a``-prefixed asyncio methods). ``resume_with`` turns an answer into the
+    value ``interrupt()`` returns (default: ``reply.answer``, the option's label or the text
+    as given). ``ttl`` is every ask's TTL unless its payload gives ``ttl_seconds``.
+    ``lease`` is how long a resume may take before another waiter may take it over.
+    A graph is known by its ``name`` (``compile(name=...)``): give each graph that shares
+    a parkgate database a name of its own. See docs/adapters/langgraph.md.
+    """
+
+    def __init__(
+        self,
+        gateway: Gateway | AsyncGateway,
+        *,
+        ttl: timedelta | None = None,
+        resume_with: Callable[[Reply], Any] = _answer,
+        lease: timedelta = DEFAULT_LEASE,
+    ) -> None:
+        if isinstance(gateway, AsyncGateway):
+            self.gateway, self.async_gateway = gateway.sync, gateway
+        elif isinstance(gateway, Gateway):
+            self.gateway, self.async_gateway = gateway, AsyncGateway(gateway)
+        else:
+            raise InputError(f"gateway must be a Gateway or an AsyncGateway, not {type(gateway).__name__}")
+        self.ttl = ttl
+        self.resume_with = resume_with
+        self.lease = lease
+
+    @property
+    def _steps(self) -> BridgeSteps:
+        return BridgeSteps(self.ttl, self.lease, self._value_of)
+
+    # -- sync ----------------------------------------------------------------------------
+    def start(
+        self, graph: Graph, graph_input: Any, config: RunnableConfig, conversation_id: str, *, replace: bool = False
+    ) -> Drive:
+        """Run ``graph`` on ``graph_input`` as a new run of the thread and park its first question.
+
+        Checked before the graph runs: another thread's ask open in the conversation
+        raises :class:`~parkgate.AskAlreadyOpen` and runs nothing, unless ``replace`` (that
+        ask is cancelled and its thread resumed with :class:`Closed`). This thread's own
+        open ask is cancelled first. A graph that finishes without asking gives ``pass``
+        and ``finished``. An interrupt that cannot be asked is closed as ``unaskable``
+        (the thread resumed with :class:`Closed`, its run closed), then its error is raised.
+        """
+        return self._run(graph, self._steps.start(graph, graph_input, config, conversation_id, replace))
+
+    def drive(
+        self,
+        graph: Graph,
+        config: RunnableConfig,
+        conversation_id: str,
+        text: str | bytes,
+        *,
+        message_id: str | None = None,
+    ) -> Drive:
+        """Handle one message from the person and resume the thread the ask belongs to.
+
+        The message goes through :meth:`Gateway.handle`. A reply that closes the ask (a
+        selection, an answer, a cancel, an expiry found on this read) resumes the thread
+        that owns it, whatever thread ``config`` names; its next question is parked
+        (``asked``) or its run closed (``finished``). A bounce leaves the graph untouched.
+        An ask this graph cannot resume raises :class:`NotThisGraph` before anything
+        changes. The same ``message_id`` again returns the first reply, resuming nothing.
+        """
+        return self._run(graph, self._steps.drive(graph, config, conversation_id, text, message_id))
+
+    def follow_up(self, graph: Graph, *, config: RunnableConfig | None = None) -> int:
+        """Resume every thread of ``graph`` whose ask closed and was not followed up; return how many.
+
+        One pass of :meth:`watch`. ``config`` holds settings every resume uses besides the
+        thread (other ``configurable`` keys, callbacks).
+        """
+        return self._run(graph, self._steps.follow_up_all(graph, config))
+
+    def watch(self, graph: Graph, *, config: RunnableConfig | None = None, stop: threading.Event | None = None) -> None:
+        """Follow up closed asks of ``graph`` until ``stop`` is set (run it in a thread).
+
+        A pass at once, then one whenever the close signal says an ask closed (here or in
+        another process), and at least every :data:`~parkgate.signal.FALLBACK_READ_SECONDS`.
+        Expiries reach it through a deliverer's due read. A failed pass is logged::
+
+            stop = threading.Event()
+            threading.Thread(target=bridge.watch, args=(graph,), kwargs={"stop": stop}, daemon=True).start()
+        """
+        wake = threading.Event()
+        remove = self.gateway.signal.listen(lambda change, ask_id: wake.set() if change in _WAKING else None)
+        try:
+            while stop is None or not stop.is_set():
+                wake.clear()
+                self._pass_logged(graph, config)
+                deadline = time.monotonic() + FALLBACK_READ_SECONDS
+                while not wake.is_set() and (stop is None or not stop.is_set()):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    wake.wait(min(left, STOP_CHECK_SECONDS) if stop is not None else left)
+        finally:
+            remove()
+
+    def _pass_logged(self, graph: Graph, config: RunnableConfig | None) -> None:
+        try:
+            self.follow_up(graph, config=config)
+        except Exception:
+            log.exception("following up closed asks of graph %r failed", graph_name(graph))
+
+    # -- asyncio -------------------------------------------------------------------------
+    async def astart(
+        self, graph: Graph, graph_input: Any, config: RunnableConfig, conversation_id: str, *, replace: bool = False
+    ) -> Drive:
+        """:meth:`start` for asyncio code (``ainvoke``, and the :class:`AsyncGateway`)."""
+        return await self._arun(graph, self._steps.start(graph, graph_input, config, conversation_id, replace))
+
+    async def adrive(
+        self,
+        graph: Graph,
+        config: RunnableConfig,
+        conversation_id: str,
+        text: str | bytes,
+        *,
+        message_id: str | None = None,
+    ) -> Drive:
+        """:meth:`drive` for asyncio code (``ainvoke``, and the :class:`AsyncGateway`)."""
+        return await self._arun(graph, self._steps.drive(graph, config, conversation_id, text, message_id))
+
+    async def afollow_up(self, graph: Graph, *, config: RunnableConfig | None = None) -> int:
+        """:meth:`follow_up` for asyncio code."""
+        return await self._arun(graph, self._steps.follow_up_all(graph, config))
+
+    async def awatch(self, graph: Graph, *, config: RunnableConfig | None = None) -> None:
+        """:meth:`watch` for asyncio code: run it as a task; cancel the task to stop it::
+
+        watcher = asyncio.create_task(bridge.awatch(graph))
+        """
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+
+        def heard(change: Change, ask_id: str | None) -> None:
+            if change in _WAKING:
+                with contextlib.suppress(RuntimeError):  # the loop is closing
+                    loop.call_soon_threadsafe(wake.set)
+
+        remove = self.gateway.signal.listen(heard)
+        try:
+            while True:
+                wake.clear()
+                try:
+                    await self.afollow_up(graph, config=config)
+                except Exception:
+                    log.exception("following up closed asks of graph %r failed", graph_name(graph))
+                with contextlib.suppress(TimeoutError):  # asyncio.timeout: 3.11's wait_for can swallow a cancel
+                    async with asyncio.timeout(FALLBACK_READ_SECONDS):
+                        await wake.wait()
+        finally:
+            remove()
+
+    def resume_value(self, reply: Reply, interrupt_id: str | None = None) -> Command[Any] | None:
+        """The ``Command`` that feeds a selection or answer to a graph, or ``None`` for any
+        other reply (for callers that resume graphs themselves)."""
+        if reply.kind not in (ReplyKind.SELECTED, ReplyKind.ANSWERED):
+            return None
+        value = self.resume_with(reply)
+        return Command(resume=value if interrupt_id is None else {interrupt_id: value})
+
+    # -- drivers -------------------------------------------------------------------------
+    def _run(self, graph: Graph, steps: Steps[T]) -> T:
+        allow_closed(graph)
+        return run_sync(self.gateway, steps, partial(perform, graph))
+
+    async def _arun(self, graph: Graph, steps: Steps[T]) -> T:
+        allow_closed(graph)
+        return await run_async(self.async_gateway, steps, partial(aperform, graph))
+
+    def _value_of(self, answer: Answer) -> Any:
+        return self.resume_with(common.answer_reply(answer.kind, answer.ask_id, answer.answer, answer.option_index))

@@ -1,0 +1,167 @@
+"""The bridge's own calls (start a thread, drive it with a message, follow up closed asks)
+as step generators, over the follow-up steps of :mod:`.steps`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import StateSnapshot
+
+from parkgate.adapters import common
+from parkgate.adapters.effects import Steps, call
+from parkgate.adapters.langgraph.steps import ThreadSteps, log, log_refused
+from parkgate.adapters.langgraph.threads import (
+    RUN_KEY,
+    Drive,
+    GetState,
+    Graph,
+    Invoke,
+    NotThisGraph,
+    Record,
+    graph_name,
+    has_checkpoint,
+    thread_config,
+    thread_id,
+)
+from parkgate.core.model import Ask
+from parkgate.core.phrases import ReplyKind, RunOutcome, RunStatus
+from parkgate.errors import AskAlreadyOpen
+from parkgate.gateway import asked_reply
+from parkgate.reply import Reply
+
+#: Closed asks read per pass of the watcher.
+FOLLOW_UP_BATCH = 100
+#: The outcome of a run still ``running`` when its thread starts again.
+RESTARTED = "restarted"
+_CLOSING = frozenset({ReplyKind.SELECTED, ReplyKind.ANSWERED, ReplyKind.CANCELLED})
+
+
+class BridgeSteps(ThreadSteps):
+    """Start, drive and follow-up-all, as steps."""
+
+    def start(
+        self, graph: Graph, graph_input: Any, config: RunnableConfig, conversation_id: str, replace: bool
+    ) -> Steps[Drive]:
+        thread = thread_id(config)
+        here = thread_config(config, thread)
+        snapshot: StateSnapshot = yield GetState(here)
+        yield from self._clear_conversation(graph, thread, config, conversation_id, replace)
+        previous = (snapshot.metadata or {}).get(RUN_KEY)
+        if isinstance(previous, str):
+            yield from self._close_run(previous)
+        run_id = yield from self._new_run_id(thread, previous)
+        output = yield Invoke(graph_input, thread_config(config, thread, run_id))
+        after: StateSnapshot = yield GetState(here)
+        outcome = yield from self.settle(graph, thread_config(config, thread, run_id), conversation_id, run_id, after)
+        if outcome.refused is not None:
+            raise outcome.refused
+        reply = outcome.asked if outcome.asked is not None else common.pass_reply()
+        return Drive(reply, output=output, asked=outcome.asked, finished=outcome.finished)
+
+    def _clear_conversation(
+        self, graph: Graph, thread: str, config: RunnableConfig, conversation_id: str, replace: bool
+    ) -> Steps[None]:
+        """Before a thread starts: its own open ask is dropped; another thread's is refused
+        (:class:`~parkgate.AskAlreadyOpen`), or with ``replace`` cancelled and followed up."""
+        parked: Ask | None = yield call("parked", conversation_id)
+        if parked is None:
+            return
+        record = Record.of(parked)
+        if record is not None and (record.graph, record.thread) == (graph_name(graph), thread):
+            yield from self.drop(parked)
+        elif not replace:
+            raise AskAlreadyOpen(conversation_id, parked.id)
+        else:
+            closed: Ask = yield call("cancel", parked.id)
+            replaced = yield from self.follow_up(graph, closed, config)
+            if replaced is not None and replaced.refused is not None:
+                log_refused(record.thread if record else None, replaced.refused)
+
+    def drive(
+        self, graph: Graph, config: RunnableConfig, conversation_id: str, text: str | bytes, message_id: str | None
+    ) -> Steps[Drive]:
+        parked: Ask | None = yield call("parked", conversation_id)
+        if parked is not None:
+            yield from self._check_owner(graph, config, conversation_id, parked)
+        reply: Reply = yield call("handle", conversation_id, text, message_id)
+        closed_id = reply.ask_id if reply.kind in _CLOSING else reply.expired_ask_id
+        if closed_id is None:
+            return Drive(reply)
+        ask: Ask = yield call("get", closed_id)
+        outcome = yield from self.follow_up(graph, ask, config)
+        if outcome is None:
+            return (yield from self._as_left(reply, conversation_id))
+        if outcome.refused is not None:
+            raise outcome.refused
+        return Drive(reply, outcome.resumed, outcome.output, outcome.asked, outcome.finished)
+
+    def _check_owner(self, graph: Graph, config: RunnableConfig, conversation_id: str, parked: Ask) -> Steps[None]:
+        """Refuse a parked ask this graph cannot resume (:class:`NotThisGraph`); drop one whose
+        thread no longer waits on it, rather than take an answer into nothing."""
+        record = Record.of(parked)
+        if record is None or record.graph != graph_name(graph):
+            raise NotThisGraph(
+                conversation_id, parked, record.thread if record else None, record.graph if record else None
+            )
+        owner: StateSnapshot = yield GetState(thread_config(config, record.thread))
+        if not has_checkpoint(owner):
+            raise NotThisGraph(conversation_id, parked, record.thread, record.graph)
+        if record.question[0] not in {item.id for item in owner.interrupts}:
+            yield from self.drop(parked)
+
+    def follow_up_all(self, graph: Graph, config: RunnableConfig | None) -> Steps[int]:
+        count = 0
+        asks: list[Ask] = yield call("closed_follow_ups", FOLLOW_UP_BATCH)
+        for ask in asks:
+            try:
+                outcome = yield from self.follow_up(graph, ask, config)
+            except Exception:
+                log.exception("resuming the thread of ask %s failed; it is tried again later", ask.id)
+                continue
+            if outcome is not None and outcome.refused is not None:
+                record = Record.of(ask)
+                log_refused(record.thread if record else None, outcome.refused)
+            count += outcome is not None
+        return count
+
+    def _close_run(self, run_id: str) -> Steps[None]:
+        """Before a thread starts again: its previous run's open ask is dropped and the run
+        closed, so no run is left ``running``."""
+        run = yield call("run", run_id)
+        if run is None or run.status != RunStatus.RUNNING:
+            return
+        if run.pending_ask_id is not None:
+            pending: Ask = yield call("get", run.pending_ask_id)
+            if pending.is_open:
+                yield from self.drop(pending)
+                return  # the cancel closed the run
+        yield call("finish_run", run_id, RESTARTED)
+
+    def _new_run_id(self, thread: str, previous: object) -> Steps[str]:
+        """The thread id for its first run, then ``<thread>#2``, ``#3``, ...: the first unused."""
+        number = 1
+        if isinstance(previous, str) and previous.startswith(f"{thread}#"):
+            suffix = previous.rpartition("#")[2]
+            number = int(suffix) if suffix.isdigit() else 1
+        while True:
+            candidate = thread if number == 1 else f"{thread}#{number}"
+            existing = yield call("run", candidate)
+            if existing is None:
+                return candidate
+            number += 1
+
+    def _as_left(self, reply: Reply, conversation_id: str) -> Steps[Drive]:
+        """A reply whose follow-up someone else has (a redelivered message): the state its
+        first delivery left, without touching the graph."""
+        if reply.kind not in (ReplyKind.SELECTED, ReplyKind.ANSWERED) or reply.run_id is None:
+            return Drive(reply)
+        run = yield call("run", reply.run_id)
+        if run is None:
+            return Drive(reply)
+        if run.pending_ask_id is not None:
+            pending: Ask = yield call("get", run.pending_ask_id)
+            if pending.is_open and pending.conversation_id == conversation_id:
+                return Drive(reply, asked=asked_reply(pending))
+            return Drive(reply)
+        return Drive(reply, finished=run.status != RunStatus.RUNNING and run.outcome == RunOutcome.DONE)
