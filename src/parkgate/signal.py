@@ -56,6 +56,9 @@ class Watcher(Protocol):
 
     def stop(self) -> None: ...
 
+    def waiting_on(self, ask_id: str) -> None:
+        """A waiter of this process now waits on ``ask_id`` (returns at once)."""
+
 
 class Waiter:
     """One waiter's interest in one ask: woken when that ask closes (or on :data:`Change.ANY`).
@@ -127,6 +130,10 @@ class CloseSignal:
             self._waiters.setdefault(ask_id, set()).add(waiter)
             self._interest.notify_all()
         self._ensure_watcher()
+        with self._lock:
+            watcher = self._watcher
+        if watcher is not None:
+            watcher.waiting_on(ask_id)
         try:
             yield waiter
         finally:
@@ -207,8 +214,12 @@ class CloseSignal:
                 stop_now = watcher
             else:
                 self._watcher, stop_now = watcher, None
+            waited = list(self._waiters)
         if stop_now is not None:
             stop_now.stop()
+        elif watcher is not None:
+            for ask_id in waited:  # waiters that arrived while it started
+                watcher.waiting_on(ask_id)
 
     def close(self) -> None:
         """Stop the watcher and wake every waiter (it then reads, and finds the store closed)."""
