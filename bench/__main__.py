@@ -1,5 +1,9 @@
 """``python -m bench``: run the benchmarks, print a table, write ``bench/results/latest.json``.
 
+``python -m bench --hot`` runs the set that covers the hot paths (benchmark 1's mix on SQLite
+and PostgreSQL, benchmark 4 through HTTP, benchmark 5 the waiting side) at ``small``
+scale; ``python -m bench.compare BEFORE.json AFTER.json`` sets two such runs side by side.
+
 Options: ``--scale smoke|small|full`` (default ``small``; ``full`` is the README's run:
 10,000 conversations, 1,000,000 parked asks), ``--only reply,langgraph,scale,http,waiting``,
 ``--conversations N`` (override benchmark 1's count), ``--modes single,threads,processes``,
@@ -21,6 +25,8 @@ from typing import Any
 from bench.common import RESULTS_DIR, SCALES, machine_info, postgres_reachable, postgres_url, to_jsonable, workdir
 
 BENCHMARKS = ("reply", "langgraph", "scale", "http", "waiting")
+#: The benchmarks ``--hot`` runs: every path a message, a wake-up or a callback takes.
+HOT_PATHS = ("reply", "http", "waiting")
 
 
 def run_all(
@@ -237,8 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale-engines", default="sqlite,postgres", help="benchmark 3's stores")
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only (benchmark 4 is skipped)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "latest.json")
+    parser.add_argument("--hot", action="store_true", help="the hot paths: --only " + ",".join(HOT_PATHS))
     args = parser.parse_args(argv)
     only = tuple(name.strip() for name in args.only.split(",") if name.strip())
+    if args.hot:
+        only = HOT_PATHS
     unknown = [name for name in only if name not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}")

@@ -114,8 +114,7 @@ class Deliverer:
         Callbacks are sent by tasks of their own: a slow receiver holds its slot, never
         the pass. With every slot taken, the next pass comes when one frees up.
         """
-        closed = await asyncio.to_thread(self._read_due)
-        started = await self.outbox.start_due()
+        closed, started = await self._read_due_and_start()
         next_due, next_callback, now = await asyncio.to_thread(self._next_times)
         pause = FALLBACK_READ_SECONDS
         for moment in (next_due, None if self.outbox.busy else next_callback):
@@ -124,14 +123,16 @@ class Deliverer:
         floor = MIN_PAUSE_SECONDS if closed or started else IDLE_PAUSE_SECONDS
         return max(floor, pause)
 
-    def _read_due(self) -> int:
-        total = 0
+    async def _read_due_and_start(self) -> tuple[int, int]:
+        """The due reads, batch by batch, each batch's callbacks started before the next read."""
+        closed = started = 0
         while True:
-            closed = self.gateway.read_due(DUE_BATCH)
-            total += closed
-            if closed < DUE_BATCH:
-                self.due_reads += total
-                return total
+            batch = await asyncio.to_thread(self.gateway.read_due, DUE_BATCH)
+            closed += batch
+            self.due_reads += batch
+            started += len(await self.outbox.start_due())
+            if batch < DUE_BATCH:
+                return closed, started
 
     def _next_times(self) -> tuple[datetime | None, datetime | None, datetime]:
         return self.gateway.next_due(), self.gateway.store.next_callback_at(), self.gateway.clock.now()

@@ -34,6 +34,8 @@ ASK_COLUMNS = (
 )
 #: What a step may change in an ask besides its status (``save_ask`` writes these).
 MUTABLE_ASK_SET = "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?"
+#: Outbox rows marked delivered per statement (a power of two, below SQLite's parameter limit).
+MARK_CHUNK = 512
 RUN_COLUMNS = "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at"
 
 
@@ -306,6 +308,17 @@ class SqlTransaction(Transaction):
             "UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
             (self._d.encode_time(now), callback_id),
         )
+
+    def callbacks_done(self, callback_ids: list[int], now: datetime) -> None:
+        for start in range(0, len(callback_ids), MARK_CHUNK):
+            chunk = callback_ids[start : start + MARK_CHUNK]
+            # Padded to a power of two with its last id: a few statement shapes, each prepared once.
+            size = 1 << (len(chunk) - 1).bit_length()
+            chunk += chunk[-1:] * (size - len(chunk))
+            self._write(
+                f"UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id IN ({', '.join('?' * size)})",
+                (self._d.encode_time(now), *chunk),
+            )
 
     def callback_failed(self, callback_id: int, error: str, retry_at: datetime | None) -> None:
         t = self._d.encode_time
