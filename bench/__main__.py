@@ -200,7 +200,7 @@ def render_waiting(w: dict[str, Any]) -> list[str]:
     lines.append(f"due reads: TTL passing -> callback received (s; goal p99 <= {goals['due_lateness_p99_s']:g})")
     lines.append(
         f"{'store':9} {'parked':16} {'servers':>7} {'asks':>5} {'due within':>10} {'lateness p50':>12} {'p99':>6} "
-        f"{'max':>6} {'read p99':>8} {'callbacks/s':>11} goal"
+        f"{'max':>6} {'read p99':>8} {'callbacks/s':>11} {'server CPU ms/cb':>16} goal"
     )
     for row in w["due"]:
         for r in row["rounds"]:
@@ -208,7 +208,8 @@ def render_waiting(w: dict[str, Any]) -> list[str]:
             lines.append(
                 f"{row['store']:9} {r['parking']:16} {row['servers']:7} {r['callbacks']:5} {r['due_within_s']:9.2f}s "
                 f"{late['p50_s']:12.3f} {late['p99_s']:6.3f} {late['max_s']:6.3f} {r['due_read_delay']['p99_s']:8.3f} "
-                f"{r['callbacks_per_s']:11.0f} {'met' if row['goal_met'] else 'NOT met'}"
+                f"{r['callbacks_per_s']:11.0f} {_optional(r.get('server_cpu_ms_per_callback')):>16} "
+                f"{'met' if row['goal_met'] else 'NOT met'}"
             )
     if w["due_cost"]:
         lines.append("the due time's cost: benchmark 1's mix, one process, the variants in turn on one store")
@@ -228,6 +229,10 @@ def render_waiting(w: dict[str, Any]) -> list[str]:
     if "skipped" in w:
         lines.append(f"note: {w['skipped']}")
     return lines
+
+
+def _optional(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -75,6 +75,7 @@ def rows(sample: dict[str, Any]) -> Iterator[Row]:
             name = f"5. due {store}, {parking}, {servers} server(s)"
             yield f"{name}: lateness p99 s", _get(lambda r, d=due: d(r)["lateness"]["p99_s"])
             yield f"{name}: callbacks/s", _get(lambda r, d=due: d(r)["callbacks_per_s"])
+            yield f"{name}: server CPU ms a callback", _get(lambda r, d=due: d(r).get("server_cpu_ms_per_callback"))
     for row in waiting.get("due_cost", []):
         store = row["store"]
         for variant in row["variants"]:

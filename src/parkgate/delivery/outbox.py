@@ -58,7 +58,11 @@ MAX_DELAY_SECONDS = 300.0
 #: last comes about an hour after the first (1 + 2 + ... + 256 s, then every 5 minutes).
 MAX_ATTEMPTS = 20
 #: Deliveries in flight at once (each a task of its own, on a keep-alive connection).
-CONCURRENCY = 64
+CONCURRENCY = 32
+#: The kept connections are split among this many clients: a client's pool looks at each
+#: of its connections whenever a request starts or ends, so one pool of
+#: :data:`CONCURRENCY` connections costs that many checks per request, for every request.
+CLIENT_SHARDS = 4
 #: One delivery's whole time: resolving, connecting, sending and reading the response.
 DELIVERY_DEADLINE_SECONDS = 10.0
 #: A claimed row is leased for the deadline plus this, so it is never sent twice at once;
@@ -147,7 +151,8 @@ class OutboxDeliverer:
         self.deadline = deadline
         self._resolve = resolver or resolve
         self._client = client
-        self._owned: httpx.AsyncClient | None = None
+        self._owned: list[httpx.AsyncClient] = []
+        self._turn = 0
         self._in_flight: set[asyncio.Task[bool]] = set()
         self._marks = DeliveredMarks(store, clock)
         #: Called (in the loop) whenever a delivery ends: its slot is free for the next row.
@@ -166,10 +171,11 @@ class OutboxDeliverer:
         return sum(1 for ok in results if ok)
 
     async def start_due(self) -> list[asyncio.Task[bool]]:
-        """Claim due rows for the free slots and start a delivery task for each."""
-        free = CONCURRENCY - len(self._in_flight)
-        if free <= 0:
+        """Claim due rows for the free slots and start a delivery task for each (none while
+        :attr:`busy`)."""
+        if self.busy:
             return []
+        free = CONCURRENCY - len(self._in_flight)
         now = self.clock.now()
         lease_until = now + timedelta(seconds=self.deadline + LEASE_MARGIN_SECONDS)
         rows = await asyncio.to_thread(self.store.claim_callbacks, now, lease_until, free)
@@ -184,13 +190,14 @@ class OutboxDeliverer:
     def _finished(self, task: asyncio.Task[bool]) -> None:
         self._in_flight.discard(task)
         # Free slots are refilled by the half: one claim for many rows, not one per delivery.
-        if self.on_done is not None and len(self._in_flight) <= CONCURRENCY // 2:
+        if self.on_done is not None and not self.busy:
             self.on_done()
 
     @property
     def busy(self) -> bool:
-        """Whether every delivery slot is taken."""
-        return len(self._in_flight) >= CONCURRENCY
+        """Whether more than half the delivery slots are taken: the next claim waits for
+        deliveries to end (:attr:`on_done` says when), so it takes many rows at once."""
+        return len(self._in_flight) > CONCURRENCY // 2
 
     # -- one delivery ------------------------------------------------------------------
     async def _deliver(self, row: Callback) -> bool:
@@ -253,7 +260,7 @@ class OutboxDeliverer:
             headers["webhook-timestamp"] = str(int(sent_at.timestamp()))
             headers["webhook-signature"] = self.signer.sign(row.ask_id, sent_at, body)
         url, extensions = await self._fenced(row.url, headers)
-        client = self._client or self._owned
+        client = self._client or self._next_owned()
         owned = client is None
         if client is None:
             client = _new_client()
@@ -301,11 +308,18 @@ class OutboxDeliverer:
     # -- the kept client ----------------------------------------------------------------
     def open(self) -> None:
         """Keep one client for the passes until :meth:`aclose` (a long-running deliverer)."""
-        if self._client is None and self._owned is None:
-            self._owned = _new_client()
+        if self._client is None and not self._owned:
+            self._owned = [_new_client(CONCURRENCY // CLIENT_SHARDS) for _ in range(CLIENT_SHARDS)]
+
+    def _next_owned(self) -> httpx.AsyncClient | None:
+        """The kept clients in turn (``None`` when none is kept)."""
+        if not self._owned:
+            return None
+        self._turn = (self._turn + 1) % len(self._owned)
+        return self._owned[self._turn]
 
     async def aclose(self) -> None:
-        """Cancel the deliveries in flight (their leases run out) and close the kept client.
+        """Cancel the deliveries in flight (their leases run out) and close the kept clients.
 
         Rows already delivered are still marked so (a delivery whose mark is cancelled
         is sent again once its lease runs out: at least once).
@@ -315,9 +329,9 @@ class OutboxDeliverer:
         if self._in_flight:
             await asyncio.gather(*self._in_flight, return_exceptions=True)
         await self._marks.drain()
-        owned, self._owned = self._owned, None
-        if owned is not None:
-            await owned.aclose()
+        owned, self._owned = self._owned, []
+        for client in owned:
+            await client.aclose()
 
 
 class DeliveredMarks:
@@ -376,10 +390,10 @@ class DeliveredMarks:
             await asyncio.gather(writer, return_exceptions=True)
 
 
-def _new_client() -> httpx.AsyncClient:
+def _new_client(connections: int = 1) -> httpx.AsyncClient:
     # No redirects: a callback goes where it was told (and checked), or it fails and is
     # retried. No proxies from the environment: the fence checks the receiver's address.
-    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     return httpx.AsyncClient(timeout=DELIVERY_DEADLINE_SECONDS, follow_redirects=False, trust_env=False, limits=limits)
 
 
