@@ -127,15 +127,23 @@ class Deliverer:
         return max(floor, pause)
 
     async def _read_due_and_start(self) -> tuple[int, int]:
-        """The due reads, batch by batch, each batch's callbacks started before the next read."""
-        closed = started = 0
+        """The due reads, batch after batch until none is full, then the due callbacks started.
+
+        The reads come first: they decide the closes, and deliveries started between
+        them would compete with them for the store and the loop.
+        """
+        closed = await asyncio.to_thread(self._read_due)
+        started = await self.outbox.start_due()
+        return closed, len(started)
+
+    def _read_due(self) -> int:
+        total = 0
         while True:
-            batch = await asyncio.to_thread(self.gateway.read_due, DUE_BATCH)
-            closed += batch
-            self.due_reads += batch
-            started += len(await self.outbox.start_due())
-            if batch < DUE_BATCH:
-                return closed, started
+            closed = self.gateway.read_due(DUE_BATCH)
+            total += closed
+            if closed < DUE_BATCH:
+                self.due_reads += total
+                return total
 
     def _next_times(self) -> tuple[datetime | None, datetime | None, datetime]:
         return self.gateway.next_due(), self.gateway.store.next_callback_at(), self.gateway.clock.now()
