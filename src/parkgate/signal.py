@@ -8,7 +8,9 @@ adapters), and the deliverer. The signal is fed from two sides:
   every watched ask it parks, right after the commit;
 - **other processes**: a store watcher (PostgreSQL ``LISTEN``, SQLite's
   ``PRAGMA data_version``; see :mod:`parkgate.store.watch`) reports what other processes
-  committed. It runs only while something listens.
+  committed. It runs only while something listens, and hears of each ask a waiter here
+  starts waiting on (:meth:`Watcher.waiting_on`), so another process's close of it is
+  announced.
 
 A signal carries no state of its own: a woken waiter reads the ask (the ordinary read,
 which also enforces the TTL) and decides from what it finds. A lost or extra wake-up
