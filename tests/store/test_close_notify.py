@@ -47,7 +47,8 @@ def test_a_plain_ask_closes_without_a_notify_and_a_waited_on_one_with_one(
     pg_url: str, pg_schema: str, listener: psycopg.Connection[tuple[object, ...]]
 ) -> None:
     with Gateway(store=PostgresStore(pg_url, schema=pg_schema)) as gateway:
-        plain = gateway.ask("c-plain", "Deploy?", ["Deploy", "Hold"]).ask_id
+        plain = gateway.ask("c-plain", "Deploy?", ["Deploy", "Hold"]).ask_id or ""
+        assert gateway.wait(plain, 0).is_open  # a read that does not sleep flags nothing
         assert gateway.handle("c-plain", "1").kind.value == "selected"
         assert _heard(listener, pg_schema) == []  # nothing waits: no NOTIFY
 
