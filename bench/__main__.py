@@ -1,5 +1,9 @@
 """``python -m bench``: run the benchmarks, print a table, write ``bench/results/latest.json``.
 
+``python -m bench --hot`` runs the set that covers the hot paths (benchmark 1's mix on SQLite
+and PostgreSQL, benchmark 4 through HTTP, benchmark 5 the waiting side) at ``small``
+scale; ``python -m bench.compare BEFORE.json AFTER.json`` sets two such runs side by side.
+
 Options: ``--scale smoke|small|full`` (default ``small``; ``full`` is the README's run:
 10,000 conversations, 1,000,000 parked asks), ``--only reply,langgraph,scale,http,waiting``,
 ``--conversations N`` (override benchmark 1's count), ``--modes single,threads,processes``,
@@ -21,6 +25,8 @@ from typing import Any
 from bench.common import RESULTS_DIR, SCALES, machine_info, postgres_reachable, postgres_url, to_jsonable, workdir
 
 BENCHMARKS = ("reply", "langgraph", "scale", "http", "waiting")
+#: The benchmarks ``--hot`` runs: every path a message, a wake-up or a callback takes.
+HOT_PATHS = ("reply", "http", "waiting")
 
 
 def run_all(
@@ -194,7 +200,7 @@ def render_waiting(w: dict[str, Any]) -> list[str]:
     lines.append(f"due reads: TTL passing -> callback received (s; goal p99 <= {goals['due_lateness_p99_s']:g})")
     lines.append(
         f"{'store':9} {'parked':16} {'servers':>7} {'asks':>5} {'due within':>10} {'lateness p50':>12} {'p99':>6} "
-        f"{'max':>6} {'read p99':>8} {'callbacks/s':>11} goal"
+        f"{'max':>6} {'read p99':>8} {'callbacks/s':>11} {'server CPU ms/cb':>16} goal"
     )
     for row in w["due"]:
         for r in row["rounds"]:
@@ -202,7 +208,8 @@ def render_waiting(w: dict[str, Any]) -> list[str]:
             lines.append(
                 f"{row['store']:9} {r['parking']:16} {row['servers']:7} {r['callbacks']:5} {r['due_within_s']:9.2f}s "
                 f"{late['p50_s']:12.3f} {late['p99_s']:6.3f} {late['max_s']:6.3f} {r['due_read_delay']['p99_s']:8.3f} "
-                f"{r['callbacks_per_s']:11.0f} {'met' if row['goal_met'] else 'NOT met'}"
+                f"{r['callbacks_per_s']:11.0f} {_optional(r.get('server_cpu_ms_per_callback')):>16} "
+                f"{'met' if row['goal_met'] else 'NOT met'}"
             )
     if w["due_cost"]:
         lines.append("the due time's cost: benchmark 1's mix, one process, the variants in turn on one store")
@@ -224,6 +231,10 @@ def render_waiting(w: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _optional(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point of ``python -m bench``."""
     parser = argparse.ArgumentParser(
@@ -237,8 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale-engines", default="sqlite,postgres", help="benchmark 3's stores")
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only (benchmark 4 is skipped)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "latest.json")
+    parser.add_argument("--hot", action="store_true", help="the hot paths: --only " + ",".join(HOT_PATHS))
     args = parser.parse_args(argv)
     only = tuple(name.strip() for name in args.only.split(",") if name.strip())
+    if args.hot:
+        only = HOT_PATHS
     unknown = [name for name in only if name not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}")

@@ -39,6 +39,7 @@ import contextlib
 import http.client
 import json
 import logging
+import os
 import queue
 import random
 import socket
@@ -46,7 +47,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -202,6 +203,8 @@ class Receiver:
         self.hits: dict[str, Hit] = {}
         self.duplicates = 0
         self._changed = threading.Condition()
+        #: The ids the current :meth:`wait_for` still waits for.
+        self._missing: set[str] = set()
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -231,17 +234,21 @@ class Receiver:
                 self.duplicates += 1
             else:
                 self.hits[ask_id] = hit
-            self._changed.notify_all()
+            self._missing.discard(ask_id)
+            if not self._missing:  # the waiter wakes once, when its last hit is in
+                self._changed.notify_all()
 
     def wait_for(self, ask_ids: list[str], timeout: float) -> list[Hit]:
         """The hits of ``ask_ids`` once all have arrived, or those that arrived by ``timeout``."""
         deadline = time.monotonic() + timeout
         with self._changed:
-            while not all(ask_id in self.hits for ask_id in ask_ids):
+            self._missing = {ask_id for ask_id in ask_ids if ask_id not in self.hits}
+            while self._missing:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
                 self._changed.wait(left)
+            self._missing = set()
             return [self.hits[ask_id] for ask_id in ask_ids if ask_id in self.hits]
 
     def stop(self) -> None:
@@ -518,9 +525,25 @@ def _park_in_one_transaction(gateway: Any, tag: str, count: int, ttl: float, url
 DUE_PARKING = {"gateway": _park_through_gateway, "one transaction": _park_in_one_transaction}
 
 
-def due_round(target: StoreTarget, receiver: Receiver, count: int, ttl: float, parking: str) -> dict[str, Any]:
+def _cpu_seconds(pids: Sequence[int]) -> float:
+    """User plus system CPU seconds the processes ``pids`` have used (0 for one that is gone)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def due_round(
+    target: StoreTarget, receiver: Receiver, count: int, ttl: float, parking: str, server_pids: Sequence[int] = ()
+) -> dict[str, Any]:
     """Park ``count`` asks with one TTL and a callback (``parking``: a :data:`DUE_PARKING` key);
-    time each one's callback against its due time."""
+    time each one's callback against its due time. ``server_pids``: the ``parkgate serve``
+    processes, whose CPU time from the parking's end to the last callback is reported per
+    callback (a figure a busy machine moves less than the wall clock)."""
     from parkgate import Gateway
 
     tag = uuid.uuid4().hex[:8]
@@ -530,7 +553,9 @@ def due_round(target: StoreTarget, receiver: Receiver, count: int, ttl: float, p
         began = time.time()
         ids = DUE_PARKING[parking](gateway, tag, count, ttl, receiver.url)
         parked_in = time.time() - began
+        cpu_before = _cpu_seconds(server_pids)
         hits = receiver.wait_for(ids, ttl + parked_in + 120)
+        server_cpu = _cpu_seconds(server_pids) - cpu_before
     finally:
         gateway.close()
     lateness, read_delay, delivery = [], [], []
@@ -559,6 +584,7 @@ def due_round(target: StoreTarget, receiver: Receiver, count: int, ttl: float, p
         "delivery_after_close": _seconds_summary(delivery),
         "arrivals_span_s": arrivals[-1] - arrivals[0] if arrivals else 0.0,
         "callbacks_per_s": ratio(len(arrivals) - 1, arrivals[-1] - arrivals[0]) if len(arrivals) > 1 else 0.0,
+        "server_cpu_ms_per_callback": server_cpu * 1000 / len(hits) if hits and server_pids else None,
     }
 
 
@@ -573,11 +599,10 @@ def measure_due(
     """Due lateness: each of :data:`DUE_CELLS`, ``due_rounds`` rounds of ``due_asks`` asks."""
     rows = []
     with contextlib.ExitStack() as servers:
-        running = 0
+        running: list[int] = []
         for parking, count in DUE_CELLS:
-            while running < count:
-                servers.enter_context(serving(target, work, f"due-{running}"))
-                running += 1
+            while len(running) < count:
+                running.append(servers.enter_context(serving(target, work, f"due-{len(running)}")).pid)
             rounds = []
             for number in range(scale.due_rounds):
                 log(
@@ -585,7 +610,7 @@ def measure_due(
                     f"parked {'through the gateway' if parking == 'gateway' else 'in one transaction'}, "
                     f"{count} server{'s' if count > 1 else ''}), round {number + 1} ..."
                 )
-                rounds.append(due_round(target, receiver, scale.due_asks, scale.due_ttl_seconds, parking))
+                rounds.append(due_round(target, receiver, scale.due_asks, scale.due_ttl_seconds, parking, running))
             worst = max((r["lateness"]["p99_s"] for r in rounds), default=0.0)
             complete = all(r["callbacks"] == r["asks"] for r in rounds)
             rows.append(

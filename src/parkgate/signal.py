@@ -8,7 +8,9 @@ adapters), and the deliverer. The signal is fed from two sides:
   every watched ask it parks, right after the commit;
 - **other processes**: a store watcher (PostgreSQL ``LISTEN``, SQLite's
   ``PRAGMA data_version``; see :mod:`parkgate.store.watch`) reports what other processes
-  committed. It runs only while something listens.
+  committed. It runs only while something listens, and hears of each ask a waiter here
+  is about to sleep on (:meth:`Watcher.waiting_on`), so another process's close of it is
+  announced.
 
 A signal carries no state of its own: a woken waiter reads the ask (the ordinary read,
 which also enforces the TTL) and decides from what it finds. A lost or extra wake-up
@@ -56,6 +58,9 @@ class Watcher(Protocol):
 
     def stop(self) -> None: ...
 
+    def waiting_on(self, ask_id: str) -> None:
+        """A waiter of this process is about to sleep on ``ask_id`` (returns at once)."""
+
 
 class Waiter:
     """One waiter's interest in one ask: woken when that ask closes (or on :data:`Change.ANY`).
@@ -65,13 +70,25 @@ class Waiter:
     and the wait still wakes it.
     """
 
-    __slots__ = ("_async", "_event", "_loop", "ask_id")
+    __slots__ = ("_announce", "_async", "_event", "_loop", "ask_id")
 
-    def __init__(self, ask_id: str, loop: asyncio.AbstractEventLoop | None) -> None:
+    def __init__(
+        self,
+        ask_id: str,
+        loop: asyncio.AbstractEventLoop | None,
+        announce: Callable[[str], None] | None = None,
+    ) -> None:
         self.ask_id = ask_id
         self._event = threading.Event()
         self._loop = loop
         self._async = asyncio.Event() if loop is not None else None
+        #: Called once, before the first wait: a waiter that only reads costs nothing more.
+        self._announce = announce
+
+    def _announced(self) -> None:
+        announce, self._announce = self._announce, None
+        if announce is not None:
+            announce(self.ask_id)
 
     def fire(self) -> None:
         self._event.set()
@@ -86,11 +103,13 @@ class Waiter:
 
     def wait(self, timeout: float) -> bool:
         """Block up to ``timeout`` seconds; whether the signal came."""
+        self._announced()
         return self._event.wait(max(0.0, timeout))
 
     async def wait_async(self, timeout: float) -> bool:
         """Await up to ``timeout`` seconds; whether the signal came."""
         assert self._async is not None, "made for threads: pass a loop"
+        self._announced()
         try:
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel
             # that lands as the event is set.
@@ -122,7 +141,7 @@ class CloseSignal:
     @contextmanager
     def waiting(self, ask_id: str, *, loop: asyncio.AbstractEventLoop | None = None) -> Iterator[Waiter]:
         """A :class:`Waiter` on ``ask_id`` for the ``with`` block."""
-        waiter = Waiter(ask_id, loop)
+        waiter = Waiter(ask_id, loop, self._announce)
         with self._lock:
             self._waiters.setdefault(ask_id, set()).add(waiter)
             self._interest.notify_all()
@@ -153,6 +172,13 @@ class CloseSignal:
                 self._listeners.remove(listener)
 
         return remove
+
+    def _announce(self, ask_id: str) -> None:
+        """Tell the watcher a waiter here is about to sleep on ``ask_id`` (see :class:`Watcher`)."""
+        with self._lock:
+            watcher = self._watcher
+        if watcher is not None:
+            watcher.waiting_on(ask_id)
 
     def waited_ids(self) -> list[str]:
         """The asks some waiter in this process waits on now."""
@@ -207,8 +233,12 @@ class CloseSignal:
                 stop_now = watcher
             else:
                 self._watcher, stop_now = watcher, None
+            waited = list(self._waiters)
         if stop_now is not None:
             stop_now.stop()
+        elif watcher is not None:
+            for ask_id in waited:  # waiters that arrived while it started
+                watcher.waiting_on(ask_id)
 
     def close(self) -> None:
         """Stop the watcher and wake every waiter (it then reads, and finds the store closed)."""

@@ -73,7 +73,9 @@ class Deliverer:
         wake = asyncio.Event()
 
         def heard(change: Change, ask_id: str | None) -> None:
-            if change in _WAKING_CHANGES:
+            # A wake already set stays set until the next pass begins, and that pass sees
+            # this change too: a burst of signals costs the loop one call, not one each.
+            if change in _WAKING_CHANGES and not wake.is_set():
                 with contextlib.suppress(RuntimeError):  # the loop is closing
                     loop.call_soon_threadsafe(wake.set)
 
@@ -112,10 +114,10 @@ class Deliverer:
         """One pass: the due reads, then start the due callbacks; return how long to sleep.
 
         Callbacks are sent by tasks of their own: a slow receiver holds its slot, never
-        the pass. With every slot taken, the next pass comes when one frees up.
+        the pass. With more than half the slots taken, the next pass comes when enough
+        deliveries end to bring it to half, and claims rows for all the free ones.
         """
-        closed = await asyncio.to_thread(self._read_due)
-        started = await self.outbox.start_due()
+        closed, started = await self._read_due_and_start()
         next_due, next_callback, now = await asyncio.to_thread(self._next_times)
         pause = FALLBACK_READ_SECONDS
         for moment in (next_due, None if self.outbox.busy else next_callback):
@@ -123,6 +125,16 @@ class Deliverer:
                 pause = min(pause, (moment - now).total_seconds())
         floor = MIN_PAUSE_SECONDS if closed or started else IDLE_PAUSE_SECONDS
         return max(floor, pause)
+
+    async def _read_due_and_start(self) -> tuple[int, int]:
+        """The due reads, batch after batch until none is full, then the due callbacks started.
+
+        The reads come first: they decide the closes, and deliveries started between
+        them would compete with them for the store and the loop.
+        """
+        closed = await asyncio.to_thread(self._read_due)
+        started = await self.outbox.start_due()
+        return closed, len(started)
 
     def _read_due(self) -> int:
         total = 0

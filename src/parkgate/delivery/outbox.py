@@ -57,8 +57,12 @@ MAX_DELAY_SECONDS = 300.0
 #: Attempts before a callback is given up as ``failed``: with the default backoff the
 #: last comes about an hour after the first (1 + 2 + ... + 256 s, then every 5 minutes).
 MAX_ATTEMPTS = 20
-#: Deliveries in flight at once (each a task of its own).
-CONCURRENCY = 16
+#: Deliveries in flight at once (each a task of its own, on a keep-alive connection).
+CONCURRENCY = 32
+#: The kept connections are split among this many clients: a client's pool looks at each
+#: of its connections whenever a request starts or ends, so one pool of
+#: :data:`CONCURRENCY` connections costs that many checks per request, for every request.
+CLIENT_SHARDS = 4
 #: One delivery's whole time: resolving, connecting, sending and reading the response.
 DELIVERY_DEADLINE_SECONDS = 10.0
 #: A claimed row is leased for the deadline plus this, so it is never sent twice at once;
@@ -71,6 +75,7 @@ USER_AGENT = "parkgate-callback/1"
 ENV_WEBHOOK_SECRET = "PARKGATE_WEBHOOK_SECRET"
 #: The environment variable that sets :data:`MAX_ATTEMPTS` for a deployment.
 ENV_MAX_ATTEMPTS = "PARKGATE_CALLBACK_MAX_ATTEMPTS"
+
 
 def backoff_delay(attempts: int, base: float = BASE_DELAY_SECONDS, cap: float = MAX_DELAY_SECONDS) -> float:
     """Seconds to wait after the ``attempts``-th failed attempt (1, 2, 4, ... capped)."""
@@ -146,8 +151,10 @@ class OutboxDeliverer:
         self.deadline = deadline
         self._resolve = resolver or resolve
         self._client = client
-        self._owned: httpx.AsyncClient | None = None
+        self._owned: list[httpx.AsyncClient] = []
+        self._turn = 0
         self._in_flight: set[asyncio.Task[bool]] = set()
+        self._marks = DeliveredMarks(store, clock)
         #: Called (in the loop) whenever a delivery ends: its slot is free for the next row.
         self.on_done: Callable[[], None] | None = None
         self.delivered = 0
@@ -164,10 +171,11 @@ class OutboxDeliverer:
         return sum(1 for ok in results if ok)
 
     async def start_due(self) -> list[asyncio.Task[bool]]:
-        """Claim due rows for the free slots and start a delivery task for each."""
-        free = CONCURRENCY - len(self._in_flight)
-        if free <= 0:
+        """Claim due rows for the free slots and start a delivery task for each (none while
+        :attr:`busy`)."""
+        if self.busy:
             return []
+        free = CONCURRENCY - len(self._in_flight)
         now = self.clock.now()
         lease_until = now + timedelta(seconds=self.deadline + LEASE_MARGIN_SECONDS)
         rows = await asyncio.to_thread(self.store.claim_callbacks, now, lease_until, free)
@@ -181,13 +189,15 @@ class OutboxDeliverer:
 
     def _finished(self, task: asyncio.Task[bool]) -> None:
         self._in_flight.discard(task)
-        if self.on_done is not None:
+        # Free slots are refilled by the half: one claim for many rows, not one per delivery.
+        if self.on_done is not None and not self.busy:
             self.on_done()
 
     @property
     def busy(self) -> bool:
-        """Whether every delivery slot is taken."""
-        return len(self._in_flight) >= CONCURRENCY
+        """Whether more than half the delivery slots are taken: the next claim waits for
+        deliveries to end (:attr:`on_done` says when), so it takes many rows at once."""
+        return len(self._in_flight) > CONCURRENCY // 2
 
     # -- one delivery ------------------------------------------------------------------
     async def _deliver(self, row: Callback) -> bool:
@@ -196,7 +206,7 @@ class OutboxDeliverer:
             async with asyncio.timeout(self.deadline):
                 status = await self._post(row, attempt)
             if 200 <= status < 300:
-                await asyncio.to_thread(self.store.callback_done, row.id, self.clock.now())
+                await self._marks.mark(row.id)
                 self.delivered += 1
                 log.info("callback delivered: ask %s to %s (attempt %d)", row.ask_id, row.url, attempt)
                 return True
@@ -250,7 +260,7 @@ class OutboxDeliverer:
             headers["webhook-timestamp"] = str(int(sent_at.timestamp()))
             headers["webhook-signature"] = self.signer.sign(row.ask_id, sent_at, body)
         url, extensions = await self._fenced(row.url, headers)
-        client = self._client or self._owned
+        client = self._client or self._next_owned()
         owned = client is None
         if client is None:
             client = _new_client()
@@ -298,24 +308,93 @@ class OutboxDeliverer:
     # -- the kept client ----------------------------------------------------------------
     def open(self) -> None:
         """Keep one client for the passes until :meth:`aclose` (a long-running deliverer)."""
-        if self._client is None and self._owned is None:
-            self._owned = _new_client()
+        if self._client is None and not self._owned:
+            self._owned = [_new_client(CONCURRENCY // CLIENT_SHARDS) for _ in range(CLIENT_SHARDS)]
+
+    def _next_owned(self) -> httpx.AsyncClient | None:
+        """The kept clients in turn (``None`` when none is kept)."""
+        if not self._owned:
+            return None
+        self._turn = (self._turn + 1) % len(self._owned)
+        return self._owned[self._turn]
 
     async def aclose(self) -> None:
-        """Cancel the deliveries in flight (their leases run out) and close the kept client."""
+        """Cancel the deliveries in flight (their leases run out) and close the kept clients.
+
+        Rows already delivered are still marked so (a delivery whose mark is cancelled
+        is sent again once its lease runs out: at least once).
+        """
         for task in list(self._in_flight):
             task.cancel()
         if self._in_flight:
             await asyncio.gather(*self._in_flight, return_exceptions=True)
-        owned, self._owned = self._owned, None
-        if owned is not None:
-            await owned.aclose()
+        await self._marks.drain()
+        owned, self._owned = self._owned, []
+        for client in owned:
+            await client.aclose()
 
 
-def _new_client() -> httpx.AsyncClient:
+class DeliveredMarks:
+    """Marks delivered outbox rows, many deliveries' rows in one transaction (a group commit).
+
+    A delivery that got its 2xx awaits :meth:`mark`; while one batch is being written, the
+    rows of deliveries that finish meanwhile gather into the next, so under load a commit
+    marks many rows and when idle each row is marked at once. A delivery ends only once
+    its row's mark is committed (a failed write fails every delivery in its batch, which
+    are then retried: at least once, never lost).
+    """
+
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+        self._ids: list[int] = []
+        self._written: asyncio.Future[None] | None = None
+        self._writer: asyncio.Task[None] | None = None
+
+    async def mark(self, callback_id: int) -> None:
+        """Mark ``callback_id`` delivered; returns once that is committed (raises if it failed)."""
+        if self._written is None:
+            self._written = asyncio.get_running_loop().create_future()
+        self._ids.append(callback_id)
+        written = self._written
+        if self._writer is None:
+            self._writer = asyncio.create_task(self._write_batches(), name="parkgate-callback-marks")
+        await asyncio.shield(written)
+
+    async def _write_batches(self) -> None:
+        written: asyncio.Future[None] | None = None
+        try:
+            while self._ids:
+                ids, self._ids = self._ids, []
+                written, self._written = self._written, None
+                assert written is not None
+                try:
+                    await asyncio.to_thread(self.store.callbacks_done, ids, self.clock.now())
+                except Exception as error:  # each delivery in the batch records it
+                    written.set_exception(error)
+                    written.exception()  # retrieved here too: no "never retrieved" warning
+                else:
+                    written.set_result(None)
+        finally:
+            self._writer = None
+            for waiting in (written, self._written):  # cancelled mid-write: nobody waits forever
+                if waiting is not None and not waiting.done():
+                    waiting.cancel()
+            if self._written is not None and self._written.done():
+                self._written, self._ids = None, []
+
+    async def drain(self) -> None:
+        """Wait for the marks being written or gathered to be committed."""
+        writer = self._writer
+        if writer is not None:
+            await asyncio.gather(writer, return_exceptions=True)
+
+
+def _new_client(connections: int = 1) -> httpx.AsyncClient:
     # No redirects: a callback goes where it was told (and checked), or it fails and is
     # retried. No proxies from the environment: the fence checks the receiver's address.
-    return httpx.AsyncClient(timeout=DELIVERY_DEADLINE_SECONDS, follow_redirects=False, trust_env=False)
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    return httpx.AsyncClient(timeout=DELIVERY_DEADLINE_SECONDS, follow_redirects=False, trust_env=False, limits=limits)
 
 
 def _describe(failure: BaseException) -> str:

@@ -183,6 +183,11 @@ class Transaction(ABC):
     @abstractmethod
     def callback_done(self, callback_id: int, now: datetime) -> None: ...
 
+    def callbacks_done(self, callback_ids: list[int], now: datetime) -> None:
+        """:meth:`callback_done` for several rows (an engine may write them as one statement)."""
+        for callback_id in callback_ids:
+            self.callback_done(callback_id, now)
+
     @abstractmethod
     def callback_failed(self, callback_id: int, error: str, retry_at: datetime | None) -> None:
         """Record a failed attempt; ``retry_at`` ``None`` gives the callback up (``failed``)."""
@@ -292,6 +297,11 @@ class Store(ABC):
     def callback_done(self, callback_id: int, now: datetime) -> None:
         with self.transaction() as tx:
             tx.callback_done(callback_id, now)
+
+    def callbacks_done(self, callback_ids: list[int], now: datetime) -> None:
+        """Mark delivered rows in one transaction: a deliverer's batch, one commit."""
+        with self.transaction() as tx:
+            tx.callbacks_done(callback_ids, now)
 
     def callback_failed(self, callback_id: int, error: str, retry_at: datetime | None) -> None:
         with self.transaction() as tx:

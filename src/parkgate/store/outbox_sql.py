@@ -12,6 +12,9 @@ from parkgate.store.base import Callback, CallbackState, CallbackStatus
 if TYPE_CHECKING:
     from parkgate.store.sql import Dialect
 
+#: Outbox rows marked delivered per statement (a power of two, below SQLite's parameter limit).
+MARK_CHUNK = 512
+
 
 class OutboxSql:
     """The outbox, follow-up and heartbeat statements of :class:`~parkgate.store.sql.SqlTransaction`."""
@@ -40,6 +43,17 @@ class OutboxSql:
             "UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id = ?",
             (self._dialect.encode_time(now), callback_id),
         )
+
+    def callbacks_done(self, callback_ids: list[int], now: datetime) -> None:
+        for start in range(0, len(callback_ids), MARK_CHUNK):
+            chunk = callback_ids[start : start + MARK_CHUNK]
+            # Padded to a power of two with its last id: a few statement shapes, each prepared once.
+            size = 1 << (len(chunk) - 1).bit_length()
+            chunk += chunk[-1:] * (size - len(chunk))
+            self._write(
+                f"UPDATE outbox SET delivered_at = ?, attempts = attempts + 1 WHERE id IN ({', '.join('?' * size)})",
+                (self._dialect.encode_time(now), *chunk),
+            )
 
     def callback_failed(self, callback_id: int, error: str, retry_at: datetime | None) -> None:
         if retry_at is None:

@@ -3,7 +3,9 @@
 - :class:`PostgresWatcher` holds one connection that ``LISTEN``\\s on channel ``parkgate``.
   Migration 5's triggers send ``<schema> <event> <id>`` from the transaction that closes
   an ask, parks one with a due time or queues a callback, delivered at its commit, so a
-  waiter in another process wakes as soon as the answer commits.
+  waiter in another process wakes as soon as the answer commits. A close notifies only
+  when something may wait on the ask (migration 9): an ask with a due time, or one whose
+  ``waited`` flag a :class:`WaitRegistrar` set for a waiter of this process.
 - :class:`SQLiteWatcher` polls ``PRAGMA data_version`` (a counter in shared memory that
   changes when another connection commits) every :data:`SQLITE_POLL_SECONDS` while
   anything in this process waits, and on a change asks the file, in one query, which of
@@ -19,6 +21,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+from collections import OrderedDict
 from typing import Any
 
 import psycopg
@@ -35,6 +38,8 @@ LISTEN_SLICE_SECONDS = 0.25
 RECONNECT_FIRST, RECONNECT_MAX = 0.1, 5.0
 CHANNEL = "parkgate"
 _EVENTS = {"closed": Change.CLOSED, "due": Change.DUE, "outbox": Change.OUTBOX}
+#: Asks a process remembers having flagged ``waited`` (it flags them again once forgotten).
+REMEMBERED_FLAGS = 10_000
 #: Ids per ``IN (...)`` query of the SQLite watcher (below SQLite's parameter limit).
 _CHUNK = 500
 
@@ -73,7 +78,16 @@ class PostgresWatcher(_Thread):
         self._url = url
         self._schema = schema
         self._signal = signal
+        self._registrar = WaitRegistrar(url, schema, signal)
         super().__init__("parkgate-listen")
+
+    def waiting_on(self, ask_id: str) -> None:
+        """A waiter of this process waits on ``ask_id``: make its close notify."""
+        self._registrar.add(ask_id)
+
+    def stop(self) -> None:
+        self._registrar.stop()
+        super().stop()
 
     def _run(self) -> None:
         delay = RECONNECT_FIRST
@@ -109,6 +123,86 @@ class PostgresWatcher(_Thread):
                     return
 
 
+class WaitRegistrar(_Thread):
+    """Sets ``asks.waited`` for the asks this process's waiters wait on (PostgreSQL).
+
+    A close of a plain ask sends ``NOTIFY`` only once its ``waited`` flag is set (migration
+    9). The flag's ``UPDATE ... WHERE status = 'open'`` is ordered with a close by the row
+    lock, so an ask it does not find open has closed already (or does not exist): its
+    waiters are woken at once and read it. An ask flagged once stays flagged, so each is
+    flagged once per process (the last :data:`REMEMBERED_FLAGS` remembered).
+    """
+
+    def __init__(self, url: str, schema: str | None, signal: CloseSignal) -> None:
+        self._url = url
+        self._schema = schema
+        self._signal = signal
+        self._pending: list[str] = []
+        self._flagged: OrderedDict[str, None] = OrderedDict()
+        self._arrived = threading.Condition()
+        self._needed = True
+        super().__init__("parkgate-waited")
+
+    def add(self, ask_id: str) -> None:
+        """Flag ``ask_id`` soon (never blocks: a waiter's event loop calls it)."""
+        with self._arrived:
+            if not self._needed or ask_id in self._flagged:
+                return
+            self._pending.append(ask_id)
+            self._arrived.notify()
+
+    def _wake(self) -> None:
+        with self._arrived:
+            self._arrived.notify_all()
+
+    def _take(self) -> list[str]:
+        with self._arrived:
+            while not self._pending and not self._stopping.is_set():
+                self._arrived.wait()
+            taken, self._pending = list(dict.fromkeys(self._pending)), []
+            return taken
+
+    def _run(self) -> None:
+        delay = RECONNECT_FIRST
+        while self._needed and not self._stopping.is_set():
+            try:
+                with psycopg.connect(self._url, autocommit=True, connect_timeout=5) as conn:
+                    if self._schema:
+                        conn.execute("SELECT set_config('search_path', %s, false)", (self._schema,))
+                    while self._needed and not self._stopping.is_set():
+                        self._flag(conn, self._take())
+                        delay = RECONNECT_FIRST
+            except psycopg.Error as error:
+                log.warning("close signal: flagging waited asks failed (%s); retrying in %.1f s", error, delay)
+                self._signal.changed(Change.ANY)  # a waiter whose flag was lost reads again
+                self._stopping.wait(delay)
+                delay = min(delay * 2, RECONNECT_MAX)
+
+    def _flag(self, conn: psycopg.Connection[Any], ask_ids: list[str]) -> None:
+        if not ask_ids:
+            return
+        try:
+            rows = conn.execute(
+                "UPDATE asks SET waited = true WHERE id = ANY(%s) AND status = 'open' RETURNING id", (ask_ids,)
+            ).fetchall()
+        except psycopg.errors.UndefinedColumn:  # a schema before version 9: every close notifies
+            self._needed = False
+            return
+        except psycopg.Error:
+            with self._arrived:
+                self._pending[:0] = ask_ids
+            raise
+        with self._arrived:
+            for ask_id in ask_ids:
+                self._flagged[ask_id] = None
+            while len(self._flagged) > REMEMBERED_FLAGS:
+                self._flagged.popitem(last=False)
+        still_open = {row[0] for row in rows}
+        closed = [ask_id for ask_id in ask_ids if ask_id not in still_open]
+        if closed:
+            self._signal.closed(closed)
+
+
 class SQLiteWatcher(_Thread):
     """Wakes this process's waiters on other processes' closes, via ``PRAGMA data_version``."""
 
@@ -117,6 +211,9 @@ class SQLiteWatcher(_Thread):
         self._uri = uri
         self._signal = signal
         super().__init__("parkgate-watch")
+
+    def waiting_on(self, ask_id: str) -> None:
+        """Nothing to do: this watcher looks at every waited-on ask after each commit."""
 
     def _wake(self) -> None:
         self._signal.stir()

@@ -1,0 +1,3 @@
+-- parkgate schema v9 (SQLite): nothing changes. Version 9 makes PostgreSQL's close
+-- NOTIFY conditional on a waiter; SQLite's watcher polls PRAGMA data_version and sends
+-- no notifications. Both engines keep the same version numbers.

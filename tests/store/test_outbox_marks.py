@@ -1,0 +1,117 @@
+"""Delivered outbox rows are marked in batches: many deliveries' rows in one commit.
+
+``Store.callbacks_done`` marks several rows in one transaction (one statement per chunk
+on the SQL stores); :class:`~parkgate.delivery.outbox.DeliveredMarks` gathers the rows of
+deliveries that finish while a batch is being written into the next one. Every delivery
+still ends only once its row's mark is committed, and a failed write fails each of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+
+from parkgate import Gateway
+from parkgate.delivery.outbox import CONCURRENCY, DeliveredMarks, OutboxDeliverer
+from parkgate.store import Store
+from parkgate.store.base import CallbackStatus
+from parkgate.store.outbox_sql import MARK_CHUNK
+
+NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+
+
+def _queue(store: Store, count: int) -> list[int]:
+    """Queue and claim ``count`` rows; their ids in the order of their asks (``ask-0`` ...)."""
+    with store.transaction() as tx:
+        for number in range(count):
+            tx.enqueue_callback(f"ask-{number}", "http://hooks.test/h", "{}", NOW)
+    rows = store.claim_callbacks(NOW, NOW + timedelta(minutes=1), count + 10)
+    assert len(rows) == count
+    by_ask = {row.ask_id: row.id for row in rows}
+    return [by_ask[f"ask-{number}"] for number in range(count)]
+
+
+def test_several_rows_are_marked_delivered_in_one_call(store: Store) -> None:
+    ids = _queue(store, MARK_CHUNK + 3)  # more than one statement's worth
+    store.callbacks_done(ids[:-1], NOW)
+    with store.transaction() as tx:
+        states = tx.callback_states([f"ask-{n}" for n in range(len(ids))])
+    delivered = [ask for ask, state in states.items() if state.status is CallbackStatus.DELIVERED]
+    assert len(delivered) == len(ids) - 1 and states[f"ask-{len(ids) - 1}"].status is CallbackStatus.PENDING
+    assert {state.attempts for ask, state in states.items() if ask in delivered} == {1}
+    # Once its lease runs out only the unmarked row is due again.
+    later = NOW + timedelta(hours=1)
+    assert [row.ask_id for row in store.claim_callbacks(later, later + timedelta(minutes=1), 10_000)] == [
+        f"ask-{len(ids) - 1}"
+    ]
+
+
+class _SlowStore:
+    """Records each ``callbacks_done`` call; each takes a little while, as a commit does."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[list[int]] = []
+        self.fail = fail
+        self.lock = threading.Lock()
+
+    def callbacks_done(self, ids: list[int], now: datetime) -> None:
+        time.sleep(0.02)
+        if self.fail:
+            raise RuntimeError("the store is away")
+        with self.lock:
+            self.calls.append(list(ids))
+
+
+class _Clock:
+    def now(self) -> datetime:
+        return NOW
+
+
+async def test_marks_that_arrive_during_a_write_go_in_the_next_batch() -> None:
+    store = _SlowStore()
+    marks = DeliveredMarks(store, _Clock())  # type: ignore[arg-type]
+
+    async def deliver(callback_id: int) -> None:
+        await asyncio.sleep(callback_id * 0.001)
+        await marks.mark(callback_id)
+
+    await asyncio.gather(*(deliver(n) for n in range(60)))
+    assert sorted(i for call in store.calls for i in call) == list(range(60))  # each once
+    assert len(store.calls) < 20  # gathered, not one commit each
+
+
+async def test_a_failed_write_fails_every_delivery_in_its_batch() -> None:
+    marks = DeliveredMarks(_SlowStore(fail=True), _Clock())  # type: ignore[arg-type]
+    results = await asyncio.gather(*(marks.mark(n) for n in range(5)), return_exceptions=True)
+    assert all(isinstance(result, RuntimeError) for result in results)
+    await marks.drain()
+
+
+@pytest.mark.parametrize("count", [1, CONCURRENCY * 3 + 5])
+async def test_every_row_is_delivered_once_and_marked(store: Store, count: int) -> None:
+    gateway = Gateway(store=store)
+    for number in range(count):
+        gateway.ask(f"c-{number}", "Deploy?", ["Deploy", "Hold"], callback_url="http://hooks.test/h")
+        gateway.handle(f"c-{number}", "1")
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers["idempotency-key"])
+        return httpx.Response(200)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+        outbox = OutboxDeliverer(store, gateway.clock, client=client, signer=None)
+        delivered = 0
+        while delivered < count:
+            sent = await outbox.deliver_due()
+            assert sent > 0
+            delivered += sent
+        assert await outbox.deliver_due() == 0  # nothing left: every row was marked
+    assert len(seen) == len(set(seen)) == count
+    with store.transaction() as tx:
+        assert tx.callback_counts()[CallbackStatus.PENDING] == 0
