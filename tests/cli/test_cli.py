@@ -314,7 +314,7 @@ def test_chat_says_how_long_the_expired_ask_itself_waited(
 ) -> None:
     """Someone else's ask (its own TTL, not chat's 6 h default) is open when chat starts,
     and expires while the person types: the notice gives that ask's TTL, as written."""
-    import parkgate.cli as cli
+    import parkgate.cli.stores as cli_stores
 
     t0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
     _park(db, "c-ttl", t0, ttl=ttl)
@@ -325,7 +325,7 @@ def test_chat_says_how_long_the_expired_ask_itself_waited(
             self.clock.advance(timedelta(hours=3))  # the person comes back later
             return super().handle(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "Gateway", lambda **options: LateGateway(clock=ManualClock(t0), **options))
+    monkeypatch.setattr(cli_stores, "Gateway", lambda **options: LateGateway(clock=ManualClock(t0), **options))
     result = CliRunner().invoke(main, ["chat", "--db", db, "--conversation", "c-ttl"], input="hello\n")
     assert result.exit_code == 0, result.output
     assert P.EXPIRED_NOTICE.format(hours=shown) in result.stdout

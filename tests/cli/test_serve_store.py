@@ -357,14 +357,14 @@ def test_the_other_commands_wait_as_briefly_as_the_server_for_postgresql(
 ) -> None:
     """``asks`` (and every command that opens a store) fails fast on an unreachable
     PostgreSQL, as ``serve`` does: the server's timeout, or PARKGATE_PG_TIMEOUT."""
-    import parkgate.cli as cli
+    import parkgate.cli.stores as cli_stores
 
     clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
     if env is not None:
         clean_env.setenv(ENV_PG_TIMEOUT, env)
     assert CliRunner().invoke(main, ["migrate", "--db", pg_url]).exit_code == 0
     seen: list[float] = []
-    real_gateway = cli.Gateway
+    real_gateway = cli_stores.Gateway
 
     def recording(**options: Any) -> Any:
         store = options["store"]
@@ -372,7 +372,7 @@ def test_the_other_commands_wait_as_briefly_as_the_server_for_postgresql(
         seen.append(store._pool.timeout)
         return real_gateway(**options)
 
-    clean_env.setattr(cli, "Gateway", recording)
+    clean_env.setattr(cli_stores, "Gateway", recording)
     result = CliRunner().invoke(main, ["asks", "--db", pg_url])
     assert result.exit_code == 0, result.output
     assert seen == [expected]
