@@ -120,6 +120,7 @@ def _doorcheck_http(base: str, token: str | None, conversation_id: str) -> list[
                 raise _busy(conversation_id, busy.ask_id) from None
 
             def send(text: str) -> dict[str, Any]:
+                """Send one message; a success without a reply kind is one error line."""
                 nonlocal step
                 step = f"the message {text!r}"
                 try:

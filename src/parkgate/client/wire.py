@@ -92,6 +92,7 @@ class Call(Generic[T]):
 
     @property
     def headers(self) -> Mapping[str, str]:
+        """The request's headers: the JSON content type when it has a body."""
         return _JSON if self.body is not None else {}
 
 
@@ -146,7 +147,9 @@ def connection(base_url: str, token: str | None, timeout: float, long_poll: floa
 
 def _header_safe(token: object) -> bool:
     """Whether ``token`` can travel in an HTTP header as it is: printable ASCII, no spaces."""
-    return isinstance(token, str) and token.isascii() and token.isprintable() and not any(c.isspace() for c in token)
+    return (
+        isinstance(token, str) and token.isascii() and token.isprintable() and not any(char.isspace() for char in token)
+    )
 
 
 def _seconds(value: object, what: str, most: float | None) -> float:
@@ -184,7 +187,8 @@ def _json(body: Mapping[str, Any]) -> bytes:
     surrogate) reaches the server, whose refusal names the field.
     """
     try:
-        return json.dumps({k: v for k, v in body.items() if v is not None}, allow_nan=False).encode("ascii")
+        given = {name: value for name, value in body.items() if value is not None}
+        return json.dumps(given, allow_nan=False).encode("ascii")
     except (TypeError, ValueError) as error:
         raise InputError(f"the arguments cannot be sent as JSON ({error})") from None
 

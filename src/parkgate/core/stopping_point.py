@@ -283,7 +283,7 @@ def _from_lines(kind: AskKind, body: list[tuple[int, str]], start: int) -> AskSp
         else:
             break
     prompt_lines = [line for _, line in body[:cut]]
-    option_lines = [(n, line) for n, line in body[cut:] if line.strip()]
+    option_lines = [(number, line) for number, line in body[cut:] if line.strip()]
     if not option_lines:
         raise StoppingPointError("a choice stopping point has no numbered options", start)
     labels: list[str] = []
@@ -296,7 +296,7 @@ def _from_lines(kind: AskKind, body: list[tuple[int, str]], start: int) -> AskSp
         if not found.group(2):
             raise StoppingPointError(f"option {given} has no label", number)
         labels.append(found.group(2))
-    line_of = {i: n for i, (n, _) in enumerate(option_lines, start=1)}
+    line_of = {position: number for position, (number, _) in enumerate(option_lines, start=1)}
     try:
         return make_spec(kind, "\n".join(prompt_lines), labels)
     except StoppingPointError as error:
@@ -363,7 +363,7 @@ def from_json(payload: str | bytes | Mapping[str, Any]) -> AskSpec:
     kind = data.get("kind")
     if kind is None:
         kind = AskKind.CHOICE if options else AskKind.TEXT
-    elif not isinstance(kind, str) or kind.lower() not in {k.value for k in AskKind}:
+    elif not isinstance(kind, str) or kind.lower() not in {known.value for known in AskKind}:
         raise StoppingPointError(f"kind must be 'choice' or 'text', not {kind!r}")
     else:
         kind = kind.lower()
