@@ -106,6 +106,21 @@ class Connection:
     timeout: httpx.Timeout
     long_poll: float
 
+    def client_options(self) -> dict[str, Any]:
+        """The ``httpx.Client`` (or ``AsyncClient``) arguments for this connection."""
+        return {"base_url": self.base_url, "headers": dict(self.headers), "timeout": self.timeout}
+
+    def request_options(self, call: Call[Any]) -> dict[str, Any]:
+        """The arguments of ``request`` that send ``call`` on this connection."""
+        return {
+            "method": call.method,
+            "url": call.path,
+            "content": call.body,
+            "params": call.params,
+            "headers": call.headers,
+            "timeout": self.timeout_for(call),
+        }
+
     def timeout_for(self, call: Call[Any]) -> httpx.Timeout:
         """The request's timeout: a long-poll's reads may take its hold longer."""
         if not call.hold or self.timeout.read is None:
