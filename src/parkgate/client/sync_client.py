@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import httpx
 
 from parkgate.checks import MAX_WAIT_SECONDS, wait_seconds
-from parkgate.client import wire
+from parkgate.client import responses, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
 from parkgate.core.expect import Expect
@@ -73,7 +73,7 @@ class Client:
             response = self._http.request(**self._connection.request_options(call))
         except httpx.HTTPError as error:
             raise Unreachable(str(error) or type(error).__name__) from error
-        return wire.result(call, response)
+        return responses.result(call, response)
 
     # -- parking ---------------------------------------------------------------------------
     def ask(
