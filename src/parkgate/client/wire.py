@@ -3,10 +3,10 @@
 :class:`~parkgate.client.Client` and :class:`~parkgate.client.AsyncClient` share it and
 add only the I/O: a builder here returns a :class:`Call` (method, path, body, and the
 function that reads a success), and :func:`parkgate.client.responses.result` turns the
-response into that value or raises the exception its error stands for. Arguments that go into a URL path, the
-durations and the ``expect`` and ``context`` of an ask are checked here with the
-library's own checks (:class:`~parkgate.errors.InputError` before anything is sent); the
-server checks the rest, and its refusal is an ``InputError`` too.
+response into that value or raises the exception its error stands for. Arguments that
+go into a URL path, the durations and the ``expect`` and ``context`` of an ask are
+checked here with the library's own checks (:class:`~parkgate.errors.InputError` before
+anything is sent); the server checks the rest, and its refusal is an ``InputError`` too.
 """
 
 from __future__ import annotations
