@@ -46,8 +46,13 @@ def main() -> None:
     """parkgate: parked human-in-the-loop asks that always close."""
 
 
-for _command in (serve, deliver, chat, asks, doorcheck, migrate, prove):
-    main.add_command(_command)
+main.add_command(serve)
+main.add_command(deliver)
+main.add_command(chat)
+main.add_command(asks)
+main.add_command(doorcheck)
+main.add_command(migrate)
+main.add_command(prove)
 
 __all__ = [
     "CHAT_RESTART",

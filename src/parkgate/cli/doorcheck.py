@@ -13,13 +13,13 @@ import click
 
 from parkgate.cli.stores import gateway_session
 from parkgate.client import Client, ErrorResponse, UnexpectedResponse, Unreachable
-from parkgate.core.phrases import ReplyKind
+from parkgate.core.phrases import CANCEL_WORD, ReplyKind
 from parkgate.display import json_line, visible_text
 from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError
 
 #: The four non-answers the door check sends before its exit word.
 DOORCHECK_INPUTS = ("pick the right diagram", "did it run?", "huh", "what")
-DOORCHECK_EXIT = "cancel"
+DOORCHECK_EXIT = CANCEL_WORD
 
 #: The command's option for each argument of :class:`~parkgate.client.Client` its errors may name.
 _CLIENT_OPTIONS = {"base_url": "--url", "token": "--token"}
