@@ -3,9 +3,9 @@
 Start with :class:`Gateway`::
 
     from parkgate import Gateway
-    gw = Gateway("sqlite:///parkgate.db")
-    gw.ask("chat-1", "Deploy now?", ["Yes", "No"])
-    reply = gw.handle("chat-1", "2")      # reply.kind is ReplyKind.SELECTED
+    gateway = Gateway("sqlite:///parkgate.db")
+    gateway.ask("chat-1", "Deploy now?", ["Yes", "No"])
+    reply = gateway.handle("chat-1", "2")  # reply.kind is ReplyKind.SELECTED
 """
 
 from parkgate.async_gateway import AsyncGateway

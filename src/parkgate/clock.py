@@ -9,6 +9,8 @@ from typing import Protocol
 
 
 class Clock(Protocol):
+    """What the gateway reads the time from: anything with ``now()``."""
+
     def now(self) -> datetime:
         """The current time, timezone-aware UTC."""
         ...
@@ -18,6 +20,7 @@ class SystemClock:
     """The real clock."""
 
     def now(self) -> datetime:
+        """The wall clock's time, in UTC."""
         return datetime.now(UTC)
 
 
@@ -31,16 +34,19 @@ class ManualClock:
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
+        """Its start time, moved only by :meth:`advance` and :meth:`set`."""
         with self._lock:
             return self._now
 
     def advance(self, by: timedelta | float) -> datetime:
+        """Move the clock on by a timedelta or a number of seconds; the new time."""
         step = by if isinstance(by, timedelta) else timedelta(seconds=by)
         with self._lock:
             self._now += step
             return self._now
 
     def set(self, moment: datetime) -> None:
+        """Put the clock at ``moment``."""
         with self._lock:
             self._now = moment
 
@@ -52,6 +58,7 @@ class _AwareClock:
         self._source = source
 
     def now(self) -> datetime:
+        """The source's time; a naive one is taken as UTC."""
         moment = self._source()
         if not isinstance(moment, datetime):
             raise TypeError(f"the clock returned {type(moment).__name__}, not a datetime")

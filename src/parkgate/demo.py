@@ -68,19 +68,20 @@ def _sequence(steps: list[str]) -> str:
     said: list[tuple[str, str]] = []
     for step in steps:
         words = step.split()
-        at = next((i for i, word in enumerate(words) if _names(word)), None)
+        at = next((position for position, word in enumerate(words) if _names(word)), None)
         if at is not None:
             said.append((_names(words[at])[0], " ".join(words[at + 1 :]) or step))
     subjects = [subject for subject, _ in said]
     messages = []
-    for i, (subject, message) in enumerate(said):
-        receiver = subjects[i + 1] if i + 1 < len(said) else subjects[0]
+    for position, (subject, message) in enumerate(said):
+        receiver = subjects[position + 1] if position + 1 < len(said) else subjects[0]
         if receiver == subject:
             receiver = next((name for name in subjects if name != subject), "System")
         messages.append((subject, receiver, message))
     participants = dict.fromkeys(name for sender, receiver, _ in messages for name in (sender, receiver))
     return "\n".join(
-        [f"participant {name}" for name in participants] + [f"{a} -> {b}: {text}" for a, b, text in messages]
+        [f"participant {name}" for name in participants]
+        + [f"{sender} -> {receiver}: {text}" for sender, receiver, text in messages]
     )
 
 
@@ -109,9 +110,9 @@ def _use_case(steps: list[str]) -> str:
 
 
 def _state(steps: list[str]) -> str:
-    lines = [f'state "{step}" as S{i}' for i, step in enumerate(steps, start=1)]
-    chain = ["[*]", *(f"S{i}" for i in range(1, len(steps) + 1)), "[*]"]
-    lines.extend(f"{a} --> {b}" for a, b in itertools.pairwise(chain))
+    lines = [f'state "{step}" as S{number}' for number, step in enumerate(steps, start=1)]
+    chain = ["[*]", *(f"S{number}" for number in range(1, len(steps) + 1)), "[*]"]
+    lines.extend(f"{source} --> {target}" for source, target in itertools.pairwise(chain))
     return "\n".join(lines)
 
 

@@ -49,7 +49,7 @@ def visible_text(value: object) -> str:
     """Prose (a prompt, a label, an answer) as shown: hidden characters escaped, line
     breaks and tabs kept."""
     text = "" if value is None else str(value)
-    return "".join(escaped(c) if is_hidden(c) and c not in "\n\t" else c for c in text)
+    return "".join(escaped(char) if is_hidden(char) and char not in "\n\t" else char for char in text)
 
 
 def visible_id(value: object) -> str:
@@ -57,7 +57,8 @@ def visible_id(value: object) -> str:
     backslashes escaped, so an id that looks the same is the same."""
     text = "" if value is None else str(value)
     return "".join(
-        escaped(c) if c == "\\" or is_hidden(c) or unicodedata.normalize("NFKC", c) != c else c for c in text
+        escaped(char) if char == "\\" or is_hidden(char) or unicodedata.normalize("NFKC", char) != char else char
+        for char in text
     )
 
 
@@ -65,7 +66,7 @@ def json_line(data: Any) -> str:
     """One JSON object a line, as the CLI prints it: non-ASCII kept readable, hidden
     characters escaped (``\\u202e``: the same JSON value, shown)."""
     text = json.dumps(data, ensure_ascii=False)
-    return "".join(_json_escaped(c) if is_hidden(c) else c for c in text)
+    return "".join(_json_escaped(char) if is_hidden(char) else char for char in text)
 
 
 def _json_escaped(char: str) -> str:

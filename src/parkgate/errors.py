@@ -1,18 +1,18 @@
-"""The errors parkgate raises. Each message names what is wrong.
+"""The errors parkgate raises: one tree, rooted at :class:`ParkgateError`.
 
-Every one of them is a :class:`ParkgateError`, so ``except ParkgateError`` catches them
-all. Over HTTP each is a JSON ``{"error": code, "detail": message}`` with the status and
-code shown, never a 500 (:func:`parkgate.http.app.answered_as` reads them off
-:data:`parkgate.http.codes.LIBRARY_ERRORS`; one that is not listed answers as its
-nearest listed base)::
+``except ParkgateError`` catches every one of them, the store's and the HTTP client's
+included. Over HTTP each is a JSON ``{"error": code, "detail": message}`` with the
+status and code shown, never a 500: the server reads them off
+:data:`parkgate.http.codes.LIBRARY_ERRORS`, and one that is not listed there answers as
+its nearest listed base. The tree, drawn as httpx draws its own::
 
     * ParkgateError .......................... 422 refused
       x InputError (a ValueError) ............ 422 invalid_input
         + StoppingPointError ................. 422 malformed_stopping_point
         + UnknownRun (a LookupError) ......... 404 unknown_run
-        + CallbackRefused (parkgate.fence)
-        + SettingsError (parkgate.http.settings: the server does not start)
-        + TokenFileError (parkgate.http.tokens: the server does not start)
+        + CallbackRefused (parkgate.fence) ... 422 invalid_input
+        + SettingsError (parkgate.http.settings): the server does not start
+        + TokenFileError (parkgate.http.tokens): the server does not start
       x AskAlreadyOpen ....................... 409 ask_already_open
       x RunStillAsking ....................... 409 run_still_asking
       x CallbackNotFailed .................... 409 callback_not_failed
@@ -21,18 +21,27 @@ nearest listed base)::
       x QuotaExceeded (parkgate.http.quota) .. 429 too_many_open_asks, with Retry-After
       x MissingExtra (a ModuleNotFoundError): an adapter imported without its framework
       x NotThisGraph, GraphKeepsAsking (parkgate.adapters.langgraph)
-      x Undeliverable, Refused (parkgate.delivery.outbox: a callback not sent, kept as
-        its outbox row's last error)
-      x StoreError ........................... 503 store_error, with Retry-After
+      x Undeliverable, Refused (parkgate.delivery.outbox): a callback not sent, kept as
+        its outbox row's last error
+      x StoreError (parkgate.store.base) ..... 503 store_error, with Retry-After
         + StoreUnavailable ................... 503 store_unavailable
-        + StoreClosed: the Gateway was closed
+        + StoreClosed: the Gateway is closed
         + StoreConflict: a race, retried by the gateway before it reaches anyone
         + SchemaMissing: a PostgreSQL schema to create first (parkgate migrate)
-      x ClientError (parkgate.client: the HTTP client's own, drawn in parkgate.client.errors)
+      x ClientError (parkgate.client.errors): raised by the HTTP client of its own
+        + Unreachable: no answer (refused, timed out, cut off)
+        + ErrorResponse: an error response with no library exception of its own
+          - BadRequest 400, Unauthorized 401, Forbidden 403, NotFound 404,
+            BodyTooLarge 413, UnsupportedMediaType 415, ServerError 5xx,
+            UnexpectedResponse (not parkgate's JSON)
+          - InvalidRequest 422 (also an InputError)
+          - RateLimited 429
+            · TooManyOpenAsks 429 too_many_open_asks
 
 ``InputError`` is bad input, refused before anything is read or written: the parked ask
-stays as it was. ``StoreError`` is a database out of reach or unusable: the request may
-succeed once it is back.
+stays as it is. ``StoreError`` is a database out of reach or unusable: the request may
+succeed once it is back. The client raises an error response that stands for a library
+error as that library exception (``ask_already_open`` as :class:`AskAlreadyOpen`).
 
 A :class:`~parkgate.workflow.Workflow` that is defined wrong, or whose ``then`` names a
 phase it does not have, raises :class:`InputError`: the message that reached that phase
@@ -41,8 +50,8 @@ is refused and nothing is written.
 
 from __future__ import annotations
 
-# ParkgateError and InputError live in the pure core (parkgate.core.errors), which
-# StoppingPointError (an InputError) needs: the same classes, published here.
+# ParkgateError and InputError live in the pure core (parkgate.core.errors) so that the
+# core can raise them; this module publishes them with the rest of the tree.
 from parkgate.core.errors import InputError, ParkgateError
 from parkgate.core.stopping_point import StoppingPointError
 from parkgate.store.base import SchemaMissing, StoreClosed, StoreConflict, StoreError, StoreUnavailable
@@ -78,7 +87,7 @@ class UnknownAsk(ParkgateError, LookupError):
 
 
 class UnknownRun(InputError, LookupError):
-    """No run has this id (an :class:`InputError`, as it was before it had its own class)."""
+    """No run has this id. An :class:`InputError` too, so a caller that catches bad input catches it."""
 
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id

@@ -162,7 +162,7 @@ def literal_address(host: str) -> IPAddress | None:
         return ipaddress.ip_address(bare)
     except ValueError:
         pass
-    if bare and bare.isascii() and all(c.isalnum() or c == "." for c in bare):
+    if bare and bare.isascii() and all(char.isalnum() or char == "." for char in bare):
         try:
             return ipaddress.IPv4Address(socket.inet_aton(bare))
         except OSError:

@@ -51,6 +51,7 @@ class _AskGauges(Collector):
         self.read: Callable[[], AskGauges] | None = None
 
     def collect(self) -> Iterator[Metric]:
+        """The gauges as the store reports them now; with no reader set, none."""
         figures = self.read() if self.read is not None else None
         for name, help_text, value in (
             ("parkgate_open_asks", OPEN_ASKS_HELP, figures.open if figures else None),
@@ -126,14 +127,19 @@ class Metrics:
         return generate_latest(combined)
 
     def reply(self, kind: ReplyKind) -> None:
-        # Every kind's labelled child was made up front: labels() takes a lock and builds
-        # a key on every call, and this runs once per message.
+        """Count one reply of ``kind``.
+
+        Each kind's labelled child is made up front: ``labels()`` takes a lock and builds
+        a key on every call, and this runs once a message.
+        """
         self._reply_children[kind].inc()
 
     def retry(self) -> None:
+        """Count one transaction run again after a conflict."""
         self._retries.inc()
 
     def close(self, outcome: str, seconds_open: float | None = None) -> None:
+        """Count one ask closed with ``outcome``, and how long it was open when known."""
         child = self._closed_children.get(outcome)  # made on an outcome's first close, then reused
         if child is None:
             child = self._closed_children[outcome] = self.closed.labels(outcome, self.surface)

@@ -36,8 +36,11 @@ class Reply:
         return self.kind is ReplyKind.PASS
 
     def to_dict(self) -> dict[str, Any]:
-        # Built by hand (the same keys, in field order, as dataclasses.asdict gave):
-        # asdict deep-copies every field and was the costliest step of an idempotent reply.
+        """The reply as JSON-ready values, one key a field, in field order.
+
+        Built field by field rather than with ``dataclasses.asdict``, which deep-copies
+        every field: this runs for every reply the gateway answers.
+        """
         return {
             "kind": self.kind.value,
             "text": self.text,
@@ -62,6 +65,7 @@ class Reply:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Reply:
+        """The reply :meth:`to_dict` (or :meth:`to_json`, parsed) describes; a missing field is ``None``."""
         follow = data.get("followup")
         return cls(
             kind=ReplyKind(data["kind"]),
@@ -77,4 +81,5 @@ class Reply:
 
     @classmethod
     def from_json(cls, raw: str) -> Reply:
+        """The reply :meth:`to_json` wrote."""
         return cls.from_dict(json.loads(raw))

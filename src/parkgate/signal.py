@@ -56,7 +56,9 @@ Listener = Callable[[Change, "str | None"], None]
 class Watcher(Protocol):
     """A store's watcher of other processes' commits (see :mod:`parkgate.store.watch`)."""
 
-    def stop(self) -> None: ...
+    def stop(self) -> None:
+        """Stop watching; the watcher's thread ends."""
+        ...
 
     def waiting_on(self, ask_id: str) -> None:
         """A waiter of this process is about to sleep on ``ask_id`` (returns at once)."""
@@ -91,12 +93,14 @@ class Waiter:
             announce(self.ask_id)
 
     def fire(self) -> None:
+        """Wake the waiter, in its thread or on its event loop."""
         self._event.set()
         if self._loop is not None and self._async is not None:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 self._loop.call_soon_threadsafe(self._async.set)
 
     def clear(self) -> None:
+        """Forget a signal already taken: the next :meth:`wait` waits for a new one."""
         self._event.clear()
         if self._async is not None:
             self._async.clear()
@@ -168,6 +172,7 @@ class CloseSignal:
         self._ensure_watcher()
 
         def remove() -> None:
+            """Stop calling ``listener``; removing it twice is harmless."""
             with self._lock, contextlib.suppress(ValueError):
                 self._listeners.remove(listener)
 
@@ -213,7 +218,7 @@ class CloseSignal:
         """Anything but a close: listeners hear it; on :data:`Change.ANY` every waiter reads again."""
         with self._lock:
             listeners = list(self._listeners)
-            waiters = [w for group in self._waiters.values() for w in group] if change is Change.ANY else []
+            waiters = [waiter for group in self._waiters.values() for waiter in group] if change is Change.ANY else []
         for waiter in waiters:
             waiter.fire()
         for listener in listeners:

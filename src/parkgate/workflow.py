@@ -59,6 +59,7 @@ class Phase:
 
     @property
     def kind(self) -> AskKind:
+        """A choice when the phase has options, else text."""
         return AskKind.CHOICE if self.options else AskKind.TEXT
 
     def prompt_for(self, answers: Answers) -> str:
@@ -71,6 +72,7 @@ class Phase:
         """
 
         def quoted(found: re.Match[str]) -> str:
+            """The answer a placeholder names, made safe to park; an unanswered name as written."""
             answer = answers.get(found.group(1))
             return found.group(0) if answer is None else _quotable(answer)
 
@@ -108,6 +110,7 @@ class Workflow:
 
     @property
     def first(self) -> Phase:
+        """The phase a run of this workflow starts with."""
         return self.phases[0]
 
     def phase(self, name: str) -> Phase:

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from parkgate import Gateway, ManualClock, ReplyKind
 from parkgate.cli import DOORCHECK_EXIT, DOORCHECK_INPUTS, doorcheck_verdict, main
-from parkgate.core import phrases as P
+from parkgate.core import phrases
 from parkgate.store.base import iter_migrations
 
 
@@ -30,7 +30,7 @@ def test_doorcheck_in_process_passes_and_prints_one_json_line_per_reply() -> Non
     assert [line["input"] for line in lines] == [*DOORCHECK_INPUTS, DOORCHECK_EXIT]
     assert [line["kind"] for line in lines] == ["retry", "retry", "escalated", "escalated", "cancelled"]
     assert [line["parked"] for line in lines] == [True, True, True, True, False]
-    assert lines[-1]["text"] == P.PHRASES[ReplyKind.CANCELLED]
+    assert lines[-1]["text"] == phrases.PHRASES[ReplyKind.CANCELLED]
 
 
 def test_doorcheck_runs_as_an_installed_command(tmp_path: Path) -> None:
@@ -157,32 +157,32 @@ def test_chat_runs_the_demo_and_never_sends_a_parked_reply_to_the_model(db: str)
     result = CliRunner().invoke(main, ["chat", "--db", db, "--conversation", "c1"], input=script)
     assert result.exit_code == 0, result.output
     out = result.stdout
-    stand_in = P.STAND_IN_MODEL.split("{")[0]
+    stand_in = phrases.STAND_IN_MODEL.split("{")[0]
     # "hello" arrived while the menu was parked: a retry, not a model call.
     assert "[retry]" in out and "You said: hello" not in out
     assert "@startuml" in out and "@enduml" in out
     assert out.count(stand_in) == 2  # "what is the weather" and "bye", nothing else
-    assert "not valid UTF-8" in out and P.CHAT_REFUSED.split("{")[0] in out
-    assert P.PHRASES[ReplyKind.CANCELLED] in out
+    assert "not valid UTF-8" in out and phrases.CHAT_REFUSED.split("{")[0] in out
+    assert phrases.PHRASES[ReplyKind.CANCELLED] in out
 
 
 def test_chat_start_while_a_question_is_open_is_not_a_miss_and_the_end_says_how_to_start_again(db: str) -> None:
     result = CliRunner().invoke(main, ["chat", "--db", db, "--conversation", "c-again"], input=b"/start\n/start\n")
     assert result.exit_code == 0, result.output
     said = " ".join(result.stdout.split())
-    assert said.count(P.CHAT_STILL_PARKED.format(restart="/start")) == 2 and "[retry]" not in said
+    assert said.count(phrases.CHAT_STILL_PARKED.format(restart="/start")) == 2 and "[retry]" not in said
     with Gateway(db) as gateway:
         (parked,) = gateway.open_asks()
     assert parked.mismatches == 0  # /start is chat's own word: the menu never saw it
-    assert P.CHAT_AGAIN.format(restart="/start") not in said  # the demo is still running
+    assert phrases.CHAT_AGAIN.format(restart="/start") not in said  # the demo is still running
 
     script = b"1\nAlice asks the shop for an order\n/start\n/cancel\n"
     result = CliRunner().invoke(main, ["chat", "--db", db, "--conversation", "c-again-2"], input=script)
     said = " ".join(result.stdout.split())
-    again = P.CHAT_AGAIN.format(restart="/start")
+    again = phrases.CHAT_AGAIN.format(restart="/start")
     # Once after the diagram, once after the cancel of the second run: each end says how to start again.
     assert said.count(again) == 2 and said.index("@enduml") < said.index(again)
-    assert said.endswith(P.PHRASES[ReplyKind.CANCELLED] + " " + again)
+    assert said.endswith(phrases.PHRASES[ReplyKind.CANCELLED] + " " + again)
 
 
 def test_chat_on_a_conversation_with_an_open_question_says_how_to_leave_it(db: str) -> None:
@@ -190,8 +190,8 @@ def test_chat_on_a_conversation_with_an_open_question_says_how_to_leave_it(db: s
     result = CliRunner().invoke(main, ["chat", "--db", db, "--conversation", "c-busy"], input=b"/cancel\n/start\n")
     assert result.exit_code == 0, result.output
     said = " ".join(result.stdout.split())  # rich wraps long lines
-    assert P.CHAT_STILL_PARKED.format(restart="/start") in said
-    assert P.PHRASES[ReplyKind.CANCELLED] in said  # /cancel dropped the caller's question
+    assert phrases.CHAT_STILL_PARKED.format(restart="/start") in said
+    assert phrases.PHRASES[ReplyKind.CANCELLED] in said  # /cancel dropped the caller's question
     assert "Which UML diagram" in said  # then /start ran the demo
 
 
@@ -258,7 +258,7 @@ def test_doorcheck_on_a_busy_conversation_is_a_clear_error_and_changes_nothing(d
     with Gateway(db) as gateway:
         ask = gateway.get(ask_id)
         assert ask.is_open and ask.mismatches == 0
-        assert [a.id for a in gateway.audit()] == [ask_id]
+        assert [ask.id for ask in gateway.audit()] == [ask_id]
 
 
 def test_doorcheck_on_a_busy_conversation_prints_no_traceback_as_a_program(db: str) -> None:
@@ -314,10 +314,10 @@ def test_chat_says_how_long_the_expired_ask_itself_waited(
 ) -> None:
     """Someone else's ask (its own TTL, not chat's 6 h default) is open when chat starts,
     and expires while the person types: the notice gives that ask's TTL, as written."""
-    import parkgate.cli as cli
+    import parkgate.cli.stores as cli_stores
 
-    t0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-    _park(db, "c-ttl", t0, ttl=ttl)
+    started = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+    _park(db, "c-ttl", started, ttl=ttl)
 
     class LateGateway(Gateway):
         def handle(self, *args: Any, **kwargs: Any) -> Any:
@@ -325,10 +325,10 @@ def test_chat_says_how_long_the_expired_ask_itself_waited(
             self.clock.advance(timedelta(hours=3))  # the person comes back later
             return super().handle(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "Gateway", lambda **options: LateGateway(clock=ManualClock(t0), **options))
+    monkeypatch.setattr(cli_stores, "Gateway", lambda **options: LateGateway(clock=ManualClock(started), **options))
     result = CliRunner().invoke(main, ["chat", "--db", db, "--conversation", "c-ttl"], input="hello\n")
     assert result.exit_code == 0, result.output
-    assert P.EXPIRED_NOTICE.format(hours=shown) in result.stdout
+    assert phrases.EXPIRED_NOTICE.format(hours=shown) in result.stdout
     assert ".0 h" not in result.stdout and "6 h" not in result.stdout  # not the gateway's default TTL
     assert "replace=True" not in result.stdout  # the busy start speaks to a person at a terminal
 

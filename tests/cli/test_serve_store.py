@@ -112,7 +112,7 @@ def test_serve_migrates_into_the_schema_its_workers_use(
     assert result.exit_code == 0, result.output
     assert tables_in(pg_url, pg_schema) >= PARKGATE_TABLES  # migrated where the workers look
     assert tables_in(pg_url, decoy_schema) == set()  # and nowhere else
-    assert [(w["schema"], w["workers"]) for w in workers] == [(pg_schema, 2)]
+    assert [(worker["schema"], worker["workers"]) for worker in workers] == [(pg_schema, 2)]
     assert workers[0]["version"] >= 1  # the worker finds the schema already migrated
 
 
@@ -123,7 +123,7 @@ def test_serve_gives_its_workers_a_short_pg_timeout_by_default(
     clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
     result = CliRunner().invoke(main, ["serve", "--db", decoy[0], "--port", "0"])
     assert result.exit_code == 0, result.output
-    assert [w["timeout"] for w in workers] == [SERVER_PG_TIMEOUT_SECONDS] == [3.0]
+    assert [worker["timeout"] for worker in workers] == [SERVER_PG_TIMEOUT_SECONDS] == [3.0]
 
 
 @pytest.mark.postgres
@@ -142,7 +142,7 @@ def test_the_operator_sets_the_pg_timeout_by_option_or_environment(
         clean_env.setenv(ENV_PG_TIMEOUT, env)
     result = CliRunner().invoke(main, ["serve", "--db", decoy[0], "--port", "0", *args])
     assert result.exit_code == 0, result.output
-    assert [w["timeout"] for w in workers] == [expected]
+    assert [worker["timeout"] for worker in workers] == [expected]
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "601", "soon", ""])
@@ -172,7 +172,7 @@ def test_serve_on_sqlite_migrates_the_file_and_ignores_the_pg_settings(
     result = CliRunner().invoke(main, ["serve", "--db", f"sqlite:///{db}", "--port", "0", "--pg-timeout", "2"])
     assert result.exit_code == 0, result.output
     assert db.exists()
-    assert [(w["schema"], w["timeout"]) for w in workers] == [(None, None)]
+    assert [(worker["schema"], worker["timeout"]) for worker in workers] == [(None, None)]
     assert workers[0]["version"] >= 1
 
 
@@ -227,7 +227,7 @@ def test_serve_creates_the_schema_it_is_told_to_use(
     assert f"created PostgreSQL schema {missing_schema}" in caplog.messages
     assert tables_in(pg_url, missing_schema) >= PARKGATE_TABLES
     assert tables_in(pg_url, decoy[1]) == set()
-    assert [w["schema"] for w in workers] == [missing_schema] and workers[0]["version"] >= 1
+    assert [worker["schema"] for worker in workers] == [missing_schema] and workers[0]["version"] >= 1
 
 
 @pytest.mark.postgres
@@ -343,7 +343,8 @@ def test_an_unreachable_postgresql_is_one_error_line_with_the_servers_reason(
         PostgresStore(unreachable, timeout=1.0)
     message = str(refused.value)
     assert "Connection refused" in message and "\n" not in message
-    assert not [r for r in caplog.records if r.name == "psycopg.pool" and r.levelno >= logging.WARNING]
+    pool_warnings = [record for record in caplog.records if record.name == "psycopg.pool"]
+    assert not [record for record in pool_warnings if record.levelno >= logging.WARNING]
     result = CliRunner().invoke(main, ["serve", "--db", unreachable, "--port", "0"])
     assert result.exit_code == 1
     lines = [line for line in result.output.splitlines() if line.strip()]
@@ -357,14 +358,14 @@ def test_the_other_commands_wait_as_briefly_as_the_server_for_postgresql(
 ) -> None:
     """``asks`` (and every command that opens a store) fails fast on an unreachable
     PostgreSQL, as ``serve`` does: the server's timeout, or PARKGATE_PG_TIMEOUT."""
-    import parkgate.cli as cli
+    import parkgate.cli.stores as cli_stores
 
     clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
     if env is not None:
         clean_env.setenv(ENV_PG_TIMEOUT, env)
     assert CliRunner().invoke(main, ["migrate", "--db", pg_url]).exit_code == 0
     seen: list[float] = []
-    real_gateway = cli.Gateway
+    real_gateway = cli_stores.Gateway
 
     def recording(**options: Any) -> Any:
         store = options["store"]
@@ -372,7 +373,7 @@ def test_the_other_commands_wait_as_briefly_as_the_server_for_postgresql(
         seen.append(store._pool.timeout)
         return real_gateway(**options)
 
-    clean_env.setattr(cli, "Gateway", recording)
+    clean_env.setattr(cli_stores, "Gateway", recording)
     result = CliRunner().invoke(main, ["asks", "--db", pg_url])
     assert result.exit_code == 0, result.output
     assert seen == [expected]

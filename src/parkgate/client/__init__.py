@@ -26,7 +26,7 @@ Errors come back as the exceptions the library raises (:class:`~parkgate.errors.
 :class:`~parkgate.errors.StoreUnavailable`, ...), or as the client's own for what only
 HTTP has (:class:`Unauthorized`, :class:`Forbidden` with the missing ``scope``,
 :class:`RateLimited` with ``retry_after``, :class:`Unreachable`, ...): the tree is in
-:mod:`parkgate.client.errors`. All of them but the store's derive from
+:mod:`parkgate.client.errors`. All of them derive from
 :class:`~parkgate.errors.ParkgateError`.
 """
 

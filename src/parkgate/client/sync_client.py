@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import httpx
 
 from parkgate.checks import MAX_WAIT_SECONDS, wait_seconds
-from parkgate.client import wire
+from parkgate.client import responses, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
 from parkgate.core.expect import Expect
@@ -51,12 +51,7 @@ class Client:
         long_poll: float = MAX_WAIT_SECONDS,
     ) -> None:
         self._connection = wire.connection(base_url, token, timeout, long_poll)
-        self._http = httpx.Client(
-            base_url=self._connection.base_url,
-            headers=dict(self._connection.headers),
-            timeout=self._connection.timeout,
-            transport=transport,
-        )
+        self._http = httpx.Client(transport=transport, **self._connection.client_options())
 
     @property
     def base_url(self) -> str:
@@ -75,17 +70,10 @@ class Client:
 
     def _send(self, call: wire.Call[T]) -> T:
         try:
-            response = self._http.request(
-                call.method,
-                call.path,
-                content=call.body,
-                params=call.params,
-                headers=call.headers,
-                timeout=self._connection.timeout_for(call),
-            )
+            response = self._http.request(**self._connection.request_options(call))
         except httpx.HTTPError as error:
             raise Unreachable(str(error) or type(error).__name__) from error
-        return wire.result(call, response)
+        return responses.result(call, response)
 
     # -- parking ---------------------------------------------------------------------------
     def ask(

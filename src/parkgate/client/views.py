@@ -52,6 +52,7 @@ class AskView:
 
     @property
     def is_open(self) -> bool:
+        """Whether the ask is still open."""
         return self.status is AskStatus.OPEN
 
     @classmethod
@@ -94,6 +95,7 @@ class AskPage:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AskPage:
+        """The page from its JSON object (``GET /v1/asks``)."""
         following = data.get("next")
         return cls(tuple(AskView.from_dict(ask) for ask in data["asks"]), None if following is None else str(following))
 

@@ -2,11 +2,11 @@
 
 :class:`~parkgate.client.Client` and :class:`~parkgate.client.AsyncClient` share it and
 add only the I/O: a builder here returns a :class:`Call` (method, path, body, and the
-function that reads a success), and :func:`result` turns the response into that value
-or raises the exception its error stands for. Arguments that go into a URL path, the
-durations and the ``expect`` and ``context`` of an ask are checked here with the
-library's own checks (:class:`~parkgate.errors.InputError` before anything is sent); the
-server checks the rest, and its refusal is an ``InputError`` too.
+function that reads a success), and :func:`parkgate.client.responses.result` turns the
+response into that value or raises the exception its error stands for. Arguments that
+go into a URL path, the durations and the ``expect`` and ``context`` of an ask are
+checked here with the library's own checks (:class:`~parkgate.errors.InputError` before
+anything is sent); the server checks the rest, and its refusal is an ``InputError`` too.
 """
 
 from __future__ import annotations
@@ -29,38 +29,14 @@ from parkgate.checks import (
     check_id,
     check_message,
 )
-from parkgate.client.errors import (
-    BadRequest,
-    BodyTooLarge,
-    ErrorResponse,
-    Forbidden,
-    InvalidRequest,
-    NotFound,
-    RateLimited,
-    ServerError,
-    TooManyOpenAsks,
-    Unauthorized,
-    UnexpectedResponse,
-    UnsupportedMediaType,
-)
+from parkgate.client.responses import EXCEPTION_FOR_CODE as EXCEPTION_FOR_CODE  # re-exported
+from parkgate.client.responses import raise_error as raise_error  # re-exported
+from parkgate.client.responses import result as result  # re-exported
 from parkgate.client.views import AskPage, AskView, run_from_dict
 from parkgate.core.expect import Expect, as_expect
 from parkgate.core.expect import to_dict as expect_to_dict
 from parkgate.core.phrases import AskKind
-from parkgate.errors import (
-    AskAlreadyOpen,
-    CallbackNotFailed,
-    InputError,
-    ParkgateError,
-    RunStillAsking,
-    StoppingPointError,
-    StoreError,
-    StoreUnavailable,
-    UnknownAsk,
-    UnknownRun,
-    UnknownWorkflow,
-)
-from parkgate.http import codes
+from parkgate.errors import InputError
 from parkgate.reply import Reply
 from parkgate.store import Run
 
@@ -92,6 +68,7 @@ class Call(Generic[T]):
 
     @property
     def headers(self) -> Mapping[str, str]:
+        """The request's headers: the JSON content type when it has a body."""
         return _JSON if self.body is not None else {}
 
 
@@ -104,6 +81,21 @@ class Connection:
     headers: Mapping[str, str]
     timeout: httpx.Timeout
     long_poll: float
+
+    def client_options(self) -> dict[str, Any]:
+        """The ``httpx.Client`` (or ``AsyncClient``) arguments for this connection."""
+        return {"base_url": self.base_url, "headers": dict(self.headers), "timeout": self.timeout}
+
+    def request_options(self, call: Call[Any]) -> dict[str, Any]:
+        """The arguments of ``request`` that send ``call`` on this connection."""
+        return {
+            "method": call.method,
+            "url": call.path,
+            "content": call.body,
+            "params": call.params,
+            "headers": call.headers,
+            "timeout": self.timeout_for(call),
+        }
 
     def timeout_for(self, call: Call[Any]) -> httpx.Timeout:
         """The request's timeout: a long-poll's reads may take its hold longer."""
@@ -146,7 +138,9 @@ def connection(base_url: str, token: str | None, timeout: float, long_poll: floa
 
 def _header_safe(token: object) -> bool:
     """Whether ``token`` can travel in an HTTP header as it is: printable ASCII, no spaces."""
-    return isinstance(token, str) and token.isascii() and token.isprintable() and not any(c.isspace() for c in token)
+    return (
+        isinstance(token, str) and token.isascii() and token.isprintable() and not any(char.isspace() for char in token)
+    )
 
 
 def _seconds(value: object, what: str, most: float | None) -> float:
@@ -184,7 +178,8 @@ def _json(body: Mapping[str, Any]) -> bytes:
     surrogate) reaches the server, whose refusal names the field.
     """
     try:
-        return json.dumps({k: v for k, v in body.items() if v is not None}, allow_nan=False).encode("ascii")
+        given = {name: value for name, value in body.items() if value is not None}
+        return json.dumps(given, allow_nan=False).encode("ascii")
     except (TypeError, ValueError) as error:
         raise InputError(f"the arguments cannot be sent as JSON ({error})") from None
 
@@ -316,97 +311,3 @@ def _ttl(ttl: timedelta | float | None) -> float | None:
 def next_hold(remaining: float, long_poll: float) -> float:
     """How long the next long-poll of a wait asks the server to hold it, in seconds."""
     return max(0.0, min(remaining, long_poll))
-
-
-# -- responses -----------------------------------------------------------------------------
-
-
-def result(call: Call[T], response: httpx.Response) -> T:
-    """The call's value from a success; otherwise raise the error the response stands for."""
-    data = _body(response)
-    if not response.is_success:
-        raise_error(call, response, data)
-    if data is None:
-        raise UnexpectedResponse(response.status_code, None, "not parkgate's JSON")
-    try:
-        return call.read(data)
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        detail = f"the body is not what {call.method} /{call.path} answers ({type(error).__name__}: {error})"
-        raise UnexpectedResponse(response.status_code, None, detail, data) from None
-
-
-def _body(response: httpx.Response) -> Any:
-    try:
-        return response.json()
-    except ValueError:  # not JSON, or not UTF-8
-        return None
-
-
-#: The library's exception for each ``error`` code the service answers with, built from the
-#: call's ids and the error body (its ``detail`` becomes the message).
-EXCEPTION_FOR_CODE: dict[str, Callable[[Mapping[str, str], Mapping[str, Any], str], Exception]] = {
-    codes.REFUSED: lambda about, body, detail: ParkgateError(detail),
-    codes.INVALID_INPUT: lambda about, body, detail: InputError(detail),
-    codes.MALFORMED_STOPPING_POINT: lambda about, body, detail: StoppingPointError(detail),
-    codes.ASK_ALREADY_OPEN: lambda about, body, detail: AskAlreadyOpen(
-        about.get("conversation_id", ""), str(body.get("open_ask_id", ""))
-    ),
-    codes.RUN_STILL_ASKING: lambda about, body, detail: RunStillAsking(
-        about.get("run_id", ""), str(body.get("open_ask_id", ""))
-    ),
-    codes.CALLBACK_NOT_FAILED: lambda about, body, detail: CallbackNotFailed(
-        about.get("ask_id", ""), body.get("callback_status")
-    ),
-    codes.UNKNOWN_ASK: lambda about, body, detail: UnknownAsk(about.get("ask_id", "")),
-    codes.UNKNOWN_RUN: lambda about, body, detail: UnknownRun(about.get("run_id", "")),
-    codes.UNKNOWN_WORKFLOW: lambda about, body, detail: UnknownWorkflow(about.get("workflow", ""), []),
-    codes.STORE_UNAVAILABLE: lambda about, body, detail: StoreUnavailable(detail),
-    codes.STORE_ERROR: lambda about, body, detail: StoreError(detail),
-}
-
-#: The client's own error for each status (and, on 404/422/429, code) with no library exception.
-_BY_STATUS: dict[int, type[ErrorResponse]] = {
-    400: BadRequest,
-    401: Unauthorized,
-    403: Forbidden,
-    413: BodyTooLarge,
-    415: UnsupportedMediaType,
-    429: RateLimited,
-}
-_BY_CODE: dict[str, type[ErrorResponse]] = {
-    codes.NOT_FOUND: NotFound,
-    codes.INVALID_REQUEST: InvalidRequest,
-    codes.MALFORMED_JSON: InvalidRequest,
-    codes.TOO_MANY_OPEN_ASKS: TooManyOpenAsks,
-}
-
-
-def raise_error(call: Call[Any], response: httpx.Response, data: Any) -> None:
-    """Raise the exception an error response stands for (see :mod:`parkgate.client.errors`)."""
-    status = response.status_code
-    code = data.get("error") if isinstance(data, dict) and isinstance(data.get("error"), str) else None
-    detail = str(data.get("detail", "")) if code is not None else (response.reason_phrase or f"HTTP {status}")
-    retry_after = _retry_after(response.headers.get("Retry-After"))
-    if code in EXCEPTION_FOR_CODE:
-        error = EXCEPTION_FOR_CODE[code](call.about, data, detail)
-        if not isinstance(error, AskAlreadyOpen):  # its sentence names replace=True; the server's, the JSON field
-            error.args = (detail,)  # the server's own words (the same sentence the library would say)
-        raise error from ErrorResponse(status, code, detail, data, retry_after)
-    if code in _BY_CODE:
-        kind = _BY_CODE[code]
-    elif status in _BY_STATUS:
-        kind = _BY_STATUS[status]
-    elif status >= 500:
-        kind = ServerError
-    elif code is None:
-        kind = UnexpectedResponse
-    else:
-        kind = ErrorResponse
-    raise kind(status, code, detail, data, retry_after)
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return None if value is None else max(0.0, float(value))
-    except ValueError:  # an HTTP date: the server sends seconds, a proxy may not
-        return None

@@ -25,6 +25,8 @@ from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, Ask
 
 
 class Verdict(Enum):
+    """What a reply means to the ask: an option, a text answer, a control word, or none."""
+
     SELECT = "select"
     ANSWER = "answer"
     RESHOW = "reshow"
@@ -34,6 +36,8 @@ class Verdict(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Match:
+    """The matcher's decision: a :class:`Verdict`, and the option it selects when it selects one."""
+
     verdict: Verdict
     option_index: int | None = None  # 1-based, for SELECT
     #: A text answer that is exactly a bare control word (taken as data).
@@ -54,15 +58,15 @@ def _control_verdict(word: str) -> Verdict | None:
     return None
 
 
-def _as_number(word: str, n: int) -> int | None:
+def _as_number(word: str, count: int) -> int | None:
     if not word or not word.isascii() or not word.isdigit():
         return None
     if word[0] == "0":  # "0" is out of range; "02" is not canonical
         return None
-    if len(word) > len(str(n)):  # out of range; also keeps int() off 4,300-digit strings
+    if len(word) > len(str(count)):  # out of range; also keeps int() off 4,300-digit strings
         return None
     value = int(word)
-    return value if 1 <= value <= n else None
+    return value if 1 <= value <= count else None
 
 
 def match(kind: AskKind, options: tuple[str, ...] | list[str], text: str, expect: Expect | None = None) -> Match:

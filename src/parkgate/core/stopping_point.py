@@ -151,10 +151,27 @@ def _make_spec_once(kind: AskKind | str, prompt: str, options: tuple[str, ...]) 
 
 
 def _make_spec(kind: AskKind | str, prompt: str, options: tuple[str, ...]) -> AskSpec:
+    """The checked spec: its kind, its canonical prompt and its tidied labels."""
     try:
         ask_kind = AskKind(kind)
     except ValueError:
         raise StoppingPointError(f"kind must be 'choice' or 'text', not {kind!r}") from None
+    text = _checked_prompt(prompt)
+    if ask_kind is AskKind.TEXT:
+        if options:
+            raise StoppingPointError("a text ask takes no options")
+        return _trusted(ask_kind, text, ())
+    if not options:
+        raise StoppingPointError("a choice ask needs at least one option")
+    if len(options) > MAX_OPTIONS:
+        raise StoppingPointError(f"{len(options)} options; the limit is {MAX_OPTIONS}")
+    if _OPTION.match(text.split("\n")[-1]):
+        raise StoppingPointError("the prompt's last line looks like a numbered option")
+    return _trusted(ask_kind, text, _checked_labels(options))
+
+
+def _checked_prompt(prompt: object) -> str:
+    """The prompt in canonical form, or :class:`StoppingPointError` naming what is wrong."""
     if not isinstance(prompt, str):
         raise StoppingPointError("prompt must be a string")
     text = _canonical_prompt(prompt)
@@ -169,20 +186,15 @@ def _make_spec(kind: AskKind | str, prompt: str, options: tuple[str, ...]) -> As
     for number, line in enumerate(text.split("\n"), start=1):
         if is_marker_line(line):  # it would end or nest the rendered marker
             raise StoppingPointError(f"prompt line {number} is a stopping-point marker ({line.strip()!r})")
-    labels = options
-    if ask_kind is AskKind.TEXT:
-        if labels:
-            raise StoppingPointError("a text ask takes no options")
-        return _trusted(ask_kind, text, ())
-    if not labels:
-        raise StoppingPointError("a choice ask needs at least one option")
-    if len(labels) > MAX_OPTIONS:
-        raise StoppingPointError(f"{len(labels)} options; the limit is {MAX_OPTIONS}")
-    if _OPTION.match(text.split("\n")[-1]):
-        raise StoppingPointError("the prompt's last line looks like a numbered option")
+    return text
+
+
+def _checked_labels(options: tuple[str, ...]) -> tuple[str, ...]:
+    """Each label with its whitespace folded, or :class:`StoppingPointError` naming the
+    first that is not a usable, distinct option."""
     seen: dict[str, int] = {}
     clean: list[str] = []
-    for position, label in enumerate(labels, start=1):
+    for position, label in enumerate(options, start=1):
         if not isinstance(label, str):
             raise StoppingPointError(f"option {position} is not a string")
         tidy = " ".join(label.split())
@@ -201,7 +213,7 @@ def _make_spec(kind: AskKind | str, prompt: str, options: tuple[str, ...]) -> As
             raise StoppingPointError(f"option {position} repeats option {seen[key]} ({tidy!r})")
         seen[key] = position
         clean.append(tidy)
-    return _trusted(ask_kind, text, tuple(clean))
+    return tuple(clean)
 
 
 def render(spec: AskSpec) -> str:
@@ -283,7 +295,7 @@ def _from_lines(kind: AskKind, body: list[tuple[int, str]], start: int) -> AskSp
         else:
             break
     prompt_lines = [line for _, line in body[:cut]]
-    option_lines = [(n, line) for n, line in body[cut:] if line.strip()]
+    option_lines = [(number, line) for number, line in body[cut:] if line.strip()]
     if not option_lines:
         raise StoppingPointError("a choice stopping point has no numbered options", start)
     labels: list[str] = []
@@ -296,7 +308,7 @@ def _from_lines(kind: AskKind, body: list[tuple[int, str]], start: int) -> AskSp
         if not found.group(2):
             raise StoppingPointError(f"option {given} has no label", number)
         labels.append(found.group(2))
-    line_of = {i: n for i, (n, _) in enumerate(option_lines, start=1)}
+    line_of = {position: number for position, (number, _) in enumerate(option_lines, start=1)}
     try:
         return make_spec(kind, "\n".join(prompt_lines), labels)
     except StoppingPointError as error:
@@ -363,7 +375,7 @@ def from_json(payload: str | bytes | Mapping[str, Any]) -> AskSpec:
     kind = data.get("kind")
     if kind is None:
         kind = AskKind.CHOICE if options else AskKind.TEXT
-    elif not isinstance(kind, str) or kind.lower() not in {k.value for k in AskKind}:
+    elif not isinstance(kind, str) or kind.lower() not in {known.value for known in AskKind}:
         raise StoppingPointError(f"kind must be 'choice' or 'text', not {kind!r}")
     else:
         kind = kind.lower()

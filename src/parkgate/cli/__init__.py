@@ -1,0 +1,69 @@
+"""The ``parkgate`` command: serve, deliver, chat, asks, doorcheck, migrate, prove.
+
+``--db`` (or ``PARKGATE_DB``) chooses the store everywhere: ``sqlite:///parkgate.db``
+(the default), a file path, or ``postgresql://...``; with PostgreSQL,
+``PARKGATE_PG_SCHEMA`` picks the schema for every command, as it does for the server.
+Opening a store migrates it, creating a SQLite file or a PostgreSQL schema that does not
+exist yet (``serve``, ``migrate``). ``asks`` only reads, so it creates nothing: a missing
+file or schema is an error. ``chat`` and ``doorcheck`` create a new SQLite file but
+refuse a PostgreSQL schema that does not exist, so a typo never sets up an empty schema
+under the wrong name.
+
+An expected error (bad input, a store that is missing or out of reach, a busy
+conversation) ends the command with one ``Error:`` line and exit code 1, never a
+traceback.
+
+Every value from a store or a server is printed through :mod:`parkgate.display`: no
+Rich markup is read from data, and control, direction and invisible characters show
+as their escapes (``\\u202e``), so no value can restyle, rewrite or hide on the screen.
+
+Every command that can close an ask (``serve``, ``deliver``, ``chat``, ``doorcheck``)
+writes each expiry's structured line (``{"event": "ask_expired", ...}``) to stderr, one
+JSON object a line; ``asks`` only reads, so it closes (and logs) nothing.
+
+One module a command group: :mod:`~parkgate.cli.serve` (serve, deliver),
+:mod:`~parkgate.cli.chat`, :mod:`~parkgate.cli.asks`, :mod:`~parkgate.cli.doorcheck`,
+:mod:`~parkgate.cli.maintenance` (migrate, prove); :mod:`~parkgate.cli.stores` opens
+the store each of them works on.
+"""
+
+from __future__ import annotations
+
+import click
+
+from parkgate.cli.asks import asks, parse_duration
+from parkgate.cli.chat import CHAT_RESTART, chat, format_hours
+from parkgate.cli.doorcheck import DOORCHECK_EXIT, DOORCHECK_INPUTS, doorcheck, doorcheck_verdict
+from parkgate.cli.maintenance import migrate, prove
+from parkgate.cli.serve import check_can_listen, deliver, serve
+from parkgate.cli.stores import db_option, shown_url
+from parkgate.client.wire import path_segment
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="parkgate")
+def main() -> None:
+    """parkgate: parked human-in-the-loop asks that always close."""
+
+
+main.add_command(serve)
+main.add_command(deliver)
+main.add_command(chat)
+main.add_command(asks)
+main.add_command(doorcheck)
+main.add_command(migrate)
+main.add_command(prove)
+
+__all__ = [
+    "CHAT_RESTART",
+    "DOORCHECK_EXIT",
+    "DOORCHECK_INPUTS",
+    "check_can_listen",
+    "db_option",
+    "doorcheck_verdict",
+    "format_hours",
+    "main",
+    "parse_duration",
+    "path_segment",
+    "shown_url",
+]

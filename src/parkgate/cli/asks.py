@@ -1,0 +1,108 @@
+"""``parkgate asks``: the clock check, a read-only listing of the open asks."""
+
+from __future__ import annotations
+
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from parkgate.cli.stores import db_option, gateway_session, shown_url
+from parkgate.core.model import Ask
+from parkgate.display import json_line, visible_id, visible_text
+from parkgate.gateway import ask_to_dict
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "": 3600}
+
+#: The most of a question ``asks`` shows (its first line); the rest is cut with an ellipsis.
+ASKS_QUESTION_CHARS = 200
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90s``, ``30m``, ``6h``, ``2d``, or a bare number of hours."""
+    found = _DURATION.match(text)
+    if not found:
+        raise click.BadParameter(f"{text!r} is not a duration like 30m, 6h or 2d")
+    try:
+        return timedelta(seconds=float(found.group(1)) * _UNIT_SECONDS[found.group(2)])
+    except OverflowError:
+        raise click.BadParameter(f"{text!r} is not a duration like 30m, 6h or 2d (far too long)") from None
+
+
+@click.command()
+@db_option
+@click.option(
+    "--older-than",
+    "older_than",
+    default=None,
+    help="Only list asks open longer than this (30m, 6h, 2d); the exit status still checks them all.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line instead of a table.")
+def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
+    """List open asks and their hours open: the clock check.
+
+    Reads without closing anything, and exits 1 if any open ask is older than its
+    TTL (a row the readers should have expired), listed or not: --older-than narrows
+    the listing, never the check.
+    """
+    minimum = parse_duration(older_than) if older_than else None
+    with gateway_session(db_url, reading=True) as gateway:
+        now = gateway.clock.now()
+        everything = gateway.audit()
+        found = [ask for ask in everything if minimum is None or now - ask.asked_at >= minimum]
+        overdue = [ask for ask in everything if ask.is_expired(now)]
+        if as_json:
+            for ask in found:
+                click.echo(json_line({**ask_to_dict(ask, now), "overdue": ask.is_expired(now)}))
+        else:
+            console = Console()
+            console.print(_asks_table(found, now, shown_url(db_url)))
+            shown = f"{len(found)} open" if minimum is None else f"{len(found)} of {len(everything)} open listed"
+            console.print(f"{shown}, {len(overdue)} past their TTL")
+    if overdue:
+        sys.exit(1)
+
+
+def _where_asked(ask: Ask) -> Text:
+    """The conversation in bold, its phase, and the question's first line below them."""
+    question = ask.prompt.split("\n", 1)[0]
+    if len(question) > ASKS_QUESTION_CHARS or "\n" in ask.prompt:
+        question = question[: ASKS_QUESTION_CHARS - 1] + "\u2026"
+    where_asked = Text(visible_id(ask.conversation_id), style="bold")
+    if ask.phase:
+        where_asked.append(f" ({visible_id(ask.phase)})")
+    where_asked.append("\n" + visible_text(question))
+    return where_asked
+
+
+def _asks_table(found: list[Ask], now: datetime, where: str) -> Table:
+    """The open asks as a table that fits 80 columns (a terminal's or a pipe's).
+
+    The short values (id, time, hours, misses, state) never wrap; the last column takes
+    the rest of the width for the conversation, the phase and the question, which fold.
+    """
+    table = Table(
+        title=Text(f"open asks in {visible_text(where)}"), box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )
+    table.add_column("ask", no_wrap=True)
+    table.add_column("asked at (UTC)", no_wrap=True)
+    table.add_column("hours", justify="right", no_wrap=True)
+    table.add_column("misses", justify="right", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("conversation: question", overflow="fold", ratio=1)
+    for ask in found:
+        table.add_row(
+            Text(visible_id(ask.id[:12])),
+            ask.asked_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M"),
+            f"{(now - ask.asked_at).total_seconds() / 3600:.2f}",
+            str(ask.mismatches),
+            Text("past TTL", style="red") if ask.is_expired(now) else "open",
+            _where_asked(ask),
+        )
+    return table
