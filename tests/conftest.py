@@ -31,6 +31,7 @@ import psycopg
 import pytest
 from psycopg import sql as pgsql
 
+from engine_params import STORE_PARAMS
 from parkgate import Gateway, ManualClock
 from parkgate.demo import UML
 from parkgate.store import Store
@@ -42,7 +43,6 @@ DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 #: The fixed start of every test's manual clock.
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
-STORE_PARAMS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 def postgres_url() -> str:
