@@ -16,6 +16,12 @@ Fixtures:
 - ``store`` (parametrised over ``sqlite`` and ``postgres``) with ``store_location``.
 - ``gateway``: a :class:`~parkgate.Gateway` on ``store`` with the demo workflow;
   ``reopen()``: a second Gateway on the same location (a restart).
+
+Markers: every test in ``tests/reliability``, ``tests/bench`` and ``tests/browser``
+carries that folder's marker (``reliability``, ``bench``, ``browser``), and every test
+that reaches PostgreSQL or Chromium through a fixture or a ``"postgres"`` parameter
+carries ``postgres`` or ``browser``, so ``-m "not postgres and not browser"`` (the
+quick run, ``./dev quick``) selects exactly what runs without them.
 """
 
 from __future__ import annotations
@@ -141,6 +147,40 @@ class Reopen(Protocol):
     """``reopen(clock=None, **options)``: a new Gateway on the same store location."""
 
     def __call__(self, clock: ManualClock | None = None, **options: Any) -> Gateway: ...
+
+
+# -- markers --------------------------------------------------------------------------
+
+#: Each folder whose tests all carry one marker.
+FOLDER_MARKERS = {"reliability": "reliability", "bench": "bench", "browser": "browser"}
+#: Fixtures that open a PostgreSQL connection, and those that start Chromium.
+POSTGRES_FIXTURES = frozenset({"pg_url", "pg_schema", "postgres_spec", "pg_location", "pg_processes"})
+BROWSER_FIXTURES = frozenset({"browser", "page", "chromium", "browser_page"})
+TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by its folder and by what it reaches (PostgreSQL, Chromium)."""
+    for item in items:
+        for name in sorted(markers_for(item)):
+            if item.get_closest_marker(name) is None:
+                item.add_marker(getattr(pytest.mark, name))
+
+
+def markers_for(item: pytest.Item) -> set[str]:
+    """The markers ``item`` needs: its folder's, ``postgres`` and ``browser`` by what it uses."""
+    found: set[str] = set()
+    relative = item.path.resolve().relative_to(TESTS)
+    if len(relative.parts) > 1 and relative.parts[0] in FOLDER_MARKERS:
+        found.add(FOLDER_MARKERS[relative.parts[0]])
+    fixtures = set(getattr(item, "fixturenames", ()))
+    callspec = getattr(item, "callspec", None)
+    parameters = set(map(str, callspec.params.values())) if callspec is not None else set()
+    if fixtures & POSTGRES_FIXTURES or "postgres" in parameters:
+        found.add("postgres")
+    if fixtures & BROWSER_FIXTURES:
+        found.add("browser")
+    return found
 
 
 # -- fixtures -------------------------------------------------------------------------
