@@ -170,9 +170,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def markers_for(item: pytest.Item) -> set[str]:
     """The markers ``item`` needs: its folder's, ``postgres`` and ``browser`` by what it uses."""
     found: set[str] = set()
-    relative = item.path.resolve().relative_to(TESTS)
-    if len(relative.parts) > 1 and relative.parts[0] in FOLDER_MARKERS:
-        found.add(FOLDER_MARKERS[relative.parts[0]])
+    path = item.path.resolve()
+    folder = path.relative_to(TESTS).parts[0] if path.is_relative_to(TESTS) else None
+    if folder in FOLDER_MARKERS:
+        found.add(FOLDER_MARKERS[folder])
     fixtures = set(getattr(item, "fixturenames", ()))
     callspec = getattr(item, "callspec", None)
     parameters = set(map(str, callspec.params.values())) if callspec is not None else set()
@@ -224,8 +225,14 @@ def pg_schema(pg_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def store_url_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreUrlFactory]:
-    """Make fresh database locations; PostgreSQL schemas made here are dropped afterwards."""
+def store_url_factory(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[StoreUrlFactory]:
+    """Make fresh database locations; PostgreSQL schemas made here are dropped afterwards.
+
+    A test that makes a PostgreSQL location must carry the ``postgres`` marker (a
+    ``"postgres"`` parameter gives it one), so that the quick run leaves it out.
+    """
     schemas: list[tuple[str, str]] = []
 
     def factory(engine: str) -> StoreLocation:
@@ -234,6 +241,8 @@ def store_url_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stor
             path = folder / "parkgate.db"
             return StoreLocation("sqlite", f"sqlite:///{path}", path=path)
         if engine == "postgres":
+            if request.node.get_closest_marker("postgres") is None:
+                pytest.fail(f"{request.node.nodeid} reaches PostgreSQL without the postgres marker", pytrace=False)
             url = require_postgres()
             name = create_schema(url)
             schemas.append((url, name))
