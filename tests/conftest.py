@@ -16,6 +16,12 @@ Fixtures:
 - ``store`` (parametrised over ``sqlite`` and ``postgres``) with ``store_location``.
 - ``gateway``: a :class:`~parkgate.Gateway` on ``store`` with the demo workflow;
   ``reopen()``: a second Gateway on the same location (a restart).
+
+Markers: every test in ``tests/reliability``, ``tests/bench`` and ``tests/browser``
+carries that folder's marker (``reliability``, ``bench``, ``browser``), and every test
+that reaches PostgreSQL or Chromium through a fixture or a ``"postgres"`` parameter
+carries ``postgres`` or ``browser``, so ``-m "not postgres and not browser"`` (the
+quick run, ``./dev quick``) selects exactly what runs without them.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import psycopg
 import pytest
 from psycopg import sql as pgsql
 
+from engine_params import STORE_PARAMS
 from parkgate import Gateway, ManualClock
 from parkgate.demo import UML
 from parkgate.store import Store
@@ -42,7 +49,6 @@ DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 #: The fixed start of every test's manual clock.
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
-STORE_PARAMS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 def postgres_url() -> str:
@@ -143,6 +149,41 @@ class Reopen(Protocol):
     def __call__(self, clock: ManualClock | None = None, **options: Any) -> Gateway: ...
 
 
+# -- markers --------------------------------------------------------------------------
+
+#: Each folder whose tests all carry one marker.
+FOLDER_MARKERS = {"reliability": "reliability", "bench": "bench", "browser": "browser"}
+#: Fixtures that open a PostgreSQL connection, and those that start Chromium.
+POSTGRES_FIXTURES = frozenset({"pg_url", "pg_schema", "postgres_spec", "pg_location", "pg_processes"})
+BROWSER_FIXTURES = frozenset({"browser", "page", "chromium", "browser_page"})
+TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by its folder and by what it reaches (PostgreSQL, Chromium)."""
+    for item in items:
+        for name in sorted(markers_for(item)):
+            if item.get_closest_marker(name) is None:
+                item.add_marker(getattr(pytest.mark, name))
+
+
+def markers_for(item: pytest.Item) -> set[str]:
+    """The markers ``item`` needs: its folder's, ``postgres`` and ``browser`` by what it uses."""
+    found: set[str] = set()
+    path = item.path.resolve()
+    folder = path.relative_to(TESTS).parts[0] if path.is_relative_to(TESTS) else None
+    if folder in FOLDER_MARKERS:
+        found.add(FOLDER_MARKERS[folder])
+    fixtures = set(getattr(item, "fixturenames", ()))
+    callspec = getattr(item, "callspec", None)
+    parameters = set(map(str, callspec.params.values())) if callspec is not None else set()
+    if fixtures & POSTGRES_FIXTURES or "postgres" in parameters:
+        found.add("postgres")
+    if fixtures & BROWSER_FIXTURES:
+        found.add("browser")
+    return found
+
+
 # -- fixtures -------------------------------------------------------------------------
 
 
@@ -184,8 +225,14 @@ def pg_schema(pg_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def store_url_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreUrlFactory]:
-    """Make fresh database locations; PostgreSQL schemas made here are dropped afterwards."""
+def store_url_factory(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[StoreUrlFactory]:
+    """Make fresh database locations; PostgreSQL schemas made here are dropped afterwards.
+
+    A test that makes a PostgreSQL location must carry the ``postgres`` marker (a
+    ``"postgres"`` parameter gives it one), so that the quick run leaves it out.
+    """
     schemas: list[tuple[str, str]] = []
 
     def factory(engine: str) -> StoreLocation:
@@ -194,6 +241,8 @@ def store_url_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stor
             path = folder / "parkgate.db"
             return StoreLocation("sqlite", f"sqlite:///{path}", path=path)
         if engine == "postgres":
+            if request.node.get_closest_marker("postgres") is None:
+                pytest.fail(f"{request.node.nodeid} reaches PostgreSQL without the postgres marker", pytrace=False)
             url = require_postgres()
             name = create_schema(url)
             schemas.append((url, name))

@@ -1,28 +1,24 @@
-"""Hostile inputs, and an oracle for what each one must do to a parked ask.
+"""Hostile inputs, and what each one must do to a parked ask.
 
-The oracle is docs/contract.md's "Matching rules" written out independently of
-``parkgate.core.matcher``: normalise (NFKC, trim, fold inner whitespace, casefold);
-the slash forms of the control words (exactly one leading ``/``) re-show or cancel in
-every ask, first; a choice ask is then selected only by a canonical ASCII number 1..n
-or an exact label, and the bare control words re-show or cancel; everything else is
-a miss. In a text ask only the slash forms are control words; blank input is a miss.
+What an input must do comes from the oracle of the matcher's rules,
+:mod:`parkgate.prove.oracle` (docs/contract.md's "Matching rules" written out apart
+from ``parkgate.core.matcher``); :func:`expect` puts its verdict in the terms the
+hostile-input tests check: a reply kind, a miss, or a refusal.
 """
 
 from __future__ import annotations
 
 import random
-import re
-import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from parkgate.core.phrases import ReplyKind
+from parkgate.core.phrases import CANCEL_WORDS_IN_ORDER, RESHOW_WORDS_IN_ORDER, ReplyKind
+from parkgate.prove import oracle
 
-CANCEL = ("cancel", "exit", "quit", "stop", "nevermind")
-RESHOW = ("menu", "options")
-_NUMBER = re.compile(r"[1-9][0-9]*")
+CANCEL = CANCEL_WORDS_IN_ORDER
+RESHOW = RESHOW_WORDS_IN_ORDER
 
 #: The option lists under attack: control-word labels, multi-word labels, numeric labels.
 OPTION_SETS: tuple[tuple[str, ...], ...] = (
@@ -66,12 +62,6 @@ MISC = (
 )  # fmt: skip
 
 
-def spec_normalise(text: str) -> str:
-    """docs/contract.md: Unicode NFKC, trimmed, inner whitespace folded, case folded."""
-    folded = unicodedata.normalize("NFKC", text)
-    return " ".join(folded.split()).casefold()
-
-
 @dataclass(frozen=True)
 class Expect:
     """What an input must do: the reply kind (a miss is ``None``) and the selected option."""
@@ -82,27 +72,13 @@ class Expect:
 
 
 def expect(options: Sequence[str], text: str, limit: int) -> Expect:
-    """The oracle: what ``text`` must do to an open ask with ``options`` (() = a text ask)."""
-    if "\x00" in text or len(text) > limit:
+    """What ``text`` must do to an open ask with ``options`` (() = a text ask), per the oracle."""
+    verdict = oracle.expected(options, text, limit=limit)
+    if verdict.refused:
         return Expect(None, refused=True)
-    word = spec_normalise(text)
-    slash = word[1:] if word.startswith("/") else None
-    if slash in CANCEL:  # the slash door, in every ask, before anything else
-        return Expect(ReplyKind.CANCELLED)
-    if slash in RESHOW:
-        return Expect(ReplyKind.RESHOWN)
-    if not options:
-        return Expect(ReplyKind.ANSWERED) if word else Expect(None)
-    if _NUMBER.fullmatch(word) and len(word) <= len(str(len(options))) and int(word) <= len(options):
-        return Expect(ReplyKind.SELECTED, int(word))
-    for position, label in enumerate(options, start=1):
-        if spec_normalise(label) == word:
-            return Expect(ReplyKind.SELECTED, position)
-    if word in CANCEL:
-        return Expect(ReplyKind.CANCELLED)
-    if word in RESHOW:
-        return Expect(ReplyKind.RESHOWN)
-    return Expect(None)
+    if verdict.is_miss:
+        return Expect(None)
+    return Expect(verdict.kind, verdict.option_index)
 
 
 def _variants(label: str, rng: random.Random) -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import unicodedata
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -30,7 +29,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 from parkgate import AskAlreadyOpen, AskKind, AskStatus, Gateway, InputError, ManualClock, Reply, ReplyKind
-from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
+from parkgate.core.phrases import CONTROL_WORDS
+from parkgate.prove import oracle
+from parkgate.prove.oracle import Expected
 from parkgate.store import Store
 from parkgate.store.postgres import PostgresStore, create_schema, drop_schema
 from parkgate.store.recent import DEFAULT_SIZE
@@ -60,11 +61,6 @@ NEAR_MISSES = ("0", "01", "1.0", "-1", "+1", "1e0", "01x", "02", "２", "٢", "1
 SAFE_TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=20)
 
 
-def norm(text: str) -> str:
-    """docs/contract.md's normalisation, written out independently of the matcher."""
-    return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
-
-
 @dataclass(frozen=True)
 class ModelAsk:
     """What the test believes about one open ask."""
@@ -78,43 +74,12 @@ class ModelAsk:
     default: str | None
 
     def expired(self, now: datetime) -> bool:
-        return now - self.last_touched > self.ttl
-
-
-@dataclass(frozen=True)
-class Expected:
-    """The reply the matching rules predict for one input."""
-
-    kind: ReplyKind
-    option_index: int | None = None
-    answer: str | None = None
+        return oracle.is_expired(self.last_touched, self.ttl, now)
 
 
 def predict(ask: ModelAsk, text: str) -> Expected:
-    """docs/contract.md "Matching rules", as an oracle."""
-    word = norm(text)
-    command = word[1:] if word.startswith("/") and word[1:] in CONTROL_WORDS else None
-    if command is not None:
-        return Expected(ReplyKind.CANCELLED if command in CANCEL_WORDS else ReplyKind.RESHOWN)
-    if ask.kind is AskKind.TEXT:
-        if not word:
-            return _miss(ask)
-        return Expected(ReplyKind.ANSWERED, answer=text)
-    n = len(ask.options)
-    if word.isascii() and word.isdigit() and not word.startswith("0") and int(word) <= n:
-        return Expected(ReplyKind.SELECTED, int(word), ask.options[int(word) - 1])
-    for index, label in enumerate(ask.options, start=1):
-        if norm(label) == word:
-            return Expected(ReplyKind.SELECTED, index, label)
-    if word in CANCEL_WORDS:
-        return Expected(ReplyKind.CANCELLED)
-    if word in RESHOW_WORDS:
-        return Expected(ReplyKind.RESHOWN)
-    return _miss(ask)
-
-
-def _miss(ask: ModelAsk) -> Expected:
-    return Expected(ReplyKind.ESCALATED if ask.mismatches + 1 >= ESCALATE_AFTER else ReplyKind.RETRY)
+    """What the matching rules say ``text`` does to ``ask``: the shared oracle's verdict."""
+    return oracle.expected(ask.options, text, mismatches=ask.mismatches, escalate_after=ESCALATE_AFTER)
 
 
 def _label_variant(label: str, how: int) -> str:
@@ -162,14 +127,14 @@ class GatewayMachine(RuleBasedStateMachine):
     # -- rules -------------------------------------------------------------------------------
     @initialize(
         conversation=st.sampled_from(CONVERSATIONS),
-        labels=st.lists(st.sampled_from(LABEL_POOL), min_size=2, max_size=4, unique_by=norm),
+        labels=st.lists(st.sampled_from(LABEL_POOL), min_size=2, max_size=4, unique_by=oracle.normalise),
     )
     def first_ask(self, conversation: str, labels: list[str]) -> None:
         self.park_choice(conversation, labels, None, False, False)
 
     @rule(
         conversation=st.sampled_from(CONVERSATIONS),
-        labels=st.lists(st.sampled_from(LABEL_POOL), min_size=1, max_size=5, unique_by=norm),
+        labels=st.lists(st.sampled_from(LABEL_POOL), min_size=1, max_size=5, unique_by=oracle.normalise),
         default_at=st.none() | st.integers(0, 4),
         short_ttl=st.booleans(),
         replace_open=st.booleans(),

@@ -212,7 +212,7 @@ def test_non_text_reaching_the_machine_is_caught(monkeypatch: pytest.MonkeyPatch
     def lax(text: object) -> str:
         return text.decode("latin-1") if isinstance(text, bytes) else str(text).replace("\x00", "")
 
-    monkeypatch.setattr(prove, "check_message", lax)
+    monkeypatch.setattr(prove.outcome, "check_message", lax)
     failures = prove.check(3).failures
     assert any("non-text" in f and "expected 'refused'" in f for f in failures)
     assert any("'/cancel\\x00'" in f and "got 'cancelled'" in f for f in failures)

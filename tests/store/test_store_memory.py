@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from conftest import STORE_PARAMS
+from engine_params import STORE_PARAMS
 from parkgate import AskAlreadyOpen, AskStatus, Gateway, ManualClock, ReplyKind
 from parkgate.store import postgres, sqlite
 from parkgate.store.base import StoreConflict, StoreError

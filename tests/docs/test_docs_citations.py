@@ -4,7 +4,8 @@ The docs back their claims with tests (``tests/reliability/test_clock.py``, or o
 ``tests/security/test_tokens.py::test_each_scope_does_its_part_and_nothing_else``). A
 citation of a file that was renamed or a test that was removed would back nothing, so
 each cited file must exist and each cited test must be defined in it (a ``*`` in a
-test's name stands for any characters, as in ``test_a_read_only_*``).
+test's name stands for any characters, as in ``test_a_read_only_*``). And nothing in
+the repository cites a rule book outside it: the docs/ pages are the rule book.
 """
 
 from __future__ import annotations
@@ -41,3 +42,18 @@ def test_every_cited_file_exists_and_defines_the_cited_test() -> None:
         elif name and not fnmatch.filter(DEFINITION.findall(source.read_text(encoding="utf-8")), name):
             missing.append(f"{document}: {path} defines no {name}")
     assert missing == []
+
+
+#: A rule book outside the repository: code, tests and docs cite docs/ pages instead.
+OUTSIDE_RULE_BOOK = re.compile(r"DESIGN\.md|/work/shared")
+
+
+def test_nothing_cites_a_rule_book_outside_the_repository() -> None:
+    sources = [*DOCUMENTS, *(ROOT / "src").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+    here = Path(__file__).resolve()
+    citing = [
+        str(source.relative_to(ROOT))
+        for source in sources
+        if source.resolve() != here and OUTSIDE_RULE_BOOK.search(source.read_text(encoding="utf-8"))
+    ]
+    assert citing == [], "cite docs/contract.md (or another docs/ page) instead"
