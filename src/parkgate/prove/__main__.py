@@ -1,6 +1,6 @@
 """``python -m parkgate.prove``: the same as ``parkgate prove`` (see ``--help``)."""
 
-from parkgate.cli import prove
+from parkgate.cli.maintenance import prove
 
 if __name__ == "__main__":
     prove(prog_name="python -m parkgate.prove")
