@@ -21,15 +21,16 @@ from parkgate.delivery.outbox import CONCURRENCY, DeliveredMarks, OutboxDelivere
 from parkgate.store import Store
 from parkgate.store.base import CallbackStatus
 from parkgate.store.outbox_sql import MARK_CHUNK
+from parkgate.store.writes import QueuedCallback, Writes
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 
 
 def _queue(store: Store, count: int) -> list[int]:
     """Queue and claim ``count`` rows; their ids in the order of their asks (``ask-0`` ...)."""
+    queued = tuple(QueuedCallback(f"ask-{number}", "http://hooks.test/h", "{}", NOW) for number in range(count))
     with store.transaction() as tx:
-        for number in range(count):
-            tx.enqueue_callback(f"ask-{number}", "http://hooks.test/h", "{}", NOW)
+        tx.write(Writes(callbacks=queued))
     rows = store.claim_callbacks(NOW, NOW + timedelta(minutes=1), count + 10)
     assert len(rows) == count
     by_ask = {row.ask_id: row.id for row in rows}
