@@ -149,3 +149,42 @@ def test_an_expiry_of_a_per_call_interrupt_rejects_saying_it_expired(
     assert agent.graph.get_state(CONFIG).next == ()
     run = gateway.run("per-call-1")
     assert run is not None and (run.status, run.outcome) == ("complete", "expired")
+
+
+def test_a_per_call_interrupt_without_reject_is_closed_by_a_cancel_as_the_tools_node(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email."""
+        ran.append(to)
+        return f"sent to {to}"
+
+    calls = [
+        {"name": "send_email", "args": {"to": "ops@example.com"}, "id": "call-1"},
+        {"name": "send_email", "args": {"to": "dev@example.com"}, "id": "call-2"},
+    ]
+    model = ToolCallingModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
+    review = HumanInTheLoopMiddleware(
+        interrupt_on={"send_email": {"allowed_decisions": ["approve", "respond"]}}, interrupt_mode="per_call"
+    )
+    conn = sqlite3.connect(tmp_path / "strict.db", check_same_thread=False)
+    try:
+        graph = create_agent(model, tools=[send_email], middleware=[review], checkpointer=SqliteSaver(conn))
+        bridge = ParkgateInterrupts(gateway)
+        bridge.start(graph, {"messages": [{"role": "user", "content": "Ship it."}]}, CONFIG, "chat-1")
+        [ask] = gateway.open_asks()
+        assert ask.options == (P.HITL_APPROVE, P.HITL_RESPOND)
+        step = bridge.drive(graph, CONFIG, "chat-1", "/cancel")
+        assert step.reply.kind is ReplyKind.CANCELLED and step.finished
+        assert ran == []
+        messages = graph.get_state(CONFIG).values["messages"]
+        results = [message for message in messages if isinstance(message, ToolMessage)]
+        assert sorted(str(message.tool_call_id) for message in results) == ["call-1", "call-2"]
+        for message in results:
+            assert message.status == "error" and P.HITL_CANCELLED in str(message.content)
+        assert graph.get_state(CONFIG).next == ()
+    finally:
+        conn.close()
