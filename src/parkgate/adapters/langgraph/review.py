@@ -13,6 +13,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from parkgate.adapters.langgraph import percall
 from parkgate.adapters.langgraph.questions import Answer, Payload, Question, QuestionKey, payload_context
 from parkgate.core import phrases as P
 from parkgate.core import stopping_point
@@ -99,9 +100,10 @@ def next_review_question(
     return None
 
 
-def decisions(interrupt_id: str, value: Mapping[str, Any], done: Mapping[QuestionKey, Answer]) -> dict[str, Any]:
+def decisions(interrupt_id: str, value: Mapping[str, Any], done: Mapping[QuestionKey, Answer]) -> Any:
     """The middleware's resume value once every tool call of the request is decided."""
-    return {"decisions": [_decision(done, interrupt_id, item) for item in range(len(review_actions(value)))]}
+    found = [_decision(done, interrupt_id, item) for item in range(len(review_actions(value)))]
+    return percall.resume_value(value, found)
 
 
 def _decision(done: Mapping[QuestionKey, Answer], interrupt_id: str, item: int) -> dict[str, Any]:
@@ -123,9 +125,9 @@ def rejects_all(value: Mapping[str, Any]) -> bool:
         return False
 
 
-def rejected(value: Mapping[str, Any], reason: str) -> dict[str, Any]:
+def rejected(value: Mapping[str, Any], reason: str) -> Any:
     """The resume value that rejects every tool call of the request, saying ``reason``."""
-    return {"decisions": [{"type": "reject", "message": reason}] * len(value["action_requests"])}
+    return percall.resume_value(value, [{"type": "reject", "message": reason}] * len(value["action_requests"]))
 
 
 def rejection_messages(value: Mapping[str, Any], messages: Sequence[BaseMessage], reason: str) -> list[ToolMessage]:
@@ -137,7 +139,8 @@ def rejection_messages(value: Mapping[str, Any], messages: Sequence[BaseMessage]
     found: list[ToolMessage] = []
     for action in value["action_requests"]:
         name = action.get("name") if isinstance(action, Mapping) else None
-        call = next((call for call in calls if call["name"] == name), None)
+        wanted = value.get("tool_call_id")
+        call = next((call for call in calls if call["name"] == name and wanted in (None, call.get("id"))), None)
         if call is None or not call.get("id"):
             raise StoppingPointError(f"no tool call of {name!r} to close in the thread's last AI message")
         calls.remove(call)

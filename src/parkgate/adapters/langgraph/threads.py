@@ -17,6 +17,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.pregel import Pregel
 from langgraph.types import GraphOutput, Interrupt, StateSnapshot
 
+from parkgate.adapters.langgraph import percall
 from parkgate.adapters.langgraph.questions import CHECKPOINT_TYPES, CONTEXT_KEY, Answer, QuestionKey
 from parkgate.core.model import Ask
 from parkgate.errors import InputError, ParkgateError
@@ -183,8 +184,14 @@ def thread_config(base: RunnableConfig | None, thread: str, run_id: str | None =
 
 
 def pending_of(snapshot: StateSnapshot) -> list[tuple[str, Any]]:
-    """The snapshot's interrupts as ``(id, value)`` pairs."""
-    return [(item.id, item.value) for item in snapshot.interrupts]
+    """The snapshot's interrupts as ``(id, value)`` pairs; a per-call review interrupt's
+    value is read as a review request of its one tool call (:mod:`.percall`)."""
+    return [
+        (item.id, percall.as_review_request(item.value, item.response_schema))
+        if percall.is_tool_approval(item.value)
+        else (item.id, item.value)
+        for item in snapshot.interrupts
+    ]
 
 
 def has_checkpoint(snapshot: StateSnapshot) -> bool:

@@ -1,0 +1,190 @@
+"""LangChain v1 ``HumanInTheLoopMiddleware`` in ``interrupt_mode="per_call"``, through parkgate.
+
+The middleware interrupts once per gated tool call with a ``response_schema`` that LangGraph
+checks the resume value against: a selection resumes with one decision; a cancel or an
+expiry resumes with a reject saying so, and the agent finishes without running the tool.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from parkgate import Gateway, ManualClock, ReplyKind
+from parkgate.adapters.langgraph import ParkgateInterrupts
+from parkgate.core import phrases as P
+from parkgate.core.phrases import AskKind
+
+CONFIG: RunnableConfig = {"configurable": {"thread_id": "per-call-1"}}
+
+
+class ToolCallingModel(GenericFakeChatModel):
+    """The fake chat model, able to take tools (it answers from its script whatever they are)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingModel:
+        return self
+
+
+class PerCallAgent:
+    """An agent whose model asks to send an email and delete a file, reviewed call by call."""
+
+    def __init__(self, checkpointer: Any) -> None:
+        self.ran: list[str] = []
+
+        @tool
+        def send_email(to: str, body: str) -> str:
+            """Send an email."""
+            self.ran.append(f"send_email {to}")
+            return f"sent to {to}"
+
+        @tool
+        def delete_file(path: str) -> str:
+            """Delete a file."""
+            self.ran.append(f"delete_file {path}")
+            return f"deleted {path}"
+
+        calls = [
+            {"name": "send_email", "args": {"to": "ops@example.com", "body": "Release 1.4"}, "id": "call-1"},
+            {"name": "delete_file", "args": {"path": "/tmp/report.txt"}, "id": "call-2"},
+        ]
+        model = ToolCallingModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
+        review = HumanInTheLoopMiddleware(
+            interrupt_on={
+                "send_email": {"allowed_decisions": ["approve", "edit", "reject", "respond"]},
+                "delete_file": {"allowed_decisions": ["approve", "reject"], "description": "Deleting is forever."},
+            },
+            interrupt_mode="per_call",
+        )
+        self.graph = create_agent(
+            model, tools=[send_email, delete_file], middleware=[review], checkpointer=checkpointer, name="ops"
+        )
+
+    def tool_messages(self) -> list[ToolMessage]:
+        messages = self.graph.get_state(CONFIG).values["messages"]
+        return [message for message in messages if isinstance(message, ToolMessage)]
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Iterator[PerCallAgent]:
+    conn = sqlite3.connect(tmp_path / "agent.db", check_same_thread=False)
+    yield PerCallAgent(SqliteSaver(conn))
+    conn.close()
+
+
+def start(bridge: ParkgateInterrupts, agent: PerCallAgent) -> Any:
+    return bridge.start(agent.graph, {"messages": [{"role": "user", "content": "Ship it."}]}, CONFIG, "chat-1")
+
+
+def test_each_per_call_interrupt_is_a_menu_and_a_selection_passes_the_schema(
+    gateway: Gateway, agent: PerCallAgent
+) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    start(bridge, agent)
+    [ask] = gateway.open_asks()
+    assert ask.kind is AskKind.CHOICE
+    assert ask.options == (P.HITL_APPROVE, P.HITL_REJECT, P.HITL_RESPOND)  # edit does not fit a chat
+    assert "send_email" in ask.prompt
+    assert "(1 of" not in ask.prompt  # one interrupt per call: no position
+    asked = [ask.options]
+    last: Any = None
+    for reply in ("1", "reject"):
+        if last is not None:
+            asked.extend(open_ask.options for open_ask in gateway.open_asks())
+        last = bridge.drive(agent.graph, CONFIG, "chat-1", reply)
+        assert last.reply.kind is ReplyKind.SELECTED
+    assert asked[-1] == (P.HITL_APPROVE, P.HITL_REJECT)
+    assert last.finished
+    assert agent.ran == ["send_email ops@example.com"]
+    results = {message.name: message for message in agent.tool_messages()}
+    assert results["send_email"].content == "sent to ops@example.com"
+    assert results["delete_file"].status == "error"
+    assert agent.graph.get_state(CONFIG).next == ()
+    assert gateway.open_asks() == []
+    run = gateway.run("per-call-1")
+    assert run is not None and (run.status, run.outcome) == ("complete", "done")
+
+
+def test_a_cancel_of_a_per_call_interrupt_rejects_saying_it_was_cancelled(
+    gateway: Gateway, agent: PerCallAgent
+) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    start(bridge, agent)
+    step = bridge.drive(agent.graph, CONFIG, "chat-1", "/cancel")
+    assert step.reply.kind is ReplyKind.CANCELLED and step.resumed and step.finished
+    assert agent.ran == []
+    results = agent.tool_messages()
+    assert len(results) == 2
+    for message in results:
+        assert message.status == "error" and P.HITL_CANCELLED in str(message.content)
+    assert agent.graph.get_state(CONFIG).next == ()
+    run = gateway.run("per-call-1")
+    assert run is not None and (run.status, run.outcome) == ("complete", "cancelled")
+
+
+def test_an_expiry_of_a_per_call_interrupt_rejects_saying_it_expired(
+    gateway: Gateway, agent: PerCallAgent, clock: ManualClock
+) -> None:
+    bridge = ParkgateInterrupts(gateway)
+    start(bridge, agent)
+    clock.advance(timedelta(hours=6, seconds=1))
+    assert gateway.read_due() == 1
+    assert bridge.follow_up(agent.graph) == 1
+    assert agent.ran == []
+    results = agent.tool_messages()
+    assert len(results) == 2
+    for message in results:
+        assert message.status == "error" and P.HITL_EXPIRED in str(message.content)
+    assert agent.graph.get_state(CONFIG).next == ()
+    run = gateway.run("per-call-1")
+    assert run is not None and (run.status, run.outcome) == ("complete", "expired")
+
+
+def test_a_per_call_interrupt_without_reject_is_closed_by_a_cancel_as_the_tools_node(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email."""
+        ran.append(to)
+        return f"sent to {to}"
+
+    calls = [
+        {"name": "send_email", "args": {"to": "ops@example.com"}, "id": "call-1"},
+        {"name": "send_email", "args": {"to": "dev@example.com"}, "id": "call-2"},
+    ]
+    model = ToolCallingModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
+    review = HumanInTheLoopMiddleware(
+        interrupt_on={"send_email": {"allowed_decisions": ["approve", "respond"]}}, interrupt_mode="per_call"
+    )
+    conn = sqlite3.connect(tmp_path / "strict.db", check_same_thread=False)
+    try:
+        graph = create_agent(model, tools=[send_email], middleware=[review], checkpointer=SqliteSaver(conn))
+        bridge = ParkgateInterrupts(gateway)
+        bridge.start(graph, {"messages": [{"role": "user", "content": "Ship it."}]}, CONFIG, "chat-1")
+        [ask] = gateway.open_asks()
+        assert ask.options == (P.HITL_APPROVE, P.HITL_RESPOND)
+        step = bridge.drive(graph, CONFIG, "chat-1", "/cancel")
+        assert step.reply.kind is ReplyKind.CANCELLED and step.finished
+        assert ran == []
+        messages = graph.get_state(CONFIG).values["messages"]
+        results = [message for message in messages if isinstance(message, ToolMessage)]
+        assert sorted(str(message.tool_call_id) for message in results) == ["call-1", "call-2"]
+        for message in results:
+            assert message.status == "error" and P.HITL_CANCELLED in str(message.content)
+        assert graph.get_state(CONFIG).next == ()
+    finally:
+        conn.close()
