@@ -21,8 +21,9 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from parkgate import Gateway, ManualClock, ReplyKind
+from parkgate import AsyncGateway, Gateway, ManualClock, ReplyKind, StoppingPointError
 from parkgate.adapters.langgraph import ParkgateInterrupts
 from parkgate.core import phrases as P
 from parkgate.core.phrases import AskKind
@@ -188,3 +189,77 @@ def test_a_per_call_interrupt_without_reject_is_closed_by_a_cancel_as_the_tools_
         assert graph.get_state(CONFIG).next == ()
     finally:
         conn.close()
+
+
+def test_respond_in_per_call_mode_asks_for_the_text_the_model_gets(gateway: Gateway, agent: PerCallAgent) -> None:
+    """Respond is one decision with its message, as the call's response schema wants it."""
+    bridge = ParkgateInterrupts(gateway)
+    start(bridge, agent)
+    chosen = bridge.drive(agent.graph, CONFIG, "chat-1", "3")  # Respond
+    assert chosen.reply.answer == P.HITL_RESPOND and chosen.asked is not None
+    [text] = gateway.open_asks()
+    assert text.kind is AskKind.TEXT and "send_email" in text.prompt
+    bridge.drive(agent.graph, CONFIG, "chat-1", "Ops already know; no email needed.")
+    last = bridge.drive(agent.graph, CONFIG, "chat-1", "1")  # approve the delete
+    assert last.resumed and last.finished
+    assert agent.ran == ["delete_file /tmp/report.txt"]
+    results = {message.name: message for message in agent.tool_messages()}
+    assert results["send_email"].content == "Ops already know; no email needed."
+    assert results["delete_file"].content == "deleted /tmp/report.txt"
+    assert agent.graph.get_state(CONFIG).next == ()
+
+
+def test_a_per_call_tool_that_allows_only_edit_is_unaskable_and_its_agent_is_resumed(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return f"deleted {path}"
+
+    calls = [{"name": "delete_file", "args": {"path": "/tmp/report.txt"}, "id": "call-1"}]
+    model = ToolCallingModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
+    review = HumanInTheLoopMiddleware(
+        interrupt_on={"delete_file": {"allowed_decisions": ["edit"]}}, interrupt_mode="per_call"
+    )
+    conn = sqlite3.connect(tmp_path / "edit-only.db", check_same_thread=False)
+    try:
+        graph = create_agent(model, tools=[delete_file], middleware=[review], checkpointer=SqliteSaver(conn))
+        bridge = ParkgateInterrupts(gateway)
+        with pytest.raises(StoppingPointError, match="allows none of approve, reject or respond"):
+            bridge.start(graph, {"messages": [{"role": "user", "content": "Clean up."}]}, CONFIG, "chat-1")
+        assert ran == []
+        messages = graph.get_state(CONFIG).values["messages"]
+        [result] = [message for message in messages if isinstance(message, ToolMessage)]
+        assert result.status == "error" and result.tool_call_id == "call-1"
+        assert graph.get_state(CONFIG).next == ()
+        assert gateway.open_asks() == []
+        run = gateway.run("per-call-1")
+        assert run is not None and (run.status, run.outcome) == ("complete", "unaskable")
+    finally:
+        conn.close()
+
+
+async def test_from_asyncio_per_call_interrupts_are_asked_and_a_cancel_rejects_the_rest(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "per-call-async.db")) as saver:
+        agent = PerCallAgent(saver)
+        bridge = ParkgateInterrupts(AsyncGateway(gateway))
+        await bridge.astart(agent.graph, {"messages": [{"role": "user", "content": "Ship it."}]}, CONFIG, "chat-1")
+        approved = await bridge.adrive(agent.graph, CONFIG, "chat-1", "1")  # approve the email
+        assert approved.reply.kind is ReplyKind.SELECTED and approved.asked is not None
+        step = await bridge.adrive(agent.graph, CONFIG, "chat-1", "/cancel")  # the delete is cancelled
+        assert step.reply.kind is ReplyKind.CANCELLED and step.resumed and step.finished
+        assert agent.ran == []  # the email approved before the cancel did not run either
+        state = await agent.graph.aget_state(CONFIG)
+        assert state.next == ()
+        results = {message.name: message for message in state.values["messages"] if isinstance(message, ToolMessage)}
+        for message in results.values():
+            assert message.status == "error" and P.HITL_CANCELLED in str(message.content)
+        assert set(results) == {"send_email", "delete_file"}
+        run = gateway.run("per-call-1")
+        assert run is not None and (run.status, run.outcome) == ("complete", "cancelled")
