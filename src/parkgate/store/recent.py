@@ -164,9 +164,9 @@ class RememberingTransaction(SqlTransaction):
             self.states[writes.park.ask.conversation_id] = writes.park.ask
         self._apply(writes)
 
-    def _apply(self, writes: Writes) -> None:
-        """Write ``writes`` in the engine's form (statement by statement here)."""
-        super().write(writes)
+    #: Writes ``writes`` in the engine's form: statement by statement here; PostgreSQL
+    #: holds a guessed unit's writes back to send them with its check.
+    _apply = SqlTransaction.write
 
 
 def retry_after_guess(error: BaseException | None) -> StoreConflict | None:
