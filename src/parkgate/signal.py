@@ -140,6 +140,10 @@ class CloseSignal:
         self._closed = False
         #: Notified whenever someone starts waiting (the SQLite watcher sleeps while nobody does).
         self._interest = threading.Condition(self._lock)
+        #: Asks whose waiters went to sleep while the watcher was being started: it is told
+        #: of them once it runs (a waiter that never sleeps is never announced).
+        self._unannounced: set[str] = set()
+        self._starting = False
 
     # -- subscribing ---------------------------------------------------------------
     @contextmanager
@@ -179,11 +183,15 @@ class CloseSignal:
         return remove
 
     def _announce(self, ask_id: str) -> None:
-        """Tell the watcher a waiter here is about to sleep on ``ask_id`` (see :class:`Watcher`)."""
+        """Tell the watcher a waiter here is about to sleep on ``ask_id`` (see :class:`Watcher`);
+        while the watcher is still starting, it is told as soon as it runs."""
         with self._lock:
             watcher = self._watcher
-        if watcher is not None:
-            watcher.waiting_on(ask_id)
+            if watcher is None:
+                if self._starting:  # another thread is starting it
+                    self._unannounced.add(ask_id)
+                return
+        watcher.waiting_on(ask_id)
 
     def waited_ids(self) -> list[str]:
         """The asks some waiter in this process waits on now."""
@@ -232,17 +240,26 @@ class CloseSignal:
             if self._watcher is not None or self._closed:
                 return
             start, self._start_watcher = self._start_watcher, None
-        watcher = start(self)
+            self._starting = True
+        try:
+            watcher = start(self)
+        except BaseException:
+            with self._lock:
+                self._starting = False
+                self._unannounced.clear()
+            raise
         with self._lock:
+            self._starting = False
             if self._closed:
                 stop_now = watcher
             else:
                 self._watcher, stop_now = watcher, None
-            waited = list(self._waiters)
+            sleeping = [ask_id for ask_id in self._unannounced if ask_id in self._waiters]
+            self._unannounced.clear()
         if stop_now is not None:
             stop_now.stop()
         elif watcher is not None:
-            for ask_id in waited:  # waiters that arrived while it started
+            for ask_id in sleeping:  # waiters that went to sleep while it started
                 watcher.waiting_on(ask_id)
 
     def close(self) -> None:
