@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hitl_agent import Agent, scripted_model
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -32,51 +32,6 @@ from parkgate.core.phrases import AskKind
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "agent-1"}}
 
 
-class ToolCallingModel(GenericFakeChatModel):
-    """The fake chat model, able to take tools (it answers from its script whatever they are)."""
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingModel:
-        return self
-
-
-class Agent:
-    """An agent whose model asks to send an email and delete a file, then sums up."""
-
-    def __init__(self, checkpointer: Any) -> None:
-        self.ran: list[str] = []
-
-        @tool
-        def send_email(to: str, body: str) -> str:
-            """Send an email."""
-            self.ran.append(f"send_email {to}")
-            return f"sent to {to}"
-
-        @tool
-        def delete_file(path: str) -> str:
-            """Delete a file."""
-            self.ran.append(f"delete_file {path}")
-            return f"deleted {path}"
-
-        calls = [
-            {"name": "send_email", "args": {"to": "ops@example.com", "body": "Release 1.4"}, "id": "call-1"},
-            {"name": "delete_file", "args": {"path": "/tmp/report.txt"}, "id": "call-2"},
-        ]
-        model = ToolCallingModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
-        review = HumanInTheLoopMiddleware(
-            interrupt_on={
-                "send_email": {"allowed_decisions": ["approve", "edit", "reject", "respond"]},
-                "delete_file": {"allowed_decisions": ["approve", "reject"], "description": "Deleting is forever."},
-            }
-        )
-        self.graph = create_agent(
-            model, tools=[send_email, delete_file], middleware=[review], checkpointer=checkpointer, name="ops"
-        )
-
-    def tool_messages(self) -> list[ToolMessage]:
-        messages = self.graph.get_state(CONFIG).values["messages"]
-        return [message for message in messages if isinstance(message, ToolMessage)]
-
-
 @pytest.fixture
 def saver(tmp_path: Path) -> Iterator[SqliteSaver]:
     conn = sqlite3.connect(tmp_path / "agent.db", check_same_thread=False)
@@ -86,7 +41,7 @@ def saver(tmp_path: Path) -> Iterator[SqliteSaver]:
 
 @pytest.fixture
 def agent(saver: SqliteSaver) -> Agent:
-    return Agent(saver)
+    return Agent(saver, CONFIG)
 
 
 def start(bridge: ParkgateInterrupts, agent: Agent) -> Any:
@@ -190,7 +145,7 @@ def strict_agent(saver: Any, allowed: dict[str, list[str]]) -> tuple[Any, list[s
     calls = [{"name": "delete_file", "args": {"path": "/tmp/report.txt"}, "id": "call-1"}]
     if "send_email" in allowed:
         calls.append({"name": "send_email", "args": {"to": "ops@example.com"}, "id": "call-2"})
-    model = ToolCallingModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
+    model = scripted_model(calls)
     interrupt_on: dict[str, Any] = {name: {"allowed_decisions": decisions} for name, decisions in allowed.items()}
     review = HumanInTheLoopMiddleware(interrupt_on=interrupt_on)
     tools = [delete_file, send_email]

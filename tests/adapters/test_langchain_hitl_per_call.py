@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hitl_agent import Agent, scripted_model
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -31,65 +31,19 @@ from parkgate.core.phrases import AskKind
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "per-call-1"}}
 
 
-class ToolCallingModel(GenericFakeChatModel):
-    """The fake chat model, able to take tools (it answers from its script whatever they are)."""
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingModel:
-        return self
-
-
-class PerCallAgent:
-    """An agent whose model asks to send an email and delete a file, reviewed call by call."""
-
-    def __init__(self, checkpointer: Any) -> None:
-        self.ran: list[str] = []
-
-        @tool
-        def send_email(to: str, body: str) -> str:
-            """Send an email."""
-            self.ran.append(f"send_email {to}")
-            return f"sent to {to}"
-
-        @tool
-        def delete_file(path: str) -> str:
-            """Delete a file."""
-            self.ran.append(f"delete_file {path}")
-            return f"deleted {path}"
-
-        calls = [
-            {"name": "send_email", "args": {"to": "ops@example.com", "body": "Release 1.4"}, "id": "call-1"},
-            {"name": "delete_file", "args": {"path": "/tmp/report.txt"}, "id": "call-2"},
-        ]
-        model = ToolCallingModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
-        review = HumanInTheLoopMiddleware(
-            interrupt_on={
-                "send_email": {"allowed_decisions": ["approve", "edit", "reject", "respond"]},
-                "delete_file": {"allowed_decisions": ["approve", "reject"], "description": "Deleting is forever."},
-            },
-            interrupt_mode="per_call",
-        )
-        self.graph = create_agent(
-            model, tools=[send_email, delete_file], middleware=[review], checkpointer=checkpointer, name="ops"
-        )
-
-    def tool_messages(self) -> list[ToolMessage]:
-        messages = self.graph.get_state(CONFIG).values["messages"]
-        return [message for message in messages if isinstance(message, ToolMessage)]
-
-
 @pytest.fixture
-def agent(tmp_path: Path) -> Iterator[PerCallAgent]:
+def agent(tmp_path: Path) -> Iterator[Agent]:
     conn = sqlite3.connect(tmp_path / "agent.db", check_same_thread=False)
-    yield PerCallAgent(SqliteSaver(conn))
+    yield Agent(SqliteSaver(conn), CONFIG, mode="per_call")
     conn.close()
 
 
-def start(bridge: ParkgateInterrupts, agent: PerCallAgent) -> Any:
+def start(bridge: ParkgateInterrupts, agent: Agent) -> Any:
     return bridge.start(agent.graph, {"messages": [{"role": "user", "content": "Ship it."}]}, CONFIG, "chat-1")
 
 
 def test_each_per_call_interrupt_is_a_menu_and_a_selection_passes_the_schema(
-    gateway: Gateway, agent: PerCallAgent
+    gateway: Gateway, agent: Agent
 ) -> None:
     bridge = ParkgateInterrupts(gateway)
     start(bridge, agent)
@@ -118,7 +72,7 @@ def test_each_per_call_interrupt_is_a_menu_and_a_selection_passes_the_schema(
 
 
 def test_a_cancel_of_a_per_call_interrupt_rejects_saying_it_was_cancelled(
-    gateway: Gateway, agent: PerCallAgent
+    gateway: Gateway, agent: Agent
 ) -> None:
     bridge = ParkgateInterrupts(gateway)
     start(bridge, agent)
@@ -135,7 +89,7 @@ def test_a_cancel_of_a_per_call_interrupt_rejects_saying_it_was_cancelled(
 
 
 def test_an_expiry_of_a_per_call_interrupt_rejects_saying_it_expired(
-    gateway: Gateway, agent: PerCallAgent, clock: ManualClock
+    gateway: Gateway, agent: Agent, clock: ManualClock
 ) -> None:
     bridge = ParkgateInterrupts(gateway)
     start(bridge, agent)
@@ -167,7 +121,7 @@ def test_a_per_call_interrupt_without_reject_is_closed_by_a_cancel_as_the_tools_
         {"name": "send_email", "args": {"to": "ops@example.com"}, "id": "call-1"},
         {"name": "send_email", "args": {"to": "dev@example.com"}, "id": "call-2"},
     ]
-    model = ToolCallingModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
+    model = scripted_model(calls)
     review = HumanInTheLoopMiddleware(
         interrupt_on={"send_email": {"allowed_decisions": ["approve", "respond"]}}, interrupt_mode="per_call"
     )
@@ -191,7 +145,7 @@ def test_a_per_call_interrupt_without_reject_is_closed_by_a_cancel_as_the_tools_
         conn.close()
 
 
-def test_respond_in_per_call_mode_asks_for_the_text_the_model_gets(gateway: Gateway, agent: PerCallAgent) -> None:
+def test_respond_in_per_call_mode_asks_for_the_text_the_model_gets(gateway: Gateway, agent: Agent) -> None:
     """Respond is one decision with its message, as the call's response schema wants it."""
     bridge = ParkgateInterrupts(gateway)
     start(bridge, agent)
@@ -221,7 +175,7 @@ def test_a_per_call_tool_that_allows_only_edit_is_unaskable_and_its_agent_is_res
         return f"deleted {path}"
 
     calls = [{"name": "delete_file", "args": {"path": "/tmp/report.txt"}, "id": "call-1"}]
-    model = ToolCallingModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
+    model = scripted_model(calls)
     review = HumanInTheLoopMiddleware(
         interrupt_on={"delete_file": {"allowed_decisions": ["edit"]}}, interrupt_mode="per_call"
     )
@@ -247,7 +201,7 @@ async def test_from_asyncio_per_call_interrupts_are_asked_and_a_cancel_rejects_t
     gateway: Gateway, tmp_path: Path
 ) -> None:
     async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "per-call-async.db")) as saver:
-        agent = PerCallAgent(saver)
+        agent = Agent(saver, CONFIG, mode="per_call")
         bridge = ParkgateInterrupts(AsyncGateway(gateway))
         await bridge.astart(agent.graph, {"messages": [{"role": "user", "content": "Ship it."}]}, CONFIG, "chat-1")
         approved = await bridge.adrive(agent.graph, CONFIG, "chat-1", "1")  # approve the email
