@@ -78,10 +78,6 @@ def check_inbound_text(text: object, *, limit: int = MAX_MESSAGE_CHARS, what: st
     return text
 
 
-#: The former name of :func:`check_inbound_text`, kept so that existing imports work.
-check_message = check_inbound_text
-
-
 def check_optional_id(value: object, what: str) -> str | None:
     """``None``, or an id as :func:`check_id` takes it."""
     return None if value is None else check_id(value, what)

@@ -27,8 +27,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Interrupt, interrupt
 
 from parkgate import AskAlreadyOpen, AskStatus, Gateway, InputError, ManualClock, ReplyKind, StoppingPointError
-from parkgate.adapters.interrupt_questions import UNASKABLE
 from parkgate.adapters.langgraph import (
+    UNASKABLE,
     Closed,
     NotThisGraph,
     ParkgateInterrupts,

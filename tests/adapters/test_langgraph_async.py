@@ -15,8 +15,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from test_langgraph import CONFIG, OPTIONS, UNASKABLE_PAYLOADS, Counter, build_graph, confirm_graph, deploy_graph
 
 from parkgate import AsyncGateway, Gateway, ManualClock, ReplyKind, StoppingPointError
-from parkgate.adapters.interrupt_questions import UNASKABLE
-from parkgate.adapters.langgraph import Closed, ParkgateInterrupts
+from parkgate.adapters.langgraph import UNASKABLE, Closed, ParkgateInterrupts
 
 if TYPE_CHECKING:
     from conftest import Reopen

@@ -13,7 +13,7 @@ from datetime import datetime
 import pytest
 
 from parkgate import prove
-from parkgate.checks import check_message
+from parkgate.checks import check_inbound_text
 from parkgate.core import machine, matcher
 from parkgate.core.expect import Expect
 from parkgate.core.matcher import Match, Verdict
@@ -127,7 +127,7 @@ def test_non_text_is_refused_before_the_machine_in_the_pure_check() -> None:
     for case in prove.enumerate_cases():
         if case.input_class is prove.InputClass.NON_TEXT:
             with pytest.raises(InputError):
-                check_message(case.message)
+                check_inbound_text(case.message)
 
 
 # -- the checker itself can fail ------------------------------------------------------
@@ -212,7 +212,7 @@ def test_non_text_reaching_the_machine_is_caught(monkeypatch: pytest.MonkeyPatch
     def lax(text: object) -> str:
         return text.decode("latin-1") if isinstance(text, bytes) else str(text).replace("\x00", "")
 
-    monkeypatch.setattr(prove.outcome, "check_message", lax)
+    monkeypatch.setattr(prove.outcome, "check_inbound_text", lax)
     failures = prove.check(3).failures
     assert any("non-text" in f and "expected 'refused'" in f for f in failures)
     assert any("'/cancel\\x00'" in f and "got 'cancelled'" in f for f in failures)

@@ -5,7 +5,7 @@ and hand the message to the model only when the reply is ``pass``. The spy recor
 every model call together with the asks open in that conversation at that moment.
 
 Budget (the suite runs inside the README test command): 102,000 seeded inputs and a
-hypothesis share run against the pure decision path (``check_message`` then
+hypothesis share run against the pure decision path (``check_inbound_text`` then
 ``machine.step``, exactly what ``Gateway.handle`` does inside its transaction); a
 few thousand seeded inputs plus a hypothesis share run through a real ``Gateway`` on
 SQLite. Every input is checked against the oracle in :mod:`.hostile`.
@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from parkgate import Gateway
-from parkgate.checks import MAX_MESSAGE_CHARS, check_message
+from parkgate.checks import MAX_MESSAGE_CHARS, check_inbound_text
 from parkgate.clock import ManualClock
 from parkgate.core import machine
 from parkgate.core.model import Ask
@@ -87,7 +87,7 @@ def _run_pure(options: Sequence[str], inputs: Sequence[str], spy: ModelSpy) -> C
     for text in inputs:
         want = expect(options, text, MAX_MESSAGE_CHARS)
         try:
-            message = check_message(text)
+            message = check_inbound_text(text)
         except InputError:
             assert want.refused, f"{text[:80]!r} was refused"
             seen["refused"] += 1

@@ -27,7 +27,7 @@ from parkgate.checks import (
     check_context,
     check_duration,
     check_id,
-    check_message,
+    check_inbound_text,
 )
 from parkgate.client.responses import EXCEPTION_FOR_CODE as EXCEPTION_FOR_CODE  # re-exported
 from parkgate.client.responses import raise_error as raise_error  # re-exported
@@ -230,7 +230,7 @@ def park_text(
     than :data:`~parkgate.checks.MAX_SKILL_OUTPUT_CHARS`, so its body is within the server's limit)."""
     body = {
         "conversation_id": conversation_id,
-        "skill_output": check_message(skill_output, limit=MAX_SKILL_OUTPUT_CHARS, what="skill output"),
+        "skill_output": check_inbound_text(skill_output, limit=MAX_SKILL_OUTPUT_CHARS, what="skill output"),
         "run_id": run_id,
         "ttl_seconds": _ttl(ttl),
         "replace": replace,
@@ -242,7 +242,7 @@ def park_text(
 def message(conversation_id: str, text: str | bytes, message_id: str | None) -> Call[Reply]:
     """``POST /v1/conversations/{conversation_id}/messages``."""
     path = f"v1/conversations/{_segment(conversation_id, 'conversation_id')}/messages"
-    body = {"text": check_message(text), "message_id": message_id}
+    body = {"text": check_inbound_text(text), "message_id": message_id}
     return Call("POST", path, Reply.from_dict, _json(body), about={"conversation_id": conversation_id})
 
 

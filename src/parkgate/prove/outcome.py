@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from parkgate.checks import check_message
+from parkgate.checks import check_inbound_text
 from parkgate.core import machine
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskStatus, ReplyKind
@@ -78,7 +78,7 @@ def refused_outcome(before: Ask, after: Ask) -> Outcome:
 def pure_outcome(ask: Ask, message: str | bytes, now: datetime, escalate_after: int) -> Outcome:
     """The gateway's pipeline without a store: refuse non-text, then one machine step."""
     try:
-        text = check_message(message)
+        text = check_inbound_text(message)
     except InputError:
         return refused_outcome(ask, ask)
     step = machine.step(ask, text, now, escalate_after)
