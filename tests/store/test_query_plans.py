@@ -27,6 +27,7 @@ from parkgate.store import Run, Store
 from parkgate.store.pg_transaction import _CLAIM, _STEP
 from parkgate.store.postgres import DIALECT, PostgresStore
 from parkgate.store.sql import Dialect, SqlTransaction
+from parkgate.store.writes import StoredReply, Writes
 
 if TYPE_CHECKING:
     from conftest import StoreLocation, StoreUrlFactory
@@ -73,7 +74,7 @@ def _load(store: Store, rows: int = ROWS, open_every: int = OPEN_EVERY) -> None:
                     ttl_seconds=3600.0,
                 )
             )
-            tx.remember_reply(f"conv-{n}", f"msg-{n}", "{}", T0)
+            tx.write(Writes(reply=StoredReply(f"conv-{n}", f"msg-{n}", "{}", T0)))
 
 
 def _plans(location: StoreLocation) -> dict[str, str]:

@@ -9,6 +9,7 @@ a pooled connection the server has dropped is replaced, not handed out.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
 import uuid
@@ -27,6 +28,7 @@ from parkgate.store import Run, StoreConflict, StoreError, open_store
 from parkgate.store.base import iter_migrations
 from parkgate.store.postgres import PostgresStore
 from parkgate.store.sqlite import SQLiteStore, _statements
+from parkgate.store.writes import StoredReply, Writes
 
 #: The newest schema version; both engines number their migrations alike.
 LATEST = max(version for version, _ in iter_migrations("sqlite"))
@@ -162,12 +164,12 @@ def test_postgres_an_error_mid_transaction_rolls_back_and_the_connection_serves_
         raise RuntimeError("the caller changed its mind")
     with pytest.raises(StoreConflict), store.transaction() as tx:
         tx.save_run(_run("r-2"))
-        tx.remember_reply("c", "m", "{}", T0)
-        tx.remember_reply("c", "m", "{}", T0)  # the primary key says no
+        tx.write(Writes(reply=StoredReply("c", "m", "{}", T0)))
+        tx.write(Writes(reply=StoredReply("c", "m", "{}", T0)))  # the primary key says no
     with pytest.raises(psycopg.ProgrammingError), store.transaction() as tx:  # refused by the driver itself
         tx.save_run(_run("r-4"))
         tx.run("r-4")
-        tx.set_run_state("r-4", object(), None, None, T0)  # type: ignore[arg-type]
+        tx.save_run(dataclasses.replace(_run("r-4"), status=object()))  # type: ignore[arg-type]
     with store.transaction() as tx:
         assert tx.run("r-1") is None and tx.run("r-2") is None and tx.run("r-4") is None  # nothing survived
         assert tx.reply_for("c", "m") is None

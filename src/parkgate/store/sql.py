@@ -341,12 +341,6 @@ class SqlTransaction(OutboxSql, Transaction):
         """Insert ``run``, or update its status, outcome, answers and pending ask."""
         self._write(*_run_upsert(run, self._dialect))
 
-    def set_run_state(
-        self, run_id: str, status: RunStatus | str, outcome: str | None, pending_ask_id: str | None, now: datetime
-    ) -> None:
-        """Update a run's status, outcome and pending ask without reading it first."""
-        self._write(*_run_change(RunChange(run_id, status, outcome, pending_ask_id, now), self._dialect))  # type: ignore[arg-type]
-
     def reply_for(self, conversation_id: str, message_id: str) -> str | None:
         self._exec(
             "SELECT reply FROM inbound_messages WHERE conversation_id = ? AND message_id = ?",
@@ -354,9 +348,6 @@ class SqlTransaction(OutboxSql, Transaction):
         )
         row = self._cur.fetchone()
         return str(row[0]) if row else None
-
-    def remember_reply(self, conversation_id: str, message_id: str, reply: str, now: datetime) -> None:
-        self._write(*_reply_insert(StoredReply(conversation_id, message_id, reply, now), self._dialect))
 
     def insert_follow_up(self, ask_id: str) -> None:
         self._write(*_follow_up_insert(ask_id))
