@@ -26,7 +26,7 @@ from parkgate.client import (
     UnexpectedResponse,
     Unreachable,
     UnsupportedMediaType,
-    wire,
+    responses,
 )
 from parkgate.errors import (
     AskAlreadyOpen,
@@ -264,7 +264,7 @@ async def test_a_store_out_of_reach_is_store_unavailable(pg_url: str, pg_schema:
 def test_every_library_error_the_server_answers_with_is_raised_as_its_own_class() -> None:
     about = {"conversation_id": "c", "ask_id": "a", "run_id": "r", "workflow": "w"}
     for error_class, _, code in codes.LIBRARY_ERRORS:
-        built = wire.EXCEPTION_FOR_CODE[code](about, {"open_ask_id": "a"}, "detail")
+        built = responses.EXCEPTION_FOR_CODE[code](about, {"open_ask_id": "a"}, "detail")
         assert type(built) is error_class, code
 
 

@@ -29,9 +29,6 @@ from parkgate.checks import (
     check_id,
     check_inbound_text,
 )
-from parkgate.client.responses import EXCEPTION_FOR_CODE as EXCEPTION_FOR_CODE  # re-exported
-from parkgate.client.responses import raise_error as raise_error  # re-exported
-from parkgate.client.responses import result as result  # re-exported
 from parkgate.client.views import AskPage, AskView, run_from_dict
 from parkgate.core.expect import Expect, as_expect
 from parkgate.core.expect import to_dict as expect_to_dict
