@@ -21,6 +21,9 @@ MAX_NAMES = 6
 MAX_STEP_CHARS = 60
 
 _CLAUSE_BREAK = re.compile(r"[.;,:!?\n]+|\s+(?:and\s+)?then\s+", re.IGNORECASE)
+#: A run of whitespace. Runs are shortened before the split: ``\s+`` tried from every
+#: character of a long run would rescan the run each time (quadratic in its length).
+_SPACE_RUN = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W\d_][\w']*")
 #: Words that name nothing a diagram draws.
 _FILLER = frozenset(
@@ -43,10 +46,20 @@ _EXAMPLES = {
 }
 
 
+def _short_run(run: re.Match[str]) -> str:
+    """A whitespace run cut to what the clause split reads in it: a line break (a clause
+    break) when it has one, then one space when it has any other whitespace (where a
+    "then" break may start). The clauses and their words stay those of the full text."""
+    text = run.group()
+    newline = "\n" if "\n" in text else ""
+    return newline + " " if text.strip("\n") else newline
+
+
 def _steps(description: str) -> list[str]:
     """The description's clauses, in order: each one line, without PlantUML's delimiters."""
     steps = []
-    for clause in _CLAUSE_BREAK.split(description):
+    short = _SPACE_RUN.sub(_short_run, description)
+    for clause in _CLAUSE_BREAK.split(short):
         text = " ".join(re.sub(r'[()"\[\]{}<>;|]', " ", clause).split())
         if _WORD.search(text):
             steps.append(text[:MAX_STEP_CHARS])

@@ -17,7 +17,9 @@ from parkgate.core.model import Ask
 from parkgate.display import json_line, visible_id, visible_text
 from parkgate.gateway import ask_to_dict
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+# Matched against the stripped text: a trailing ``\s*`` after ``\s*([smhd]?)`` would
+# backtrack across a long run of spaces (quadratic in its length).
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "": 3600}
 
 #: The most of a question ``asks`` shows (its first line); the rest is cut with an ellipsis.
@@ -26,7 +28,7 @@ ASKS_QUESTION_CHARS = 200
 
 def parse_duration(text: str) -> timedelta:
     """``90s``, ``30m``, ``6h``, ``2d``, or a bare number of hours."""
-    found = _DURATION.match(text)
+    found = _DURATION.fullmatch(text.strip())
     if not found:
         raise click.BadParameter(f"{text!r} is not a duration like 30m, 6h or 2d")
     try:

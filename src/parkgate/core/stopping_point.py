@@ -53,7 +53,21 @@ MAX_JSON_CHARS = 1024 * 1024
 # streams leave one at the start of the output (or of a line).
 _OPEN = re.compile(r"^[\s\ufeff]*\[\[ask(?:\s+(choice|text))?\s*\]\][\s\ufeff]*$", re.IGNORECASE)
 _CLOSE = re.compile(r"^[\s\ufeff]*\[\[/ask\]\][\s\ufeff]*$", re.IGNORECASE)
-_OPTION = re.compile(r"^\s*(\d+)\s*(?:[.)]|-)\s*(.*?)\s*$")
+# An option line's head: its number and separator. The label is the rest, stripped with
+# str.strip() (the same whitespace as ``\s``). No quantifier here can overlap its neighbour
+# (spaces, digits, separator), and the head is matched only at the line's start, so one
+# line costs time linear in its length; a lazy label followed by ``\s*$`` would rescan the
+# rest of the line from every character of a long run of spaces (quadratic in the line).
+_OPTION_HEAD = re.compile(r"\s*(\d+)\s*[.)-]")
+
+
+def _option_line(line: str) -> tuple[str, str] | None:
+    """The digits and the label (stripped, maybe empty) of a numbered option line, or
+    ``None`` when ``line`` is not one. Linear in the line's length."""
+    head = _OPTION_HEAD.match(line)
+    if head is None:
+        return None
+    return head.group(1), line[head.end() :].strip()
 
 
 def is_marker_line(line: str) -> bool:
@@ -165,7 +179,7 @@ def _make_spec(kind: AskKind | str, prompt: str, options: tuple[str, ...]) -> As
         raise StoppingPointError("a choice ask needs at least one option")
     if len(options) > MAX_OPTIONS:
         raise StoppingPointError(f"{len(options)} options; the limit is {MAX_OPTIONS}")
-    if _OPTION.match(text.split("\n")[-1]):
+    if _option_line(text.split("\n")[-1]) is not None:
         raise StoppingPointError("the prompt's last line looks like a numbered option")
     return _trusted(ask_kind, text, _checked_labels(options))
 
@@ -290,7 +304,7 @@ def _from_lines(kind: AskKind, body: list[tuple[int, str]], start: int) -> AskSp
         line = body[index][1]
         if not line.strip():
             continue
-        if _OPTION.match(line):
+        if _option_line(line) is not None:
             cut = index
         else:
             break
@@ -300,14 +314,15 @@ def _from_lines(kind: AskKind, body: list[tuple[int, str]], start: int) -> AskSp
         raise StoppingPointError("a choice stopping point has no numbered options", start)
     labels: list[str] = []
     for expected, (number, line) in enumerate(option_lines, start=1):
-        found = _OPTION.match(line)
+        found = _option_line(line)
         assert found is not None
-        given = _option_number(found.group(1))
+        digits, label = found
+        given = _option_number(digits)
         if given != expected:
-            raise StoppingPointError(_numbering_problem(found.group(1), given, expected), number)
-        if not found.group(2):
+            raise StoppingPointError(_numbering_problem(digits, given, expected), number)
+        if not label:
             raise StoppingPointError(f"option {given} has no label", number)
-        labels.append(found.group(2))
+        labels.append(label)
     line_of = {position: number for position, (number, _) in enumerate(option_lines, start=1)}
     try:
         return make_spec(kind, "\n".join(prompt_lines), labels)
