@@ -11,6 +11,7 @@ option line took seconds, and the cost grew with the square of the line).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 
@@ -32,10 +33,8 @@ def _cost(output: str) -> float:
     best = float("inf")
     for _ in range(3):
         started = time.perf_counter()
-        try:
+        with contextlib.suppress(StoppingPointError):
             find(output)
-        except StoppingPointError:
-            pass
         best = min(best, time.perf_counter() - started)
     return best
 
