@@ -202,7 +202,25 @@ def check_context(context: object) -> dict[str, Any] | None:
         raise InputError(f"context is {size} bytes as JSON; the limit is {MAX_CONTEXT_BYTES}")
     _check_unicode(encoded, "context")
     value: dict[str, Any] = json.loads(encoded)
+    _check_json_strings(value, "context")
     return value
+
+
+def _check_json_strings(value: object, what: str) -> None:
+    """Every key and string in a JSON value, at any depth, holds no NUL: :func:`check_inbound_text`'s
+    rule for text. ``json.dumps`` escapes a NUL as ``\\u0000``, so the encoded text alone
+    cannot tell it from the six characters a person typed. A stack, not recursion: a deep
+    value cannot exhaust the interpreter's stack."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str) and "\x00" in item:
+            raise InputError(f"{what} contains a NUL character")
 
 
 def check_park_args(
