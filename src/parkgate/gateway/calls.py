@@ -44,7 +44,7 @@ from parkgate.gateway.unit import UnitRunner, WritePlan
 from parkgate.metrics import Metrics
 from parkgate.reply import Reply
 from parkgate.signal import Change, CloseSignal
-from parkgate.store import DEFAULT_URL, Store, Transaction, open_store
+from parkgate.store import DEFAULT_URL, Store, Transaction, open_deployed_store
 from parkgate.store.writes import StoredReply
 from parkgate.workflow import Workflow
 
@@ -58,7 +58,8 @@ class Gateway(ReadCalls, RunCalls):
     """Parks asks, matches replies, and closes every ask it finds past its TTL.
 
     ``store_url`` is ``sqlite:///parkgate.db`` (default), a file path, or
-    ``postgresql://...``; or pass an open ``store``. ``clock`` is injected so that
+    ``postgresql://...`` (in the schema ``PARKGATE_PG_SCHEMA`` names, as for the server
+    and the CLI); or pass an open ``store``. ``clock`` is injected so that
     expiry is tested without sleeping. A bad option (``ttl`` not a positive duration,
     ``escalate_after`` not a whole number of at least 1, ...) raises
     :class:`InputError` before any store is opened.
@@ -89,7 +90,7 @@ class Gateway(ReadCalls, RunCalls):
         flows = list(workflows)
         for flow in flows:
             check_workflow(flow)
-        self.store = store if store is not None else open_store(store_url)
+        self.store = store if store is not None else open_deployed_store(store_url)
         self.ttl = default_ttl
         self.clock: Clock = as_clock(clock)
         self.escalate_after = escalate_after
