@@ -2,8 +2,8 @@
 
 - ``PARKGATE_TOKEN``: one bearer token with every scope; ``PARKGATE_TOKEN_FILE``: a file
   holding it (kept out of argv and of the environment of other tools); or
-  ``PARKGATE_TOKENS_FILE``: named, scoped tokens (:mod:`parkgate.http.tokens`). At most
-  one of the three. A token that is set but blank is an error, never "no auth".
+  ``PARKGATE_TOKENS_FILE``: named, scoped tokens (:mod:`parkgate.http.tokens`), re-read
+  when the file changes (:mod:`parkgate.http.token_watch`). At most one of the three. A token that is set but blank is an error, never "no auth".
 - ``PARKGATE_ALLOWED_HOSTS``: more ``Host`` names the server answers to (comma-separated),
   besides ``localhost``, loopback addresses and the address a connection arrived at.
 - ``PARKGATE_CALLBACK_ALLOW``: internal callback receivers allowed on purpose
@@ -24,6 +24,7 @@ from pathlib import Path
 
 from parkgate.errors import InputError
 from parkgate.fence import ENV_CALLBACK_ALLOW, AllowList, parse_allow_list
+from parkgate.http.token_watch import WatchedTokens
 from parkgate.http.tokens import Tokens, check_token
 from parkgate.store import DEFAULT_URL, ENV_PG_SCHEMA, Store, is_postgres_url, open_store
 
@@ -81,7 +82,7 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
         elif token_file:
             tokens = Tokens.single(read_token_file(token_file))
         elif tokens_file:
-            tokens = Tokens.from_file(tokens_file)
+            tokens = WatchedTokens(tokens_file)
         allowed = parse_hosts(env.get(ENV_ALLOWED_HOSTS, ""))
         callback_allow = parse_allow_list(env.get(ENV_CALLBACK_ALLOW))
     except SettingsError:

@@ -20,6 +20,8 @@ named by ``PARKGATE_TOKEN_FILE``), or named tokens from a TOML file
     rate_per_second = 50   # optional: requests a second, per server process
 
 A presented token is hashed and looked up; the token itself is never stored or logged.
+The server re-reads a tokens file when it changes (:mod:`parkgate.http.token_watch`):
+removing a token from it revokes that token within about a second.
 """
 
 from __future__ import annotations
@@ -140,6 +142,11 @@ class Tokens:
     @property
     def callers(self) -> Iterable[Caller]:
         return self._by_digest.values()
+
+    @property
+    def by_digest(self) -> Mapping[str, Caller]:
+        """Each caller by the hex SHA-256 of its token (what the tokens file holds)."""
+        return self._by_digest
 
 
 def check_token(token: str, what: str) -> str:
