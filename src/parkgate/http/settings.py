@@ -3,7 +3,8 @@
 - ``PARKGATE_TOKEN``: one bearer token with every scope; ``PARKGATE_TOKEN_FILE``: a file
   holding it (kept out of argv and of the environment of other tools); or
   ``PARKGATE_TOKENS_FILE``: named, scoped tokens (:mod:`parkgate.http.tokens`), re-read
-  when the file changes (:mod:`parkgate.http.token_watch`). At most one of the three. A token that is set but blank is an error, never "no auth".
+  when the file changes (:mod:`parkgate.http.token_watch`). At most one of the three. A
+  token that is set but blank is an error, never "no auth".
 - ``PARKGATE_ALLOWED_HOSTS``: more ``Host`` names the server answers to (comma-separated),
   besides ``localhost``, loopback addresses and the address a connection arrived at.
 - ``PARKGATE_CALLBACK_ALLOW``: internal callback receivers allowed on purpose
