@@ -309,6 +309,10 @@ class AsyncGateway:
         """How many asks are open, all or ``owner``'s (:meth:`Gateway.count_open_asks`)."""
         return await offload(self.sync.count_open_asks, owner)
 
+    async def count_pending_callbacks(self, owner: str) -> int:
+        """How many of ``owner``'s callbacks wait to be delivered (:meth:`Gateway.count_pending_callbacks`)."""
+        return await offload(self.sync.count_pending_callbacks, owner)
+
     async def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing (:meth:`Gateway.audit`)."""
         return await offload(self.sync.audit, limit)

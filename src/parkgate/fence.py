@@ -27,7 +27,7 @@ import ipaddress
 import re
 import socket
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -204,7 +204,8 @@ def parse_callback_url(url: object) -> CallbackTarget:
     raw_host = parsed.raw_host.decode("ascii", "replace")
     if not raw_host:
         raise CallbackRefused("callback_url has no host")
-    port = parsed.port or DEFAULT_PORTS[parsed.scheme]
+    # ``parsed.port`` is None when the URL names no port; 0 is a port it names (and refused).
+    port = DEFAULT_PORTS[parsed.scheme] if parsed.port is None else parsed.port
     if not 1 <= port <= 65535:
         raise CallbackRefused(f"callback_url's port {port} is not from 1 to 65535")
     try:
@@ -212,6 +213,29 @@ def parse_callback_url(url: object) -> CallbackTarget:
     except ValueError:
         raise CallbackRefused(f"callback_url's host {parsed.host!r} is not a valid host name or address") from None
     return CallbackTarget(parsed.scheme, host, port, literal_address(host))
+
+
+def receiver_host(url: str) -> str | None:
+    """The host a callback to ``url`` goes to, as compared (lower case, IDNA-encoded, an
+    address in its compressed form); ``None`` for a URL that does not parse.
+
+    Deliverers take turns between these hosts and cap the deliveries in flight to each.
+    """
+    try:
+        return parse_callback_url(url).host
+    except CallbackRefused:
+        return None
+
+
+def loggable_url(url: str) -> str:
+    """``url`` as a log line may show it: ``scheme://host[:port]/path``, without its query,
+    fragment or user name and password, which may hold a receiver's capability token."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(a URL that does not parse)"
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def check_callback_url(url: object, allow: AllowList = AllowList()) -> CallbackTarget:
@@ -269,6 +293,8 @@ __all__ = [
     "check_callback_url",
     "is_internal",
     "literal_address",
+    "loggable_url",
     "parse_allow_list",
     "parse_callback_url",
+    "receiver_host",
 ]

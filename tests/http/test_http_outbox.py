@@ -18,7 +18,8 @@ from parkgate.delivery.outbox import DELIVERY_DEADLINE_SECONDS, LEASE_MARGIN_SEC
 def close_asks_with_callbacks(gateway: Gateway, count: int) -> set[str]:
     ids = set()
     for n in range(count):
-        reply = gateway.ask(f"ob-{n}", "Q?", ["A", "B"], callback_url=f"http://hooks.test/{n}")
+        # Four receiver hosts: a pass takes at most PER_HOST_CONCURRENCY rows of each.
+        reply = gateway.ask(f"ob-{n}", "Q?", ["A", "B"], callback_url=f"http://hooks{n % 4}.test/{n}")
         assert reply.ask_id is not None
         ids.add(reply.ask_id)
         gateway.handle(f"ob-{n}", "1" if n % 2 else "/cancel")

@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from parkgate import Gateway
-from parkgate.delivery.outbox import CONCURRENCY, DeliveredMarks, OutboxDeliverer
+from parkgate.delivery.marks import DeliveredMarks
+from parkgate.delivery.outbox import CONCURRENCY, OutboxDeliverer
 from parkgate.store import Store
 from parkgate.store.base import CallbackStatus
 from parkgate.store.outbox_sql import MARK_CHUNK

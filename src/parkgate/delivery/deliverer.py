@@ -146,7 +146,7 @@ class Deliverer:
                 return total
 
     def _next_times(self) -> tuple[datetime | None, datetime | None, datetime]:
-        return self.gateway.next_due(), self.gateway.store.next_callback_at(), self.gateway.clock.now()
+        return self.gateway.next_due(), self.outbox.next_callback_at(), self.gateway.clock.now()
 
     def _beat(self) -> None:
         with self.gateway.store.transaction() as tx:

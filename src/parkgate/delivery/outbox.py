@@ -16,11 +16,17 @@ rows and POSTs each row's payload (the ask's JSON) to its URL:
   redirects followed;
 - **independent**: each delivery is a task of its own, so a slow receiver delays no other;
   a claimed row is leased for longer than the deadline, so no other deliverer sends it
-  meanwhile.
+  meanwhile;
+- **fair**: due rows are claimed in turns between receiver hosts, and at most
+  :data:`PER_HOST_CONCURRENCY` deliveries are in flight to one host, so a receiver that
+  holds every connection it gets holds that many of the :data:`CONCURRENCY` slots and
+  another host's callback waits at most for one delivery to end.
 
 A 2xx marks the row delivered. Anything else (an error status, a refused or fenced
 connection, the deadline, any exception) is recorded as the row's ``last_error`` and
-retried with exponential backoff, up to :data:`MAX_ATTEMPTS` attempts (about an hour);
+retried with exponential backoff, each wait shortened at random by up to
+:data:`JITTER_FRACTION` (callbacks that failed together retry apart), up to
+:data:`MAX_ATTEMPTS` attempts (about an hour);
 then, or at once for a URL that can never be sent to, the callback is ``failed`` and
 stays so until an operator re-arms it. Rows are durable, so a deliverer killed before
 a delivery makes it after its restart. Delivery is at least once: a crash between the
@@ -32,19 +38,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
-import socket
+import random as randomness
+from collections import Counter
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from standardwebhooks import Webhook
 
 from parkgate.clock import Clock
+from parkgate.delivery.dns import resolve
+from parkgate.delivery.marks import DeliveredMarks
 from parkgate.errors import ParkgateError
-from parkgate.fence import ENV_CALLBACK_ALLOW, AllowList, address_allowed, parse_allow_list, parse_callback_url
+from parkgate.fence import (
+    ENV_CALLBACK_ALLOW,
+    AllowList,
+    address_allowed,
+    loggable_url,
+    parse_allow_list,
+    parse_callback_url,
+)
 from parkgate.store import Store
 from parkgate.store.base import Callback
 
@@ -59,6 +76,12 @@ MAX_DELAY_SECONDS = 300.0
 MAX_ATTEMPTS = 20
 #: Deliveries in flight at once (each a task of its own, on a keep-alive connection).
 CONCURRENCY = 32
+#: Deliveries in flight at once to one receiver host: a receiver that holds every
+#: connection it gets holds this many slots, and the others stay free for other hosts.
+PER_HOST_CONCURRENCY = 4
+#: A retry waits between ``1 - JITTER_FRACTION`` and all of its backoff, at random, so
+#: callbacks that failed together (a receiver down, a restart) do not retry together.
+JITTER_FRACTION = 0.5
 #: The kept connections are split among this many clients: a client's pool looks at each
 #: of its connections whenever a request starts or ends, so one pool of
 #: :data:`CONCURRENCY` connections costs that many checks per request, for every request.
@@ -85,6 +108,12 @@ def backoff_delay(attempts: int, base: float = BASE_DELAY_SECONDS, cap: float = 
     return float(min(cap, base * (2**exponent)))
 
 
+def jittered(delay: float, draw: float) -> float:
+    """``delay`` shortened by up to :data:`JITTER_FRACTION` of it: ``draw`` (from 0 to 1)
+    says how much (0: all of it; 1: the shortest)."""
+    return delay * (1.0 - JITTER_FRACTION * min(1.0, max(0.0, draw)))
+
+
 class Undeliverable(ParkgateError):
     """A callback that can never be sent as it is (its URL does not parse): failed at once."""
 
@@ -109,13 +138,6 @@ def max_attempts_from_env() -> int:
     return int(raw)
 
 
-async def resolve(host: str, port: int) -> list[str]:
-    """Every address ``host`` resolves to (an address resolves to itself)."""
-    loop = asyncio.get_running_loop()
-    found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(str(entry[4][0]) for entry in found))
-
-
 class OutboxDeliverer:
     """POSTs due outbox rows to their callback URLs; :meth:`deliver_due` starts a pass.
 
@@ -124,7 +146,9 @@ class OutboxDeliverer:
     receivers in (default: ``PARKGATE_CALLBACK_ALLOW``). ``client`` may be given (tests
     pass an ``httpx.AsyncClient`` with a mock transport: it is then used as it is, with
     no fence or connection to the resolved address); otherwise one is kept between
-    :meth:`open` and :meth:`aclose`, or made for each pass.
+    :meth:`open` and :meth:`aclose`, or made for each pass. ``per_host`` caps the
+    deliveries in flight to one receiver host (:data:`PER_HOST_CONCURRENCY`); ``random``
+    draws each retry's jitter (numbers from 0 to 1; tests pass a seeded source).
     """
 
     def __init__(
@@ -140,6 +164,8 @@ class OutboxDeliverer:
         max_attempts: int | None = None,
         deadline: float = DELIVERY_DEADLINE_SECONDS,
         resolver: Callable[[str, int], Awaitable[list[str]]] | None = None,
+        per_host: int = PER_HOST_CONCURRENCY,
+        random: Callable[[], float] = randomness.random,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -154,6 +180,12 @@ class OutboxDeliverer:
         self._owned: list[httpx.AsyncClient] = []
         self._turn = 0
         self._in_flight: set[asyncio.Task[bool]] = set()
+        self.per_host = per_host
+        self._random = random
+        #: Deliveries in flight per receiver host, and the hosts at :attr:`per_host`
+        #: (replaced, never changed in place: a store call in a thread reads it).
+        self._hosts: Counter[str] = Counter()
+        self._full: frozenset[str] = frozenset()
         self._marks = DeliveredMarks(store, clock)
         #: Called (in the loop) whenever a delivery ends: its slot is free for the next row.
         self.on_done: Callable[[], None] | None = None
@@ -178,17 +210,31 @@ class OutboxDeliverer:
         free = CONCURRENCY - len(self._in_flight)
         now = self.clock.now()
         lease_until = now + timedelta(seconds=self.deadline + LEASE_MARGIN_SECONDS)
-        rows = await asyncio.to_thread(self.store.claim_callbacks, now, lease_until, free)
+        hosts = dict(self._hosts)
+        rows = await asyncio.to_thread(self.store.claim_callbacks, now, lease_until, free, self.per_host, hosts)
         started = []
         for row in rows:
             task = asyncio.create_task(self._deliver(row), name=f"parkgate-callback-{row.id}")
             self._in_flight.add(task)
-            task.add_done_callback(self._finished)
+            if row.host is not None:
+                self._hosts[row.host] += 1
+            task.add_done_callback(functools.partial(self._finished, row.host))
             started.append(task)
+        self._full = frozenset(host for host, count in self._hosts.items() if count >= self.per_host)
         return started
 
-    def _finished(self, task: asyncio.Task[bool]) -> None:
+    def next_callback_at(self) -> datetime | None:
+        """When the earliest callback this deliverer could start is due: hosts with
+        :attr:`per_host` deliveries in flight wait for one to end (:attr:`on_done`)."""
+        return self.store.next_callback_at(self._full)
+
+    def _finished(self, host: str | None, task: asyncio.Task[bool]) -> None:
         self._in_flight.discard(task)
+        if host is not None:
+            self._hosts[host] -= 1
+            if self._hosts[host] <= 0:
+                del self._hosts[host]
+            self._full = frozenset(name for name, count in self._hosts.items() if count >= self.per_host)
         # Free slots are refilled by the half: one claim for many rows, not one per delivery.
         if self.on_done is not None and not self.busy:
             self.on_done()
@@ -208,7 +254,7 @@ class OutboxDeliverer:
             if 200 <= status < 300:
                 await self._marks.mark(row.id)
                 self.delivered += 1
-                log.info("callback delivered: ask %s to %s (attempt %d)", row.ask_id, row.url, attempt)
+                log.info("callback delivered: ask %s to %s (attempt %d)", row.ask_id, loggable_url(row.url), attempt)
                 return True
             error = f"HTTP {status}"
             final = False
@@ -228,16 +274,22 @@ class OutboxDeliverer:
         if final or attempt >= self.max_attempts:
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self.store.callback_failed, row.id, error, None)
-            log.warning("callback failed for good: ask %s to %s (attempt %d: %s)", row.ask_id, row.url, attempt, error)
+            log.warning(
+                "callback failed for good: ask %s to %s (attempt %d: %s)",
+                row.ask_id,
+                loggable_url(row.url),
+                attempt,
+                error,
+            )
             return
-        delay = backoff_delay(attempt, self.base_delay, self.max_delay)
+        delay = jittered(backoff_delay(attempt, self.base_delay, self.max_delay), self._random())
         retry_at = self.clock.now() + timedelta(seconds=delay)
         with contextlib.suppress(Exception):  # the store away: the lease runs out, the row comes back
             await asyncio.to_thread(self.store.callback_failed, row.id, error, retry_at)
         log.warning(
             "callback failed: ask %s to %s (attempt %d: %s); retrying in %.0f s",
             row.ask_id,
-            row.url,
+            loggable_url(row.url),
             attempt,
             error,
             delay,
@@ -332,62 +384,6 @@ class OutboxDeliverer:
         owned, self._owned = self._owned, []
         for client in owned:
             await client.aclose()
-
-
-class DeliveredMarks:
-    """Marks delivered outbox rows, many deliveries' rows in one transaction (a group commit).
-
-    A delivery that got its 2xx awaits :meth:`mark`; while one batch is being written, the
-    rows of deliveries that finish meanwhile gather into the next, so under load a commit
-    marks many rows and when idle each row is marked at once. A delivery ends only once
-    its row's mark is committed (a failed write fails every delivery in its batch, which
-    are then retried: at least once, never lost).
-    """
-
-    def __init__(self, store: Store, clock: Clock) -> None:
-        self.store = store
-        self.clock = clock
-        self._ids: list[int] = []
-        self._written: asyncio.Future[None] | None = None
-        self._writer: asyncio.Task[None] | None = None
-
-    async def mark(self, callback_id: int) -> None:
-        """Mark ``callback_id`` delivered; returns once that is committed (raises if it failed)."""
-        if self._written is None:
-            self._written = asyncio.get_running_loop().create_future()
-        self._ids.append(callback_id)
-        written = self._written
-        if self._writer is None:
-            self._writer = asyncio.create_task(self._write_batches(), name="parkgate-callback-marks")
-        await asyncio.shield(written)
-
-    async def _write_batches(self) -> None:
-        written: asyncio.Future[None] | None = None
-        try:
-            while self._ids:
-                ids, self._ids = self._ids, []
-                written, self._written = self._written, None
-                assert written is not None
-                try:
-                    await asyncio.to_thread(self.store.callbacks_done, ids, self.clock.now())
-                except Exception as error:  # each delivery in the batch records it
-                    written.set_exception(error)
-                    written.exception()  # retrieved here too: no "never retrieved" warning
-                else:
-                    written.set_result(None)
-        finally:
-            self._writer = None
-            for waiting in (written, self._written):  # cancelled mid-write: nobody waits forever
-                if waiting is not None and not waiting.done():
-                    waiting.cancel()
-            if self._written is not None and self._written.done():
-                self._written, self._ids = None, []
-
-    async def drain(self) -> None:
-        """Wait for the marks being written or gathered to be committed."""
-        writer = self._writer
-        if writer is not None:
-            await asyncio.gather(writer, return_exceptions=True)
 
 
 def _new_client(connections: int = 1) -> httpx.AsyncClient:

@@ -150,6 +150,13 @@ class ReadCalls:
         with self.store.transaction() as tx:
             return tx.count_open_asks(owner)
 
+    def count_pending_callbacks(self, owner: str) -> int:
+        """How many of ``owner``'s callbacks are queued and neither delivered nor given up
+        on: with its open asks, what a capped token holds (``max_open_asks``)."""
+        check_optional_id(owner, "owner")
+        with self.store.transaction() as tx:
+            return tx.count_pending_callbacks(owner)
+
     def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing: the clock check's view.
 

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from parkgate.clock import Clock
 from parkgate.core.model import Ask
+from parkgate.fence import receiver_host
 from parkgate.gateway.closing import ClosedAsk, CloseReport
 from parkgate.gateway.shapes import ask_to_dict
 from parkgate.metrics import Metrics
@@ -57,7 +58,14 @@ class WritePlan:
     def _callbacks(self, clock: Clock) -> tuple[QueuedCallback, ...]:
         """The callbacks of the asks closed since the last write (those with a callback URL)."""
         return tuple(
-            QueuedCallback(item.ask.id, item.ask.callback_url, _payload(item.ask), clock.now())
+            QueuedCallback(
+                item.ask.id,
+                item.ask.callback_url,
+                _payload(item.ask),
+                clock.now(),
+                host=receiver_host(item.ask.callback_url),
+                owner=item.ask.owner,
+            )
             for item in self.closed[self._queued :]
             if item.ask.callback_url
         )

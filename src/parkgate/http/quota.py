@@ -1,9 +1,14 @@
-"""A token's cap on its open asks (``max_open_asks`` in the tokens file).
+"""A token's cap on what it holds (``max_open_asks`` in the tokens file): its open asks
+and its undelivered callbacks.
 
-Before a capped token parks, its open asks are counted (on the partial index of open
-asks by owner); at the cap, its asks past their TTL are closed first (the read that
-would close them anyway), and if it is still at the cap the park is refused with
-:class:`QuotaExceeded` (a 429 with ``Retry-After``). Parks of one token take turns in a
+Before a capped token parks, its open asks and its callbacks still to deliver (queued,
+neither delivered nor given up on) are counted, each on a partial index by owner; at
+the cap, its asks past their TTL are closed first (the read that would close them
+anyway), and if it is still at the cap the park is refused with :class:`QuotaExceeded`
+(a 429 with ``Retry-After``). The callbacks count because each close of an ask with a
+``callback_url`` queues one: a token that parks with ``replace`` in a loop closes an ask
+per park, and without them its outbox rows (and the deliveries they cost every other
+tenant) would grow without bound while its receiver does not take them. Parks of one token take turns in a
 server process, so the cap is exact there; with several processes each counts what the
 store holds, so a burst that reaches them at the same moment may pass it by at most one
 ask per other process.
@@ -28,13 +33,13 @@ EXPIRY_PAGE = 50
 
 
 class QuotaExceeded(ParkgateError):
-    """The caller has as many open asks as its token allows."""
+    """The caller holds as many open asks and undelivered callbacks as its token allows."""
 
     def __init__(self, caller: Caller, cap: int) -> None:
         self.retry_after = RETRY_AFTER_SECONDS
         super().__init__(
-            f"the token {caller.name!r} has {cap} open asks, its max_open_asks: answer, cancel or let some "
-            "expire before parking more"
+            f"the token {caller.name!r} holds {cap} open asks and undelivered callbacks, its max_open_asks: "
+            "answer, cancel or let some asks expire, or let their callbacks be delivered, before parking more"
         )
 
 
@@ -60,8 +65,12 @@ class OpenAskCap:
             return
         turns = self._locks.setdefault(asyncio.get_running_loop(), {})
         async with turns.setdefault(owner, asyncio.Lock()):
-            if await self.gateway.count_open_asks(owner) >= cap:
+            if await self._held(owner) >= cap:
                 await self.gateway.open_asks(EXPIRY_PAGE, owner=owner)  # closes the oldest past their TTL
-                if await self.gateway.count_open_asks(owner) >= cap:
+                if await self._held(owner) >= cap:
                     raise QuotaExceeded(caller, cap)
             yield
+
+    async def _held(self, owner: str) -> int:
+        """The owner's open asks and callbacks still to deliver: what its cap bounds."""
+        return await self.gateway.count_open_asks(owner) + await self.gateway.count_pending_callbacks(owner)

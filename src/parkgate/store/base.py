@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -109,6 +109,8 @@ class Callback:
     url: str
     payload: str
     attempts: int
+    #: The receiver's host (``None`` for a row queued before schema version 10).
+    host: str | None = None
 
 
 class CallbackStatus(enum.Enum):
@@ -176,9 +178,26 @@ class Transaction(ABC):
         """The stored reply (JSON) of a message seen before, else ``None``."""
 
     @abstractmethod
-    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int) -> list[Callback]:
-        """Due outbox rows, leased to the caller until ``lease_until`` so other deliverers skip
-        them (rows another deliverer is claiming are skipped, not waited for)."""
+    def claim_callbacks(
+        self,
+        now: datetime,
+        lease_until: datetime,
+        limit: int,
+        per_host: int | None = None,
+        in_flight: Mapping[str, int] | None = None,
+    ) -> list[Callback]:
+        """At most ``limit`` due outbox rows, leased to the caller until ``lease_until`` so
+        other deliverers leave them alone, in id order.
+
+        Rows are taken in turns between receiver hosts (each host's oldest due row, then
+        each host's next, ...), so a host with a long queue never fills a claim while
+        another host has a row due. With ``per_host``, no more rows of a host are taken
+        than ``per_host`` less its deliveries ``in_flight`` (host to count).
+        """
+
+    @abstractmethod
+    def count_pending_callbacks(self, owner: str) -> int:
+        """How many of ``owner``'s callbacks are queued and neither delivered nor failed."""
 
     @abstractmethod
     def callback_done(self, callback_id: int, now: datetime) -> None: ...
@@ -205,8 +224,9 @@ class Transaction(ABC):
         """Make a failed callback of ``ask_id`` due now with its attempts reset; whether one was."""
 
     @abstractmethod
-    def next_callback_at(self) -> datetime | None:
-        """When the earliest callback still to send is due (``None``: none)."""
+    def next_callback_at(self, full_hosts: Collection[str] = ()) -> datetime | None:
+        """When the earliest callback still to send is due (``None``: none), leaving out
+        the callbacks to ``full_hosts`` (hosts a deliverer sends no more to at present)."""
 
     @abstractmethod
     def callback_counts(self) -> dict[CallbackStatus, int]:
@@ -289,10 +309,17 @@ class Store(ABC):
         return None
 
     # The outbox, outside any message's transaction: each call is a transaction of its own.
-    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int = 50) -> list[Callback]:
+    def claim_callbacks(
+        self,
+        now: datetime,
+        lease_until: datetime,
+        limit: int = 50,
+        per_host: int | None = None,
+        in_flight: Mapping[str, int] | None = None,
+    ) -> list[Callback]:
         """:meth:`Transaction.claim_callbacks` in a transaction of its own."""
         with self.transaction() as tx:
-            return tx.claim_callbacks(now, lease_until, limit)
+            return tx.claim_callbacks(now, lease_until, limit, per_host, in_flight)
 
     def callback_done(self, callback_id: int, now: datetime) -> None:
         with self.transaction() as tx:
@@ -307,9 +334,9 @@ class Store(ABC):
         with self.transaction() as tx:
             tx.callback_failed(callback_id, error, retry_at)
 
-    def next_callback_at(self) -> datetime | None:
+    def next_callback_at(self, full_hosts: Collection[str] = ()) -> datetime | None:
         with self.transaction() as tx:
-            return tx.next_callback_at()
+            return tx.next_callback_at(full_hosts)
 
     @abstractmethod
     def close(self) -> None: ...

@@ -3,7 +3,7 @@ both engines (each supplies its :class:`~parkgate.store.sql.Dialect`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +14,20 @@ if TYPE_CHECKING:
 
 #: Outbox rows marked delivered per statement (a power of two, below SQLite's parameter limit).
 MARK_CHUNK = 512
+
+
+def _host_room(per_host: int | None, in_flight: Mapping[str, int]) -> tuple[str, tuple[Any, ...]]:
+    """The claim's condition on a row's turn within its host, and its parameters: with
+    ``per_host``, a host's turns stop at its room (``per_host`` less its deliveries in
+    flight); rows of no known host (queued before version 10) are not capped."""
+    if per_host is None:
+        return "1 = 1", ()
+    busy = [(host, count) for host, count in in_flight.items() if count > 0]
+    if not busy:
+        return "(host IS NULL OR turn <= ?)", (per_host,)
+    cases = " ".join("WHEN ? THEN ?" for _ in busy)
+    params = [value for pair in busy for value in pair]
+    return f"(host IS NULL OR turn + CASE host {cases} ELSE 0 END <= ?)", (*params, per_host)
 
 
 class OutboxSql:
@@ -28,15 +42,37 @@ class OutboxSql:
     def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
         raise NotImplementedError
 
-    def claim_callbacks(self, now: datetime, lease_until: datetime, limit: int) -> list[Callback]:
+    def claim_callbacks(
+        self,
+        now: datetime,
+        lease_until: datetime,
+        limit: int,
+        per_host: int | None = None,
+        in_flight: Mapping[str, int] | None = None,
+    ) -> list[Callback]:
         encode = self._dialect.encode_time
+        room, room_params = _host_room(per_host, in_flight or {})
+        # Turns between hosts: each due row is numbered within its host, oldest first, and
+        # rows are taken turn by turn (every host's first, then every host's second, ...),
+        # never past a host's room. No SKIP LOCKED (PostgreSQL refuses it beside a window):
+        # a row another deliverer claims meanwhile fails the outer re-check of its due time
+        # once that claim commits, and is left to it.
         self._exec(
-            "UPDATE outbox SET next_attempt_at = ? WHERE id IN (SELECT id FROM outbox WHERE delivered_at IS NULL "
-            "AND failed_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?"
-            f"{self._dialect.skip_locked_suffix}) RETURNING id, ask_id, url, payload, attempts",
-            (encode(lease_until), encode(now), limit),
+            "UPDATE outbox SET next_attempt_at = ? WHERE id IN (SELECT id FROM (SELECT id, host, next_attempt_at, "
+            "row_number() OVER (PARTITION BY host ORDER BY next_attempt_at, id) AS turn FROM outbox "
+            "WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?) AS due "
+            f"WHERE {room} ORDER BY turn, next_attempt_at, id LIMIT ?) "
+            "AND delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? "
+            "RETURNING id, ask_id, url, payload, attempts, host",
+            (encode(lease_until), encode(now), *room_params, limit, encode(now)),
         )
-        return [Callback(*row) for row in self._cur.fetchall()]
+        return sorted((Callback(*row) for row in self._cur.fetchall()), key=lambda row: row.id)
+
+    def count_pending_callbacks(self, owner: str) -> int:
+        self._exec(
+            "SELECT count(*) FROM outbox WHERE owner = ? AND delivered_at IS NULL AND failed_at IS NULL", (owner,)
+        )
+        return int(self._cur.fetchone()[0])
 
     def callback_done(self, callback_id: int, now: datetime) -> None:
         self._write(
@@ -105,8 +141,13 @@ class OutboxSql:
         )
         return bool(self._cur.fetchall())
 
-    def next_callback_at(self) -> datetime | None:
-        self._exec("SELECT min(next_attempt_at) FROM outbox WHERE delivered_at IS NULL AND failed_at IS NULL")
+    def next_callback_at(self, full_hosts: Collection[str] = ()) -> datetime | None:
+        hosts = sorted(full_hosts)
+        left_out = f" AND (host IS NULL OR host NOT IN ({', '.join('?' * len(hosts))}))" if hosts else ""
+        self._exec(
+            f"SELECT min(next_attempt_at) FROM outbox WHERE delivered_at IS NULL AND failed_at IS NULL{left_out}",
+            tuple(hosts),
+        )
         earliest = self._cur.fetchone()[0]
         return self._dialect.decode_time(earliest) if earliest is not None else None
 

@@ -218,8 +218,9 @@ def _reply_insert(reply: StoredReply, dialect: Dialect) -> Statement:
 def _callback_insert(callback: QueuedCallback, dialect: Dialect) -> Statement:
     queued_at = dialect.encode_time(callback.at)
     return (
-        "INSERT INTO outbox (ask_id, url, payload, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?)",
-        (callback.ask_id, callback.url, callback.payload, queued_at, queued_at),
+        "INSERT INTO outbox (ask_id, url, payload, next_attempt_at, created_at, host, owner) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (callback.ask_id, callback.url, callback.payload, queued_at, queued_at, callback.host, callback.owner),
     )
 
 

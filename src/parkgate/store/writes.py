@@ -57,12 +57,18 @@ class StoredReply(NamedTuple):
 
 
 class QueuedCallback(NamedTuple):
-    """A closed ask's callback, queued in the outbox in the same commit as the close."""
+    """A closed ask's callback, queued in the outbox in the same commit as the close.
+
+    ``host`` is the receiver's host (deliverers take turns between hosts); ``owner`` the
+    ask's owner (its undelivered callbacks count against the owner's cap).
+    """
 
     ask_id: str
     url: str
     payload: str
     at: datetime
+    host: str | None = None
+    owner: str | None = None
 
 
 class Writes(NamedTuple):
