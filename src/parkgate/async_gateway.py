@@ -95,24 +95,22 @@ async def wait_for_close(
     ``expired``), at the end of the wait, and every
     :data:`~parkgate.signal.FALLBACK_READ_SECONDS`, as :meth:`Gateway.wait` does.
     ``give_up`` is asked every :data:`GIVE_UP_CHECK_SECONDS` while it sleeps (no read);
-    with ``turns``, every read after the first takes a turn of that semaphore, so that
-    many waits ending together read the store a few at a time.
+    with ``turns``, every read takes a turn of that semaphore, so that many waits
+    starting or ending together read the store a few at a time.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     with gateway.signal.waiting(ask_id, loop=loop) as waiter:
-        waiter.clear()
-        ask = await offload(gateway.get, ask_id)
         while True:
+            waiter.clear()  # before the read: a close after it still wakes this wait
+            async with turns if turns is not None else contextlib.nullcontext():
+                ask = await offload(gateway.get, ask_id)
             remaining = deadline - loop.time()
             if not ask.is_open or remaining <= 0:
                 return ask
             pause = pause_before_reading(ask, gateway.clock.now(), remaining)
             if await _sleep(waiter, pause, give_up):
                 return ask
-            waiter.clear()  # before the read: a close after it still wakes this wait
-            async with turns if turns is not None else contextlib.nullcontext():
-                ask = await offload(gateway.get, ask_id)
 
 
 async def _sleep(waiter: Waiter, pause: float, give_up: Callable[[], Awaitable[bool]] | None) -> bool:
