@@ -24,6 +24,7 @@ from parkgate.errors import InputError
 from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
 from parkgate.metrics import Metrics
 from parkgate.reply import Reply
+from parkgate.signal import Waiter
 from parkgate.store import DEFAULT_URL, Run, Store
 from parkgate.store.base import AskGauges, CallbackState
 from parkgate.workflow import Workflow
@@ -83,6 +84,7 @@ async def wait_for_close(
     seconds: float,
     *,
     give_up: Callable[[], Awaitable[bool]] | None = None,
+    turns: asyncio.Semaphore | None = None,
 ) -> Ask:
     """Read the ask until it is closed, ``seconds`` pass, or ``give_up()`` says so.
 
@@ -90,21 +92,42 @@ async def wait_for_close(
     the adapters). It holds no thread while waiting: it sleeps on the close signal
     (:mod:`parkgate.signal`), which wakes it as soon as the ask closes in this process or
     another, and reads again when the ask's TTL falls due (that read closes it as
-    ``expired``), as :meth:`Gateway.wait` does.
+    ``expired``), at the end of the wait, and every
+    :data:`~parkgate.signal.FALLBACK_READ_SECONDS`, as :meth:`Gateway.wait` does.
+    ``give_up`` is asked every :data:`GIVE_UP_CHECK_SECONDS` while it sleeps (no read);
+    with ``turns``, every read takes a turn of that semaphore, so that many waits
+    starting or ending together read the store a few at a time.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     with gateway.signal.waiting(ask_id, loop=loop) as waiter:
         while True:
             waiter.clear()  # before the read: a close after it still wakes this wait
-            ask = await offload(gateway.get, ask_id)
+            async with turns if turns is not None else contextlib.nullcontext():
+                ask = await offload(gateway.get, ask_id)
             remaining = deadline - loop.time()
-            if not ask.is_open or remaining <= 0 or (give_up is not None and await give_up()):
+            if not ask.is_open or remaining <= 0:
                 return ask
             pause = pause_before_reading(ask, gateway.clock.now(), remaining)
-            if give_up is not None:
-                pause = min(pause, GIVE_UP_CHECK_SECONDS)
-            await waiter.wait_async(pause)
+            if await _sleep(waiter, pause, give_up):
+                return ask
+
+
+async def _sleep(waiter: Waiter, pause: float, give_up: Callable[[], Awaitable[bool]] | None) -> bool:
+    """Sleep ``pause`` seconds or until the waiter is woken; whether ``give_up()`` said to
+    stop (asked every :data:`GIVE_UP_CHECK_SECONDS` meanwhile)."""
+    if give_up is None:
+        await waiter.wait_async(pause)
+        return False
+    loop = asyncio.get_running_loop()
+    until = loop.time() + pause
+    while True:
+        if await waiter.wait_async(min(until - loop.time(), GIVE_UP_CHECK_SECONDS)):
+            return False
+        if await give_up():
+            return True
+        if loop.time() >= until:
+            return False
 
 
 #: How often a wait with ``give_up`` (a long-poll whose client may hang up) asks it.

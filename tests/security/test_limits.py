@@ -82,7 +82,7 @@ def test_huge_headers_are_refused_early_and_memory_stays_flat(launch: Any, sqlit
 
 
 def test_connections_past_the_bound_get_503(launch: Any, sqlite_database: Any) -> None:
-    server = launch(sqlite_database, extra_args=["--max-connections", "8"])
+    server = launch(sqlite_database, extra_args=["--max-connections", "8", "--max-connections-per-peer", "8"])
     idle = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(8)]
     try:
         with httpx.Client(base_url=server.url, timeout=30) as http:

@@ -140,6 +140,31 @@ def _migrate_before_workers() -> None:
     help="Connections served at once; more get 503.",
 )
 @click.option(
+    "--head-timeout",
+    envvar="PARKGATE_HEAD_TIMEOUT",
+    default=None,
+    type=click.FloatRange(0, 3600, min_open=True),
+    metavar="SECONDS",
+    help="Seconds a connection has to send its request head, when opened and after each "
+    "response; then it is closed (default 10; env PARKGATE_HEAD_TIMEOUT).",
+)
+@click.option(
+    "--max-connections-per-peer",
+    envvar="PARKGATE_MAX_CONNECTIONS_PER_PEER",
+    default=None,
+    type=click.IntRange(1, 100_000),
+    help="Connections one client address holds at once; more are refused with 503 (default: half "
+    "of --max-connections; env PARKGATE_MAX_CONNECTIONS_PER_PEER). Behind a proxy: --max-connections.",
+)
+@click.option(
+    "--max-long-polls",
+    envvar="PARKGATE_MAX_LONG_POLLS",
+    default=None,
+    type=click.IntRange(1, 100_000),
+    help="Long-polls (?wait=) held at once; more get 429 too_many_long_polls (default: four fifths "
+    "of --max-connections; env PARKGATE_MAX_LONG_POLLS).",
+)
+@click.option(
     "--pg-timeout",
     "pg_timeout",
     envvar="PARKGATE_PG_TIMEOUT",
@@ -159,6 +184,9 @@ def serve(
     allowed_hosts: tuple[str, ...],
     insecure_no_token: bool,
     max_connections: int,
+    head_timeout: float | None,
+    max_connections_per_peer: int | None,
+    max_long_polls: int | None,
     pg_timeout: float | None,
 ) -> None:
     """Run the HTTP gateway (with the web console and the demo workflow).
@@ -194,6 +222,9 @@ def serve(
             allowed_hosts=allowed_hosts,
             insecure_no_token=insecure_no_token,
             max_connections=max_connections,
+            head_timeout=head_timeout,
+            max_connections_per_peer=max_connections_per_peer,
+            max_long_polls=max_long_polls,
         )
     except SystemExit as stopped:
         if stopped.code in (None, 0):

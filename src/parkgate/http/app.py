@@ -43,7 +43,9 @@ from parkgate.demo import WORKFLOWS
 from parkgate.gateway import Gateway
 from parkgate.http.errors import add_error_handlers, answered_as
 from parkgate.http.guard import MAX_BODY_BYTES, GuardMiddleware
+from parkgate.http.headlimit import HeadLimitMiddleware
 from parkgate.http.logs import ensure_stderr_logging
+from parkgate.http.longpolls import DEFAULT_MAX_LONG_POLLS, LongPolls, max_long_polls_from_env
 from parkgate.http.models import MAX_ASK_BODY_BYTES, AskIn, MessageIn, StartIn
 from parkgate.http.openapi import openapi_of
 from parkgate.http.quota import OpenAskCap
@@ -86,6 +88,7 @@ def create_app(
     token: str | None = None,
     settings: Settings | None = None,
     deliver_callbacks: bool = True,
+    max_long_polls: int = DEFAULT_MAX_LONG_POLLS,
 ) -> FastAPI:
     """The ASGI app serving ``gateway`` (or a new one on ``db_url`` with the demo workflow).
 
@@ -94,8 +97,10 @@ def create_app(
     every scope (a blank one is a :class:`~parkgate.http.settings.SettingsError`).
     ``deliver_callbacks`` runs a :class:`~parkgate.delivery.Deliverer` (due reads and
     callbacks, under the same callback allow-list) as a background task while the app is
-    up (in its lifespan). A gateway made here is closed on shutdown; one passed in
-    belongs to the caller.
+    up (in its lifespan). At most ``max_long_polls`` long-polls wait at once
+    (:mod:`parkgate.http.longpolls`); request heads over 64 KiB get 431
+    (:mod:`parkgate.http.headlimit`). A gateway made here is closed on shutdown; one
+    passed in belongs to the caller.
     """
     settings = with_token(settings or Settings(), token)
     owned = gateway is None
@@ -119,9 +124,11 @@ def create_app(
     app.state.deliverer = Deliverer(gateway, allow=settings.callback_allow) if deliver_callbacks else None
     app.state.settings = settings
     app.state.open_ask_cap = OpenAskCap(app.state.async_gateway)
+    app.state.long_polls = LongPolls(max_long_polls)
     app.add_middleware(
         GuardMiddleware, settings=settings, routes=app.router.routes, limits={("POST", "/v1/asks"): MAX_ASK_BODY_BYTES}
     )
+    app.add_middleware(HeadLimitMiddleware)  # outermost: an oversized head reaches nothing else
     add_error_handlers(app)
     add_routes(app)
     app.openapi = openapi_of(app)  # type: ignore[method-assign]
@@ -135,16 +142,18 @@ def app_from_env() -> FastAPI:
     :func:`~parkgate.http.settings.store_from_env`), and the tokens, allowed hosts and
     callback allow-list (:func:`parkgate.http.settings.settings_from_env`:
     ``PARKGATE_TOKEN``, ``PARKGATE_TOKEN_FILE`` or ``PARKGATE_TOKENS_FILE``,
-    ``PARKGATE_ALLOWED_HOSTS``, ``PARKGATE_CALLBACK_ALLOW``); a bad one stops the start.
+    ``PARKGATE_ALLOWED_HOSTS``, ``PARKGATE_CALLBACK_ALLOW``), and the cap on long-polls
+    (``PARKGATE_MAX_LONG_POLLS``); a bad one stops the start.
     When nothing in the process has configured logging, the ``parkgate`` records (each
     expiry's ``ask_expired`` line) go to stderr as JSON lines
     (:func:`parkgate.http.logs.ensure_stderr_logging`).
     """
     ensure_stderr_logging()
     settings = settings_from_env()
+    max_long_polls = max_long_polls_from_env()
     gateway = Gateway(store=store_from_env(), workflows=WORKFLOWS.values(), surface="http")
     try:
-        app = create_app(gateway, settings=settings)
+        app = create_app(gateway, settings=settings, max_long_polls=max_long_polls)
     except BaseException:
         gateway.close()
         raise

@@ -38,6 +38,10 @@ INVALID_REQUEST = "invalid_request"
 MALFORMED_JSON = "malformed_json"
 #: 429: the token has as many open asks as its ``max_open_asks``.
 TOO_MANY_OPEN_ASKS = "too_many_open_asks"
+#: 429: the server holds as many long-polls (``?wait=``) as ``PARKGATE_MAX_LONG_POLLS``.
+TOO_MANY_LONG_POLLS = "too_many_long_polls"
+#: 431: the request line and headers are over 64 KiB.
+REQUEST_HEAD_TOO_LARGE = "request_head_too_large"
 
 #: The library's errors and what the API answers for each: status and ``error`` code. An
 #: error takes the entry of the nearest class in its MRO: ``ParkgateError``'s is for one

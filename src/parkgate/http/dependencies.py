@@ -1,5 +1,5 @@
 """What a route takes from the app besides its request: the gateway, the caller the guard
-identified, the settings and the open-ask cap, as FastAPI dependencies.
+identified, the settings, the open-ask cap and the long-polls, as FastAPI dependencies.
 
 :func:`parkgate.http.app.create_app` leaves them in the app's state; a route names the
 one it needs as a parameter (``gateway: GatewayDep``), so each route is a plain function
@@ -14,6 +14,7 @@ from fastapi import Depends, Request
 
 from parkgate.async_gateway import AsyncGateway
 from parkgate.http.guard import CALLER_STATE
+from parkgate.http.longpolls import LongPolls
 from parkgate.http.quota import OpenAskCap
 from parkgate.http.settings import Settings
 from parkgate.http.tokens import ANONYMOUS, Caller
@@ -43,7 +44,14 @@ async def open_ask_cap_of(request: Request) -> OpenAskCap:
     return cap
 
 
+async def long_polls_of(request: Request) -> LongPolls:
+    """The count and cap of the long-polls the process holds."""
+    polls: LongPolls = request.app.state.long_polls
+    return polls
+
+
 GatewayDep = Annotated[AsyncGateway, Depends(gateway_of)]
 CallerDep = Annotated[Caller, Depends(caller_of)]
 SettingsDep = Annotated[Settings, Depends(settings_of)]
 OpenAskCapDep = Annotated[OpenAskCap, Depends(open_ask_cap_of)]
+LongPollsDep = Annotated[LongPolls, Depends(long_polls_of)]

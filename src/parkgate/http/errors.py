@@ -19,6 +19,7 @@ from starlette.routing import Match
 
 from parkgate.errors import REPLACE_IN_JSON, AskAlreadyOpen, CallbackNotFailed, ParkgateError, RunStillAsking
 from parkgate.http import codes
+from parkgate.http.longpolls import TooManyLongPolls
 from parkgate.http.models import ErrorOut
 from parkgate.http.quota import QuotaExceeded
 from parkgate.http.responses import error_response
@@ -33,6 +34,7 @@ log = logging.getLogger("parkgate.http")
 ANSWERED_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
     *codes.LIBRARY_ERRORS,
     (QuotaExceeded, 429, codes.TOO_MANY_OPEN_ASKS),
+    (TooManyLongPolls, 429, codes.TOO_MANY_LONG_POLLS),
 )
 
 #: What each error status means on this API, as the OpenAPI schema describes it.
@@ -45,7 +47,7 @@ STATUS_MEANINGS = {
     413: "Body too large",
     415: "A body that is not Content-Type: application/json",
     422: "Malformed JSON, wrong types, or unusable input",
-    429: "Too many requests for this token, or too many open asks",
+    429: "Too many requests for this token, too many open asks, or too many long-polls",
     503: "The store is out of reach; try again",
 }
 #: The errors any ``/v1`` route may answer with (the guard's, validation's and the store's).
@@ -140,6 +142,8 @@ async def parkgate_error(_: Request, error: ParkgateError) -> Response:
         extra["callback_status"] = error.status
     if isinstance(error, QuotaExceeded):
         headers["Retry-After"] = str(error.retry_after)
+    if isinstance(error, TooManyLongPolls):  # and the connection's slot goes back at once
+        headers.update({"Retry-After": str(error.retry_after), "Connection": "close"})
     if isinstance(error, StoreError):
         log.warning("store error answered with 503: %s", error)
         headers["Retry-After"] = "1"

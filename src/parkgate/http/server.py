@@ -10,7 +10,10 @@ from contextlib import contextmanager
 
 import uvicorn
 
+from parkgate.http.connections import ENV_HEAD_TIMEOUT, ENV_MAX_PER_PEER, BoundedH11Protocol
+from parkgate.http.headlimit import MAX_HEAD_BYTES
 from parkgate.http.logs import uvicorn_log_config
+from parkgate.http.longpolls import ENV_MAX_LONG_POLLS
 from parkgate.http.settings import (
     ENV_ALLOWED_HOSTS,
     ENV_DB,
@@ -27,9 +30,10 @@ from parkgate.metrics import MULTIPROCESS_ENV
 
 #: The factory uvicorn imports in every worker process.
 APP_FACTORY = "parkgate.http.app:app_from_env"
-#: A request whose line and headers pass this many bytes is refused (h11 answers 400
-#: and closes the connection) before the rest is read: nothing larger is buffered.
-MAX_HEADER_BYTES = 64 * 1024
+#: A request whose line and headers pass this many bytes is refused: h11 answers 400 and
+#: closes the connection before the rest is read (nothing larger is buffered), and a
+#: complete head that arrived in one read gets 431 (:mod:`parkgate.http.headlimit`).
+MAX_HEADER_BYTES = MAX_HEAD_BYTES
 #: Connections (and requests in progress) served at once; past it uvicorn answers 503.
 DEFAULT_MAX_CONNECTIONS = 500
 #: Bind addresses that mean "every address": not a name a Host header carries.
@@ -94,6 +98,9 @@ def serve(
     allowed_hosts: Iterable[str] = (),
     insecure_no_token: bool = False,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    head_timeout: float | None = None,
+    max_connections_per_peer: int | None = None,
+    max_long_polls: int | None = None,
 ) -> None:
     """Serve the gateway on ``host:port`` until interrupted (blocking).
 
@@ -102,8 +109,9 @@ def serve(
     set, picks a PostgreSQL schema and ``PARKGATE_PG_TIMEOUT`` bounds the wait for a
     connection). A non-loopback ``host`` without a token raises
     :class:`~parkgate.http.settings.SettingsError` unless ``insecure_no_token``. Request
-    heads over :data:`MAX_HEADER_BYTES` are refused unread, and at most
-    ``max_connections`` are served at once. With ``workers > 1`` uvicorn runs that many
+    heads over :data:`MAX_HEADER_BYTES` are refused, and at most ``max_connections``
+    are served at once; the bounds of :func:`bound_connections` keep idle sockets, one
+    peer and long-polls from taking every one of them. With ``workers > 1`` uvicorn runs that many
     processes on one socket; use PostgreSQL (or accept SQLite's single writer at a
     time) for several workers. Every worker writes the ``parkgate`` log records (each
     expiry's ``ask_expired`` line) to stderr as JSON lines
@@ -113,6 +121,7 @@ def serve(
         raise ValueError("workers must be at least 1")
     configure(db_url, token, pg_timeout, token_file=token_file, allowed_hosts=allowed_hosts, bind_host=host)
     check_exposure(host, settings_from_env(), insecure_no_token)
+    bound_connections(max_connections, head_timeout, max_connections_per_peer, max_long_polls)
     with shared_metrics(workers):
         uvicorn.run(
             APP_FACTORY,
@@ -124,10 +133,33 @@ def serve(
             server_header=False,
             log_level="info",
             log_config=uvicorn_log_config(),
-            http="h11",
+            http=BoundedH11Protocol,
             h11_max_incomplete_event_size=MAX_HEADER_BYTES,
             limit_concurrency=max_connections,
         )
+
+
+def bound_connections(
+    max_connections: int,
+    head_timeout: float | None = None,
+    max_per_peer: int | None = None,
+    max_long_polls: int | None = None,
+) -> None:
+    """Put the connection bounds in the environment, where every worker reads them.
+
+    Each one given is set; one left ``None`` keeps what the environment has, or else gets
+    its default: a 10 s head timeout (:mod:`parkgate.http.connections`), half of
+    ``max_connections`` per peer, and four fifths of it for long-polls
+    (:mod:`parkgate.http.longpolls`), so that ordinary requests always have slots left.
+    """
+    if head_timeout is not None:
+        os.environ[ENV_HEAD_TIMEOUT] = repr(head_timeout)
+    defaults = {ENV_MAX_PER_PEER: max(1, max_connections // 2), ENV_MAX_LONG_POLLS: max(1, max_connections * 4 // 5)}
+    for name, given in ((ENV_MAX_PER_PEER, max_per_peer), (ENV_MAX_LONG_POLLS, max_long_polls)):
+        if given is not None:
+            os.environ[name] = str(given)
+        elif not os.environ.get(name, "").strip():
+            os.environ[name] = str(defaults[name])
 
 
 @contextmanager

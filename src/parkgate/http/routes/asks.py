@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from parkgate.async_gateway import AsyncGateway, wait_for_close
 from parkgate.checks import MAX_WAIT_SECONDS
 from parkgate.fence import check_callback_url
-from parkgate.http.dependencies import CallerDep, GatewayDep, OpenAskCapDep, SettingsDep
+from parkgate.http.dependencies import CallerDep, GatewayDep, LongPollsDep, OpenAskCapDep, SettingsDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.guard import missing_scope, needs
 from parkgate.http.models import AskIn, AskListOut, AskOut, OpenStatus, ReplyOut
@@ -105,11 +105,14 @@ async def get_ask(
     ask_id: str,
     gateway: GatewayDep,
     caller: CallerDep,
+    polls: LongPollsDep,
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)] = 0,
 ) -> Response:
     """One ask. ``?wait=S`` (S <= 60) holds the request until it closes or S pass.
 
-    A token with the ``park`` scope but not ``read`` reads only the asks it parked.
+    A token with the ``park`` scope but not ``read`` reads only the asks it parked. A wait
+    past the server's cap on long-polls gets 429 ``too_many_long_polls``
+    (:mod:`parkgate.http.longpolls`).
     """
     if not caller.may(Scope.READ):
         mine = await gateway.get(ask_id)
@@ -120,8 +123,12 @@ async def get_ask(
                 missing_scope(caller, Scope.READ, request.scope) + " (without it, only the asks it parked)",
                 scope=Scope.READ.value,
             )
-    ask = await wait_for_close(gateway.sync, ask_id, wait, give_up=request.is_disconnected)
-    return await ask_response(gateway, ask)
+    if not wait:
+        return await ask_response(gateway, await gateway.get(ask_id))
+    async with polls.admit() as turns:
+        ask = await wait_for_close(gateway.sync, ask_id, wait, give_up=request.is_disconnected, turns=turns)
+        async with turns:
+            return await ask_response(gateway, ask)
 
 
 @router.post("/v1/asks/{ask_id}/cancel", response_model=AskOut, responses=documented(404, *V1_ERRORS))
