@@ -9,6 +9,7 @@ long anything took: the timeout is a bound on a hang, never a speed claim.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -56,3 +57,22 @@ def until(
                 raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         # Real time is what is waited on here: another thread or process does the work.
         time.sleep(interval)
+
+
+def holds(thread: threading.Thread, seconds: float) -> bool:
+    """Whether ``thread`` is still running after ``seconds`` of real time.
+
+    For a request to a live server that should hold (a long-poll on an open ask): a server
+    process shows no "the waiter is asleep" state, so what is asserted is that real time
+    passed and the request did not come back. In process, use
+    :meth:`parkgate.signal.CloseSignal.wait_until_asleep` instead.
+
+    Args:
+        thread: the thread that makes the request.
+        seconds: how long it must hold.
+
+    Returns:
+        ``True`` when the thread is still running (the request holds).
+    """
+    thread.join(seconds)  # real time is what is under test: the request holds this long
+    return thread.is_alive()
