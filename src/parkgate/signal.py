@@ -72,13 +72,14 @@ class Waiter:
     and the wait still wakes it.
     """
 
-    __slots__ = ("_announce", "_async", "_event", "_loop", "ask_id")
+    __slots__ = ("_announce", "_async", "_event", "_loop", "_sleeps", "ask_id")
 
     def __init__(
         self,
         ask_id: str,
         loop: asyncio.AbstractEventLoop | None,
         announce: Callable[[str], None] | None = None,
+        sleeps: Callable[[Waiter, bool], None] | None = None,
     ) -> None:
         self.ask_id = ask_id
         self._event = threading.Event()
@@ -86,11 +87,19 @@ class Waiter:
         self._async = asyncio.Event() if loop is not None else None
         #: Called once, before the first wait: a waiter that only reads costs nothing more.
         self._announce = announce
+        #: Told when this waiter goes to sleep (``True``) and wakes (``False``).
+        self._sleeps = sleeps
 
     def _announced(self) -> None:
         announce, self._announce = self._announce, None
         if announce is not None:
             announce(self.ask_id)
+        if self._sleeps is not None:
+            self._sleeps(self, True)
+
+    def _awake(self) -> None:
+        if self._sleeps is not None:
+            self._sleeps(self, False)
 
     def fire(self) -> None:
         """Wake the waiter, in its thread or on its event loop."""
@@ -108,7 +117,10 @@ class Waiter:
     def wait(self, timeout: float) -> bool:
         """Block up to ``timeout`` seconds; whether the signal came."""
         self._announced()
-        return self._event.wait(max(0.0, timeout))
+        try:
+            return self._event.wait(max(0.0, timeout))
+        finally:
+            self._awake()
 
     async def wait_async(self, timeout: float) -> bool:
         """Await up to ``timeout`` seconds; whether the signal came."""
@@ -121,6 +133,8 @@ class Waiter:
                 await self._async.wait()
         except TimeoutError:
             return False
+        finally:
+            self._awake()
         return True
 
 
@@ -144,12 +158,15 @@ class CloseSignal:
         #: of them once it runs (a waiter that never sleeps is never announced).
         self._unannounced: set[str] = set()
         self._starting = False
+        #: The waiters asleep now, per ask (see :meth:`wait_until_asleep`).
+        self._asleep: dict[str, int] = {}
+        self._asleep_changed = threading.Condition(self._lock)
 
     # -- subscribing ---------------------------------------------------------------
     @contextmanager
     def waiting(self, ask_id: str, *, loop: asyncio.AbstractEventLoop | None = None) -> Iterator[Waiter]:
         """A :class:`Waiter` on ``ask_id`` for the ``with`` block."""
-        waiter = Waiter(ask_id, loop, self._announce)
+        waiter = Waiter(ask_id, loop, self._announce, self._sleeps)
         with self._lock:
             self._waiters.setdefault(ask_id, set()).add(waiter)
             self._interest.notify_all()
@@ -192,6 +209,43 @@ class CloseSignal:
                     self._unannounced.add(ask_id)
                 return
         watcher.waiting_on(ask_id)
+
+    def _sleeps(self, waiter: Waiter, asleep: bool) -> None:
+        """Count ``waiter`` as asleep (or awake again) and tell whoever waits for that."""
+        with self._lock:
+            count = self._asleep.get(waiter.ask_id, 0) + (1 if asleep else -1)
+            if count > 0:
+                self._asleep[waiter.ask_id] = count
+            else:
+                self._asleep.pop(waiter.ask_id, None)
+            self._asleep_changed.notify_all()
+
+    def asleep(self, ask_id: str) -> int:
+        """How many waiters sleep on ``ask_id`` now, blocked until a signal or their next read.
+
+        Returns:
+            The number of waiters inside :meth:`Waiter.wait` or :meth:`Waiter.wait_async`
+            for that ask at this moment.
+        """
+        with self._lock:
+            return self._asleep.get(ask_id, 0)
+
+    def wait_until_asleep(self, ask_id: str, timeout: float, count: int = 1) -> bool:
+        """Block until at least ``count`` waiters sleep on ``ask_id``, or ``timeout`` seconds pass.
+
+        A test orders its threads with it: "the waiter has read the open ask and sleeps;
+        now close it" is then a fact, not a guess made by sleeping.
+
+        Args:
+            ask_id: the ask the waiters wait on.
+            timeout: the longest this call blocks, in seconds.
+            count: how many sleeping waiters to wait for.
+
+        Returns:
+            Whether that many waiters were asleep before the timeout.
+        """
+        with self._lock:
+            return self._asleep_changed.wait_for(lambda: self._asleep.get(ask_id, 0) >= count, timeout)
 
     def waited_ids(self) -> list[str]:
         """The asks some waiter in this process waits on now."""

@@ -14,7 +14,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -40,6 +39,7 @@ from parkgate.core import phrases as P
 from parkgate.core import stopping_point
 from parkgate.core.phrases import AskKind
 from parkgate.gateway import ask_to_dict
+from polling import until
 
 if TYPE_CHECKING:
     from conftest import Reopen
@@ -144,10 +144,7 @@ def run_of(gateway: Gateway, run_id: str) -> tuple[str, str | None]:
 
 def eventually(check: Callable[[], bool], what: str) -> None:
     """Wait for a watcher in another thread to have done ``what`` (polls; asserts no timing)."""
-    give_up = time.monotonic() + 60
-    while not check():
-        assert time.monotonic() < give_up, f"never happened: {what}"
-        time.sleep(0.02)
+    until(check, 60, what)
 
 
 # -- asking and answering ---------------------------------------------------------------

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -15,20 +14,19 @@ from live_server import Server
 
 from parkgate import AskStatus, ReplyKind
 from parkgate.client import AsyncClient, Client
-
-#: How long the answering side lets a wait get under way before it answers. Nothing is
-#: asserted about time: a wait that started later still finds the answer.
-HEAD_START = 0.3
+from polling import until
 
 
 @pytest.fixture
 def answer_later(served: Server) -> Iterator[Any]:
-    """``answer_later(conversation_id, text)``: send the message from another thread shortly."""
+    """``answer_later(conversation_id, text, polls)``: send the message from another thread
+    once ``polls()`` lists ``after`` long-polls the waiting client has sent (1 by default):
+    the answer lands while the client waits."""
     threads: list[threading.Thread] = []
 
-    def answer(conversation_id: str, text: str, after: float = HEAD_START) -> None:
+    def answer(conversation_id: str, text: str, polls: Callable[[], list[str]], after: int = 1) -> None:
         def send() -> None:
-            time.sleep(after)
+            until(lambda: len(polls()) >= after, 30, f"{after} long-polls from the waiting client")
             with Client(served.url) as other:
                 other.handle(conversation_id, text)
 
@@ -41,10 +39,13 @@ def answer_later(served: Server) -> Iterator[Any]:
         thread.join(30)
 
 
-def test_wait_returns_the_ask_once_it_is_answered(served: Server, connect: Any, conv: str, answer_later: Any) -> None:
-    client = connect(served)
+def test_wait_returns_the_ask_once_it_is_answered(
+    served: Server, connect: Any, conv: str, answer_later: Any, flavour: str
+) -> None:
+    counted = CountingTransport() if flavour == "sync" else AsyncCountingTransport()
+    client = connect(served, transport=counted)
     asked = client.ask(conv, "Deploy?", ["Yes", "No"])
-    answer_later(conv, "1")
+    answer_later(conv, "1", counted.polls)
     ask = client.wait(asked.ask_id, 30)
     assert (ask.status, ask.answer, ask.option_index) == (AskStatus.ANSWERED, "Yes", 1)
 
@@ -65,22 +66,28 @@ def test_wait_returns_an_ask_that_expires_meanwhile_with_its_default(served: Ser
     assert (ask.status, ask.outcome, ask.answer) == (AskStatus.EXPIRED, "expired", "No")
 
 
-class CountingTransport(httpx.HTTPTransport):
-    """The ordinary transport, keeping the ``wait`` of every request it sends."""
+class _Counting:
+    """Keeps the ``wait`` of every request a transport sends."""
 
     def __init__(self) -> None:
         super().__init__()
         self.waits: list[str | None] = []
+
+    def polls(self) -> list[str]:
+        """The long-polls sent so far (requests with a ``wait``)."""
+        return [wait for wait in list(self.waits) if wait is not None]
+
+
+class CountingTransport(_Counting, httpx.HTTPTransport):
+    """The ordinary transport, keeping the ``wait`` of every request it sends."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         self.waits.append(request.url.params.get("wait"))
         return super().handle_request(request)
 
 
-class AsyncCountingTransport(httpx.AsyncHTTPTransport):
-    def __init__(self) -> None:
-        super().__init__()
-        self.waits: list[str | None] = []
+class AsyncCountingTransport(_Counting, httpx.AsyncHTTPTransport):
+    """The ordinary async transport, keeping the ``wait`` of every request it sends."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         self.waits.append(request.url.params.get("wait"))
@@ -91,10 +98,10 @@ def test_a_wait_longer_than_one_long_poll_is_a_loop_of_them(served: Server, conv
     counted = CountingTransport()
     with Client(served.url, long_poll=0.2, transport=counted) as client:
         asked = client.ask(conv, "Deploy?", ["Yes", "No"])
-        answer_later(conv, "2", after=1.0)
+        answer_later(conv, "2", counted.polls, after=3)  # answered once a third long-poll is out
         ask = client.wait(asked.ask_id, 30)
     assert (ask.status, ask.answer) == (AskStatus.ANSWERED, "No")
-    polls = [wait for wait in counted.waits if wait is not None]
+    polls = counted.polls()
     assert len(polls) >= 3, counted.waits  # the answer came after several 0.2 s polls
     assert all(float(wait) <= 0.2 for wait in polls)
 
@@ -112,5 +119,5 @@ async def test_an_async_wait_loops_its_long_polls_and_holds_no_thread(served: Se
         timed_out = await client.wait((await client.ask(conv + "-2", "Again?", ["A"])).ask_id, 0.5)
     assert (ask.status, ask.answer) == (AskStatus.ANSWERED, "Yes")
     assert timed_out.is_open
-    polls = [wait for wait in counted.waits if wait is not None]
+    polls = counted.polls()
     assert len(polls) >= 3 and all(float(wait) <= 0.2 for wait in polls), counted.waits

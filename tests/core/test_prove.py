@@ -1,6 +1,6 @@
 """The exhaustive check of the pure machine: it covers every state, finds nothing, and can fail.
 
-The expected counts are computed here from the dimensions the issue names, not read
+The expected counts are computed here from the dimensions the contract names, not read
 back from the checker: if the enumeration silently dropped a class, a mismatch count
 or an ask kind, the counts would not match.
 """
@@ -21,7 +21,7 @@ from parkgate.core.model import Ask, Step
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind, ReplyKind
 from parkgate.errors import InputError
 
-# The dimensions, as the issue and docs/contract.md state them.
+# The dimensions, as docs/contract.md states them.
 CONTROL_WORD_COUNT = 7  # menu, options, cancel, exit, quit, stop, nevermind
 OPTION_COUNT = 3  # every enumerated menu has three options
 COLLIDING_LABELS = 2  # the collision menu: one cancel word and one re-show word as labels

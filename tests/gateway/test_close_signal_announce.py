@@ -10,9 +10,9 @@ soon as the watcher runs.
 from __future__ import annotations
 
 import threading
-import time
 
 from parkgate.signal import CloseSignal
+from polling import until
 
 
 class RecordingWatcher:
@@ -77,9 +77,7 @@ def test_a_waiter_that_sleeps_while_the_watcher_starts_is_announced_once_it_runs
     release.set()
     assert first_done.wait(5)
     starter.join(5)
-    deadline = time.monotonic() + 5
-    while not watcher.announced and time.monotonic() < deadline:
-        time.sleep(0.01)
+    until(lambda: watcher.announced, 5, "the watcher to hear of the sleeper")
     assert watcher.announced == ["sleeper"]  # told once it ran; the reader never
     signal.closed(["sleeper"])
     other.join(5)

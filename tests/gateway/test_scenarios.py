@@ -8,7 +8,6 @@ conversation is still parked, what the stored ask says afterwards.
 from __future__ import annotations
 
 import threading
-import time
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -400,17 +399,14 @@ def test_wait_returns_when_another_thread_answers(gateway: Gateway, reopen: Reop
     parked = gateway.ask("conv-w", "Deploy?", ["Yes", "No"])
     assert parked.ask_id is not None
     other = reopen()  # another gateway on the same store: wakes only through the store
-    waiting = threading.Event()
     result: list[Ask] = []
 
     def waiter() -> None:
-        waiting.set()
         result.append(gateway.wait(parked.ask_id or "", timeout=60))
 
     thread = threading.Thread(target=waiter)
     thread.start()
-    waiting.wait(10)
-    time.sleep(0.05)  # let the waiter block first (not a TTL wait: time for ordering only)
+    assert gateway.signal.wait_until_asleep(parked.ask_id, 10)  # it read the open ask and sleeps
     assert other.handle("conv-w", "yes").kind is ReplyKind.SELECTED
     thread.join(60)
     assert not thread.is_alive()

@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +26,8 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+
+from polling import until
 
 APP_FACTORY = "parkgate.http.app:app_from_env"
 START_TIMEOUT = 60.0
@@ -44,16 +45,8 @@ def messages_path(conversation_id: str) -> str:
     return f"/v1/conversations/{quote(conversation_id, safe='')}/messages"
 
 
-def wait_until(condition: Any, timeout: float, what: str, interval: float = 0.05) -> Any:
-    """Poll ``condition()`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
+#: Poll until something is true, bounded (the suite's one poll loop, :func:`polling.until`).
+wait_until = until
 
 
 @dataclass
@@ -121,17 +114,21 @@ class Server:
                 cwd=self.log_path.parent,
                 start_new_session=True,  # its own process group: workers die with it
             )
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"the server exited with {self.proc.returncode}:\n{self.log_tail()}")
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(self.url + "/healthz", timeout=5).status_code == 200:
-                    return self
-            if time.monotonic() > deadline:
-                self.kill()
-                raise AssertionError(f"the server did not come up in {START_TIMEOUT:.0f} s:\n{self.log_tail()}")
-            time.sleep(0.05)
+        try:
+            return until(self._healthy, START_TIMEOUT, "the server to come up (/healthz)")
+        except AssertionError as failed:
+            self.kill()
+            raise AssertionError(f"{failed}:\n{self.log_tail()}") from None
+
+    def _healthy(self) -> Server | None:
+        """This server once ``/healthz`` says 200; a failure if the process has exited."""
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"the server exited with {self.proc.returncode}")
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(self.url + "/healthz", timeout=5).status_code == 200:
+                return self
+        return None
 
     def kill(self) -> None:
         """SIGKILL: no shutdown hooks run (for workers, the whole process group)."""

@@ -143,7 +143,7 @@ def test_a_wait_wakes_when_another_gateway_on_the_database_commits_the_answer(
 
         waiter = threading.Thread(target=wait)
         waiter.start()
-        time.sleep(0.3)  # ordering only: the wait reads the open ask and sleeps
+        assert asking.signal.wait_until_asleep(parked.ask_id or "", 10)  # it read the open ask and sleeps
         assert answering.handle("c-1", "2").kind is ReplyKind.SELECTED
         waiter.join(60)
     assert result["ask"].status is AskStatus.ANSWERED and result["ask"].answer == "Hold"

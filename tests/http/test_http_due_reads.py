@@ -21,6 +21,7 @@ import pytest
 from live_server import Receiver, Server, messages_path, wait_until
 
 from parkgate.signal import FALLBACK_READ_SECONDS
+from polling import holds
 
 TTL = 2.0
 #: The receivers listen on 127.0.0.1, an internal address: the servers allow it on purpose.
@@ -75,7 +76,7 @@ def test_a_miss_moves_the_due_read_later(
 ) -> None:
     server = start_server(database, extra_env=LOOPBACK_RECEIVERS)
     ask_id, parked_at = park(server, conv, receiver)
-    time.sleep(1.5)
+    time.sleep(1.5)  # real time: the server's own clock runs on towards the TTL before the miss
     with server.client() as client:
         assert client.post(messages_path(conv), json={"text": "what?"}).json()["kind"] == "retry"
     touched_at = time.monotonic()
@@ -91,11 +92,17 @@ def test_a_server_killed_before_the_due_time_delivers_after_its_restart(
     server = start_server(database, extra_env=LOOPBACK_RECEIVERS)
     ask_id, _ = park(server, conv, receiver)
     server.kill()  # SIGKILL: nothing runs on the way out
-    time.sleep(TTL + 1)
+    time.sleep(TTL + 1)  # real time: the TTL passes while no server runs
     assert callbacks_for(receiver, ask_id) == []
     server.start()
     hits = wait_until(lambda: callbacks_for(receiver, ask_id), 20, "the expiry callback after the restart")
     assert [hit["status"] for hit in hits] == ["expired"]
+
+
+def _delivered(location: Any) -> list[str]:
+    """The asks whose outbox row is marked delivered; each ask has one row."""
+    rows = location.raw_query("SELECT ask_id, delivered_at FROM outbox ORDER BY ask_id")
+    return [ask_id for ask_id, delivered_at in rows if delivered_at is not None]
 
 
 @pytest.mark.postgres
@@ -106,7 +113,8 @@ def test_two_servers_on_one_schema_expire_each_ask_once_and_send_one_callback_ea
     first, second = (start_server(location, extra_env=LOOPBACK_RECEIVERS) for _ in range(2))
     asks = [park(first if n % 2 else second, f"c-two-{n}", receiver)[0] for n in range(20)]
     wait_until(lambda: all(callbacks_for(receiver, ask_id) for ask_id in asks), 30, "every expiry callback")
-    time.sleep(1)  # room for a duplicate to show up, if one were coming
+    # Every row is marked delivered: no deliverer sends a delivered row again (test_http_callbacks.py).
+    wait_until(lambda: _delivered(location) == sorted(asks), 30, "every outbox row marked delivered")
     assert sorted(hit.body["ask_id"] for hit in receiver.got()) == sorted(asks)  # one callback per ask
     assert sorted(line["ask_id"] for line in expiry_lines(first, second)) == sorted(asks)  # expired once
 
@@ -128,7 +136,7 @@ def test_a_long_poll_on_one_server_wakes_when_another_commits_the_answer(
 
     waiter = threading.Thread(target=long_poll)
     waiter.start()
-    time.sleep(0.5)  # ordering only: the long-poll reads the open ask and sleeps
+    assert holds(waiter, 0.5)  # the long-poll holds on the open ask (a server shows no "asleep" state)
     with first.client() as client:
         assert client.post(messages_path(conv), json={"text": "2"}).json()["kind"] == "selected"
     waiter.join(60)

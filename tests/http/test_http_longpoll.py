@@ -11,6 +11,8 @@ from typing import Any
 import httpx
 from live_server import Server, messages_path, wait_until
 
+from polling import holds
+
 
 def park(http: httpx.Client, conversation: str) -> str:
     response = http.post(
@@ -35,8 +37,8 @@ def test_a_long_poll_wakes_when_the_ask_is_answered(served: Server, conv: str) -
         thread = threading.Thread(target=poll, daemon=True)
         thread.start()
         # The poll is in flight and holds: it has not come back on an open ask.
-        time.sleep(1.0)
-        assert "response" not in result, "the long-poll returned while the ask was still open"
+        assert holds(thread, 1.0), "the long-poll returned while the ask was still open"
+        assert "response" not in result
         answered_at = time.monotonic()
         reply = http.post(messages_path(conv), json={"text": "2"}).json()
         assert reply["kind"] == "selected"
@@ -78,7 +80,7 @@ def test_several_long_polls_on_one_ask_all_wake_on_an_operator_cancel(served: Se
         threads = [threading.Thread(target=poll, daemon=True) for _ in range(4)]
         for thread in threads:
             thread.start()
-        time.sleep(1.0)
+        assert holds(threads[0], 1.0) and all(thread.is_alive() for thread in threads), "a poll ended on an open ask"
         assert http.post(f"/v1/asks/{ask_id}/cancel").json()["status"] == "cancelled"
         wait_until(lambda: len(seen) == 4, 40, "all four long-polls to return")
     assert seen == ["cancelled"] * 4

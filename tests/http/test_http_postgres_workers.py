@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from live_server import Server, messages_path
 
 from parkgate import Gateway
+from polling import until
 
 pytestmark = pytest.mark.postgres
 
@@ -131,10 +131,11 @@ def test_serve_with_two_workers_on_postgresql(store_url_factory: Any, start_serv
     location = store_url_factory("postgres")
     server = start_server(location, workers=2)
     # Two worker processes start (the server answers once one is up: wait, bounded, for both).
-    deadline = time.monotonic() + 60
-    while len(set(re.findall(r"Started server process \[(\d+)\]", server.log_text()))) < 2:
-        assert time.monotonic() < deadline, server.log_tail()
-        time.sleep(0.1)
+    until(
+        lambda: len(set(re.findall(r"Started server process \[(\d+)\]", server.log_text()))) >= 2,
+        60,
+        f"both workers to start:\n{server.log_tail()}",
+    )
     with server.client() as http:
         for n in range(6):
             conversation = f"w-{n}"

@@ -23,6 +23,8 @@ from urllib.parse import quote
 
 import httpx
 
+from polling import until
+
 from ._support import Message, Sent, StoreSpec
 
 #: The app factory; ``PARKGATE_TEST_HTTP_APP`` may name another one (module:factory).
@@ -72,19 +74,21 @@ class ServerProcess:
                 cwd=self.log_path.parent,
             )
         self.starts += 1
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"the server exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=2).status_code < 500:
-                    return
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                self.kill9()
-                raise AssertionError(f"the server did not come up in {timeout:.0f} s:\n{self.log_tail()}")
-            time.sleep(0.05)
+        try:
+            until(self._answers, timeout, "the server to come up (/healthz)")
+        except AssertionError as failed:
+            self.kill9()
+            raise AssertionError(f"{failed}:\n{self.log_tail()}") from None
+
+    def _answers(self) -> bool:
+        """Whether ``/healthz`` answers (not a 5xx); a failure if the process has exited."""
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"the server exited with {self.proc.returncode}")
+        try:
+            return httpx.get(self.url + "/healthz", timeout=2).status_code < 500
+        except httpx.TransportError:
+            return False
 
     def kill9(self) -> None:
         """SIGKILL: no shutdown hooks, no flush, nothing graceful."""
@@ -166,12 +170,12 @@ def stream(http: httpx.Client, plan: Sequence[Message], stop_on_failure: bool, p
                     return out
                 if attempts > 600:
                     raise
-                time.sleep(0.05)
+                time.sleep(0.05)  # real time: the client backs off while the server is away
                 continue
             out.acked.append(Sent(message.message_id, reply, started, time.monotonic(), attempts))
             break
         if pace:
-            time.sleep(pace)
+            time.sleep(pace)  # real time: the sending rate is what the test sets
     return out
 
 

@@ -29,6 +29,7 @@ from parkgate.core.phrases import PHRASES, ReplyKind
 from parkgate.errors import InputError
 from parkgate.reply import Reply
 from parkgate.store import Store, StoreUnavailable
+from polling import until
 
 #: The fixed "now" of every race/redelivery run: time never moves there, so the
 #: final state depends only on the order the database committed the messages.
@@ -301,12 +302,12 @@ def send_all(
             except StoreUnavailable:
                 if attempt == CLIENT_RETRIES:
                     raise
-                time.sleep(0.002 * attempt)
+                time.sleep(0.002 * attempt)  # real time: the client backs off while the database is locked
                 continue
             out.append(Sent(message.message_id, reply.to_dict(), started, time.monotonic(), attempt))
             break
         if pace:
-            time.sleep(pace)
+            time.sleep(pace)  # real time: the sending rate is what the test sets
     return out
 
 
@@ -327,15 +328,14 @@ def _process_worker(
             import parkgate.store.sqlite as sqlite_store
 
             sqlite_store.BUSY_TIMEOUT_MS = busy_timeout_ms
-        for attempt in range(1, CLIENT_RETRIES + 1):
-            try:  # opening migrates, which takes the write lock: it may be refused too
-                gateway = spec.gateway(clock=ManualClock(datetime.fromisoformat(start)))
-                break
-            except StoreUnavailable:
-                if attempt == CLIENT_RETRIES:
-                    raise
-                time.sleep(0.002 * attempt)
-        assert gateway is not None
+        # Opening migrates, which takes the write lock: it may be refused too, for a while.
+        gateway = until(
+            lambda: spec.gateway(clock=ManualClock(datetime.fromisoformat(start))),
+            60,
+            "the database to let this process open it",
+            interval=0.01,
+            retry_on=(StoreUnavailable,),
+        )
         sent = send_all(gateway, plan, barrier, lockstep=lockstep)
         results.put(("ok", index, sent))
     except BaseException:
@@ -441,22 +441,12 @@ def bounded(call: Callable[[], object], seconds: float = 60.0) -> BaseException 
 
 def wait_for_rows(spec: StoreSpec, table: str, at_least: int, seconds: float = 120.0) -> None:
     """Block until ``table`` holds ``at_least`` rows (bounded): "the stream is under way"."""
-    deadline = time.monotonic() + seconds
-    while spec.count(table) < at_least:
-        assert time.monotonic() < deadline, f"{table} never reached {at_least} rows"
-        time.sleep(0.02)
+    until(lambda: spec.count(table) >= at_least, seconds, f"{table} to reach {at_least} rows", interval=0.02)
 
 
 def until_ok(call: Callable[[], Any], seconds: float = 60.0, pause: float = 0.2) -> Any:
     """Call until it stops raising StoreUnavailable (bounded by ``seconds``)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            return call()
-        except StoreUnavailable:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(pause)
+    return until(lambda: (call(),), seconds, "the store to answer", interval=pause, retry_on=(StoreUnavailable,))[0]
 
 
 # -- the model spy -------------------------------------------------------------------

@@ -13,7 +13,6 @@ import fcntl
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 
 from parkgate.clock import ManualClock
 from parkgate.store.postgres import create_schema, drop_schema
+from polling import until
 
 from ._support import T0, StoreSpec
 
@@ -103,15 +103,12 @@ class FaultsCluster:
 
     def wait_ready(self, seconds: float = 60.0) -> None:
         """Block until the cluster accepts connections (bounded)."""
-        deadline = time.monotonic() + seconds
-        while True:
-            try:
-                psycopg.connect(self.url, connect_timeout=2).close()
-                return
-            except psycopg.Error:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+
+        def connects() -> bool:
+            psycopg.connect(self.url, connect_timeout=2).close()
+            return True
+
+        until(connects, seconds, "the cluster to accept connections", interval=0.2, retry_on=(psycopg.Error,))
 
 
 def _unavailable(reason: str) -> None:

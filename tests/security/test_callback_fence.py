@@ -1,6 +1,6 @@
 """Callback URLs parked through ``parkgate serve``: internal targets and unparsable URLs refused.
 
-Issue 20, items 4 and 8. Loopback, the metadata address, private ranges, ``[::1]``,
+Loopback, the metadata address, private ranges, ``[::1]``,
 IPv4 in other spellings or inside IPv6, ``localhost`` and userinfo tricks are a 422 when
 the ask is parked, and so is a URL that does not parse; nothing is parked, and the asks
 around it are as they were. ``PARKGATE_CALLBACK_ALLOW`` lets one internal receiver in,

@@ -155,13 +155,13 @@ def test_a_slow_receiver_delays_no_other_callback_and_is_not_sent_twice(
     def drip(conn: socket.socket) -> None:
         for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n":
             conn.sendall(bytes([byte]))
-            time.sleep(5)
+            time.sleep(5)  # real time: a receiver this slow is what is under test
 
     slow = RawReceiver(drip)
     raw_receivers.append(slow)
     server = launch(database, extra_env=LOOPBACK)
     slow_ask = park_and_close(server, "slow", slow.url)
-    time.sleep(0.5)  # the slow delivery is under way
+    wait_until(lambda: slow.requests, 20, "the slow delivery to be under way")
     started = time.monotonic()
     bystander = park_and_close(server, "bystander", receiver.url)
     wait_until(lambda: receiver.got(), 20, "the bystander's callback")

@@ -1,6 +1,6 @@
 """Another site's page, a DNS-rebound name and careless start-up options, against ``parkgate serve``.
 
-Issue 20, item 2. A page the operator opens on another origin auto-submits a form and
+A page the operator opens on another origin auto-submits a form and
 sends ``fetch(..., {mode: "no-cors", body: Blob})`` requests: cancel an ask, select
 "Deploy" on another, start a workflow, park an ask whose callback would go where the
 page chose. Every one is refused, on a server without a token (loopback), and every ask

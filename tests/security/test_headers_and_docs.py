@@ -1,4 +1,4 @@
-"""Response headers and ``/docs`` on ``parkgate serve`` (issue 20, item 10).
+"""Response headers and ``/docs`` on ``parkgate serve``.
 
 Every response says ``X-Content-Type-Options: nosniff``; ``/v1`` answers are never
 cached; every HTML page carries a Content-Security-Policy. ``/docs`` loads Swagger UI

@@ -1,6 +1,6 @@
 """Limits of ``parkgate serve`` under load: request heads, connections, and 20,000 open asks.
 
-Issue 20, items 5 and 6. Three 150 MB headers are refused after at most a few
+Three 150 MB headers are refused after at most a few
 megabytes are sent (the server stops reading at 64 KiB), the server's memory stays
 flat (``/proc``) and it keeps answering ``/healthz``. Connections past the bound get
 503. With 20,000 open asks, ``GET /v1/asks`` answers a page of 100, every page walks

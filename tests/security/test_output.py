@@ -1,6 +1,6 @@
 """What a screen shows of hostile data: the CLI and the console, on SQLite and PostgreSQL.
 
-Issue 20, items 7 and 9. Ids holding Rich markup (``mk-[/bold]``, ``[link=...]``),
+Ids holding Rich markup (``mk-[/bold]``, ``[link=...]``),
 direction overrides, zero-width and fullwidth characters, and prompts holding terminal
 escapes and BEL, are printed as text, escaped so they are visible; ``parkgate asks`` does not crash. In the
 console, ids that differ only by such a character look different, and a 190-character

@@ -1,5 +1,6 @@
-"""The pure rules behind the HTTP service's security: the callback fence, tokens, rates,
-settings and what a screen shows. (The attacks themselves are in tests/security.)"""
+"""The pure rules behind the HTTP service's security: tokens, rates, settings and what a
+screen shows (the callback fence's own rules are in tests/test_fence_rules.py; the attacks
+themselves are in tests/security)."""
 
 from __future__ import annotations
 
@@ -9,46 +10,10 @@ import pytest
 
 from parkgate.display import HIDDEN_RANGES, is_hidden, json_line, visible_id, visible_text
 from parkgate.errors import InputError
-from parkgate.fence import AllowList, CallbackRefused, address_allowed, check_callback_url, parse_allow_list
+from parkgate.fence import CallbackRefused
 from parkgate.http.ratelimit import RateLimiter
 from parkgate.http.settings import SettingsError, check_exposure, settings_from_env
 from parkgate.http.tokens import Scope, Tokens, digest
-
-
-@pytest.mark.parametrize(
-    ("address", "port", "allowed"),
-    [
-        ("93.184.216.34", 443, True),
-        ("2606:2800:220:1::", 443, True),
-        ("127.0.0.1", 80, False),
-        ("10.1.2.3", 80, False),
-        ("169.254.169.254", 80, False),
-        ("100.64.0.1", 80, False),
-        ("::1", 80, False),
-        ("::ffff:10.0.0.1", 80, False),
-        ("64:ff9b::a00:1", 80, False),
-        ("fe80::1", 80, False),
-        ("ff02::1", 80, False),
-        ("0.0.0.0", 80, False),
-    ],
-)
-def test_a_resolved_address_is_allowed_only_when_public(address: str, port: int, allowed: bool) -> None:
-    assert address_allowed(address, port, AllowList()) is allowed
-
-
-def test_the_allow_list_lets_in_hosts_ports_and_networks_it_names() -> None:
-    allow = parse_allow_list(" receiver.internal , 127.0.0.1:9000, 10.0.0.0/8, [::1]:8080 ")
-    assert address_allowed("10.9.9.9", 1, allow)
-    assert address_allowed("127.0.0.1", 9000, allow) and not address_allowed("127.0.0.1", 9001, allow)
-    assert address_allowed("::1", 8080, allow) and not address_allowed("::1", 8081, allow)
-    assert address_allowed("192.168.0.5", 443, allow, host="Receiver.Internal.")
-    assert not address_allowed("192.168.0.5", 443, allow, host="other.internal")
-    assert check_callback_url("http://127.0.0.1:9000/hook", allow).port == 9000
-    with pytest.raises(CallbackRefused):
-        check_callback_url("http://127.0.0.1:9001/hook", allow)
-    for bad in ("10.0.0.0/33", "host:0", "host:x", "[::1", "a b"):
-        with pytest.raises(ValueError, match="not a host"):
-            parse_allow_list(bad)
 
 
 def test_a_refused_callback_is_an_input_error_and_the_library_refuses_what_does_not_parse() -> None:

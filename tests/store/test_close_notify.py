@@ -22,6 +22,7 @@ from parkgate import Gateway
 from parkgate.signal import FALLBACK_READ_SECONDS, CloseSignal
 from parkgate.store.postgres import PostgresStore
 from parkgate.store.watch import WaitRegistrar
+from polling import until
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -108,6 +109,13 @@ _WAITER = textwrap.dedent(
 )
 
 
+def _waited(pg_url: str, pg_schema: str, ask_id: str) -> bool:
+    """Whether ``ask_id`` carries the ``waited`` flag a waiter in another process sets."""
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(f'SET search_path TO "{pg_schema}"')
+        return conn.execute("SELECT waited FROM asks WHERE id = %s", (ask_id,)).fetchone() == (True,)
+
+
 def test_a_waiter_in_another_process_wakes_on_the_commit_of_a_plain_ask(
     pg_url: str, pg_schema: str, listener: psycopg.Connection[tuple[object, ...]]
 ) -> None:
@@ -122,14 +130,7 @@ def test_a_waiter_in_another_process_wakes_on_the_commit_of_a_plain_ask(
         try:
             assert child.stdout is not None
             assert child.stdout.readline().strip() == "waiting"
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:  # its flag is set before this process answers
-                with psycopg.connect(pg_url) as conn:
-                    conn.execute(f'SET search_path TO "{pg_schema}"')
-                    row = conn.execute("SELECT waited FROM asks WHERE id = %s", (ask_id,)).fetchone()
-                if row == (True,):
-                    break
-                time.sleep(0.02)
+            until(lambda: _waited(pg_url, pg_schema, ask_id), 10, "the waiter's flag (set before it sleeps)")
             answered_at = time.monotonic()
             assert gateway.handle("c-1", "1").kind.value == "selected"
             status, _, waited = child.stdout.readline().partition(" ")

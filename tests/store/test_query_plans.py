@@ -1,4 +1,4 @@
-"""The per-message read and the audit use the partial indexes, on both stores (issue 4).
+"""The per-message read and the audit use the partial indexes, on both stores.
 
 The statements are not retyped here: the store's own :class:`SqlTransaction` runs its
 reads through a recording cursor, and each recorded statement is then explained with

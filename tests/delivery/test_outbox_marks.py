@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -54,15 +53,23 @@ def test_several_rows_are_marked_delivered_in_one_call(store: Store) -> None:
 
 
 class _SlowStore:
-    """Records each ``callbacks_done`` call; each takes a little while, as a commit does."""
+    """Records each ``callbacks_done`` call; the first one holds until :attr:`release` is set,
+    as a slow commit does, so a test decides what arrives while it is being written."""
 
     def __init__(self, fail: bool = False) -> None:
         self.calls: list[list[int]] = []
         self.fail = fail
         self.lock = threading.Lock()
+        #: Set once the first write is under way.
+        self.writing = threading.Event()
+        #: The first write ends once this is set.
+        self.release = threading.Event()
 
     def callbacks_done(self, ids: list[int], now: datetime) -> None:
-        time.sleep(0.02)
+        first = not self.writing.is_set()
+        self.writing.set()
+        if first:
+            assert self.release.wait(10), "the test never let the first write end"
         if self.fail:
             raise RuntimeError("the store is away")
         with self.lock:
@@ -78,17 +85,19 @@ async def test_marks_that_arrive_during_a_write_go_in_the_next_batch() -> None:
     store = _SlowStore()
     marks = DeliveredMarks(store, _Clock())  # type: ignore[arg-type]
 
-    async def deliver(callback_id: int) -> None:
-        await asyncio.sleep(callback_id * 0.001)
-        await marks.mark(callback_id)
-
-    await asyncio.gather(*(deliver(n) for n in range(60)))
-    assert sorted(i for call in store.calls for i in call) == list(range(60))  # each once
-    assert len(store.calls) < 20  # gathered, not one commit each
+    first = asyncio.create_task(marks.mark(0))
+    assert await asyncio.to_thread(store.writing.wait, 10)  # row 0's write is under way
+    later = [asyncio.create_task(marks.mark(n)) for n in range(1, 60)]
+    await asyncio.sleep(0)  # every later delivery has asked for its mark
+    store.release.set()
+    await asyncio.gather(first, *later)
+    assert store.calls == [[0], list(range(1, 60))]  # the 59 that came meanwhile: one commit
 
 
 async def test_a_failed_write_fails_every_delivery_in_its_batch() -> None:
-    marks = DeliveredMarks(_SlowStore(fail=True), _Clock())  # type: ignore[arg-type]
+    store = _SlowStore(fail=True)
+    store.release.set()
+    marks = DeliveredMarks(store, _Clock())  # type: ignore[arg-type]
     results = await asyncio.gather(*(marks.mark(n) for n in range(5)), return_exceptions=True)
     assert all(isinstance(result, RuntimeError) for result in results)
     await marks.drain()
