@@ -1,7 +1,7 @@
 """Delivered outbox rows are marked in batches: many deliveries' rows in one commit.
 
 ``Store.callbacks_done`` marks several rows in one transaction (one statement per chunk
-on the SQL stores); :class:`~parkgate.delivery.outbox.DeliveredMarks` gathers the rows of
+on the SQL stores); :class:`~parkgate.delivery.marks.DeliveredMarks` gathers the rows of
 deliveries that finish while a batch is being written into the next one. Every delivery
 still ends only once its row's mark is committed, and a failed write fails each of them.
 """
