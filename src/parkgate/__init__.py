@@ -15,8 +15,10 @@ from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
 from parkgate.errors import (
     AskAlreadyOpen,
+    ConversationBusy,
     InputError,
     ParkgateError,
+    RunClosed,
     RunStillAsking,
     UnknownAsk,
     UnknownRun,
@@ -38,6 +40,7 @@ __all__ = [
     "AskStatus",
     "AsyncGateway",
     "Clock",
+    "ConversationBusy",
     "Gateway",
     "InputError",
     "ManualClock",
@@ -46,6 +49,7 @@ __all__ = [
     "Reply",
     "ReplyKind",
     "Run",
+    "RunClosed",
     "RunStillAsking",
     "StoppingPointError",
     "Store",

@@ -14,6 +14,8 @@ its nearest listed base. The tree, drawn as httpx draws its own::
         + SettingsError (parkgate.http.settings): the server does not start
         + TokenFileError (parkgate.http.tokens): the server does not start
       x AskAlreadyOpen ....................... 409 ask_already_open
+      x ConversationBusy ..................... 409 conversation_busy
+      x RunClosed ............................ 409 run_closed
       x RunStillAsking ....................... 409 run_still_asking
       x CallbackNotFailed .................... 409 callback_not_failed
       x UnknownAsk (a LookupError) ........... 404 unknown_ask
@@ -78,6 +80,31 @@ class AskAlreadyOpen(ParkgateError):
         )
 
 
+class ConversationBusy(ParkgateError):
+    """The conversation's open ask is another owner's: it can be neither replaced nor
+    named. Unlike :class:`AskAlreadyOpen` it carries no ask id, so a caller learns
+    nothing of an ask it does not own."""
+
+    def __init__(self, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
+        super().__init__(
+            f"conversation {conversation_id!r} has an open ask of another owner; "
+            "it cannot be replaced: try again once it has closed"
+        )
+
+
+class RunClosed(ParkgateError):
+    """The run named takes no new ask: it is complete (answered and finished, cancelled,
+    expired), or another owner's. Both read the same, so a caller learns nothing of a run
+    it does not own; a run is never reopened."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(
+            f"run {run_id!r} takes no new ask: it is complete, or another owner's; leave run_id out to start a new run"
+        )
+
+
 class UnknownAsk(ParkgateError, LookupError):
     """No ask has this id."""
 
@@ -139,9 +166,11 @@ __all__ = [
     "REPLACE_IN_PYTHON",
     "AskAlreadyOpen",
     "CallbackNotFailed",
+    "ConversationBusy",
     "InputError",
     "MissingExtra",
     "ParkgateError",
+    "RunClosed",
     "RunStillAsking",
     "SchemaMissing",
     "StoppingPointError",

@@ -203,12 +203,13 @@ def test_a_token_without_the_calls_scope_is_forbidden_naming_the_scope(guarded: 
         (lambda: auditor.ask(conv + "-x", "Deploy?", ["Yes"]), Scope.PARK),
         (lambda: agent.handle(conv, "1"), Scope.ANSWER),
         (lambda: auditor.cancel(theirs.ask_id), Scope.OPERATE),
-        (lambda: agent.get(theirs.ask_id), Scope.READ),  # a park token reads only the asks it parked
     ):
         with pytest.raises(Forbidden) as refused:
             call()
         assert (refused.value.status, refused.value.code, refused.value.scope) == (403, "missing_scope", scope)
         assert f"'{scope.value}'" in refused.value.detail
+    with pytest.raises(UnknownAsk):  # a park token reads only the asks it parked: another's is unknown to it
+        agent.get(theirs.ask_id)
     assert agent.get(mine.ask_id).is_open and auditor.get(theirs.ask_id).is_open  # nothing changed
     everything.cancel(theirs.ask_id)
     everything.cancel(mine.ask_id)

@@ -1,7 +1,7 @@
 """Named, scoped tokens from a tokens file, against ``parkgate serve`` on SQLite and PostgreSQL.
 
 Each token does what its scopes say and nothing else (a 403 names the missing scope);
-a ``park`` token reads the asks it parked and no other; a token's cap on open asks and
+a ``park`` token reads the asks it parked and no other (another's reads as unknown); a token's cap on open asks and
 its rate limit answer 429 with ``Retry-After``; nothing a refused request touched
 changes. ``--token-file`` keeps the token out of the process list.
 """
@@ -44,7 +44,7 @@ def test_each_scope_does_its_part_and_nothing_else(launch: Any, database: Any, t
 
         # park: parks and reads its own asks; nothing else.
         assert agent.get(f"/v1/asks/{ask_id}").json()["status"] == "open"
-        refused(agent.get(f"/v1/asks/{theirs}"), "read")
+        assert agent.get(f"/v1/asks/{theirs}").json()["error"] == "unknown_ask"  # as if there were none
         refused(agent.get("/v1/asks"), "read")
         refused(agent.post(messages_path("t-1"), json={"text": "1"}), "answer")
         refused(agent.post(f"/v1/asks/{ask_id}/cancel"), "operate")

@@ -110,11 +110,12 @@ def test_a_version_1_sqlite_file_is_upgraded_with_its_messages_kept(tmp_path: Pa
                 if statement.startswith(("CREATE TABLE inbound_messages", "CREATE INDEX asks_by_run")):
                     conn.execute(statement)
     conn.executemany("INSERT INTO inbound_messages VALUES (?, ?, ?, ?)", rows)
-    # What versions 5 to 10 added, taken out again.
+    # What versions 5 to 11 added, taken out again.
     for statement in (
         "DROP INDEX outbox_pending_by_owner",
         "ALTER TABLE outbox DROP COLUMN owner",
         "ALTER TABLE outbox DROP COLUMN host",
+        "ALTER TABLE runs DROP COLUMN owner",
         "DROP TABLE follow_ups",
         "DROP TRIGGER asks_due_moves",
         "DROP INDEX asks_due",
@@ -208,9 +209,10 @@ def test_a_version_1_postgres_schema_is_upgraded_in_place(pg_url: str, pg_schema
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{pg_schema}"')
         conn.execute("CREATE INDEX asks_by_run ON asks (run_id)")  # as version 1 made it
-        for statement in (  # what versions 5 to 10 added, taken out again
+        for statement in (  # what versions 5 to 11 added, taken out again
             "ALTER TABLE outbox DROP COLUMN owner",  # its index goes with it
             "ALTER TABLE outbox DROP COLUMN host",
+            "ALTER TABLE runs DROP COLUMN owner",
             "DROP TABLE follow_ups",
             "DROP TABLE deliverers",
             "DROP TRIGGER asks_due_moves ON asks",

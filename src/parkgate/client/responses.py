@@ -26,8 +26,10 @@ from parkgate.client.errors import (
 from parkgate.errors import (
     AskAlreadyOpen,
     CallbackNotFailed,
+    ConversationBusy,
     InputError,
     ParkgateError,
+    RunClosed,
     RunStillAsking,
     StoppingPointError,
     StoreError,
@@ -75,6 +77,8 @@ EXCEPTION_FOR_CODE: dict[str, Callable[[Mapping[str, str], Mapping[str, Any], st
     codes.ASK_ALREADY_OPEN: lambda about, body, detail: AskAlreadyOpen(
         about.get("conversation_id", ""), str(body.get("open_ask_id", ""))
     ),
+    codes.CONVERSATION_BUSY: lambda about, body, detail: ConversationBusy(about.get("conversation_id", "")),
+    codes.RUN_CLOSED: lambda about, body, detail: RunClosed(about.get("run_id", "")),
     codes.RUN_STILL_ASKING: lambda about, body, detail: RunStillAsking(
         about.get("run_id", ""), str(body.get("open_ask_id", ""))
     ),

@@ -26,7 +26,7 @@ class AskView:
 
     ``hours_open`` is set in a listing of open asks; ``callback`` (where its callback
     stands) for an ask parked with a ``callback_url``; ``context`` is what was parked
-    with it.
+    with it; ``owner`` the name of the token that parked it (``None`` without named tokens).
     """
 
     ask_id: str
@@ -47,6 +47,7 @@ class AskView:
     expect: Expect | None = None
     answered_at: datetime | None = None
     context: Mapping[str, Any] | None = None
+    owner: str | None = None
     hours_open: float | None = None
     callback: CallbackState | None = None
 
@@ -80,6 +81,7 @@ class AskView:
             expect=None if expect is None else Expect(**expect),
             answered_at=_maybe_stamp(data.get("answered_at")),
             context=None if context is None else dict(context),
+            owner=data.get("owner"),
             hours_open=data.get("hours_open"),
             callback=None if callback is None else callback_from_dict(callback),
         )
@@ -123,6 +125,7 @@ def run_from_dict(data: Mapping[str, Any]) -> Run:
         pending_ask_id=data.get("pending_ask_id"),
         created_at=_stamp(data["created_at"]),
         updated_at=_stamp(data["updated_at"]),
+        owner=data.get("owner"),
     )
 
 

@@ -212,7 +212,7 @@ def park(
         "expect": None if form is None else expect_to_dict(form),
         "context": check_context(context),
     }
-    return Call("POST", "v1/asks", Reply.from_dict, _json(body), about={"conversation_id": conversation_id})
+    return Call("POST", "v1/asks", Reply.from_dict, _json(body), about=_park_about(conversation_id, run_id))
 
 
 def park_text(
@@ -233,7 +233,15 @@ def park_text(
         "replace": replace,
         "callback_url": callback_url,
     }
-    return Call("POST", "v1/asks", Reply.from_dict, _json(body), about={"conversation_id": conversation_id})
+    return Call("POST", "v1/asks", Reply.from_dict, _json(body), about=_park_about(conversation_id, run_id))
+
+
+def _park_about(conversation_id: str, run_id: str | None) -> dict[str, str]:
+    """The ids a park is about: its conversation, and its run when one is named."""
+    about = {"conversation_id": conversation_id}
+    if run_id is not None:
+        about["run_id"] = run_id
+    return about
 
 
 def message(conversation_id: str, text: str | bytes, message_id: str | None) -> Call[Reply]:

@@ -164,13 +164,18 @@ class Gateway(ReadCalls, RunCalls):
         only answers of one form (:class:`~parkgate.core.expect.Expect`, a form's name
         such as ``"integer"`` or ``"email"``, or a mapping of its fields); any other
         answer is a miss whose retry line says what is wanted, and a ``default`` must be
-        of that form. Raises :class:`AskAlreadyOpen` unless ``replace`` is true.
+        of that form. Raises :class:`AskAlreadyOpen` unless ``replace`` is true. A
+        ``run_id`` that names a stored run parks in it while it is running; a complete run
+        is never reopened (:class:`RunClosed`).
         ``context`` (a JSON object of at most 16 KiB) is kept with the ask and shown with
         it. An ask with a ``callback_url``, or ``watched``, has something waiting on its
         close: a deliverer reads it when its TTL falls due (a *due read*), so it closes on
         time even if nobody else reads it. ``owner`` names who parks it (the HTTP service
         records its token's name): :meth:`open_asks` and :meth:`count_open_asks` can keep
         to one owner's asks, and a workflow's later phases keep their first ask's owner.
+        An owner reaches only its own asks and runs: another owner's open ask in the
+        conversation raises :class:`ConversationBusy` (``replace`` or not, and without its
+        id), and another owner's run :class:`RunClosed`, as a complete run does.
         ``follow_up`` (which implies ``watched``) records, with the ask, that a waiter acts
         on its close: once closed, the ask is listed by :meth:`closed_follow_ups` until the
         waiter calls :meth:`follow_up_done`, so a waiter that was not running at the close
@@ -236,7 +241,8 @@ class Gateway(ReadCalls, RunCalls):
         ``replace`` is as in :meth:`ask`. A workflow always starts a new run: ``run_id``
         names it, and naming a run that exists already is an :class:`InputError` that
         changes nothing (an old run's answers and workflow would otherwise mix with the
-        new one's). ``owner`` is as in :meth:`ask`, and every phase's ask keeps it.
+        new one's). ``owner`` is as in :meth:`ask` (another owner's open ask raises
+        :class:`ConversationBusy`), and the run and every phase's ask keep it.
         """
         check_id(conversation_id, "conversation_id")
         if not isinstance(workflow, str):
@@ -252,8 +258,8 @@ class Gateway(ReadCalls, RunCalls):
         def body(tx: Transaction, plan: WritePlan) -> Reply:
             if given_run and tx.run(run_id) is not None:
                 raise InputError(f"run {run_id} already exists: a workflow starts a new run (leave run_id out)")
-            self._runs.clear_for_new_ask(tx, plan, conversation_id, replace, now)
-            run = new_run(run_id, conversation_id, now, workflow=flow.name)
+            self._runs.clear_for_new_ask(tx, plan, conversation_id, replace, now, owner)
+            run = new_run(run_id, conversation_id, now, workflow=flow.name, owner=owner)
             return self._runs.park_phase(plan, run, flow.first, now, owner)
 
         return self._counted(self._units.run(body))
@@ -273,11 +279,11 @@ class Gateway(ReadCalls, RunCalls):
         run_id = run_id or new_id()
 
         def body(tx: Transaction, plan: WritePlan) -> Reply:
-            self._runs.clear_for_new_ask(tx, plan, conversation_id, replace, now)
-            # A new run id needs no read: only a caller's own run id can name an existing run.
-            run = (tx.run(run_id) if given_run else None) or new_run(run_id, conversation_id, now)
-            if run.conversation_id != conversation_id:
-                raise InputError(f"run {run_id} belongs to another conversation")
+            # The run is checked before the conversation is cleared: a run that takes no new
+            # ask refuses the park before anything is read as closed. A new run id needs no read.
+            joined = self._runs.joined_run(tx, run_id, conversation_id, extras.owner, now) if given_run else None
+            self._runs.clear_for_new_ask(tx, plan, conversation_id, replace, now, extras.owner)
+            run = joined or new_run(run_id, conversation_id, now, owner=extras.owner)
             ask = self._runs.new_ask(run, spec, now, ttl, extras)
             return self._runs.park(plan, run, ask, now, extras.follow_up)
 

@@ -17,7 +17,7 @@ from parkgate.core import machine, stopping_point
 from parkgate.core.expect import Expect
 from parkgate.core.model import Ask
 from parkgate.core.phrases import WORKFLOW_DONE, AskStatus, ReplyKind, RunOutcome, RunStatus
-from parkgate.errors import AskAlreadyOpen, UnknownWorkflow
+from parkgate.errors import AskAlreadyOpen, ConversationBusy, InputError, RunClosed, UnknownWorkflow
 from parkgate.gateway.shapes import asked_reply, expired_pass_reply, new_id, pass_reply, step_reply, with_more_text
 from parkgate.gateway.unit import WritePlan
 from parkgate.reply import Reply
@@ -40,9 +40,11 @@ class AskExtras:
     follow_up: bool = False
 
 
-def new_run(run_id: str, conversation_id: str, now: datetime, workflow: str | None = None) -> Run:
-    """A run that starts now, with nothing asked yet."""
-    return Run(run_id, conversation_id, workflow, RunStatus.RUNNING, None, {}, None, now, now)
+def new_run(
+    run_id: str, conversation_id: str, now: datetime, workflow: str | None = None, owner: str | None = None
+) -> Run:
+    """A run that starts now, with nothing asked yet, owned by ``owner``."""
+    return Run(run_id, conversation_id, workflow, RunStatus.RUNNING, None, {}, None, now, now, owner)
 
 
 def run_with(
@@ -55,7 +57,18 @@ def run_with(
 ) -> Run:
     """``run`` as it stands after a change at ``now``."""
     answers = dict(context) if context is not None else run.context
-    return Run(run.id, run.conversation_id, run.workflow, status, outcome, answers, pending_ask_id, run.created_at, now)
+    return Run(
+        run.id,
+        run.conversation_id,
+        run.workflow,
+        status,
+        outcome,
+        answers,
+        pending_ask_id,
+        run.created_at,
+        now,
+        run.owner,
+    )
 
 
 def changed_run(run: Run, change: RunChange) -> Run:
@@ -118,15 +131,44 @@ class RunLifeCycle:
 
     # -- parking ----------------------------------------------------------------------
     def clear_for_new_ask(
-        self, tx: Transaction, plan: WritePlan, conversation_id: str, replace: bool, now: datetime
+        self, tx: Transaction, plan: WritePlan, conversation_id: str, replace: bool, now: datetime, owner: str | None
     ) -> None:
-        """Make room for a new ask: the open one expires on this read, or is replaced (``replace``)."""
+        """Make room for a new ask: the open one expires on this read, or is replaced (``replace``).
+
+        An ``owner`` (a named token) replaces only its own asks: another owner's open ask
+        raises :class:`ConversationBusy`, which does not name it, ``replace`` or not.
+        """
         existing = tx.open_ask(conversation_id)
         if existing is None or not self.read(plan, existing, now).is_open:
             return
+        if owner is not None and existing.owner != owner:
+            raise ConversationBusy(conversation_id)
         if not replace:
             raise AskAlreadyOpen(conversation_id, existing.id)
         self.cancel(plan, existing, now, RunOutcome.REPLACED.value)
+
+    def joined_run(
+        self, tx: Transaction, run_id: str, conversation_id: str, owner: str | None, now: datetime
+    ) -> Run | None:
+        """The stored run a park names, ``None`` if there is none (the park starts it).
+
+        A run takes a new ask only while it is running and, for an ``owner`` (a named
+        token), only if it is that owner's: a complete run, one whose pending ask has
+        lapsed past its TTL with no default (its next read ends it), and another owner's
+        run all raise the one :class:`RunClosed`, so a run is never reopened and a caller
+        learns nothing of a run it does not own. Nothing is written here.
+        """
+        run = tx.run(run_id)
+        if run is None:
+            return None
+        if run.status != RunStatus.RUNNING or (owner is not None and run.owner != owner):
+            raise RunClosed(run_id)
+        pending = tx.ask(run.pending_ask_id) if run.pending_ask_id is not None else None
+        if pending is not None and pending.default is None and machine.on_read(pending, now) is not None:
+            raise RunClosed(run_id)
+        if run.conversation_id != conversation_id:
+            raise InputError(f"run {run_id} belongs to another conversation")
+        return run
 
     def new_ask(
         self, run: Run, spec: stopping_point.AskSpec, now: datetime, ttl: timedelta | None, extras: AskExtras

@@ -40,6 +40,7 @@ def ask_to_dict(ask: Ask, now: datetime | None = None, callback: CallbackState |
         "last_touched": ask.last_touched.isoformat(),
         "answered_at": ask.answered_at.isoformat() if ask.answered_at else None,
         "context": dict(ask.context) if ask.context is not None else None,
+        "owner": ask.owner,
     }
     if now is not None:
         data["hours_open"] = round((now - ask.asked_at).total_seconds() / 3600, 3)

@@ -7,8 +7,10 @@ from __future__ import annotations
 from parkgate.errors import (
     AskAlreadyOpen,
     CallbackNotFailed,
+    ConversationBusy,
     InputError,
     ParkgateError,
+    RunClosed,
     RunStillAsking,
     StoppingPointError,
     StoreError,
@@ -23,6 +25,10 @@ REFUSED = "refused"
 INVALID_INPUT = "invalid_input"
 MALFORMED_STOPPING_POINT = "malformed_stopping_point"
 ASK_ALREADY_OPEN = "ask_already_open"
+#: 409: the conversation's open ask is another owner's (its id is not given).
+CONVERSATION_BUSY = "conversation_busy"
+#: 409: the run is complete or another owner's: it takes no new ask.
+RUN_CLOSED = "run_closed"
 RUN_STILL_ASKING = "run_still_asking"
 CALLBACK_NOT_FAILED = "callback_not_failed"
 UNKNOWN_ASK = "unknown_ask"
@@ -51,6 +57,8 @@ LIBRARY_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
     (InputError, 422, INVALID_INPUT),
     (StoppingPointError, 422, MALFORMED_STOPPING_POINT),
     (AskAlreadyOpen, 409, ASK_ALREADY_OPEN),
+    (ConversationBusy, 409, CONVERSATION_BUSY),
+    (RunClosed, 409, RUN_CLOSED),
     (RunStillAsking, 409, RUN_STILL_ASKING),
     (CallbackNotFailed, 409, CALLBACK_NOT_FAILED),
     (UnknownAsk, 404, UNKNOWN_ASK),

@@ -208,6 +208,9 @@ class AskOut(BaseModel):
     context: dict[str, Any] | None = Field(
         default=None, description="What else was parked with the ask (a JSON object), shown with it."
     )
+    owner: str | None = Field(
+        default=None, description="The name of the token that parked it (null without named tokens)."
+    )
     hours_open: float | None = None
     callback: CallbackOut | None = Field(
         default=None, description="Where its callback stands (an ask parked with a callback_url)."
@@ -226,6 +229,9 @@ class RunOut(BaseModel):
     answers: dict[str, str] = Field(description="A workflow run's answers by phase; empty for a plain ask's run.")
     created_at: str
     updated_at: str
+    owner: str | None = Field(
+        default=None, description="The name of the token that started it (null without named tokens)."
+    )
 
 
 class AskListOut(BaseModel):

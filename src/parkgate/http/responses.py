@@ -69,4 +69,5 @@ def run_to_dict(run: Run) -> dict[str, Any]:
         "answers": dict(run.context),
         "created_at": run.created_at.isoformat(),
         "updated_at": run.updated_at.isoformat(),
+        "owner": run.owner,
     }

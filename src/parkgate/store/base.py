@@ -81,6 +81,9 @@ class Run:
     pending_ask_id: str | None
     created_at: datetime
     updated_at: datetime
+    #: Who started it (the HTTP token's name; ``None`` for the library or a server
+    #: without named tokens): only its owner parks in it.
+    owner: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ ASK_COLUMNS = (
 )
 #: What a step may change in an ask besides its status (``save_ask`` writes these).
 MUTABLE_ASK_SET = "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?"
-RUN_COLUMNS = "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at"
+RUN_COLUMNS = "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at, owner"
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ def _ask_insert(ask: Ask, dialect: Dialect) -> Statement:
 def _run_upsert(run: Run, dialect: Dialect) -> Statement:
     encode = dialect.encode_time
     return (
-        f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome, "
         "context = excluded.context, pending_ask_id = excluded.pending_ask_id, "
         "updated_at = excluded.updated_at",
@@ -185,6 +185,7 @@ def _run_upsert(run: Run, dialect: Dialect) -> Statement:
             run.pending_ask_id,
             encode(run.created_at),
             encode(run.updated_at),
+            run.owner,
         ),
     )
 
@@ -336,7 +337,8 @@ class SqlTransaction(OutboxSql, Transaction):
             return None
         decode = self._dialect.decode_time
         status = _RUN_STATUSES[row[3]]
-        return Run(row[0], row[1], row[2], status, row[4], json.loads(row[5]), row[6], decode(row[7]), decode(row[8]))
+        context = json.loads(row[5])
+        return Run(row[0], row[1], row[2], status, row[4], context, row[6], decode(row[7]), decode(row[8]), row[9])
 
     def save_run(self, run: Run) -> None:
         """Insert ``run``, or update its status, outcome, answers and pending ask."""

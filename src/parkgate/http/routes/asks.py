@@ -9,13 +9,14 @@ from fastapi.responses import Response
 
 from parkgate.async_gateway import AsyncGateway, wait_for_close
 from parkgate.checks import MAX_WAIT_SECONDS
+from parkgate.errors import UnknownAsk
 from parkgate.fence import check_callback_url
 from parkgate.http.dependencies import CallerDep, GatewayDep, LongPollsDep, OpenAskCapDep, SettingsDep
 from parkgate.http.errors import V1_ERRORS, documented
-from parkgate.http.guard import missing_scope, needs
+from parkgate.http.guard import needs
 from parkgate.http.models import AskIn, AskListOut, AskOut, OpenStatus, ReplyOut
 from parkgate.http.paging import DEFAULT_PAGE_ASKS, MAX_CURSOR_CHARS, MAX_PAGE_ASKS, decode_cursor, encode_cursor
-from parkgate.http.responses import SafeJSONResponse, ask_response, asks_json, error_response, reply_response
+from parkgate.http.responses import SafeJSONResponse, ask_response, asks_json, reply_response
 from parkgate.http.tokens import Scope
 from parkgate.reply import Reply
 
@@ -39,6 +40,11 @@ async def park_ask(
     body: AskIn, gateway: GatewayDep, caller: CallerDep, cap: OpenAskCapDep, settings: SettingsDep
 ) -> Response:
     """Park a question in a conversation; 409 if one is open there (unless ``replace``).
+
+    With named tokens a caller reaches only its own asks and runs: another owner's open
+    ask in the conversation is a 409 ``conversation_busy`` (without its id, ``replace`` or
+    not), and a ``run_id`` of another owner's run, like one of a complete run, a 409
+    ``run_closed``.
 
     A ``callback_url`` must parse and may not reach an internal address the server
     does not allow (422); a token at its ``max_open_asks`` gets 429.
@@ -110,19 +116,15 @@ async def get_ask(
 ) -> Response:
     """One ask. ``?wait=S`` (S <= 60) holds the request until it closes or S pass.
 
-    A token with the ``park`` scope but not ``read`` reads only the asks it parked. A wait
-    past the server's cap on long-polls gets 429 ``too_many_long_polls``
-    (:mod:`parkgate.http.longpolls`).
+    A token with the ``park`` scope but not ``read`` reads only the asks it parked: any
+    other id is a 404 ``unknown_ask``, the answer for an id no ask has, so such a token
+    cannot tell another owner's ask from none. A wait past the server's cap on
+    long-polls gets 429 ``too_many_long_polls`` (:mod:`parkgate.http.longpolls`).
     """
     if not caller.may(Scope.READ):
         mine = await gateway.get(ask_id)
         if caller.owner is None or mine.owner != caller.owner:
-            return error_response(
-                403,
-                "missing_scope",
-                missing_scope(caller, Scope.READ, request.scope) + " (without it, only the asks it parked)",
-                scope=Scope.READ.value,
-            )
+            raise UnknownAsk(ask_id)
     if not wait:
         return await ask_response(gateway, await gateway.get(ask_id))
     async with polls.admit() as turns:
