@@ -104,8 +104,9 @@ class DelivererHealth:
         if self.failing_since is not None:
             seconds = max(0.0, (now - self.failing_since).total_seconds())
             log.info(
-                "the deliverer recovered: due reads and callbacks resume after %d failed tries in %.1f s",
+                "the deliverer recovered: due reads and callbacks resume after %d failed %s in %.1f s",
                 self.failures,
+                "try" if self.failures == 1 else "tries",
                 seconds,
             )
         self.state = DelivererState.RUNNING
