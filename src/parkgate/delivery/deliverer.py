@@ -6,6 +6,9 @@ them as ``expired`` and queues their callbacks), then POSTs the callbacks that a
 Between passes it sleeps until the earliest due time, the earliest callback retry or the
 next heartbeat, and wakes early when the close signal says an ask with a due time was
 parked, a callback was queued, or another process committed (:mod:`parkgate.signal`).
+A pass that fails (its heartbeat included: the store away, the disk full) is logged once
+per outage and tried again after a backoff (:mod:`parkgate.delivery.health`); an error
+that escapes the loop restarts it (:mod:`parkgate.delivery.supervisor`).
 
 This is not a sweeper: it decides no lifetime. An ask it reads is closed only if the
 read finds it past its TTL, exactly as a person's next message would find it; an ask
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import socket
 import threading
@@ -38,7 +40,6 @@ from parkgate.signal import FALLBACK_READ_SECONDS, Change
 if TYPE_CHECKING:
     from parkgate.gateway import Gateway
 
-log = logging.getLogger("parkgate.deliver")
 
 #: Asks closed per due-read transaction; a full batch is followed by another at once.
 DUE_BATCH = 100

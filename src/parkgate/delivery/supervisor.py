@@ -19,7 +19,7 @@ from datetime import datetime
 from parkgate.delivery.health import DelivererHealth
 
 
-class LoopEnded(RuntimeError):
+class _LoopEnded(RuntimeError):
     """The deliverer's loop returned although it runs until cancelled."""
 
 
@@ -40,7 +40,7 @@ async def supervise(loop: Callable[[], Awaitable[None]], health: DelivererHealth
             except Exception as error:
                 delay = health.crashed(error, now())
             else:
-                delay = health.crashed(LoopEnded("the deliverer's loop returned"), now())
+                delay = health.crashed(_LoopEnded("the deliverer's loop returned"), now())
             await asyncio.sleep(delay)
     finally:
         health.stopped()
