@@ -101,6 +101,14 @@ def closing(gateway: Gateway) -> Iterator[Gateway]:
         gateway.close()
 
 
+def stored_status(store: Store, ask_id: str | None) -> AskStatus | None:
+    """The ask's status as stored: a raw read that enforces no TTL (``Gateway.get`` would
+    close an ask past it itself, and prove nothing about the deliverer)."""
+    with store.transaction() as tx:
+        ask = tx.ask(ask_id or "")
+    return ask.status if ask is not None else None
+
+
 def wait_for(condition: Any, what: str) -> None:
     """Poll (bounded by the same limit as the async tests) from a plain thread."""
     deadline = time.monotonic() + BOUND_SECONDS
@@ -128,7 +136,34 @@ def test_a_library_gateways_deliverer_thread_is_restarted_and_still_reads_due_as
         gateway.ask("c-wake", "Q?", ["A", "B"], ttl=600, watched=True)  # its signal wakes a sleeping loop
         health = gateway.deliverer_health
         assert health is not None
-        wait_for(lambda: gateway.get(parked.ask_id or "").status is AskStatus.EXPIRED, "the due read")
+        wait_for(lambda: stored_status(store, parked.ask_id) is AskStatus.EXPIRED, "the due read")
         wait_for(lambda: health.healthy, "the pass that read it to end")
         assert health.restarts == 2 and health.last_pass == clock.now()
     assert health.state is DelivererState.STOPPED  # close() stopped it on purpose
+
+
+class _Escape(BaseException):
+    """What no supervisor catches (only ``Exception``s are restarted in the loop)."""
+
+
+def test_a_library_gateways_thread_runs_a_new_event_loop_when_something_ends_the_old_one(
+    store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, quick_default_backoff: None
+) -> None:
+    real_run = Deliverer.run
+    runs: list[int] = []
+
+    async def run(self: Deliverer) -> None:
+        runs.append(1)
+        if len(runs) == 1:
+            raise _Escape("ends the thread's event loop")
+        await real_run(self)
+
+    monkeypatch.setattr(Deliverer, "run", run)
+    with closing(Gateway(store=store, clock=clock, deliver=True)) as gateway:
+        parked = gateway.ask("c-lib", "Deploy?", ["Deploy", "Hold"], ttl=10, watched=True)
+        clock.advance(timedelta(seconds=11))
+        gateway.ask("c-wake", "Q?", ["A", "B"], ttl=600, watched=True)  # its signal wakes a sleeping loop
+        health = gateway.deliverer_health
+        assert health is not None
+        wait_for(lambda: stored_status(store, parked.ask_id) is AskStatus.EXPIRED, "the due read")
+        assert len(runs) == 2 and health.restarts == 1
