@@ -9,10 +9,12 @@ adds them up, so any worker's ``/metrics`` answers for all of them.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
@@ -32,6 +34,13 @@ UNREAD_DUE_HELP = (
     "Seconds since the earliest due time that passed without its due read, among open asks "
     "something waits on (0: none). A due read closes such an ask at once; a growing value "
     "means no deliverer runs or it cannot keep up."
+)
+
+DELIVERER_PASS_HELP = (
+    "Unix time of the last successful pass of this process's deliverer (its heartbeat, due reads "
+    "and callback claims); with several workers, the latest of any worker (one working deliverer "
+    "serves the whole database). A healthy deliverer passes at least every 15 s: an older value "
+    "means none passes (failing, or not running)."
 )
 
 CALLBACKS_HELP = (
@@ -111,6 +120,8 @@ class Metrics:
             self._reply_children[kind] = self.replies.labels(kind.value, surface)
         self._closed_children: dict[str, Any] = {}
         self._time_to_answer = self.time_to_answer.labels(surface)
+        self._last_pass: Gauge | None = None  # made by the first pass of a deliverer
+        self._lock = threading.Lock()
 
     def read_gauges_with(self, read: Callable[[], AskGauges]) -> None:
         """Make the open-ask gauges read the store on each scrape (right across processes)."""
@@ -133,6 +144,25 @@ class Metrics:
         a key on every call, and this runs once a message.
         """
         self._reply_children[kind].inc()
+
+    def deliverer_passed(self, at: datetime) -> None:
+        """Set ``parkgate_deliverer_last_pass_timestamp_seconds`` to ``at``, a deliverer's
+        successful pass.
+
+        The gauge is made by the first pass, so a gateway that runs no deliverer shows none
+        (rather than a zero that reads as a deliverer stuck since 1970). With several
+        workers the scrape shows the latest of theirs (``max``: a worker that died leaves
+        an old value behind, which never hides a newer one).
+        """
+        with self._lock:
+            if self._last_pass is None:
+                self._last_pass = Gauge(
+                    "parkgate_deliverer_last_pass_timestamp_seconds",
+                    DELIVERER_PASS_HELP,
+                    registry=self.registry,
+                    multiprocess_mode="max",
+                )
+        self._last_pass.set(at.timestamp())
 
     def retry(self) -> None:
         """Count one transaction run again after a conflict."""

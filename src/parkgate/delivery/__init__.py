@@ -6,10 +6,21 @@ callbacks of closed asks from the durable outbox. It sleeps until the earliest d
 callback, or until the close signal says something changed. Run it in one of three ways:
 ``Gateway(..., deliver=True)`` (a background thread), ``AsyncGateway(..., deliver=True)``
 (a task), or ``parkgate deliver --db URL`` (a process of its own); ``parkgate serve`` runs
-one in each worker.
+one in each worker. Each runs under one supervisor: a failed pass is logged once per
+outage and retried with backoff, and a loop that stops on an unexpected error is
+restarted; :class:`DelivererHealth` says where it stands (``/healthz`` reads it).
 """
 
 from parkgate.delivery.deliverer import Deliverer, DelivererThread
+from parkgate.delivery.health import Backoff, DelivererHealth, DelivererState
 from parkgate.delivery.outbox import OutboxDeliverer, backoff_delay
 
-__all__ = ["Deliverer", "DelivererThread", "OutboxDeliverer", "backoff_delay"]
+__all__ = [
+    "Backoff",
+    "Deliverer",
+    "DelivererHealth",
+    "DelivererState",
+    "DelivererThread",
+    "OutboxDeliverer",
+    "backoff_delay",
+]

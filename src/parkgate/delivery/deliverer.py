@@ -6,6 +6,9 @@ them as ``expired`` and queues their callbacks), then POSTs the callbacks that a
 Between passes it sleeps until the earliest due time, the earliest callback retry or the
 next heartbeat, and wakes early when the close signal says an ask with a due time was
 parked, a callback was queued, or another process committed (:mod:`parkgate.signal`).
+A pass that fails (its heartbeat included: the store away, the disk full) is logged once
+per outage and tried again after a backoff (:mod:`parkgate.delivery.health`); an error
+that escapes the loop restarts it (:mod:`parkgate.delivery.supervisor`).
 
 This is not a sweeper: it decides no lifetime. An ask it reads is closed only if the
 read finds it past its TTL, exactly as a person's next message would find it; an ask
@@ -18,24 +21,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import httpx
 
+from parkgate.delivery.health import Backoff, DelivererHealth
 from parkgate.delivery.outbox import OutboxDeliverer
+from parkgate.delivery.supervisor import supervise
 from parkgate.fence import AllowList
 from parkgate.signal import FALLBACK_READ_SECONDS, Change
 
 if TYPE_CHECKING:
     from parkgate.gateway import Gateway
 
-log = logging.getLogger("parkgate.deliver")
 
 #: Asks closed per due-read transaction; a full batch is followed by another at once.
 DUE_BATCH = 100
@@ -44,8 +48,6 @@ MIN_PAUSE_SECONDS = 0.002
 #: The shortest sleep when due asks were found but none could be closed yet (another
 #: deliverer is reading them, or a due time rounded a hair early).
 IDLE_PAUSE_SECONDS = 0.05
-#: How long to wait after a pass that failed (the store away, say) before the next.
-ERROR_PAUSE_SECONDS = 1.0
 _WAKING_CHANGES = frozenset({Change.DUE, Change.OUTBOX, Change.COMMITTED, Change.ANY})
 
 
@@ -53,22 +55,34 @@ class Deliverer:
     """Due reads and callback delivery for ``gateway``; ``await run()`` until cancelled.
 
     ``allow`` is the callback allow-list (default: ``PARKGATE_CALLBACK_ALLOW``); ``client``
-    the HTTP client for callbacks (tests pass one with a mock transport).
+    the HTTP client for callbacks (tests pass one with a mock transport); ``backoff`` the
+    delays between tries while passes fail (default: 1 s doubling to 5 s).
     """
 
     def __init__(
-        self, gateway: Gateway, *, allow: AllowList | None = None, client: httpx.AsyncClient | None = None
+        self,
+        gateway: Gateway,
+        *,
+        allow: AllowList | None = None,
+        client: httpx.AsyncClient | None = None,
+        backoff: Backoff | None = None,
     ) -> None:
         self.gateway = gateway
         self.outbox = OutboxDeliverer(gateway.store, gateway.clock, client=client, allow=allow)
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         #: Asks closed by this deliverer's due reads.
         self.due_reads = 0
+        #: Whether its passes succeed (``/healthz`` reads it); logs each outage once.
+        self.health = DelivererHealth(backoff, on_pass=gateway.metrics.deliverer_passed)
+        self._next_beat = 0.0  # the loop's time of the next heartbeat; 0: at the next pass
 
     async def run(self) -> None:
-        """Deliver until cancelled."""
-        from parkgate.gateway import HEARTBEAT_SECONDS
+        """Deliver until cancelled, under the supervisor: a loop that stops on an unexpected
+        error is logged and restarted after a backoff (:mod:`parkgate.delivery.supervisor`)."""
+        await supervise(self._loop, self.health, self.gateway.clock.now)
 
+    async def _loop(self) -> None:
+        """Pass after pass until cancelled; a failed pass (heartbeat included) is retried with backoff."""
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
 
@@ -83,21 +97,14 @@ class Deliverer:
         self.gateway.delivering = True
         self.outbox.open()
         self.outbox.on_done = wake.set  # a free slot may take the next due callback
-        next_beat = 0.0
+        self._next_beat = 0.0  # a (re)started loop beats at once
         try:
             while True:
                 wake.clear()  # before the pass: a signal during it runs another
-                if loop.time() >= next_beat:
-                    await asyncio.to_thread(self._beat)
-                    next_beat = loop.time() + HEARTBEAT_SECONDS
-                try:
-                    pause = await self.deliver_once()
-                except asyncio.CancelledError:
-                    raise
-                except Exception as error:  # the store is away, a row is odd: keep going
-                    log.warning("delivery pass failed: %s", error)
-                    pause = ERROR_PAUSE_SECONDS
-                pause = min(pause, max(0.0, next_beat - loop.time()))
+                pause = await self._pass(loop)
+                if not self.health.healthy:  # the backoff: signals do not cut it short
+                    await asyncio.sleep(pause)
+                    continue
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel
                 # that lands as the event is set, and the deliverer would never stop.
                 with contextlib.suppress(TimeoutError):
@@ -109,6 +116,30 @@ class Deliverer:
             await self.outbox.aclose()
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self._stop_beating)
+
+    async def _pass(self, loop: asyncio.AbstractEventLoop) -> float:
+        """The heartbeat when it is due, then one delivery pass; return how long to sleep.
+
+        A failure of either (the store away, a row that is odd) is reported to
+        :attr:`health`, which logs it once per outage, and the sleep is its backoff (which
+        the close signal does not cut short); the heartbeat that failed is tried again on
+        the next pass.
+        """
+        from parkgate.gateway import HEARTBEAT_SECONDS
+
+        step = "heartbeat"
+        try:
+            if loop.time() >= self._next_beat:
+                await asyncio.to_thread(self._beat)
+                self._next_beat = loop.time() + HEARTBEAT_SECONDS
+            step = "delivery pass"
+            pause = await self.deliver_once()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the store is away, a row is odd: keep going
+            return self.health.failed(step, error, self.gateway.clock.now())
+        self.health.passed(self.gateway.clock.now())
+        return min(pause, max(0.0, self._next_beat - loop.time()))
 
     async def deliver_once(self) -> float:
         """One pass: the due reads, then start the due callbacks; return how long to sleep.
@@ -161,33 +192,51 @@ class DelivererThread:
     """A :class:`Deliverer` on an event loop of its own, in a daemon thread.
 
     What ``Gateway(..., deliver=True)`` runs; it starts at once and :meth:`stop` ends it
-    (the gateway's ``close()`` calls it).
+    (the gateway's ``close()`` calls it). The deliverer's own supervisor restarts its loop
+    after an error; should anything still end the event loop before :meth:`stop` (an
+    exception the supervisor does not catch), the thread logs it and runs a new one.
     """
 
     def __init__(self, gateway: Gateway) -> None:
         self.deliverer = Deliverer(gateway)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._main, name="parkgate-deliver", daemon=True)
         self._thread.start()
         self._ready.wait(timeout=10)
+
+    @property
+    def health(self) -> DelivererHealth:
+        """The deliverer's health (see :class:`~parkgate.delivery.health.DelivererHealth`)."""
+        return self.deliverer.health
 
     def _main(self) -> None:
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
             self._task = asyncio.current_task()
             self._ready.set()
+            if self._stopping:  # stop() came while this loop was starting
+                return
             with contextlib.suppress(asyncio.CancelledError):
                 await self.deliverer.run()
 
         try:
-            asyncio.run(main())
+            while not self._stopping:
+                try:
+                    asyncio.run(main())
+                except BaseException as error:  # the thread must outlive whatever ended the loop
+                    if self._stopping:
+                        return
+                    delay = self.deliverer.health.crashed(error, self.deliverer.gateway.clock.now())
+                    time.sleep(delay)  # a backoff in this thread of its own, not a test's wait
         finally:
             self._ready.set()
 
     def stop(self) -> None:
         """Cancel the deliverer and wait for its thread to end."""
+        self._stopping = True
         loop, task = self._loop, self._task
         if loop is not None and task is not None:
             with contextlib.suppress(RuntimeError):  # the loop already ended

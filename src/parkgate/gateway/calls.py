@@ -50,6 +50,7 @@ from parkgate.workflow import Workflow
 
 if TYPE_CHECKING:
     from parkgate.delivery.deliverer import DelivererThread
+    from parkgate.delivery.health import DelivererHealth
 
 DEFAULT_TTL = timedelta(hours=6)
 
@@ -122,6 +123,13 @@ class Gateway(ReadCalls, RunCalls):
             deliverer.stop()
         self.signal.close()
         self.store.close()
+
+    @property
+    def deliverer_health(self) -> DelivererHealth | None:
+        """The health of the deliverer this gateway runs (``deliver=True``; else ``None``):
+        its state (``healthy`` is false while its passes fail or it waits to be restarted)
+        and its last successful pass."""
+        return self._deliverer.health if self._deliverer is not None else None
 
     def __enter__(self) -> Gateway:
         return self

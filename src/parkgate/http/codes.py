@@ -37,6 +37,8 @@ UNKNOWN_WORKFLOW = "unknown_workflow"
 #: 503: the store is out of reach (``StoreUnavailable``), or failed otherwise (``StoreError``).
 STORE_UNAVAILABLE = "store_unavailable"
 STORE_ERROR = "store_error"
+#: 503 from ``/healthz``: the store answers, but the deliverer's passes fail (or it is being restarted).
+DELIVERER_FAILING = "deliverer_failing"
 #: 404 for a path no route serves.
 NOT_FOUND = "not_found"
 #: 422: the body is not what the route's schema takes / is not JSON at all.

@@ -250,11 +250,14 @@ class ErrorOut(BaseModel):
 
 
 class HealthOut(BaseModel):
-    """The service answers and its store is reachable."""
+    """The service answers, its store is reachable and its deliverer (if any) is not failing."""
 
     status: Literal["ok"]
     store: str
     schema_version: int
+    deliverer: Literal["starting", "running", "off"] = Field(
+        description="This process's deliverer: starting (no pass yet), running, or off (none runs here)"
+    )
 
 
 __all__ = [

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from parkgate.async_gateway import offload
+from parkgate.delivery import Deliverer
+from parkgate.delivery.health import DelivererHealth, DelivererState
 from parkgate.gateway import Gateway
+from parkgate.http import codes
 from parkgate.http.dependencies import GatewayDep
 from parkgate.http.errors import documented
-from parkgate.http.models import HealthOut
-from parkgate.http.responses import SafeJSONResponse
+from parkgate.http.models import ErrorOut, HealthOut
+from parkgate.http.responses import SafeJSONResponse, error_response
 from parkgate.store import StoreError, StoreUnavailable, is_postgres_url
 
 router = APIRouter(tags=["operations"])
@@ -28,9 +31,21 @@ def store_check(gateway: Gateway) -> int:
     return gateway.store.schema_version()
 
 
-@router.get("/healthz", response_model=HealthOut, responses=documented(503))
-async def healthz(gateway: GatewayDep) -> Response:
-    """200 when the store answers a read in time; 503 (JSON) when it is out of reach."""
+#: What ``/healthz`` answers while the deliverer fails: the error body, with its state.
+HEALTH_RESPONSES = {
+    **documented(),
+    503: {
+        "model": ErrorOut,
+        "description": "The store is out of reach, or this process's deliverer is failing or restarting",
+    },
+}
+
+
+@router.get("/healthz", response_model=HealthOut, responses=HEALTH_RESPONSES)
+async def healthz(gateway: GatewayDep, request: Request) -> Response:
+    """200 when the store answers a read in time and the deliverer is not failing; 503 (JSON)
+    when the store is out of reach, or while this process's deliverer fails its passes or
+    waits to be restarted (``deliverer_failing``, naming its state; the cause is in the log)."""
     try:
         async with asyncio.timeout(HEALTH_TIMEOUT_SECONDS):
             version = await offload(store_check, gateway.sync)
@@ -40,8 +55,33 @@ async def healthz(gateway: GatewayDep) -> Response:
         raise
     except Exception as error:  # any failure to read the store is an unhealthy store
         raise StoreUnavailable(f"the store check failed: {error}") from None
+    deliverer: Deliverer | None = request.app.state.deliverer
+    if deliverer is not None and not deliverer.health.healthy:
+        return failing_deliverer(deliverer.health)
     engine = "postgresql" if is_postgres_url(gateway.sync.store.url) else "sqlite"
-    return SafeJSONResponse({"status": "ok", "store": engine, "schema_version": version})
+    return SafeJSONResponse(
+        {"status": "ok", "store": engine, "schema_version": version, "deliverer": deliverer_state(deliverer)}
+    )
+
+
+def deliverer_state(deliverer: Deliverer | None) -> str:
+    """The healthy state ``/healthz`` names: ``starting``, ``running``, or ``off`` (none runs, or it stopped)."""
+    if deliverer is None or deliverer.health.state is DelivererState.STOPPED:
+        return "off"
+    return deliverer.health.state.value
+
+
+def failing_deliverer(health: DelivererHealth) -> Response:
+    """The 503 for a deliverer whose passes fail or that waits to be restarted."""
+    since = health.failing_since.isoformat() if health.failing_since else "now"
+    last = health.last_pass.isoformat() if health.last_pass else None
+    detail = (
+        f"the deliverer is {health.state.value} since {since}: due reads and callbacks wait until it "
+        "recovers (the cause is in the server's log)"
+    )
+    return error_response(
+        503, codes.DELIVERER_FAILING, detail, deliverer=health.state.value, failing_since=since, last_pass=last
+    )
 
 
 @router.get(
