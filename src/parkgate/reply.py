@@ -17,7 +17,7 @@ class Reply:
     """One outcome, always with a kind. Branch on ``kind``, never on ``text``.
 
     ``parked`` says whether the conversation has an open ask after this reply.
-    ``followup`` is the next ask when the run asked again after a selection/answer.
+    ``next_ask`` is the next ask when the run asked again after a selection/answer.
     """
 
     kind: ReplyKind
@@ -28,7 +28,7 @@ class Reply:
     answer: str | None = None
     option_index: int | None = None
     run_id: str | None = None
-    followup: Reply | None = None
+    next_ask: Reply | None = None
 
     @property
     def routes_onward(self) -> bool:
@@ -50,7 +50,7 @@ class Reply:
             "answer": self.answer,
             "option_index": self.option_index,
             "run_id": self.run_id,
-            "followup": self.followup.to_dict() if self.followup else None,
+            "next_ask": self.next_ask.to_dict() if self.next_ask else None,
         }
 
     def to_json(self) -> str:
@@ -66,7 +66,7 @@ class Reply:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Reply:
         """The reply :meth:`to_dict` (or :meth:`to_json`, parsed) describes; a missing field is ``None``."""
-        follow = data.get("followup")
+        follow = data.get("next_ask")
         return cls(
             kind=ReplyKind(data["kind"]),
             text=data["text"],
@@ -76,10 +76,25 @@ class Reply:
             answer=data.get("answer"),
             option_index=data.get("option_index"),
             run_id=data.get("run_id"),
-            followup=cls.from_dict(follow) if follow else None,
+            next_ask=cls.from_dict(follow) if follow else None,
         )
 
     @classmethod
     def from_json(cls, raw: str) -> Reply:
-        """The reply :meth:`to_json` wrote."""
-        return cls.from_dict(json.loads(raw))
+        """The reply :meth:`to_json` wrote.
+
+        A reply stored before ``followup`` was renamed ``next_ask`` reads the same, so a
+        redelivery after an upgrade returns the reply first given.
+        """
+        return cls.from_dict(json.loads(raw, object_hook=_renamed))
+
+
+#: The key earlier versions stored a reply's next ask under.
+_OLD_NEXT_ASK = "followup"
+
+
+def _renamed(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the stored key ``followup`` read as ``next_ask``."""
+    if _OLD_NEXT_ASK in data:
+        data["next_ask"] = data.pop(_OLD_NEXT_ASK)
+    return data

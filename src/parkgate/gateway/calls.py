@@ -383,6 +383,6 @@ class Gateway(ReadCalls, RunCalls):
     def _counted(self, reply: Reply) -> Reply:
         """Count a committed reply (and the ask it parked next) in the metrics."""
         self.metrics.reply(reply.kind)
-        if reply.followup is not None:
-            self.metrics.reply(reply.followup.kind)
+        if reply.next_ask is not None:
+            self.metrics.reply(reply.next_ask.kind)
         return reply

@@ -83,9 +83,9 @@ def step_reply(result: Step) -> Reply:
     )
 
 
-def with_more_text(reply: Reply, text: str, *, parked: bool, followup: Reply | None = None) -> Reply:
+def with_more_text(reply: Reply, text: str, *, parked: bool, next_ask: Reply | None = None) -> Reply:
     """``reply`` with ``text`` in place of its own (a workflow's next phase or closing words)."""
-    return dataclasses.replace(reply, text=text, parked=parked, followup=followup)
+    return dataclasses.replace(reply, text=text, parked=parked, next_ask=next_ask)
 
 
 def new_id() -> str:

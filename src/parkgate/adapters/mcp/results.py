@@ -135,7 +135,7 @@ def _apply_open(ask: Ask, result: ElicitResult, field: str | None, message_id: s
     action = result.action
     if action == ACCEPT:
         reply: Reply = yield call("handle", ask.conversation_id, reply_text(ask, result.content, field), message_id)
-        if reply.kind in (ReplyKind.SELECTED, ReplyKind.ANSWERED) and reply.followup is None and reply.run_id:
+        if reply.kind in (ReplyKind.SELECTED, ReplyKind.ANSWERED) and reply.next_ask is None and reply.run_id:
             yield call("finish_run", reply.run_id, DONE)
         return reply
     if action == DECLINE:
