@@ -16,8 +16,17 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 class Reply:
     """One outcome, always with a kind. Branch on ``kind``, never on ``text``.
 
-    ``parked`` says whether the conversation has an open ask after this reply.
-    ``next_ask`` is the next ask when the run asked again after a selection/answer.
+    Attributes:
+        kind: What was done with the message; only ``pass`` may go to a model.
+        text: The line to show the person.
+        parked: Whether the conversation has an open ask after this reply.
+        ask_id: The ask this reply is about (the one parked, matched or bounced).
+        expired_ask_id: On ``pass``, the ask this read found past its TTL and closed.
+        answer: The answer taken: a selected option's label, or the text given.
+        option_index: The selected option's 1-based position.
+        run_id: The run the ask belongs to.
+        next_ask: The ``asked`` reply of the ask the run parked next, when a workflow
+            asked again after a selection or answer.
     """
 
     kind: ReplyKind
@@ -40,6 +49,9 @@ class Reply:
 
         Built field by field rather than with ``dataclasses.asdict``, which deep-copies
         every field: this runs for every reply the gateway answers.
+
+        Returns:
+            The reply's JSON object, ``next_ask`` nested as one.
         """
         return {
             "kind": self.kind.value,
@@ -65,7 +77,14 @@ class Reply:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Reply:
-        """The reply :meth:`to_dict` (or :meth:`to_json`, parsed) describes; a missing field is ``None``."""
+        """The reply :meth:`to_dict` (or :meth:`to_json`, parsed) describes.
+
+        Args:
+            data: A reply's JSON object; a missing field is ``None``.
+
+        Returns:
+            The reply.
+        """
         follow = data.get("next_ask")
         return cls(
             kind=ReplyKind(data["kind"]),

@@ -18,8 +18,14 @@ from parkgate.store.base import CallbackState
 def ask_to_dict(ask: Ask, now: datetime | None = None, callback: CallbackState | None = None) -> dict[str, Any]:
     """The public JSON shape of an ask (HTTP, callbacks, the CLI's ``--json``).
 
-    ``now`` adds how long the ask has been open (``hours_open``); ``callback`` adds where
-    its callback stands (an ask with a ``callback_url``; the HTTP service's reads add it).
+    Args:
+        ask: The ask to show.
+        now: Adds how long the ask has been open (``hours_open``).
+        callback: Adds where its callback stands (an ask with a ``callback_url``; the
+            HTTP service's reads add it).
+
+    Returns:
+        JSON-ready values, one key a field.
     """
     data: dict[str, Any] = {
         "ask_id": ask.id,
