@@ -142,7 +142,13 @@ class AsyncGateway:
     (``AsyncGateway("sqlite:///parkgate.db", ttl=...)``, or keyword options alone), or
     wrap an existing one: ``AsyncGateway(gateway)`` or ``AsyncGateway(gateway=gateway)``.
     The wrapped Gateway is :attr:`sync`. ``async with AsyncGateway(...) as gw:`` closes
-    it on exit, like ``await gw.close()``, also when it was passed in.
+    it on exit, like ``await gw.close()``, also when it was passed in. The other
+    arguments are :class:`Gateway`'s.
+
+    Args:
+        store_url: As for :class:`Gateway`, or the Gateway to wrap.
+        gateway: The Gateway to wrap; no other option may be given with it.
+        deliver: Run the deliverer as a task on the event loop.
     """
 
     def __init__(

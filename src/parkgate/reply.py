@@ -16,8 +16,17 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 class Reply:
     """One outcome, always with a kind. Branch on ``kind``, never on ``text``.
 
-    ``parked`` says whether the conversation has an open ask after this reply.
-    ``followup`` is the next ask when the run asked again after a selection/answer.
+    Attributes:
+        kind: What was done with the message; only ``pass`` may go to a model.
+        text: The line to show the person.
+        parked: Whether the conversation has an open ask after this reply.
+        ask_id: The ask this reply is about (the one parked, matched or bounced).
+        expired_ask_id: On ``pass``, the ask this read found past its TTL and closed.
+        answer: The answer taken: a selected option's label, or the text given.
+        option_index: The selected option's 1-based position.
+        run_id: The run the ask belongs to.
+        next_ask: The ``asked`` reply of the ask the run parked next, when a workflow
+            asked again after a selection or answer.
     """
 
     kind: ReplyKind
@@ -28,7 +37,7 @@ class Reply:
     answer: str | None = None
     option_index: int | None = None
     run_id: str | None = None
-    followup: Reply | None = None
+    next_ask: Reply | None = None
 
     @property
     def routes_onward(self) -> bool:
@@ -40,6 +49,9 @@ class Reply:
 
         Built field by field rather than with ``dataclasses.asdict``, which deep-copies
         every field: this runs for every reply the gateway answers.
+
+        Returns:
+            The reply's JSON object, ``next_ask`` nested as one.
         """
         return {
             "kind": self.kind.value,
@@ -50,7 +62,7 @@ class Reply:
             "answer": self.answer,
             "option_index": self.option_index,
             "run_id": self.run_id,
-            "followup": self.followup.to_dict() if self.followup else None,
+            "next_ask": self.next_ask.to_dict() if self.next_ask else None,
         }
 
     def to_json(self) -> str:
@@ -65,8 +77,15 @@ class Reply:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Reply:
-        """The reply :meth:`to_dict` (or :meth:`to_json`, parsed) describes; a missing field is ``None``."""
-        follow = data.get("followup")
+        """The reply :meth:`to_dict` (or :meth:`to_json`, parsed) describes.
+
+        Args:
+            data: A reply's JSON object; a missing field is ``None``.
+
+        Returns:
+            The reply.
+        """
+        follow = data.get("next_ask")
         return cls(
             kind=ReplyKind(data["kind"]),
             text=data["text"],
@@ -76,10 +95,25 @@ class Reply:
             answer=data.get("answer"),
             option_index=data.get("option_index"),
             run_id=data.get("run_id"),
-            followup=cls.from_dict(follow) if follow else None,
+            next_ask=cls.from_dict(follow) if follow else None,
         )
 
     @classmethod
     def from_json(cls, raw: str) -> Reply:
-        """The reply :meth:`to_json` wrote."""
-        return cls.from_dict(json.loads(raw))
+        """The reply :meth:`to_json` wrote.
+
+        A reply stored before ``followup`` was renamed ``next_ask`` reads the same, so a
+        redelivery after an upgrade returns the reply first given.
+        """
+        return cls.from_dict(json.loads(raw, object_hook=_renamed))
+
+
+#: The key earlier versions stored a reply's next ask under.
+_OLD_NEXT_ASK = "followup"
+
+
+def _renamed(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the stored key ``followup`` read as ``next_ask``."""
+    if _OLD_NEXT_ASK in data:
+        data["next_ask"] = data.pop(_OLD_NEXT_ASK)
+    return data

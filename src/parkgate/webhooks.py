@@ -32,8 +32,19 @@ from standardwebhooks.webhooks import WebhookVerificationError
 def verify(body: bytes | str, headers: Mapping[str, str], secret: str) -> dict[str, Any]:
     """The callback's JSON (the ask) if ``headers`` sign ``body`` with ``secret``.
 
-    Raises :class:`WebhookVerificationError` for a missing header, a wrong signature, or
-    a timestamp more than 5 minutes from now (a replay).
+    Args:
+        body: The request body exactly as received (verify before parsing it).
+        headers: The request's headers, ``webhook-id``, ``webhook-timestamp`` and
+            ``webhook-signature`` among them.
+        secret: The server's ``PARKGATE_WEBHOOK_SECRET`` (``whsec_`` + base64).
+
+    Returns:
+        The ask as the callback's JSON object.
+
+    Raises:
+        WebhookVerificationError: A header is missing, the signature is wrong, the
+            timestamp is more than 5 minutes from now (a replay), or the body is not a
+            JSON object.
     """
     outcome = Webhook(secret).verify(body, dict(headers))
     if not isinstance(outcome, dict):

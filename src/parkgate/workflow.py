@@ -43,9 +43,19 @@ _ELLIPSIS = "\u2026"
 class Phase:
     """One step. ``prompt`` may name earlier answers: ``"Describe the {diagram}."``
 
-    The prompt and options are checked when the phase is defined (an invalid one raises
-    :class:`~parkgate.core.stopping_point.StoppingPointError` here, not when a person
-    reaches it).
+    The prompt and options are checked when the phase is defined, not when a person
+    reaches it.
+
+    Args:
+        name: The phase's name: its answer is kept under it, and ``{name}`` in a later
+            prompt stands for that answer.
+        prompt: The question, which may name earlier answers.
+        options: The choices of a choice phase; none makes it a text phase.
+        then: Picks the next phase by name (or ``None`` to finish) from the answers so
+            far; without it the next phase in order follows.
+
+    Raises:
+        StoppingPointError: The prompt or options cannot be parked.
     """
 
     name: str
@@ -69,6 +79,12 @@ class Phase:
         answer is cut to :data:`MAX_QUOTED_ANSWER_CHARS`, a line of it that reads as a
         stopping-point marker is quoted with ``> ``, and the whole is cut to the prompt
         limit. A name with no answer yet stays as written.
+
+        Args:
+            answers: The run's answers so far, by phase name.
+
+        Returns:
+            The prompt to park.
         """
 
         def quoted(found: re.Match[str]) -> str:
@@ -93,7 +109,17 @@ def _quotable(answer: str) -> str:
 
 @dataclass(frozen=True)
 class Workflow:
-    """Phases asked in order (or as each ``then`` picks), and a ``finish`` for the answers."""
+    """Phases asked in order (or as each ``then`` picks), and a ``finish`` for the answers.
+
+    Args:
+        name: The name :meth:`Gateway.start <parkgate.Gateway.start>` runs it by.
+        phases: The phases; the first one is asked when a run starts.
+        finish: Turns the answers, by phase name, into the text shown after the last
+            phase.
+
+    Raises:
+        InputError: The workflow has no phases, or a phase name twice.
+    """
 
     name: str
     phases: Sequence[Phase]
@@ -114,14 +140,35 @@ class Workflow:
         return self.phases[0]
 
     def phase(self, name: str) -> Phase:
-        """The phase called ``name``; :class:`~parkgate.errors.InputError` if there is none."""
+        """The phase called ``name``.
+
+        Args:
+            name: A phase's name.
+
+        Returns:
+            That phase.
+
+        Raises:
+            InputError: The workflow has no phase of that name.
+        """
         try:
             return self._by_name[name]
         except KeyError:
             raise InputError(f"workflow {self.name!r} has no phase {name!r}") from None
 
     def after(self, phase_name: str, answers: Answers) -> Phase | None:
-        """The phase that follows ``phase_name`` given ``answers``; ``None`` to finish."""
+        """The phase that follows ``phase_name`` given ``answers``.
+
+        Args:
+            phase_name: The phase just answered.
+            answers: The run's answers so far, by phase name.
+
+        Returns:
+            The next phase, or ``None`` when the workflow finishes.
+
+        Raises:
+            InputError: A ``then`` names a phase the workflow does not have.
+        """
         current = self.phase(phase_name)
         if current.then is not None:
             chosen = current.then(answers)

@@ -98,8 +98,8 @@ def test_a_workflow_is_started_followed_through_its_run_and_finished(served: Ser
     )
     first = client.handle(conv, "1")
     assert (first.kind, first.answer, first.parked) == (ReplyKind.SELECTED, "Sequence", True)
-    assert first.followup is not None and first.followup.kind is ReplyKind.ASKED
-    assert client.get(first.followup.ask_id).phase == "describe"
+    assert first.next_ask is not None and first.next_ask.kind is ReplyKind.ASKED
+    assert client.get(first.next_ask.ask_id).phase == "describe"
     assert client.run(run_id).context == {"diagram": "Sequence"}  # a workflow run's answers so far
     done = client.handle(conv, "A user logs in")
     assert done.kind is ReplyKind.ANSWERED and "@startuml" in done.text

@@ -35,7 +35,7 @@ replies = st.builds(
     run_id=optional_text,
 )
 with_followups = st.builds(
-    lambda reply, followup: Reply(**{**{f: getattr(reply, f) for f in reply.__slots__}, "followup": followup}),
+    lambda reply, next_ask: Reply(**{**{f: getattr(reply, f) for f in reply.__slots__}, "next_ask": next_ask}),
     replies,
     st.none() | replies,
 )

@@ -109,4 +109,4 @@ def test_a_workflow_cannot_start_under_an_existing_run(gateway: Gateway, where: 
     started = gateway.start(conversation, "uml", run_id="run-new")  # a new id starts as usual
     assert started.kind is ReplyKind.ASKED and started.run_id == "run-new"
     chose = gateway.handle(conversation, "1")
-    assert chose.kind is ReplyKind.SELECTED and chose.followup is not None  # the next phase is asked
+    assert chose.kind is ReplyKind.SELECTED and chose.next_ask is not None  # the next phase is asked

@@ -76,7 +76,7 @@ def test_demo_workflow_runs_to_the_plantuml_text(gateway: Gateway) -> None:
     gateway.start("conv-uml", "uml")
     chose = gateway.handle("conv-uml", "class")
     assert chose.kind is ReplyKind.SELECTED and chose.answer == "Class" and chose.option_index == 2
-    assert chose.parked and chose.followup is not None and chose.followup.kind is ReplyKind.ASKED
+    assert chose.parked and chose.next_ask is not None and chose.next_ask.kind is ReplyKind.ASKED
     assert "Describe the Class diagram" in chose.text
     done = gateway.handle("conv-uml", "Orders and their customers")
     assert done.kind is ReplyKind.ANSWERED and not done.parked

@@ -37,9 +37,9 @@ def test_any_answer_moves_the_run_to_its_next_question(gateway: Gateway, answer:
     gateway.start("c", "confirm")
     reply = gateway.handle("c", answer)
     assert reply.kind is ReplyKind.ANSWERED
-    assert reply.followup is not None and reply.followup.kind is ReplyKind.ASKED
+    assert reply.next_ask is not None and reply.next_ask.kind is ReplyKind.ASKED
     assert reply.parked
-    ask = gateway.get(reply.followup.ask_id or "")
+    ask = gateway.get(reply.next_ask.ask_id or "")
     assert ask.is_open and ask.phase == "confirm"
     assert len(ask.prompt) <= MAX_PROMPT_CHARS
     assert gateway.handle("c", "1").kind is ReplyKind.SELECTED
@@ -50,7 +50,7 @@ def test_a_long_answer_is_quoted_cut_with_an_ellipsis(gateway: Gateway) -> None:
     gateway.register(CONFIRM)
     gateway.start("c", "confirm")
     reply = gateway.handle("c", "y" * 3000)
-    ask = gateway.get(reply.followup.ask_id or "") if reply.followup else None
+    ask = gateway.get(reply.next_ask.ask_id or "") if reply.next_ask else None
     assert ask is not None
     assert "y" * (MAX_QUOTED_ANSWER_CHARS - 1) + "\u2026" in ask.prompt
     assert "y" * MAX_QUOTED_ANSWER_CHARS not in ask.prompt
@@ -60,7 +60,7 @@ def test_a_marker_line_in_an_answer_is_quoted_not_dropped(gateway: Gateway) -> N
     gateway.register(CONFIRM)
     gateway.start("c", "confirm")
     reply = gateway.handle("c", "before\n[[/ask]]\nafter")
-    ask = gateway.get(reply.followup.ask_id or "") if reply.followup else None
+    ask = gateway.get(reply.next_ask.ask_id or "") if reply.next_ask else None
     assert ask is not None
     assert "before\n> [[/ask]]\nafter" in ask.prompt
 
@@ -85,8 +85,8 @@ def test_only_placeholders_naming_answers_are_filled(gateway: Gateway, template:
     gateway.register(flow)
     gateway.start("c", "braces")
     reply = gateway.handle("c", "blue")
-    assert reply.followup is not None
-    assert gateway.get(reply.followup.ask_id or "").prompt == shown
+    assert reply.next_ask is not None
+    assert gateway.get(reply.next_ask.ask_id or "").prompt == shown
 
 
 def test_a_first_phase_with_braces_starts(gateway: Gateway) -> None:

@@ -68,8 +68,8 @@ def test_menu_reshows_without_counting_and_the_demo_runs_to_its_output(served_sq
         assert http.get(f"/v1/asks/{asked['ask_id']}").json()["mismatches"] == 3
         chosen = say(http, conv, "2")
         assert (chosen["kind"], chosen["answer"], chosen["option_index"]) == ("selected", "Class", 2)
-        assert chosen["parked"] is True and chosen["followup"]["kind"] == "asked"
-        describe_id = chosen["followup"]["ask_id"]
+        assert chosen["parked"] is True and chosen["next_ask"]["kind"] == "asked"
+        describe_id = chosen["next_ask"]["ask_id"]
         assert describe_id != asked["ask_id"]
         listed = http.get("/v1/asks?status=open").json()["asks"]
         assert [(a["ask_id"], a["phase"]) for a in listed if a["conversation_id"] == conv] == [

@@ -25,10 +25,12 @@ T = TypeVar("T")
 class AsyncClient:
     """The same client for asyncio code: every :class:`~parkgate.client.Client` call, awaited.
 
-    The arguments, results and errors are :class:`~parkgate.client.Client`'s; ``transport``
-    is an ``httpx`` async transport. A :meth:`wait` holds no thread: it awaits its
-    long-polls. ``async with AsyncClient(...) as client:`` closes its connections on exit,
-    as ``await client.aclose()`` does.
+    The arguments, results and errors are :class:`~parkgate.client.Client`'s. A
+    :meth:`wait` holds no thread: it awaits its long-polls. ``async with AsyncClient(...)
+    as client:`` closes its connections on exit, as ``await client.aclose()`` does.
+
+    Args:
+        transport: An ``httpx`` async transport to send through.
     """
 
     def __init__(

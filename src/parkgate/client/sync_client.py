@@ -25,20 +25,24 @@ T = TypeVar("T")
 class Client:
     """A parkgate server's ``/v1`` API as the :class:`~parkgate.Gateway`'s calls.
 
-    ``base_url`` is where the server listens (``http://127.0.0.1:8080``; a trailing ``/``
-    or ``/v1`` changes nothing, and a path prefix before it is kept); ``token`` is the
-    bearer token when the server runs with tokens. ``timeout`` bounds each request in
-    seconds (a long-poll's read gets its wait on top); ``long_poll`` is the longest one
-    request of :meth:`wait` asks the server to hold (at most its cap, 60 s; less for a
-    proxy that cuts idle requests sooner). ``transport`` is an ``httpx`` transport to send
-    through (retries, a Unix socket, an ASGI app in-process). A bad argument raises
-    :class:`~parkgate.errors.InputError` naming it.
-
     Errors the server answers with are raised as the library's exceptions
     (:class:`~parkgate.errors.AskAlreadyOpen`, :class:`~parkgate.errors.UnknownAsk`,
     :class:`~parkgate.errors.StoreUnavailable`, ...) or the client's own
     (:mod:`parkgate.client.errors`). ``with Client(...) as client:`` closes its
     connections on exit, as :meth:`close` does.
+
+    Args:
+        base_url: Where the server listens (``http://127.0.0.1:8080``; a trailing ``/``
+            or ``/v1`` changes nothing, and a path prefix before it is kept).
+        token: The bearer token, when the server runs with tokens.
+        timeout: Bounds each request in seconds (a long-poll's read gets its wait on top).
+        transport: An ``httpx`` transport to send through (retries, a Unix socket, an
+            ASGI app in-process).
+        long_poll: The longest one request of :meth:`wait` asks the server to hold (at
+            most its cap, 60 s; less for a proxy that cuts idle requests sooner).
+
+    Raises:
+        InputError: An argument is bad; the message names it.
     """
 
     def __init__(
@@ -128,21 +132,48 @@ class Client:
     def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
         """Match one inbound message against the conversation's parked ask.
 
-        The same ``message_id`` sent again (after an :class:`~parkgate.client.errors.Unreachable`,
-        say) returns the first reply and changes nothing.
+        Args:
+            conversation_id: The conversation the message arrived in.
+            text: What the person wrote (bytes must be UTF-8).
+            message_id: The message's id: sent again (after an
+                :class:`~parkgate.client.errors.Unreachable`, say) it returns the first
+                reply and changes nothing.
+
+        Returns:
+            What the gateway did, by kind; ``pass`` when nothing was parked.
         """
         return self._send(wire.message(conversation_id, text, message_id))
 
     # -- reads -----------------------------------------------------------------------------
     def get(self, ask_id: str) -> AskView:
-        """One ask (closing it as ``expired`` if it is past its TTL); :class:`~parkgate.errors.UnknownAsk`."""
+        """One ask, closing it as ``expired`` if it is past its TTL.
+
+        Args:
+            ask_id: The ask's id.
+
+        Returns:
+            The ask as it is after this read.
+
+        Raises:
+            UnknownAsk: No ask has this id (or it is another owner's).
+        """
         return self._send(wire.read_ask(ask_id))
 
     def wait(self, ask_id: str, timeout: float | timedelta) -> AskView:
-        """Wait until the ask closes or ``timeout`` passes; return it as it then is.
+        """Wait until the ask closes or ``timeout`` passes.
 
         Each request is a long-poll of at most ``long_poll`` seconds (the server's cap is
-        60 s); a longer wait is a loop of them. A ``timeout`` of 0 or less reads once.
+        60 s); a longer wait is a loop of them.
+
+        Args:
+            ask_id: The ask to wait for.
+            timeout: A timedelta or seconds; 0 or less reads once.
+
+        Returns:
+            The ask as it then is: closed, or still open when ``timeout`` passed.
+
+        Raises:
+            UnknownAsk: No ask has this id (or it is another owner's).
         """
         deadline = time.monotonic() + wait_seconds(timeout)
         while True:
@@ -152,12 +183,26 @@ class Client:
                 return ask
 
     def open_asks(self, limit: int = wire.DEFAULT_PAGE_ASKS, cursor: str | None = None) -> AskPage:
-        """One page of open asks, oldest first, each with ``hours_open``: ``limit`` of them
-        (at most 1,000) after ``cursor``, the ``next`` of the page before."""
+        """One page of open asks, oldest first, each with ``hours_open``.
+
+        Args:
+            limit: The most asks on the page (at most 1,000).
+            cursor: The ``next`` of the page before; ``None`` for the first page.
+
+        Returns:
+            The page: its asks, and the cursor of the next page (``None`` after the last).
+        """
         return self._send(wire.open_asks(limit, cursor))
 
     def iter_open_asks(self, page_size: int = wire.DEFAULT_PAGE_ASKS) -> Iterator[AskView]:
-        """Every open ask, oldest first, read a page of ``page_size`` at a time as it is consumed."""
+        """Every open ask, oldest first, read a page at a time as it is consumed.
+
+        Args:
+            page_size: How many asks each request reads.
+
+        Yields:
+            Each open ask.
+        """
         cursor: str | None = None
         while True:
             page = self.open_asks(page_size, cursor)
@@ -167,31 +212,79 @@ class Client:
             cursor = page.next
 
     def run(self, run_id: str) -> Run | None:
-        """The run (status, outcome, pending ask, a workflow's answers), or ``None`` if unknown."""
+        """The run (status, outcome, pending ask, a workflow's answers).
+
+        Args:
+            run_id: The run's id.
+
+        Returns:
+            The run, or ``None`` if unknown.
+        """
         try:
             return self._send(wire.run(run_id))
         except UnknownRun:
             return None
 
     def workflows(self) -> list[str]:
-        """The names of the workflows the server can :meth:`start`."""
+        """The names of the workflows the server can :meth:`start`.
+
+        Returns:
+            Those names.
+        """
         return self._send(wire.workflows())
 
     def failed_callbacks(self, limit: int = wire.DEFAULT_PAGE_ASKS) -> list[AskView]:
-        """Asks whose callback was given up on, the latest failure first."""
+        """Asks whose callback was given up on, the latest failure first.
+
+        Args:
+            limit: The most asks returned.
+
+        Returns:
+            Those asks, each with its ``callback``.
+        """
         return self._send(wire.failed_callbacks(limit))
 
     # -- operating -------------------------------------------------------------------------
     def cancel(self, ask_id: str) -> AskView:
-        """An operator's cancel: the ask closes as ``cancelled`` (a closed one comes back as it is)."""
+        """An operator's cancel: the ask closes as ``cancelled``.
+
+        Args:
+            ask_id: The ask to cancel.
+
+        Returns:
+            The ask as it is now (a closed one comes back as it was).
+
+        Raises:
+            UnknownAsk: No ask has this id.
+        """
         return self._send(wire.cancel(ask_id))
 
     def finish_run(self, run_id: str, outcome: str = "done") -> Run:
-        """Mark a run complete with ``outcome``; :class:`~parkgate.errors.RunStillAsking` while
-        its ask is open, :class:`~parkgate.errors.UnknownRun` for an unknown id."""
+        """Mark a run complete once the work after its last answer is done.
+
+        Args:
+            run_id: The run to finish.
+            outcome: An id-like string recorded on the run.
+
+        Returns:
+            The run, now complete.
+
+        Raises:
+            RunStillAsking: The run's ask is open.
+            UnknownRun: No run has this id.
+        """
         return self._send(wire.finish_run(run_id, outcome))
 
     def retry_callback(self, ask_id: str) -> AskView:
-        """Re-arm the ask's failed callback (due now, attempts from 0); the ask comes back with
-        its ``callback``. :class:`~parkgate.errors.CallbackNotFailed` unless it had failed."""
+        """Re-arm the ask's failed callback: due now, its attempts counted from 0.
+
+        Args:
+            ask_id: The ask whose callback failed.
+
+        Returns:
+            The ask, with its ``callback``.
+
+        Raises:
+            CallbackNotFailed: The ask's callback had not failed.
+        """
         return self._send(wire.retry_callback(ask_id))

@@ -58,12 +58,23 @@ DEFAULT_TTL = timedelta(hours=6)
 class Gateway(ReadCalls, RunCalls):
     """Parks asks, matches replies, and closes every ask it finds past its TTL.
 
-    ``store_url`` is ``sqlite:///parkgate.db`` (default), a file path, or
-    ``postgresql://...`` (in the schema ``PARKGATE_PG_SCHEMA`` names, as for the server
-    and the CLI); or pass an open ``store``. ``clock`` is injected so that
-    expiry is tested without sleeping. A bad option (``ttl`` not a positive duration,
-    ``escalate_after`` not a whole number of at least 1, ...) raises
-    :class:`InputError` before any store is opened.
+    Args:
+        store_url: ``sqlite:///parkgate.db`` (the default), a file path, or
+            ``postgresql://...`` (in the schema ``PARKGATE_PG_SCHEMA`` names, as for the
+            server and the CLI). Ignored when ``store`` is given.
+        store: An open store to use instead of opening ``store_url``.
+        ttl: How long an ask may stay idle before a read closes it as ``expired``
+            (a timedelta or seconds; 6 hours by default); each ask may set its own.
+        clock: Where "now" comes from: injected so that expiry is tested without sleeping.
+        escalate_after: The miss from which a mismatch gets the escalated line (3).
+        workflows: Workflows :meth:`start` can run by name.
+        surface: The ``surface`` label of this gateway's metrics.
+        metrics: Metrics to count into, shared with a server; a new set by default.
+        deliver: Run a deliverer thread that makes the due reads and sends callbacks.
+
+    Raises:
+        InputError: An option is bad (``ttl`` not a positive duration, ``escalate_after``
+            not a whole number of at least 1, ...): raised before any store is opened.
     """
 
     def __init__(
@@ -138,7 +149,11 @@ class Gateway(ReadCalls, RunCalls):
         self.close()
 
     def register(self, workflow: Workflow) -> None:
-        """Make ``workflow`` startable by name with :meth:`start` (replacing one of the same name)."""
+        """Make ``workflow`` startable by name with :meth:`start` (replacing one of the same name).
+
+        Args:
+            workflow: The workflow to register under its ``name``.
+        """
         check_workflow(workflow)
         self.workflows[workflow.name] = workflow
 
@@ -304,10 +319,18 @@ class Gateway(ReadCalls, RunCalls):
     def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
         """Match one inbound message against the conversation's parked ask.
 
-        With nothing parked (or an ask that just expired) the reply is ``pass``: route
-        the message onward as usual. The same ``message_id`` twice returns the first
-        reply and changes nothing. Bad input raises :class:`InputError` before
-        anything is read or written.
+        Args:
+            conversation_id: The conversation the message arrived in.
+            text: What the person wrote (bytes must be UTF-8).
+            message_id: The message's id on its surface: the same id twice returns the
+                first reply and changes nothing (a redelivery).
+
+        Returns:
+            What was done, by kind. With nothing parked (or an ask that just expired) it
+            is ``pass``: route the message onward as usual.
+
+        Raises:
+            InputError: Bad input, raised before anything is read or written.
         """
         check_id(conversation_id, "conversation_id")
         message = check_inbound_text(text)
@@ -334,9 +357,17 @@ class Gateway(ReadCalls, RunCalls):
     def cancel(self, ask_id: str, *, outcome: str = RunOutcome.CANCELLED.value) -> Ask:
         """An operator's cancel: close the ask as ``cancelled`` (and its run as complete).
 
-        ``outcome`` (an id-like string) is recorded on the ask and its run and says why,
-        say ``"abandoned"`` when whoever waited for the answer is gone. An ask already
-        closed is returned as it is; an expired one is closed as expired.
+        Args:
+            ask_id: The ask to cancel.
+            outcome: An id-like string recorded on the ask and its run that says why, say
+                ``"abandoned"`` when whoever waited for the answer is gone.
+
+        Returns:
+            The ask as it is now. An ask already closed is returned as it is; an expired
+            one is closed as expired.
+
+        Raises:
+            UnknownAsk: No ask has this id.
         """
         check_id(outcome, "outcome")
 
@@ -352,8 +383,16 @@ class Gateway(ReadCalls, RunCalls):
         The same closing as a read that finds the ask past its TTL: status and outcome
         ``expired``, its default (if any) recorded as the answer, its run closed as
         complete (``expired``), or left running with nothing pending when a default
-        stands in, and the callback, the metrics and one ``ask_expired`` log line. An
-        ask already closed is returned unchanged.
+        stands in, and the callback, the metrics and one ``ask_expired`` log line.
+
+        Args:
+            ask_id: The ask to expire.
+
+        Returns:
+            The ask as it is now; one already closed is returned unchanged.
+
+        Raises:
+            UnknownAsk: No ask has this id.
         """
         return self._close_open_ask(ask_id, self._runs.expire)
 
@@ -371,11 +410,21 @@ class Gateway(ReadCalls, RunCalls):
     def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
         """Block until the ask closes or ``timeout`` passes; return its state.
 
-        ``timeout`` is a timedelta or a finite number of seconds; 0 or less reads the
-        ask once without waiting. The wait is on the close signal (:mod:`parkgate.signal`):
-        it wakes as soon as the ask closes here or in another process, and reads the ask
-        again when its TTL falls due, so an ask nobody answers is closed as ``expired`` by
-        this wait's own read. Expiry is still decided by the injected clock.
+        The wait is on the close signal (:mod:`parkgate.signal`): it wakes as soon as the
+        ask closes here or in another process, and reads the ask again when its TTL falls
+        due, so an ask nobody answers is closed as ``expired`` by this wait's own read.
+        Expiry is still decided by the injected clock.
+
+        Args:
+            ask_id: The ask to wait for.
+            timeout: A timedelta or a finite number of seconds; 0 or less reads the ask
+                once without waiting.
+
+        Returns:
+            The ask as last read: closed, or still open when ``timeout`` passed.
+
+        Raises:
+            UnknownAsk: No ask has this id.
         """
         check_id(ask_id, "ask_id")
         deadline = time.monotonic() + wait_seconds(timeout)
@@ -391,6 +440,6 @@ class Gateway(ReadCalls, RunCalls):
     def _counted(self, reply: Reply) -> Reply:
         """Count a committed reply (and the ask it parked next) in the metrics."""
         self.metrics.reply(reply.kind)
-        if reply.followup is not None:
-            self.metrics.reply(reply.followup.kind)
+        if reply.next_ask is not None:
+            self.metrics.reply(reply.next_ask.kind)
         return reply

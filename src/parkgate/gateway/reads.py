@@ -28,7 +28,17 @@ class ReadCalls:
     _units: UnitRunner
 
     def get(self, ask_id: str) -> Ask:
-        """One ask by id. Reading an ask past its TTL closes it as ``expired``."""
+        """One ask by id. Reading an ask past its TTL closes it as ``expired``.
+
+        Args:
+            ask_id: The ask's id.
+
+        Returns:
+            The ask as it is after this read.
+
+        Raises:
+            UnknownAsk: No ask has this id.
+        """
         check_id(ask_id, "ask_id")
         now = self.clock.now()
 
@@ -53,10 +63,14 @@ class ReadCalls:
         """Open asks, oldest first (by ``asked_at``, then id). Any found past its TTL is
         closed on this read.
 
-        ``limit`` is a whole number of at least 1, or ``None`` for all of them. ``after``
-        (an ask, open or not, or its ``(asked_at, id)``) starts the list after it in that
-        order: the last ask of one page gives the next. ``owner`` keeps to the asks that
-        owner parked.
+        Args:
+            limit: A whole number of at least 1, or ``None`` for all of them.
+            after: An ask, open or not, or its ``(asked_at, id)``: the list starts after it
+                in that order, so the last ask of one page gives the next.
+            owner: Only the asks this owner parked.
+
+        Returns:
+            The open asks, none of them past its TTL.
         """
         check_limit(limit)
         check_optional_id(owner, "owner")
@@ -81,7 +95,11 @@ class ReadCalls:
         return self._units.run(body)
 
     def gauges(self) -> AskGauges:
-        """The open, overdue and unread-due figures of the whole store (``/metrics`` shows them)."""
+        """The open, overdue and unread-due figures of the whole store (``/metrics`` shows them).
+
+        Returns:
+            The figures as stored now, closing nothing.
+        """
         now = self.clock.now()
         with self.store.transaction() as tx:
             return tx.ask_gauges(now)
@@ -94,6 +112,12 @@ class ReadCalls:
         closed, its callback queued, one ``ask_expired`` log line), in one transaction for
         up to ``limit`` asks. Asks another process is reading are skipped. The deliverer
         calls it when the earliest due time passes; a caller may too.
+
+        Args:
+            limit: The most asks read in this call.
+
+        Returns:
+            How many asks this read closed.
         """
         check_limit(limit)
         now = self.clock.now()
@@ -108,14 +132,26 @@ class ReadCalls:
     def callback_states(self, ask_ids: Sequence[str]) -> dict[str, CallbackState]:
         """Where the callbacks of these asks stand (only asks with a ``callback_url`` appear).
 
-        An ask whose callback is not queued yet (it is open) is ``pending`` with no attempts.
+        Args:
+            ask_ids: The asks to look up.
+
+        Returns:
+            Each ask id with a callback, mapped to its state. An ask whose callback is not
+            queued yet (it is open) is ``pending`` with no attempts.
         """
         ids = [check_id(ask_id, "ask_id") for ask_id in ask_ids]
         with self.store.transaction() as tx:
             return tx.callback_states(ids)
 
     def failed_callbacks(self, limit: int = 100) -> list[Ask]:
-        """The asks whose callback failed (given up on), the latest failure first, as stored."""
+        """The asks whose callback failed (given up on), the latest failure first, as stored.
+
+        Args:
+            limit: The most asks returned.
+
+        Returns:
+            Those asks, as stored.
+        """
         check_limit(limit)
         with self.store.transaction() as tx:
             found = [tx.ask(ask_id) for ask_id in tx.failed_callback_asks(limit)]
@@ -124,8 +160,16 @@ class ReadCalls:
     def retry_callback(self, ask_id: str) -> CallbackState:
         """Re-arm the failed callback of ``ask_id``: due now, its attempts counted from 0.
 
-        Raises :class:`UnknownAsk` for an unknown id, and :class:`CallbackNotFailed` when the
-        ask has no failed callback (none, not queued yet, pending or delivered), changing nothing.
+        Args:
+            ask_id: The ask whose callback failed.
+
+        Returns:
+            The callback's state after re-arming.
+
+        Raises:
+            UnknownAsk: No ask has this id.
+            CallbackNotFailed: The ask has no failed callback (none, not queued yet,
+                pending or delivered); nothing changes.
         """
         check_id(ask_id, "ask_id")
         now = self.clock.now()
@@ -139,20 +183,38 @@ class ReadCalls:
         return state
 
     def next_due(self) -> datetime | None:
-        """The earliest due time among open asks something waits on (``None``: none)."""
+        """The earliest due time among open asks something waits on.
+
+        Returns:
+            That time, or ``None`` when no open ask is waited on.
+        """
         with self.store.transaction() as tx:
             return tx.next_due()
 
     def count_open_asks(self, owner: str | None = None) -> int:
         """How many asks are open (all, or ``owner``'s), as stored: one past its TTL
-        counts until a read closes it (:meth:`open_asks` closes them)."""
+        counts until a read closes it (:meth:`open_asks` closes them).
+
+        Args:
+            owner: Count only this owner's asks; ``None`` counts all of them.
+
+        Returns:
+            The number of open asks.
+        """
         check_optional_id(owner, "owner")
         with self.store.transaction() as tx:
             return tx.count_open_asks(owner)
 
     def count_pending_callbacks(self, owner: str) -> int:
         """How many of ``owner``'s callbacks are queued and neither delivered nor given up
-        on: with its open asks, what a capped token holds (``max_open_asks``)."""
+        on: with its open asks, what a capped token holds (``max_open_asks``).
+
+        Args:
+            owner: The owner whose callbacks are counted.
+
+        Returns:
+            The number of those callbacks.
+        """
         check_optional_id(owner, "owner")
         with self.store.transaction() as tx:
             return tx.count_pending_callbacks(owner)
@@ -160,18 +222,28 @@ class ReadCalls:
     def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing: the clock check's view.
 
-        ``limit`` is as in :meth:`open_asks`.
+        Args:
+            limit: As in :meth:`open_asks`.
+
+        Returns:
+            The open asks as stored, oldest first; some may be past their TTL.
         """
         check_limit(limit)
         with self.store.transaction() as tx:
             return tx.open_asks(limit)
 
     def parked(self, conversation_id: str) -> Ask | None:
-        """The conversation's open ask exactly as stored, closing nothing (``None``: none).
+        """The conversation's open ask exactly as stored, closing nothing.
 
         A look before deciding what to do with a message (which run it would go to, say);
         :meth:`handle` still makes the read that enforces the TTL. Like :meth:`audit`, it
         may return an ask that is past its TTL.
+
+        Args:
+            conversation_id: The conversation to look at.
+
+        Returns:
+            Its open ask as stored, or ``None``.
         """
         check_id(conversation_id, "conversation_id")
         return self._units.run(lambda tx, plan: tx.open_ask(conversation_id))
@@ -182,6 +254,12 @@ class ReadCalls:
 
         Asks something waits on are closed on time by the due read; an open one is not
         listed, so a waiter also needs :meth:`read_due` or a deliverer.
+
+        Args:
+            limit: The most asks returned.
+
+        Returns:
+            Those closed asks.
         """
         check_limit(limit)
         now = self.clock.now()
@@ -196,6 +274,13 @@ class ReadCalls:
         pending follow-up (none was asked for, or it is done) is never claimed. The ask may
         still be open: a caller about to close it claims first, so that no other waiter acts
         on the close.
+
+        Args:
+            ask_id: The ask whose follow-up is taken.
+            lease: How long the claim holds: a positive timedelta or seconds.
+
+        Returns:
+            True for the one caller that took it; false for everyone else.
         """
         check_id(ask_id, "ask_id")
         until = check_duration(lease, "lease")
@@ -204,7 +289,11 @@ class ReadCalls:
             return tx.claim_follow_up(ask_id, now, now + until)
 
     def follow_up_done(self, ask_id: str) -> None:
-        """Mark the follow-up of ``ask_id`` done: it is never listed or claimed again."""
+        """Mark the follow-up of ``ask_id`` done: it is never listed or claimed again.
+
+        Args:
+            ask_id: The ask whose follow-up is done.
+        """
         check_id(ask_id, "ask_id")
         now = self.clock.now()
         with self.store.transaction() as tx:

@@ -19,10 +19,16 @@ class RunCalls:
     _units: UnitRunner
 
     def run(self, run_id: str) -> Run | None:
-        """The run with this id (its status, outcome, pending ask and answers), or ``None``.
+        """The run with this id (its status, outcome, pending ask and answers).
 
         Reading a run whose pending ask is past its TTL closes that ask as ``expired``
         first (and with it the run), as reading the ask would.
+
+        Args:
+            run_id: The run's id.
+
+        Returns:
+            The run after this read, or ``None`` when no run has this id.
         """
         check_id(run_id, "run_id")
         now = self.clock.now()
@@ -38,10 +44,19 @@ class RunCalls:
     def finish_run(self, run_id: str, outcome: str = RunOutcome.DONE.value) -> Run:
         """Mark a run complete once the caller's work after its last answer is done.
 
-        ``outcome`` is recorded on the run, which is returned. Raises :class:`UnknownRun`
-        (an :class:`InputError`) for an unknown ``run_id``, and :class:`RunStillAsking`
-        while the run's pending ask is open: answer or cancel it first, so no parked ask
-        outlives its run. A pending ask past its TTL is closed as ``expired`` on the way.
+        A pending ask past its TTL is closed as ``expired`` on the way.
+
+        Args:
+            run_id: The run to finish.
+            outcome: An id-like string recorded on the run.
+
+        Returns:
+            The run, now complete.
+
+        Raises:
+            UnknownRun: No run has this id (an :class:`InputError`).
+            RunStillAsking: The run's pending ask is open: answer or cancel it first, so
+                no parked ask outlives its run.
         """
         check_id(run_id, "run_id")
         check_id(outcome, "outcome")
@@ -65,9 +80,18 @@ class RunCalls:
 
         A run is otherwise made by its first ask. A caller that names its own runs records
         this way one that ended without asking (the LangGraph adapter, a thread whose first
-        interrupt could not be asked), so its end is on record like any other's; the run
-        is returned. Raises :class:`InputError` if ``run_id`` exists (finish it with
-        :meth:`finish_run`).
+        interrupt could not be asked), so its end is on record like any other's.
+
+        Args:
+            run_id: The run's id, new to the store.
+            conversation_id: The conversation the run belonged to.
+            outcome: An id-like string recorded on the run.
+
+        Returns:
+            The run, recorded as complete.
+
+        Raises:
+            InputError: A run with this id exists (finish it with :meth:`finish_run`).
         """
         check_id(run_id, "run_id")
         check_id(conversation_id, "conversation_id")

@@ -243,4 +243,4 @@ class RunLifeCycle:
                 output = WORKFLOW_DONE
             return with_more_text(reply, f"{reply.text}\n\n{output}", parked=False)
         following_reply = self.park_phase(plan, run, following, now, answered.owner)
-        return with_more_text(reply, f"{reply.text}\n\n{following_reply.text}", parked=True, followup=following_reply)
+        return with_more_text(reply, f"{reply.text}\n\n{following_reply.text}", parked=True, next_ask=following_reply)

@@ -18,8 +18,14 @@ from parkgate.store.base import CallbackState
 def ask_to_dict(ask: Ask, now: datetime | None = None, callback: CallbackState | None = None) -> dict[str, Any]:
     """The public JSON shape of an ask (HTTP, callbacks, the CLI's ``--json``).
 
-    ``now`` adds how long the ask has been open (``hours_open``); ``callback`` adds where
-    its callback stands (an ask with a ``callback_url``; the HTTP service's reads add it).
+    Args:
+        ask: The ask to show.
+        now: Adds how long the ask has been open (``hours_open``).
+        callback: Adds where its callback stands (an ask with a ``callback_url``; the
+            HTTP service's reads add it).
+
+    Returns:
+        JSON-ready values, one key a field.
     """
     data: dict[str, Any] = {
         "ask_id": ask.id,
@@ -83,9 +89,9 @@ def step_reply(result: Step) -> Reply:
     )
 
 
-def with_more_text(reply: Reply, text: str, *, parked: bool, followup: Reply | None = None) -> Reply:
+def with_more_text(reply: Reply, text: str, *, parked: bool, next_ask: Reply | None = None) -> Reply:
     """``reply`` with ``text`` in place of its own (a workflow's next phase or closing words)."""
-    return dataclasses.replace(reply, text=text, parked=parked, followup=followup)
+    return dataclasses.replace(reply, text=text, parked=parked, next_ask=next_ask)
 
 
 def new_id() -> str:

@@ -172,7 +172,7 @@ class ReplyOut(BaseModel):
     answer: str | None = None
     option_index: int | None = None
     run_id: str | None = None
-    followup: ReplyOut | None = None
+    next_ask: ReplyOut | None = None
 
 
 class CallbackOut(BaseModel):

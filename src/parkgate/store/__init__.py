@@ -25,7 +25,18 @@ def is_postgres_url(url: str) -> bool:
 
 
 def open_store(url: str = DEFAULT_URL, **options: object) -> Store:
-    """The store a URL names: ``sqlite:///file.db``, a bare path, or ``postgresql://...``."""
+    """The store a URL names, opened and migrated.
+
+    Args:
+        url: ``sqlite:///file.db``, a bare path, or ``postgresql://...``.
+        **options: The engine's own options (for PostgreSQL ``schema`` and the pool's).
+
+    Returns:
+        A SQLite or PostgreSQL store.
+
+    Raises:
+        StoreError: The URL is empty or names another engine.
+    """
     if not isinstance(url, str) or not url.strip():
         raise StoreError("the store URL is empty")
     if is_postgres_url(url):

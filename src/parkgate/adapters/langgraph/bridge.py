@@ -43,13 +43,20 @@ def _answer(reply: Reply) -> Any:
 class ParkgateInterrupts:
     """Parks a LangGraph thread's ``interrupt()`` payloads in a gateway and resumes the thread.
 
-    ``gateway`` is a :class:`Gateway` or an :class:`AsyncGateway` (either serves both the
-    sync and the ``a``-prefixed asyncio methods). ``resume_with`` turns an answer into the
-    value ``interrupt()`` returns (default: ``reply.answer``, the option's label or the text
-    as given). ``ttl`` is every ask's TTL unless its payload gives ``ttl_seconds``.
-    ``lease`` is how long a resume may take before another waiter may take it over.
     A graph is known by its ``name`` (``compile(name=...)``): give each graph that shares
     a parkgate database a name of its own. See docs/adapters/langgraph.md.
+
+    Args:
+        gateway: A :class:`Gateway` or an :class:`AsyncGateway`; either serves both the
+            sync and the ``a``-prefixed asyncio methods.
+        ttl: Every ask's TTL unless its payload gives ``ttl_seconds``; the gateway's
+            by default.
+        resume_with: Turns an answer into the value ``interrupt()`` returns (default:
+            ``reply.answer``, the option's label or the text as given).
+        lease: How long a resume may take before another waiter may take it over.
+
+    Raises:
+        InputError: ``gateway`` is neither a Gateway nor an AsyncGateway.
     """
 
     def __init__(
@@ -86,6 +93,20 @@ class ParkgateInterrupts:
         open ask is cancelled first. A graph that finishes without asking gives ``pass``
         and ``finished``. An interrupt that cannot be asked is closed as ``unaskable``
         (the thread resumed with :class:`Closed`, its run closed), then its error is raised.
+
+        Args:
+            graph: The compiled graph, with a checkpointer.
+            graph_input: The input of the new run.
+            config: The thread's config (``configurable.thread_id``).
+            conversation_id: Where the questions are parked.
+            replace: Cancel another thread's ask open in the conversation instead of
+                refusing.
+
+        Returns:
+            The gateway's reply and what became of the thread.
+
+        Raises:
+            AskAlreadyOpen: Another thread's ask is open in the conversation.
         """
         return self._run(graph, self._steps.start(graph, graph_input, config, conversation_id, replace))
 
@@ -104,16 +125,35 @@ class ParkgateInterrupts:
         selection, an answer, a cancel, an expiry found on this read) resumes the thread
         that owns it, whatever thread ``config`` names; its next question is parked
         (``asked``) or its run closed (``finished``). A bounce leaves the graph untouched.
-        An ask this graph cannot resume raises :class:`NotThisGraph` before anything
-        changes. The same ``message_id`` again returns the first reply, resuming nothing.
+        The same ``message_id`` again returns the first reply, resuming nothing.
+
+        Args:
+            graph: The compiled graph the conversation's ask belongs to.
+            config: Settings every resume uses besides the thread.
+            conversation_id: The conversation the message arrived in.
+            text: What the person wrote.
+            message_id: The message's id on its surface, for redeliveries.
+
+        Returns:
+            The gateway's reply and what became of the thread.
+
+        Raises:
+            NotThisGraph: The ask belongs to another graph; nothing changes.
         """
         return self._run(graph, self._steps.drive(graph, config, conversation_id, text, message_id))
 
     def follow_up(self, graph: Graph, *, config: RunnableConfig | None = None) -> int:
-        """Resume every thread of ``graph`` whose ask closed and was not followed up; return how many.
+        """Resume every thread of ``graph`` whose ask closed and was not followed up.
 
-        One pass of :meth:`watch`. ``config`` holds settings every resume uses besides the
-        thread (other ``configurable`` keys, callbacks).
+        One pass of :meth:`watch`.
+
+        Args:
+            graph: The compiled graph whose threads are resumed.
+            config: Settings every resume uses besides the thread (other
+                ``configurable`` keys, callbacks).
+
+        Returns:
+            How many threads were resumed.
         """
         return self._run(graph, self._steps.follow_up_all(graph, config))
 
@@ -126,6 +166,11 @@ class ParkgateInterrupts:
 
             stop = threading.Event()
             threading.Thread(target=bridge.watch, args=(graph,), kwargs={"stop": stop}, daemon=True).start()
+
+        Args:
+            graph: The compiled graph whose threads are resumed.
+            config: As for :meth:`follow_up`.
+            stop: Set it to end the watch; without it the watch runs for good.
         """
         wake = threading.Event()
         remove = self.gateway.signal.listen(lambda change, ask_id: wake.set() if change in _WAKING else None)
@@ -199,8 +244,16 @@ class ParkgateInterrupts:
             remove()
 
     def resume_value(self, reply: Reply, interrupt_id: str | None = None) -> Command[Any] | None:
-        """The ``Command`` that feeds a selection or answer to a graph, or ``None`` for any
-        other reply (for callers that resume graphs themselves)."""
+        """The ``Command`` that feeds a selection or answer to a graph (for callers that
+        resume graphs themselves).
+
+        Args:
+            reply: The gateway's reply to the person's message.
+            interrupt_id: The interrupt to resume, when the thread has several.
+
+        Returns:
+            The resume command, or ``None`` for a reply that is no selection or answer.
+        """
         if reply.kind not in (ReplyKind.SELECTED, ReplyKind.ANSWERED):
             return None
         value = self.resume_with(reply)

@@ -55,10 +55,17 @@ class ParkgateElicitation:
     When the MCP side abandons the elicitation (the callback is cancelled: the server
     cancelled its request, the session closed, the server process died), the open ask
     is closed at once as ``cancelled`` with outcome :data:`ABANDONED`, and its run with
-    it, so the person's next message is ``pass``, never a selection nobody receives.
-    ``gateway`` is a :class:`Gateway` or an :class:`AsyncGateway`::
+    it, so the person's next message is ``pass``, never a selection nobody receives::
 
         client = Client(server, elicitation_callback=ParkgateElicitation(gateway, "chat-1"))
+
+    Args:
+        gateway: A :class:`Gateway` or an :class:`AsyncGateway`.
+        conversation_id: Where the form's questions are parked.
+        ttl: Each question's TTL; the gateway's by default.
+        replace: Cancel an ask already open in the conversation instead of refusing.
+        timeout: Seconds for the whole form, after which an open question expires.
+        on_asked: Called with each ``asked`` reply, so the surface shows the question.
     """
 
     def __init__(

@@ -218,6 +218,12 @@ def requested_schema(ask: Ask) -> dict[str, Any]:
     A choice ask is a single-select enum of its labels (``{"choice": label}``); a text
     ask a string (``{"answer": text}``), or, when it expects a form, a number, an
     integer, a formatted string with the same bounds, or a multi-select of its options.
+
+    Args:
+        ask: The parked ask.
+
+    Returns:
+        The JSON schema of the form.
     """
     prop: dict[str, Any]
     expect = ask.expect

@@ -51,6 +51,16 @@ def to_elicit_result(outcome: Reply | Ask, field: FormField | None = None) -> El
     :func:`~parkgate.adapters.mcp.read_form`) answers in that field with its wire
     value (an enum's ``const``, a boolean, a number); without it an ask answers as its
     own form (``{"choice": label}``, ``{"answer": text}``, a number for a number ask).
+
+    Args:
+        outcome: The gateway's reply, or the ask.
+        field: The form field to answer in.
+
+    Returns:
+        The result to send the MCP server, or ``None`` while the ask is open.
+
+    Raises:
+        InputError: ``outcome`` is a plain ``pass``.
     """
     if isinstance(outcome, Ask):
         if outcome.status is AskStatus.OPEN:
@@ -135,7 +145,7 @@ def _apply_open(ask: Ask, result: ElicitResult, field: str | None, message_id: s
     action = result.action
     if action == ACCEPT:
         reply: Reply = yield call("handle", ask.conversation_id, reply_text(ask, result.content, field), message_id)
-        if reply.kind in (ReplyKind.SELECTED, ReplyKind.ANSWERED) and reply.followup is None and reply.run_id:
+        if reply.kind in (ReplyKind.SELECTED, ReplyKind.ANSWERED) and reply.next_ask is None and reply.run_id:
             yield call("finish_run", reply.run_id, DONE)
         return reply
     if action == DECLINE:
@@ -171,8 +181,21 @@ def apply_elicit_result(
     ``decline`` for an ask already cancelled answers ``cancelled`` again and changes
     nothing. Applying to an ask closed otherwise raises :class:`~parkgate.InputError`,
     unless the same ``message_id`` was applied before: then the first reply comes back
-    and nothing changes. ``field`` names the form field when it is not the default
-    ``choice``/``answer``.
+    and nothing changes.
+
+    Args:
+        gateway: The gateway the ask is parked in.
+        ask_id: The parked ask.
+        result: The MCP client's ``ElicitResult``.
+        field: The form field, when it is not the default ``choice``/``answer``.
+        message_id: The result's id: applied again, the first reply comes back.
+
+    Returns:
+        What the gateway did, by kind.
+
+    Raises:
+        InputError: The content holds a field the form did not ask for, or the ask was
+            closed otherwise.
     """
     ask = gateway.get(ask_id)
     if not ask.is_open:

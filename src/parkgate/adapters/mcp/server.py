@@ -122,6 +122,13 @@ def build_example_server(gateway: Gateway | AsyncGateway, *, name: str = "parkga
     ``text``; content the form did not ask for is a tool error, and its ask is closed
     (``cancelled``, outcome ``invalid_answer``). Run it on stdio with
     ``build_example_server(Gateway(url)).run()`` (``examples/mcp_ask_server.py``).
+
+    Args:
+        gateway: The gateway the questions are parked in.
+        name: The server's name.
+
+    Returns:
+        The MCP server, not yet running.
     """
     waiter = gateway if isinstance(gateway, AsyncGateway) else AsyncGateway(gateway)
     server = MCPServer(name)

@@ -325,7 +325,7 @@
     }
     chat.parked[conversation()] = reply.parked;
     const notes = [reply.parked ? "parked" : "not parked"];
-    if (reply.followup) notes.push("next: " + reply.followup.kind);
+    if (reply.next_ask) notes.push("next: " + reply.next_ask.kind);
     logLine("gate", reply.kind, text, notes.join(" · "));
   }
 
