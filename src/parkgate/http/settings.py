@@ -25,6 +25,7 @@ from pathlib import Path
 
 from parkgate.errors import InputError
 from parkgate.fence import ENV_CALLBACK_ALLOW, AllowList, parse_allow_list
+from parkgate.http.guard import host_of
 from parkgate.http.token_watch import WatchedTokens
 from parkgate.http.tokens import Tokens, check_token
 from parkgate.store import DEFAULT_URL, ENV_PG_SCHEMA, Store, is_postgres_url, open_store
@@ -72,8 +73,11 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
     token = env.get(ENV_TOKEN)
     token_file = env.get(ENV_TOKEN_FILE, "").strip() or None
     tokens_file = env.get(ENV_TOKENS_FILE, "").strip() or None
-    given = [name for name, value in ((ENV_TOKEN, token), (ENV_TOKEN_FILE, token_file), (ENV_TOKENS_FILE, tokens_file))
-             if value]
+    given = [
+        name
+        for name, value in ((ENV_TOKEN, token), (ENV_TOKEN_FILE, token_file), (ENV_TOKENS_FILE, tokens_file))
+        if value
+    ]
     if len(given) > 1:
         raise SettingsError(f"give one of {', '.join(given)}, not several")
     try:
@@ -134,16 +138,6 @@ def parse_hosts(text: str) -> frozenset[str]:
             raise SettingsError(f"{ENV_ALLOWED_HOSTS}: {entry!r} is not a host name or address")
         hosts.add(host)
     return frozenset(hosts)
-
-
-def host_of(header: str) -> str:
-    """The host of a ``Host`` header or list entry: no port, no brackets, lower case, no trailing dot."""
-    value = header.strip().lower()
-    if value.startswith("["):
-        return value[1:].partition("]")[0]
-    if value.count(":") == 1:
-        value = value.partition(":")[0]
-    return value.rstrip(".")
 
 
 def is_loopback_host(host: str) -> bool:

@@ -1,6 +1,6 @@
 """Who may call ``/v1``: bearer tokens, each with a name, scopes and optional limits.
 
-Scopes:
+Scopes (a route names the one it needs with :func:`needs`):
 
 - ``park``: park asks (``POST /v1/asks``, start a workflow) and read the asks it parked;
 - ``answer``: post messages to conversations;
@@ -29,11 +29,11 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from parkgate.errors import InputError
 
@@ -77,6 +77,37 @@ class Caller:
 
 #: Every request on a server without a token.
 ANONYMOUS = Caller("anonymous", ALL_SCOPES)
+
+#: The attribute :func:`needs` sets on a route's endpoint, where the guard reads it.
+NEED_ATTRIBUTE = "__parkgate_need__"
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Need:
+    """The scope a route needs; ``or_owner``: a ``park`` caller may also use it on the
+    asks it parked (the route checks which ask)."""
+
+    scope: Scope
+    or_owner: bool = False
+
+
+def needs(scope: Scope, *, or_owner: bool = False) -> Callable[[Endpoint], Endpoint]:
+    """Mark a route's endpoint with the scope it needs; the guard enforces it before the body is read.
+
+    Args:
+        scope: the scope a caller must hold.
+        or_owner: a ``park`` caller may also use the route (on the asks it parked).
+
+    Returns:
+        The decorator, which returns the endpoint unchanged but for the mark.
+    """
+
+    def mark(endpoint: Endpoint) -> Endpoint:
+        setattr(endpoint, NEED_ATTRIBUTE, Need(scope, or_owner))
+        return endpoint
+
+    return mark
 
 
 def digest(token: str | bytes) -> str:
@@ -203,4 +234,16 @@ def _scope_names() -> str:
     return ", ".join(scope.value for scope in Scope)
 
 
-__all__ = ["ALL_SCOPES", "ANONYMOUS", "Caller", "Scope", "TokenFileError", "Tokens", "check_token", "digest"]
+__all__ = [
+    "ALL_SCOPES",
+    "ANONYMOUS",
+    "NEED_ATTRIBUTE",
+    "Caller",
+    "Need",
+    "Scope",
+    "TokenFileError",
+    "Tokens",
+    "check_token",
+    "digest",
+    "needs",
+]

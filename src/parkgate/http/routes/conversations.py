@@ -7,10 +7,9 @@ from fastapi.responses import Response
 
 from parkgate.http.dependencies import GatewayDep
 from parkgate.http.errors import V1_ERRORS, documented
-from parkgate.http.guard import needs
 from parkgate.http.models import MessageIn, ReplyOut
 from parkgate.http.responses import reply_response
-from parkgate.http.tokens import Scope
+from parkgate.http.tokens import Scope, needs
 
 router = APIRouter(tags=["conversations"])
 
