@@ -129,9 +129,9 @@ def _refusing_transport(request: httpx.Request) -> httpx.Response:
 def test_a_client_refuses_an_option_its_call_does_not_take_before_sending(
     park: Callable[[Client], object], named: str
 ) -> None:
-    with Client("http://127.0.0.1:9", transport=httpx.MockTransport(_refusing_transport)) as client:
-        with pytest.raises(TypeError, match=named):
-            park(client)
+    client = Client("http://127.0.0.1:9", transport=httpx.MockTransport(_refusing_transport))
+    with client, pytest.raises(TypeError, match=named):
+        park(client)
 
 
 def test_a_gateway_refuses_an_option_its_call_does_not_take(gateway: Gateway) -> None:
