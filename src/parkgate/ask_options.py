@@ -6,17 +6,14 @@ offers as keyword arguments typed by one of the ``TypedDict`` s below (``**optio
 Unpack[AskFields]``), so a caller writes ``gw.ask("c", "Deploy?", ["Yes", "No"],
 callback_url=..., ttl=60)`` and a type checker knows every option's type. The sets nest:
 
-============================  ==========================================  ===========================
-fields                        adds                                        taken by
-============================  ==========================================  ===========================
-:class:`RunFields`            ``run_id``, ``replace``                     ``Client.start``
-:class:`OwnedRunFields`       ``owner``                                   ``Gateway.start``
-:class:`ParkFields`           ``ttl``, ``callback_url``                   ``Client.ask_from_text``
-:class:`OwnedParkFields`      ``owner``                                   ``Gateway.ask_from_text``
-:class:`PromptFields`         ``default``, ``expect``, ``context``        ``Client.ask``, ``POST /v1/asks``
-:class:`AskFields`            ``owner``, ``phase``, ``watched``,          ``Gateway.ask``
-                              ``follow_up``
-============================  ==========================================  ===========================
+| fields | adds | taken by |
+| --- | --- | --- |
+| :class:`RunFields` | ``run_id``, ``replace`` | ``Client.start`` |
+| :class:`OwnedRunFields` | ``owner`` | ``Gateway.start`` |
+| :class:`ParkFields` | ``ttl``, ``callback_url`` | ``Client.ask_from_text`` |
+| :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
+| :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``Client.ask``, ``POST /v1/asks`` |
+| :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up`` | ``Gateway.ask`` |
 
 The HTTP client sends no ``owner`` (the server records its token's name), and the JSON
 names ``ttl`` ``ttl_seconds`` (:data:`JSON_NAMES`). :meth:`AskOptions.checked` turns the

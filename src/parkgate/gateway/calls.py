@@ -141,14 +141,8 @@ class Gateway(ReadCalls, RunCalls):
         """Park a question in ``conversation_id``; the reply (``asked``) carries the menu.
 
         A conversation has one open ask. An ask with a ``callback_url``, ``watched`` or
-        ``follow_up`` has something waiting on its close: a deliverer reads it when its
-        TTL falls due (a *due read*), so it closes on time even if nobody else reads it.
-        An ``owner`` reaches only its own asks and runs: another owner's open ask in the
-        conversation raises :class:`ConversationBusy` (``replace`` or not, and without its
-        id), and another owner's run :class:`RunClosed`, as a complete run does;
-        :meth:`open_asks` and :meth:`count_open_asks` can keep to one owner's asks, and a
-        workflow's later phases keep their first ask's owner. Every argument is checked
-        before anything is read or written.
+        ``follow_up`` gets a *due read* when its TTL falls due, so it closes on time even if
+        nobody else reads it. Every argument is checked before anything is read or written.
 
         Args:
             conversation_id: The conversation to park in.
@@ -172,21 +166,20 @@ class Gateway(ReadCalls, RunCalls):
             context (Mapping[str, Any] | None): A JSON object of at most 16 KiB, kept and
                 shown with the ask.
             watched (bool): Something waits on the close: the ask gets a due read.
-            owner (str | None): Who parks it (the HTTP service records its token's name).
+            owner (str | None): Who parks it (the HTTP service records its token's name); an
+                owner reaches only its own asks and runs, and :meth:`open_asks` can keep to them.
             expect (Expect | str | Mapping[str, Any] | None): The form a text ask's answer
-                must take (:class:`~parkgate.core.expect.Expect`, a form's name such as
-                ``"integer"``, or a mapping of its fields); any other answer is a miss whose
-                retry line says what is wanted, and a ``default`` must be of that form.
-            follow_up (bool): A waiter acts on the close (implies ``watched``): once closed,
-                the ask is listed by :meth:`closed_follow_ups` until the waiter calls
-                :meth:`follow_up_done`, so a waiter that was not running still finds it.
+                must take (an :class:`~parkgate.core.expect.Expect`, a form's name such as
+                ``"integer"``, or a mapping); any other answer is a miss.
+            follow_up (bool): A waiter acts on the close (implies ``watched``): the closed ask
+                is listed by :meth:`closed_follow_ups` until :meth:`follow_up_done`.
 
         Returns:
             The ``asked`` reply, with the menu or question to show and the new ask's id.
 
         Raises:
             AskAlreadyOpen: An ask is open in the conversation and ``replace`` is false.
-            ConversationBusy: Another owner's ask is open in the conversation.
+            ConversationBusy: Another owner's ask is open in the conversation (not named).
             RunClosed: ``run_id`` names a complete run, or another owner's.
             StoppingPointError: The prompt or the option list is not usable.
             InputError: Another argument is not usable; the message names it.
