@@ -9,15 +9,15 @@ import functools
 import inspect
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, Unpack
 
+from parkgate.ask_options import AskFields, OwnedParkFields, OwnedRunFields
 from parkgate.checks import check_flag, check_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core import machine
-from parkgate.core.expect import Expect
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind
 from parkgate.errors import InputError
@@ -238,73 +238,61 @@ class AsyncGateway:
         prompt: str,
         options: Sequence[str] | None = None,
         kind: AskKind | str | None = None,
-        run_id: str | None = None,
-        ttl: timedelta | float | None = None,
-        *,
-        replace: bool = False,
-        default: str | None = None,
-        callback_url: str | None = None,
-        phase: str | None = None,
-        context: Mapping[str, Any] | None = None,
-        watched: bool = False,
-        owner: str | None = None,
-        expect: Expect | str | Mapping[str, Any] | None = None,
-        follow_up: bool = False,
+        **fields: Unpack[AskFields],
     ) -> Reply:
-        """Park a question in ``conversation_id`` (:meth:`Gateway.ask`)."""
-        return await offload(
-            self.sync.ask,
-            conversation_id,
-            prompt,
-            options,
-            kind,
-            run_id,
-            ttl,
-            replace=replace,
-            default=default,
-            callback_url=callback_url,
-            phase=phase,
-            context=context,
-            watched=watched,
-            owner=owner,
-            expect=expect,
-            follow_up=follow_up,
-        )
+        """Park a question in ``conversation_id`` (:meth:`Gateway.ask`).
 
-    async def ask_from_text(
-        self,
-        conversation_id: str,
-        skill_output: str,
-        run_id: str | None = None,
-        ttl: timedelta | float | None = None,
-        *,
-        replace: bool = False,
-        callback_url: str | None = None,
-        owner: str | None = None,
-    ) -> Reply:
-        """Park the stopping point marked in a skill's output (:meth:`Gateway.ask_from_text`)."""
-        return await offload(
-            self.sync.ask_from_text,
-            conversation_id,
-            skill_output,
-            run_id,
-            ttl,
-            replace=replace,
-            callback_url=callback_url,
-            owner=owner,
-        )
+        Args:
+            conversation_id: The conversation to park in.
+            prompt: The question to show.
+            options: The labels of a choice ask.
+            kind: ``choice`` or ``text``; ``choice`` when ``options`` are given.
+            **fields: The ask's options by keyword (:class:`~parkgate.ask_options.AskFields`),
+                as :meth:`Gateway.ask` takes them.
 
-    async def start(
-        self,
-        conversation_id: str,
-        workflow: str,
-        *,
-        replace: bool = False,
-        run_id: str | None = None,
-        owner: str | None = None,
-    ) -> Reply:
-        """Start a registered workflow (:meth:`Gateway.start`)."""
-        return await offload(self.sync.start, conversation_id, workflow, replace=replace, run_id=run_id, owner=owner)
+        Returns:
+            The ``asked`` reply.
+
+        Raises:
+            AskAlreadyOpen: An ask is open in the conversation and ``replace`` is false.
+            InputError: An argument is not usable (see :meth:`Gateway.ask` for the others).
+        """
+        return await offload(self.sync.ask, conversation_id, prompt, options, kind, **fields)
+
+    async def ask_from_text(self, conversation_id: str, skill_output: str, **fields: Unpack[OwnedParkFields]) -> Reply:
+        """Park the stopping point marked in a skill's output (:meth:`Gateway.ask_from_text`).
+
+        Args:
+            conversation_id: The conversation to park in.
+            skill_output: Text holding one stopping point.
+            **fields: ``run_id``, ``ttl``, ``replace``, ``callback_url`` and ``owner``
+                (:class:`~parkgate.ask_options.OwnedParkFields`).
+
+        Returns:
+            The ``asked`` reply, or ``pass`` when the output marks no stopping point.
+
+        Raises:
+            AskAlreadyOpen: An ask is open in the conversation and ``replace`` is false.
+            InputError: An argument is not usable (see :meth:`Gateway.ask_from_text`).
+        """
+        return await offload(self.sync.ask_from_text, conversation_id, skill_output, **fields)
+
+    async def start(self, conversation_id: str, workflow: str, **fields: Unpack[OwnedRunFields]) -> Reply:
+        """Start a registered workflow (:meth:`Gateway.start`).
+
+        Args:
+            conversation_id: The conversation to park the first phase in.
+            workflow: A registered workflow's name.
+            **fields: ``run_id``, ``replace`` and ``owner`` (:class:`~parkgate.ask_options.OwnedRunFields`).
+
+        Returns:
+            The ``asked`` reply of the first phase.
+
+        Raises:
+            UnknownWorkflow: No workflow of that name is registered.
+            InputError: An argument is not usable (see :meth:`Gateway.start`).
+        """
+        return await offload(self.sync.start, conversation_id, workflow, **fields)
 
     # -- replies ---------------------------------------------------------------
     async def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:

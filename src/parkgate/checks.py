@@ -17,7 +17,6 @@ from parkgate.core.expect import Expect, as_expect, describe, value_of
 from parkgate.core.phrases import AskKind
 from parkgate.core.stopping_point import StoppingPointError
 from parkgate.errors import InputError
-from parkgate.fence import parse_callback_url
 from parkgate.workflow import Workflow
 
 MAX_MESSAGE_CHARS = 16_000
@@ -221,15 +220,3 @@ def _check_json_strings(value: object, what: str) -> None:
             pending.extend(item)
         elif isinstance(item, str) and "\x00" in item:
             raise InputError(f"{what} contains a NUL character")
-
-
-def check_park_args(
-    run_id: object, ttl: object, replace: object, callback_url: object
-) -> tuple[str | None, timedelta | None]:
-    """The checks ``Gateway.ask`` and ``Gateway.ask_from_text`` share; the run id and TTL to use."""
-    checked_run = check_optional_id(run_id, "run_id")
-    ask_ttl = None if ttl is None else check_duration(ttl, "ttl")
-    check_flag(replace, "replace")
-    if callback_url is not None:
-        parse_callback_url(check_string(callback_url, "callback_url", limit=2048))
-    return checked_run, ask_ttl

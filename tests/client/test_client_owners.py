@@ -25,7 +25,7 @@ def test_an_ask_view_and_a_run_carry_their_owner(gateway: Gateway) -> None:
 
 
 def test_the_refusals_between_owners_are_the_librarys_exceptions() -> None:
-    call = wire.park("c-1", "Your key?", None, None, "run-b", None, True, None, None, None, None)
+    call = wire.park("c-1", "Your key?", None, None, {"run_id": "run-b", "replace": True})
     busy = httpx.Response(409, json={"error": "conversation_busy", "detail": "busy"})
     with pytest.raises(ConversationBusy) as refused:
         raise_error(call, busy, busy.json())

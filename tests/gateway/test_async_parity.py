@@ -56,7 +56,7 @@ async def test_a_store_url_positionally_builds_its_own_gateway(tmp_path: Path, m
         close = agw.sync.close
         monkeypatch.setattr(agw.sync, "close", lambda: (closed.append(True), close())[-1])
         assert agw.sync.clock is clock and agw.sync.ttl == timedelta(seconds=60)
-        asked = await agw.ask("c", "Deploy?", ["Yes", "No"], "choice", "run-1", timedelta(minutes=5))
+        asked = await agw.ask("c", "Deploy?", ["Yes", "No"], "choice", run_id="run-1", ttl=timedelta(minutes=5))
         assert asked.kind is ReplyKind.ASKED and asked.run_id == "run-1" and asked.ask_id is not None
         assert (await agw.get(asked.ask_id)).ttl_seconds == 300
         assert (await agw.start("c-uml", "uml")).kind is ReplyKind.ASKED
@@ -101,10 +101,10 @@ async def test_every_call_through_the_async_gateway(gateway: Gateway, store_loca
     await agw.register(extra)
     assert "one" in gateway.workflows
 
-    asked = await agw.ask("c1", "Deploy?", ["Ship  it", "Hold"], None, "run-a", 600, default="Ship  it", phase="p1")
+    asked = await agw.ask("c1", "Deploy?", ["Ship  it", "Hold"], run_id="run-a", ttl=600, default="Ship  it", phase="p")
     assert asked.ask_id is not None
     ask = await agw.get(asked.ask_id)
-    assert ask.default == "Ship it" and ask.phase == "p1" and ask.run_id == "run-a"
+    assert ask.default == "Ship it" and ask.phase == "p" and ask.run_id == "run-a"
     assert [a.id for a in await agw.audit()] == [asked.ask_id]
     assert [a.id for a in await agw.open_asks(1)] == [asked.ask_id]
     run = await agw.run("run-a")
@@ -118,7 +118,7 @@ async def test_every_call_through_the_async_gateway(gateway: Gateway, store_loca
     finished = await agw.run("run-a")
     assert finished is not None and finished.status == "complete"
 
-    parked = await agw.ask_from_text("c2", "[[ask text]]\nWhy?\n[[/ask]]", "run-b", 60, replace=False)
+    parked = await agw.ask_from_text("c2", "[[ask text]]\nWhy?\n[[/ask]]", run_id="run-b", ttl=60, replace=False)
     assert parked.kind is ReplyKind.ASKED and parked.run_id == "run-b" and parked.ask_id is not None
     assert (await agw.cancel(parked.ask_id)).status is AskStatus.CANCELLED
     started = await agw.start("c3", "one", replace=False, run_id="run-c")

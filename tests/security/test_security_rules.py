@@ -18,12 +18,13 @@ from parkgate.http.tokens import Scope, Tokens, digest
 
 def test_a_refused_callback_is_an_input_error_and_the_library_refuses_what_does_not_parse() -> None:
     assert issubclass(CallbackRefused, InputError)
-    from parkgate.checks import check_park_args
+    from parkgate.ask_options import AskOptions
 
     for bad in ("http://[::1", "http://a\r\nb/", "http://xn--a.com/", "http://h:99999/"):
         with pytest.raises(InputError, match="callback_url"):
-            check_park_args(None, None, False, bad)
-    check_park_args(None, None, False, "http://127.0.0.1:9/hook")  # the library fences at delivery
+            AskOptions.checked({"callback_url": bad})
+    hook = "http://127.0.0.1:9/hook"  # the library fences at delivery
+    assert AskOptions.checked({"callback_url": hook}).callback_url == hook
 
 
 def test_tokens_are_looked_up_by_hash_and_carry_their_scopes() -> None:

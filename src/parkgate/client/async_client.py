@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TypeVar, Unpack
 
 import httpx
 
+from parkgate.ask_options import ParkFields, PromptFields, RunFields
 from parkgate.checks import MAX_WAIT_SECONDS, wait_seconds
 from parkgate.client import responses, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
-from parkgate.core.expect import Expect
 from parkgate.core.phrases import AskKind
 from parkgate.errors import UnknownRun
 from parkgate.reply import Reply
@@ -73,39 +73,59 @@ class AsyncClient:
         prompt: str,
         options: Sequence[str] | None = None,
         kind: AskKind | str | None = None,
-        run_id: str | None = None,
-        ttl: timedelta | float | None = None,
-        *,
-        replace: bool = False,
-        default: str | None = None,
-        callback_url: str | None = None,
-        expect: Expect | str | Mapping[str, Any] | None = None,
-        context: Mapping[str, Any] | None = None,
+        **fields: Unpack[PromptFields],
     ) -> Reply:
-        """As :meth:`Client.ask <parkgate.client.Client.ask>`."""
-        call = wire.park(
-            conversation_id, prompt, options, kind, run_id, ttl, replace, default, callback_url, expect, context
-        )
-        return await self._send(call)
+        """As :meth:`Client.ask <parkgate.client.Client.ask>`.
 
-    async def ask_from_text(
-        self,
-        conversation_id: str,
-        skill_output: str,
-        run_id: str | None = None,
-        ttl: timedelta | float | None = None,
-        *,
-        replace: bool = False,
-        callback_url: str | None = None,
-    ) -> Reply:
-        """As :meth:`Client.ask_from_text <parkgate.client.Client.ask_from_text>`."""
-        return await self._send(wire.park_text(conversation_id, skill_output, run_id, ttl, replace, callback_url))
+        Args:
+            conversation_id: The conversation to park in.
+            prompt: The question to show.
+            options: The labels of a choice ask.
+            kind: ``choice`` or ``text``; ``choice`` when ``options`` are given, else ``text``.
+            **fields: The ask's options (:class:`~parkgate.ask_options.PromptFields`).
 
-    async def start(
-        self, conversation_id: str, workflow: str, *, replace: bool = False, run_id: str | None = None
-    ) -> Reply:
-        """As :meth:`Client.start <parkgate.client.Client.start>`."""
-        return await self._send(wire.start(conversation_id, workflow, replace, run_id))
+        Returns:
+            The ``asked`` reply.
+
+        Raises:
+            AskAlreadyOpen: An ask is open in the conversation and ``replace`` is false.
+            InputError: An argument is not usable, here or by the server's checks.
+        """
+        return await self._send(wire.park(conversation_id, prompt, options, kind, fields))
+
+    async def ask_from_text(self, conversation_id: str, skill_output: str, **fields: Unpack[ParkFields]) -> Reply:
+        """As :meth:`Client.ask_from_text <parkgate.client.Client.ask_from_text>`.
+
+        Args:
+            conversation_id: The conversation to park in.
+            skill_output: Text holding one stopping point.
+            **fields: ``run_id``, ``ttl``, ``replace`` and ``callback_url`` (:class:`~parkgate.ask_options.ParkFields`).
+
+        Returns:
+            The ``asked`` reply, or ``pass`` when the output marks no stopping point.
+
+        Raises:
+            AskAlreadyOpen: An ask is open in the conversation and ``replace`` is false.
+            InputError: An argument is not usable.
+        """
+        return await self._send(wire.park_text(conversation_id, skill_output, fields))
+
+    async def start(self, conversation_id: str, workflow: str, **fields: Unpack[RunFields]) -> Reply:
+        """As :meth:`Client.start <parkgate.client.Client.start>`.
+
+        Args:
+            conversation_id: The conversation to park the first question in.
+            workflow: The workflow's name.
+            **fields: ``run_id`` and ``replace`` (:class:`~parkgate.ask_options.RunFields`).
+
+        Returns:
+            The ``asked`` reply of the first question.
+
+        Raises:
+            UnknownWorkflow: The server has no workflow of that name.
+            AskAlreadyOpen: An ask is open in the conversation and ``replace`` is false.
+        """
+        return await self._send(wire.start(conversation_id, workflow, fields))
 
     async def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
         """As :meth:`Client.handle <parkgate.client.Client.handle>`."""

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TypeVar, Unpack
 
 import httpx
 
+from parkgate.ask_options import ParkFields, PromptFields, RunFields
 from parkgate.checks import MAX_WAIT_SECONDS, wait_seconds
 from parkgate.client import responses, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
-from parkgate.core.expect import Expect
 from parkgate.core.phrases import AskKind
 from parkgate.errors import UnknownRun
 from parkgate.reply import Reply
@@ -86,47 +86,67 @@ class Client:
         prompt: str,
         options: Sequence[str] | None = None,
         kind: AskKind | str | None = None,
-        run_id: str | None = None,
-        ttl: timedelta | float | None = None,
-        *,
-        replace: bool = False,
-        default: str | None = None,
-        callback_url: str | None = None,
-        expect: Expect | str | Mapping[str, Any] | None = None,
-        context: Mapping[str, Any] | None = None,
+        **fields: Unpack[PromptFields],
     ) -> Reply:
         """Park a question in ``conversation_id`` (``POST /v1/asks``); the reply is ``asked``.
 
-        The arguments are :meth:`Gateway.ask <parkgate.Gateway.ask>`'s: ``kind`` defaults to
-        ``choice`` with options, else ``text``; ``ttl`` is a timedelta or seconds;
-        ``default`` is recorded as the answer if the ask expires; ``callback_url`` gets
-        the ask's JSON when it closes; ``expect`` is the form a text ask's answer must
-        take; ``context`` (a JSON object) is kept and shown with the ask. Raises
-        :class:`~parkgate.errors.AskAlreadyOpen` unless ``replace``.
+        The arguments are :meth:`Gateway.ask <parkgate.Gateway.ask>`'s, less those the
+        server decides (``owner`` is its token's name).
+
+        Args:
+            conversation_id: The conversation to park in.
+            prompt: The question to show.
+            options: The labels of a choice ask.
+            kind: ``choice`` or ``text``; ``choice`` when ``options`` are given, else ``text``.
+            **fields: ``run_id``, ``ttl`` (a timedelta or seconds), ``replace``,
+                ``callback_url`` (gets the ask's JSON when it closes), ``default`` (recorded
+                as the answer if the ask expires), ``expect`` (the form a text ask's answer
+                must take) and ``context`` (a JSON object kept and shown with the ask), as
+                :class:`~parkgate.ask_options.PromptFields` types them.
+
+        Returns:
+            The ``asked`` reply.
+
+        Raises:
+            AskAlreadyOpen: An ask is open in the conversation and ``replace`` is false.
+            InputError: An argument is not usable, here or by the server's checks.
         """
-        call = wire.park(
-            conversation_id, prompt, options, kind, run_id, ttl, replace, default, callback_url, expect, context
-        )
-        return self._send(call)
+        return self._send(wire.park(conversation_id, prompt, options, kind, fields))
 
-    def ask_from_text(
-        self,
-        conversation_id: str,
-        skill_output: str,
-        run_id: str | None = None,
-        ttl: timedelta | float | None = None,
-        *,
-        replace: bool = False,
-        callback_url: str | None = None,
-    ) -> Reply:
-        """Park the stopping point marked in a skill's output; output without one parks
-        nothing and the reply is ``pass``."""
-        return self._send(wire.park_text(conversation_id, skill_output, run_id, ttl, replace, callback_url))
+    def ask_from_text(self, conversation_id: str, skill_output: str, **fields: Unpack[ParkFields]) -> Reply:
+        """Park the stopping point marked in a skill's output.
 
-    def start(self, conversation_id: str, workflow: str, *, replace: bool = False, run_id: str | None = None) -> Reply:
-        """Start a workflow the server has registered (the demo is ``uml``): its first
-        question is parked. :class:`~parkgate.errors.UnknownWorkflow` for another name."""
-        return self._send(wire.start(conversation_id, workflow, replace, run_id))
+        Args:
+            conversation_id: The conversation to park in.
+            skill_output: Text holding one stopping point.
+            **fields: ``run_id``, ``ttl``, ``replace`` and ``callback_url``, as in :meth:`ask`
+                (:class:`~parkgate.ask_options.ParkFields`).
+
+        Returns:
+            The ``asked`` reply, or ``pass`` when the output marks no stopping point (nothing is parked).
+
+        Raises:
+            AskAlreadyOpen: An ask is open in the conversation and ``replace`` is false.
+            InputError: An argument is not usable.
+        """
+        return self._send(wire.park_text(conversation_id, skill_output, fields))
+
+    def start(self, conversation_id: str, workflow: str, **fields: Unpack[RunFields]) -> Reply:
+        """Start a workflow the server has registered (the demo is ``uml``): its first question is parked.
+
+        Args:
+            conversation_id: The conversation to park the first question in.
+            workflow: The workflow's name.
+            **fields: ``run_id`` and ``replace``, as in :meth:`ask` (:class:`~parkgate.ask_options.RunFields`).
+
+        Returns:
+            The ``asked`` reply of the first question.
+
+        Raises:
+            UnknownWorkflow: The server has no workflow of that name.
+            AskAlreadyOpen: An ask is open in the conversation and ``replace`` is false.
+        """
+        return self._send(wire.start(conversation_id, workflow, fields))
 
     # -- replies ---------------------------------------------------------------------------
     def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import httpx
 
+from parkgate.ask_options import JSON_NAMES, ParkFields, PromptFields, RunFields, refuse_unknown
 from parkgate.checks import (
     MAX_SKILL_OUTPUT_CHARS,
     MAX_WAIT_SECONDS,
@@ -30,7 +31,7 @@ from parkgate.checks import (
     check_inbound_text,
 )
 from parkgate.client.views import AskPage, AskView, run_from_dict
-from parkgate.core.expect import Expect, as_expect
+from parkgate.core.expect import as_expect
 from parkgate.core.expect import to_dict as expect_to_dict
 from parkgate.core.phrases import AskKind
 from parkgate.errors import InputError
@@ -185,60 +186,54 @@ def _json(body: Mapping[str, Any]) -> bytes:
 
 
 def park(
-    conversation_id: str,
-    prompt: str,
-    options: Sequence[str] | None,
-    kind: AskKind | str | None,
-    run_id: str | None,
-    ttl: timedelta | float | None,
-    replace: bool,
-    default: str | None,
-    callback_url: str | None,
-    expect: Expect | str | Mapping[str, Any] | None,
-    context: Mapping[str, Any] | None,
+    conversation_id: str, prompt: str, options: Sequence[str] | None, kind: AskKind | str | None, fields: PromptFields
 ) -> Call[Reply]:
-    """``POST /v1/asks`` with a prompt."""
-    form = as_expect(expect)
+    """``POST /v1/asks`` with a prompt, its ``options`` and ``kind``, and the ask's ``fields``."""
+    refuse_unknown(fields, PromptFields, "ask")
     body = {
         "conversation_id": conversation_id,
         "prompt": prompt,
         "options": options if options is None or isinstance(options, str) else list(options),
         "kind": kind,
-        "run_id": run_id,
-        "ttl_seconds": _ttl(ttl),
-        "replace": replace,
-        "default": default,
-        "callback_url": callback_url,
-        "expect": None if form is None else expect_to_dict(form),
-        "context": check_context(context),
+        **options_json(fields),
     }
-    return Call("POST", "v1/asks", Reply.from_dict, _json(body), about=_park_about(conversation_id, run_id))
+    return Call("POST", "v1/asks", Reply.from_dict, _json(body), about=_park_about(conversation_id, fields))
 
 
-def park_text(
-    conversation_id: str,
-    skill_output: str,
-    run_id: str | None,
-    ttl: timedelta | float | None,
-    replace: bool,
-    callback_url: str | None,
-) -> Call[Reply]:
+def park_text(conversation_id: str, skill_output: str, fields: ParkFields) -> Call[Reply]:
     """``POST /v1/asks`` with a skill's output (checked as the library checks it: no longer
     than :data:`~parkgate.checks.MAX_SKILL_OUTPUT_CHARS`, so its body is within the server's limit)."""
+    refuse_unknown(fields, ParkFields, "ask_from_text")
     body = {
         "conversation_id": conversation_id,
         "skill_output": check_inbound_text(skill_output, limit=MAX_SKILL_OUTPUT_CHARS, what="skill output"),
-        "run_id": run_id,
-        "ttl_seconds": _ttl(ttl),
-        "replace": replace,
-        "callback_url": callback_url,
+        **options_json(fields),
     }
-    return Call("POST", "v1/asks", Reply.from_dict, _json(body), about=_park_about(conversation_id, run_id))
+    return Call("POST", "v1/asks", Reply.from_dict, _json(body), about=_park_about(conversation_id, fields))
 
 
-def _park_about(conversation_id: str, run_id: str | None) -> dict[str, str]:
+def options_json(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """An ask's options (:mod:`parkgate.ask_options`) as the JSON fields of its request.
+
+    The one place options are written as JSON: each keeps its name but ``ttl``, sent as
+    ``ttl_seconds`` (:data:`~parkgate.ask_options.JSON_NAMES`); the TTL, ``expect`` and
+    ``context`` are checked here with the library's checks, the rest by the server.
+    """
+    body = {JSON_NAMES.get(name, name): value for name, value in fields.items()}
+    if fields.get("ttl") is not None:
+        body[JSON_NAMES["ttl"]] = check_duration(fields["ttl"], "ttl").total_seconds()
+    if "expect" in fields:
+        form = as_expect(fields["expect"])
+        body["expect"] = None if form is None else expect_to_dict(form)
+    if "context" in fields:
+        body["context"] = check_context(fields["context"])
+    return body
+
+
+def _park_about(conversation_id: str, fields: RunFields) -> dict[str, str]:
     """The ids a park is about: its conversation, and its run when one is named."""
     about = {"conversation_id": conversation_id}
+    run_id = fields.get("run_id")
     if run_id is not None:
         about["run_id"] = run_id
     return about
@@ -293,10 +288,11 @@ def finish_run(run_id: str, outcome: str) -> Call[Run]:
     return Call("POST", path, run_from_dict, _json({"outcome": outcome}), about={"run_id": run_id})
 
 
-def start(conversation_id: str, workflow: str, replace: bool, run_id: str | None) -> Call[Reply]:
+def start(conversation_id: str, workflow: str, fields: RunFields) -> Call[Reply]:
     """``POST /v1/workflows/{workflow}/start``."""
+    refuse_unknown(fields, RunFields, "start")
     path = f"v1/workflows/{_segment(workflow, 'workflow')}/start"
-    body = {"conversation_id": conversation_id, "run_id": run_id, "replace": replace}
+    body = {"conversation_id": conversation_id, **options_json(fields)}
     about = {"conversation_id": conversation_id, "workflow": workflow}
     return Call("POST", path, Reply.from_dict, _json(body), about=about)
 
@@ -304,10 +300,6 @@ def start(conversation_id: str, workflow: str, replace: bool, run_id: str | None
 def workflows() -> Call[list[str]]:
     """``GET /v1/workflows``."""
     return Call("GET", "v1/workflows", lambda data: [str(name) for name in data["workflows"]])
-
-
-def _ttl(ttl: timedelta | float | None) -> float | None:
-    return None if ttl is None else check_duration(ttl, "ttl").total_seconds()
 
 
 # -- long-polls ----------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from parkgate.gateway.closing import (
     ClosedAsk,
     pause_before_reading,
 )
-from parkgate.gateway.runs import AskExtras
 from parkgate.gateway.shapes import ask_to_dict, asked_reply
 from parkgate.gateway.unit import CONFLICT_RETRIES
 from parkgate.signal import FALLBACK_READ_SECONDS
@@ -31,7 +30,6 @@ __all__ = [
     "FALLBACK_READ_SECONDS",
     "HEARTBEAT_SECONDS",
     "UNDELIVERED_CHECK_SECONDS",
-    "AskExtras",
     "ClosedAsk",
     "Gateway",
     "ask_to_dict",

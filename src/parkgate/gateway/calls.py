@@ -11,34 +11,29 @@ only ``pass`` may be routed to a model. The reads and the operator's calls are i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Unpack
 
+from parkgate.ask_options import AskFields, AskOptions, OwnedParkFields, OwnedRunFields
 from parkgate.checks import (
     MAX_SKILL_OUTPUT_CHARS,
-    check_context,
-    check_default,
     check_duration,
-    check_expect,
     check_flag,
     check_id,
     check_inbound_text,
-    check_optional_id,
-    check_park_args,
     check_workflow,
     wait_seconds,
 )
 from parkgate.clock import Clock, as_clock
 from parkgate.core import machine, stopping_point
-from parkgate.core.expect import Expect
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind, RunOutcome
 from parkgate.errors import InputError
 from parkgate.gateway.closing import CloseReport, pause_before_reading
 from parkgate.gateway.reads import ReadCalls
 from parkgate.gateway.run_calls import RunCalls
-from parkgate.gateway.runs import AskExtras, RunLifeCycle, new_run
+from parkgate.gateway.runs import RunLifeCycle, new_run
 from parkgate.gateway.shapes import new_id, pass_reply
 from parkgate.gateway.unit import UnitRunner, WritePlan
 from parkgate.metrics import Metrics
@@ -164,154 +159,149 @@ class Gateway(ReadCalls, RunCalls):
         prompt: str,
         options: Sequence[str] | None = None,
         kind: AskKind | str | None = None,
-        run_id: str | None = None,
-        ttl: timedelta | float | None = None,
-        *,
-        replace: bool = False,
-        default: str | None = None,
-        callback_url: str | None = None,
-        phase: str | None = None,
-        context: Mapping[str, Any] | None = None,
-        watched: bool = False,
-        owner: str | None = None,
-        expect: Expect | str | Mapping[str, Any] | None = None,
-        follow_up: bool = False,
+        **fields: Unpack[AskFields],
     ) -> Reply:
         """Park a question in ``conversation_id``; the reply (``asked``) carries the menu.
 
-        ``kind`` defaults to ``choice`` when options are given, else ``text``. A
-        ``default`` is recorded as the answer if the ask expires (it still closes as
-        ``expired``); for a choice it must be one of the options, compared after the
-        whitespace folding the labels get, and is stored folded. ``ttl`` (a timedelta
-        or seconds, positive) overrides the gateway's. ``expect`` makes a text ask take
-        only answers of one form (:class:`~parkgate.core.expect.Expect`, a form's name
-        such as ``"integer"`` or ``"email"``, or a mapping of its fields); any other
-        answer is a miss whose retry line says what is wanted, and a ``default`` must be
-        of that form. Raises :class:`AskAlreadyOpen` unless ``replace`` is true. A
-        ``run_id`` that names a stored run parks in it while it is running; a complete run
-        is never reopened (:class:`RunClosed`).
-        ``context`` (a JSON object of at most 16 KiB) is kept with the ask and shown with
-        it. An ask with a ``callback_url``, or ``watched``, has something waiting on its
-        close: a deliverer reads it when its TTL falls due (a *due read*), so it closes on
-        time even if nobody else reads it. ``owner`` names who parks it (the HTTP service
-        records its token's name): :meth:`open_asks` and :meth:`count_open_asks` can keep
-        to one owner's asks, and a workflow's later phases keep their first ask's owner.
-        An owner reaches only its own asks and runs: another owner's open ask in the
-        conversation raises :class:`ConversationBusy` (``replace`` or not, and without its
-        id), and another owner's run :class:`RunClosed`, as a complete run does.
-        ``follow_up`` (which implies ``watched``) records, with the ask, that a waiter acts
-        on its close: once closed, the ask is listed by :meth:`closed_follow_ups` until the
-        waiter calls :meth:`follow_up_done`, so a waiter that was not running at the close
-        still finds it. A bad argument raises :class:`InputError` (a bad prompt or option list
-        :class:`StoppingPointError`) before anything is read or written.
+        A conversation has one open ask. An ask with a ``callback_url``, ``watched`` or
+        ``follow_up`` gets a *due read* when its TTL falls due, so it closes on time even if
+        nobody else reads it. Every argument is checked before anything is read or written.
+
+        Args:
+            conversation_id: The conversation to park in.
+            prompt: The question to show.
+            options: The labels of a choice ask (an empty list is an error, not a text ask).
+            kind: ``choice`` or ``text``; ``choice`` when ``options`` are given, else ``text``.
+            **fields: The ask's options by keyword, all optional
+                (:class:`~parkgate.ask_options.AskFields`), listed below.
+
+        Keyword Args:
+            run_id (str | None): The run to park in while it is running; a new run when left out.
+            ttl (timedelta | float | None): The ask's TTL (a timedelta or seconds, positive),
+                instead of the gateway's.
+            replace (bool): Close the open ask as ``cancelled`` (outcome ``replaced``)
+                instead of raising :class:`AskAlreadyOpen`.
+            default (str | None): Recorded as the answer if the ask expires (it still closes
+                as ``expired``); for a choice one of the options, compared after the
+                whitespace folding the labels get, and stored folded.
+            callback_url (str | None): Gets the ask's JSON, signed, when it closes.
+            phase (str | None): The workflow step the ask belongs to.
+            context (Mapping[str, Any] | None): A JSON object of at most 16 KiB, kept and
+                shown with the ask.
+            watched (bool): Something waits on the close: the ask gets a due read.
+            owner (str | None): Who parks it (the HTTP service records its token's name); an
+                owner reaches only its own asks and runs, and :meth:`open_asks` can keep to them.
+            expect (Expect | str | Mapping[str, Any] | None): The form a text ask's answer
+                must take (an :class:`~parkgate.core.expect.Expect`, a form's name such as
+                ``"integer"``, or a mapping); any other answer is a miss.
+            follow_up (bool): A waiter acts on the close (implies ``watched``): the closed ask
+                is listed by :meth:`closed_follow_ups` until :meth:`follow_up_done`.
+
+        Returns:
+            The ``asked`` reply, with the menu or question to show and the new ask's id.
+
+        Raises:
+            AskAlreadyOpen: An ask is open in the conversation and ``replace`` is false.
+            ConversationBusy: Another owner's ask is open in the conversation (not named).
+            RunClosed: ``run_id`` names a complete run, or another owner's.
+            StoppingPointError: The prompt or the option list is not usable.
+            InputError: Another argument is not usable; the message names it.
         """
         check_id(conversation_id, "conversation_id")
-        run_id, ask_ttl = check_park_args(run_id, ttl, replace, callback_url)
-        if phase is not None:
-            check_id(phase, "phase")
-        check_flag(watched, "watched")
-        check_flag(follow_up, "follow_up")
-        context = check_context(context)
-        check_optional_id(owner, "owner")
+        checked = AskOptions.checked(fields)
         # An explicit option list (even an empty one) means a choice: [] is an error, not a text ask.
         chosen_kind = kind if kind is not None else (AskKind.TEXT if options is None else AskKind.CHOICE)
         spec = stopping_point.make_spec(chosen_kind, prompt, options)
-        default = check_default(spec, default)
-        form = check_expect(spec, expect, default)
-        watched = watched or follow_up or callback_url is not None
-        extras = AskExtras(default, callback_url, phase, context, watched, owner, form, follow_up)
-        return self._park(conversation_id, spec, run_id, ask_ttl, replace, extras)
+        return self._park(conversation_id, spec, checked.fitted(spec))
 
-    def ask_from_text(
-        self,
-        conversation_id: str,
-        skill_output: str,
-        run_id: str | None = None,
-        ttl: timedelta | float | None = None,
-        *,
-        replace: bool = False,
-        callback_url: str | None = None,
-        owner: str | None = None,
-    ) -> Reply:
+    def ask_from_text(self, conversation_id: str, skill_output: str, **fields: Unpack[OwnedParkFields]) -> Reply:
         """Park the stopping point marked in a skill's output (see :mod:`stopping_point`).
 
-        Output without a marker is not an error: the reply is ``pass``. The other
-        arguments are :meth:`ask`'s, checked the same way (also when there is no marker).
+        Output without a marker is not an error: the reply is ``pass``, and nothing is parked.
+
+        Args:
+            conversation_id: The conversation to park in.
+            skill_output: Text holding one stopping point, or exactly its JSON form.
+            **fields: :meth:`ask`'s ``run_id``, ``ttl``, ``replace``, ``callback_url`` and
+                ``owner`` (:class:`~parkgate.ask_options.OwnedParkFields`), checked the same
+                way, also when there is no marker.
+
+        Returns:
+            The ``asked`` reply, or ``pass`` when the output marks no stopping point.
+
+        Raises:
+            AskAlreadyOpen: An ask is open in the conversation and ``replace`` is false.
+            ConversationBusy: Another owner's ask is open in the conversation.
+            RunClosed: ``run_id`` names a complete run, or another owner's.
+            StoppingPointError: The marked stopping point is not usable.
+            InputError: Another argument is not usable; the message names it.
         """
         check_id(conversation_id, "conversation_id")
-        run_id, ask_ttl = check_park_args(run_id, ttl, replace, callback_url)
-        check_optional_id(owner, "owner")
+        checked = AskOptions.checked(fields, OwnedParkFields, "ask_from_text")
         text = check_inbound_text(skill_output, limit=MAX_SKILL_OUTPUT_CHARS, what="skill output")
         spec = stopping_point.find(text)
         if spec is None:
             # Nothing was parked, but it is still a reply a surface sends: counted like any other.
             return self._counted(pass_reply())
-        extras = AskExtras(callback_url=callback_url, watched=callback_url is not None, owner=owner)
-        return self._park(conversation_id, spec, run_id, ask_ttl, replace, extras)
+        return self._park(conversation_id, spec, checked)
 
-    def start(
-        self,
-        conversation_id: str,
-        workflow: str,
-        *,
-        replace: bool = False,
-        run_id: str | None = None,
-        owner: str | None = None,
-    ) -> Reply:
+    def start(self, conversation_id: str, workflow: str, **fields: Unpack[OwnedRunFields]) -> Reply:
         """Start a registered workflow: its first phase is parked (``asked``).
 
-        ``workflow`` is a registered name (:class:`UnknownWorkflow` if it is not);
-        ``replace`` is as in :meth:`ask`. A workflow always starts a new run: ``run_id``
-        names it, and naming a run that exists already is an :class:`InputError` that
-        changes nothing (an old run's answers and workflow would otherwise mix with the
-        new one's). ``owner`` is as in :meth:`ask` (another owner's open ask raises
-        :class:`ConversationBusy`), and the run and every phase's ask keep it.
+        A workflow always starts a new run: an old run's answers and workflow would
+        otherwise mix with the new one's. The run and every phase's ask keep the ``owner``.
+
+        Args:
+            conversation_id: The conversation to park the first phase in.
+            workflow: A registered workflow's name.
+            **fields: ``run_id`` (the new run's id; one made when left out), ``replace`` and
+                ``owner``, as in :meth:`ask` (:class:`~parkgate.ask_options.OwnedRunFields`).
+
+        Returns:
+            The ``asked`` reply of the first phase.
+
+        Raises:
+            UnknownWorkflow: No workflow of that name is registered.
+            AskAlreadyOpen: An ask is open in the conversation and ``replace`` is false.
+            ConversationBusy: Another owner's ask is open in the conversation.
+            InputError: ``run_id`` names a run that exists already (nothing changes), or an
+                argument is not usable.
         """
         check_id(conversation_id, "conversation_id")
         if not isinstance(workflow, str):
             raise InputError(f"workflow must be a workflow's name (a string), not {type(workflow).__name__}")
-        check_flag(replace, "replace")
-        check_optional_id(run_id, "run_id")
-        check_optional_id(owner, "owner")
+        checked = AskOptions.checked(fields, OwnedRunFields, "start")
         flow = self._runs.workflow(workflow)
-        given_run = run_id is not None
-        run_id = run_id or new_id()
+        run_id, owner = checked.run_id or new_id(), checked.owner
         now = self.clock.now()
 
         def body(tx: Transaction, plan: WritePlan) -> Reply:
-            if given_run and tx.run(run_id) is not None:
+            if checked.run_id is not None and tx.run(run_id) is not None:
                 raise InputError(f"run {run_id} already exists: a workflow starts a new run (leave run_id out)")
-            self._runs.clear_for_new_ask(tx, plan, conversation_id, replace, now, owner)
+            self._runs.clear_for_new_ask(tx, plan, conversation_id, checked.replace, now, owner)
             run = new_run(run_id, conversation_id, now, workflow=flow.name, owner=owner)
             return self._runs.park_phase(plan, run, flow.first, now, owner)
 
         return self._counted(self._units.run(body))
 
-    def _park(
-        self,
-        conversation_id: str,
-        spec: stopping_point.AskSpec,
-        run_id: str | None,
-        ttl: timedelta | None,
-        replace: bool,
-        extras: AskExtras,
-    ) -> Reply:
-        """Park ``spec``; every argument has been checked by the caller."""
+    def _park(self, conversation_id: str, spec: stopping_point.AskSpec, options: AskOptions) -> Reply:
+        """Park ``spec`` with ``options``; every argument has been checked by the caller."""
         now = self.clock.now()
-        given_run = run_id is not None
-        run_id = run_id or new_id()
+        owner = options.owner
+        run_id = options.run_id or new_id()
 
         def body(tx: Transaction, plan: WritePlan) -> Reply:
             # The run is checked before the conversation is cleared: a run that takes no new
             # ask refuses the park before anything is read as closed. A new run id needs no read.
-            joined = self._runs.joined_run(tx, run_id, conversation_id, extras.owner, now) if given_run else None
-            self._runs.clear_for_new_ask(tx, plan, conversation_id, replace, now, extras.owner)
-            run = joined or new_run(run_id, conversation_id, now, owner=extras.owner)
-            ask = self._runs.new_ask(run, spec, now, ttl, extras)
-            return self._runs.park(plan, run, ask, now, extras.follow_up)
+            given = options.run_id is not None
+            joined = self._runs.joined_run(tx, run_id, conversation_id, owner, now) if given else None
+            self._runs.clear_for_new_ask(tx, plan, conversation_id, options.replace, now, owner)
+            run = joined or new_run(run_id, conversation_id, now, owner=owner)
+            ask = self._runs.new_ask(run, spec, now, options)
+            return self._runs.park(plan, run, ask, now, options.follow_up)
 
         reply = self._counted(self._units.run(body))
-        if extras.watched:  # the earliest due time may be this one now
+        if options.watched:  # the earliest due time may be this one now
             self.signal.changed(Change.DUE, reply.ask_id)
         return reply
 

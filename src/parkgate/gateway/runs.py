@@ -9,12 +9,10 @@ closes ends its run unless an answer (or a default) lets it go on.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
+from parkgate.ask_options import AskOptions
 from parkgate.core import machine, stopping_point
-from parkgate.core.expect import Expect
 from parkgate.core.model import Ask
 from parkgate.core.phrases import WORKFLOW_DONE, AskStatus, ReplyKind, RunOutcome, RunStatus
 from parkgate.errors import AskAlreadyOpen, ConversationBusy, InputError, RunClosed, UnknownWorkflow
@@ -24,20 +22,6 @@ from parkgate.reply import Reply
 from parkgate.store import Run, Transaction
 from parkgate.store.writes import AskStep, NewAsk, RunChange
 from parkgate.workflow import Phase, Workflow
-
-
-@dataclass(frozen=True, slots=True)
-class AskExtras:
-    """What an ask may carry besides its question, checked by the caller."""
-
-    default: str | None = None
-    callback_url: str | None = None
-    phase: str | None = None
-    context: Mapping[str, Any] | None = None
-    watched: bool = False
-    owner: str | None = None
-    expect: Expect | None = None
-    follow_up: bool = False
 
 
 def new_run(
@@ -170,9 +154,8 @@ class RunLifeCycle:
             raise InputError(f"run {run_id} belongs to another conversation")
         return run
 
-    def new_ask(
-        self, run: Run, spec: stopping_point.AskSpec, now: datetime, ttl: timedelta | None, extras: AskExtras
-    ) -> Ask:
+    def new_ask(self, run: Run, spec: stopping_point.AskSpec, now: datetime, options: AskOptions) -> Ask:
+        """A new open ask of ``spec`` in ``run``, parked now with ``options`` (checked and fitted)."""
         return Ask(
             id=new_id(),
             conversation_id=run.conversation_id,
@@ -183,14 +166,14 @@ class RunLifeCycle:
             status=AskStatus.OPEN,
             asked_at=now,
             last_touched=now,
-            ttl_seconds=(ttl or self.ttl).total_seconds(),
-            phase=extras.phase,
-            default=extras.default,
-            callback_url=extras.callback_url,
-            watched=extras.watched,
-            context=extras.context,
-            owner=extras.owner,
-            expect=extras.expect,
+            ttl_seconds=(options.ttl or self.ttl).total_seconds(),
+            phase=options.phase,
+            default=options.default,
+            callback_url=options.callback_url,
+            watched=options.watched,
+            context=options.context,
+            owner=options.owner,
+            expect=options.expect,
         )
 
     def park(self, plan: WritePlan, run: Run, ask: Ask, now: datetime, follow_up: bool = False) -> Reply:
@@ -200,7 +183,7 @@ class RunLifeCycle:
 
     def park_phase(self, plan: WritePlan, run: Run, phase: Phase, now: datetime, owner: str | None) -> Reply:
         spec = stopping_point.make_spec(phase.kind, phase.prompt_for(run.context), phase.options)
-        ask = self.new_ask(run, spec, now, None, AskExtras(phase=phase.name, owner=owner))
+        ask = self.new_ask(run, spec, now, AskOptions(phase=phase.name, owner=owner))
         return self.park(plan, run, ask, now)
 
     # -- messages ---------------------------------------------------------------------

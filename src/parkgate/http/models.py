@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from parkgate.ask_options import JSON_NAMES, MAX_CALLBACK_URL_CHARS, field_names
 from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.phrases import AskKind, AskStatus, ReplyKind, RunStatus
@@ -108,7 +109,9 @@ class ExpectJSON(_Body):
 class AskIn(_Body):
     """Park a question: ``prompt`` (+ ``kind``/``options``), or ``skill_output`` with a marker.
 
-    ``kind`` defaults to ``choice`` when ``options`` are given, else ``text``.
+    ``kind`` defaults to ``choice`` when ``options`` are given, else ``text``. The other
+    fields are the ask's options, :class:`~parkgate.ask_options.PromptFields` by their JSON
+    names (:func:`options_of` reads them; a test holds the two sets equal).
     """
 
     conversation_id: Id
@@ -118,7 +121,7 @@ class AskIn(_Body):
     options: Annotated[list[Label], Field(max_length=MAX_OPTIONS)] | None = None
     ttl_seconds: Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)] | None = None
     replace: Flag = False
-    callback_url: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
+    callback_url: Annotated[str, Field(min_length=1, max_length=MAX_CALLBACK_URL_CHARS)] | None = None
     default: str | None = Field(default=None, description="Recorded as the answer if the ask expires.")
     expect: ExpectJSON | None = Field(default=None, description="A text ask's answer form, such as an integer.")
     context: dict[str, Any] | None = Field(
@@ -138,6 +141,20 @@ class AskIn(_Body):
         elif self.prompt is None:
             raise ValueError("give a prompt (with kind and options) or a skill_output holding a stopping point")
         return self
+
+
+def options_of(body: BaseModel, fields: type) -> dict[str, Any]:
+    """The ask options ``fields`` names (:mod:`parkgate.ask_options`) that ``body`` holds, as
+    the gateway's keyword arguments: each read from its JSON name (``ttl`` from
+    ``ttl_seconds``), a nested model as its dict, those left out or null left out."""
+    found: dict[str, Any] = {}
+    for name in field_names(fields):
+        value = getattr(body, JSON_NAMES.get(name, name))
+        if isinstance(value, BaseModel):
+            value = value.model_dump(exclude_none=True)
+        if value is not None:
+            found[name] = value
+    return found
 
 
 class MessageIn(_Body):
@@ -276,4 +293,5 @@ __all__ = [
     "RunOut",
     "StartIn",
     "one_of",
+    "options_of",
 ]

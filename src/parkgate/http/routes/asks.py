@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
+from parkgate.ask_options import ParkFields, PromptFields
 from parkgate.async_gateway import AsyncGateway, wait_for_close
 from parkgate.checks import MAX_WAIT_SECONDS
 from parkgate.errors import UnknownAsk
@@ -14,7 +15,7 @@ from parkgate.fence import check_callback_url
 from parkgate.http.dependencies import CallerDep, GatewayDep, LongPollsDep, OpenAskCapDep, SettingsDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.guard import needs
-from parkgate.http.models import AskIn, AskListOut, AskOut, OpenStatus, ReplyOut
+from parkgate.http.models import AskIn, AskListOut, AskOut, OpenStatus, ReplyOut, options_of
 from parkgate.http.paging import DEFAULT_PAGE_ASKS, MAX_CURSOR_CHARS, MAX_PAGE_ASKS, decode_cursor, encode_cursor
 from parkgate.http.responses import SafeJSONResponse, ask_response, asks_json, reply_response
 from parkgate.http.tokens import Scope
@@ -59,30 +60,11 @@ async def park_ask(
 async def _park(gateway: AsyncGateway, body: AskIn, owner: str | None) -> Reply:
     """The park ``body`` asks for: a skill's marked output, or a prompt with its options."""
     if body.skill_output is not None:
-        return await gateway.ask_from_text(
-            body.conversation_id,
-            body.skill_output,
-            run_id=body.run_id,
-            ttl=body.ttl_seconds,
-            replace=body.replace,
-            callback_url=body.callback_url,
-            owner=owner,
-        )
+        parked = options_of(body, ParkFields)
+        return await gateway.ask_from_text(body.conversation_id, body.skill_output, owner=owner, **parked)
     assert body.prompt is not None  # AskIn takes a prompt or a skill_output
-    return await gateway.ask(
-        body.conversation_id,
-        body.prompt,
-        body.options,
-        kind=body.kind,
-        run_id=body.run_id,
-        ttl=body.ttl_seconds,
-        replace=body.replace,
-        default=body.default,
-        callback_url=body.callback_url,
-        owner=owner,
-        expect=body.expect.model_dump(exclude_none=True) if body.expect is not None else None,
-        context=body.context,
-    )
+    fields = options_of(body, PromptFields)
+    return await gateway.ask(body.conversation_id, body.prompt, body.options, body.kind, owner=owner, **fields)
 
 
 @router.get("/v1/asks", response_model=AskListOut, responses=documented(*V1_ERRORS))

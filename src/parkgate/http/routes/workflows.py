@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import Response
 
+from parkgate.ask_options import RunFields
 from parkgate.http.dependencies import CallerDep, GatewayDep, OpenAskCapDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.guard import needs
-from parkgate.http.models import ReplyOut, StartIn
+from parkgate.http.models import ReplyOut, StartIn, options_of
 from parkgate.http.responses import reply_response
 from parkgate.http.tokens import Scope
 
@@ -24,9 +25,7 @@ async def start_workflow(
 ) -> Response:
     """Start a registered workflow (the demo is ``uml``): its first question is parked."""
     async with cap.room(caller):
-        reply = await gateway.start(
-            body.conversation_id, name, replace=body.replace, run_id=body.run_id, owner=caller.owner
-        )
+        reply = await gateway.start(body.conversation_id, name, owner=caller.owner, **options_of(body, RunFields))
     return reply_response(reply, 201)
 
 

@@ -1,0 +1,200 @@
+"""An ask's options, declared once: the keyword arguments every park takes, and the
+checked value they become.
+
+The options are declared here and nowhere else. Each call that parks takes the fields it
+offers as keyword arguments typed by one of the ``TypedDict`` s below (``**options:
+Unpack[AskFields]``), so a caller writes ``gw.ask("c", "Deploy?", ["Yes", "No"],
+callback_url=..., ttl=60)`` and a type checker knows every option's type. The sets nest:
+
+| fields | adds | taken by |
+| --- | --- | --- |
+| :class:`RunFields` | ``run_id``, ``replace`` | ``Client.start`` |
+| :class:`OwnedRunFields` | ``owner`` | ``Gateway.start`` |
+| :class:`ParkFields` | ``ttl``, ``callback_url`` | ``Client.ask_from_text`` |
+| :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
+| :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``Client.ask``, ``POST /v1/asks`` |
+| :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up`` | ``Gateway.ask`` |
+
+The HTTP client sends no ``owner`` (the server records its token's name), and the JSON
+names ``ttl`` ``ttl_seconds`` (:data:`JSON_NAMES`). :meth:`AskOptions.checked` turns the
+fields into one frozen :class:`AskOptions`, each checked once with
+:mod:`parkgate.checks` (:class:`~parkgate.errors.InputError` naming the option), and
+:meth:`AskOptions.fitted` checks those that depend on the question (``default``,
+``expect``). Adding an option is a field in one ``TypedDict`` and one in
+:class:`AskOptions` (and in ``AskIn``, the HTTP model, if it goes over HTTP).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypedDict
+
+from parkgate.checks import (
+    check_context,
+    check_default,
+    check_duration,
+    check_expect,
+    check_flag,
+    check_optional_id,
+    check_string,
+)
+from parkgate.core.expect import Expect, as_expect
+from parkgate.core.stopping_point import AskSpec
+from parkgate.fence import parse_callback_url
+
+#: The longest callback URL, in characters.
+MAX_CALLBACK_URL_CHARS = 2048
+
+
+class RunFields(TypedDict, total=False):
+    """The run a park or a workflow's start belongs to, and what happens to an open ask."""
+
+    #: The run to park in (a new one when left out); it must be running.
+    run_id: str | None
+    #: Close the conversation's open ask as ``cancelled`` (outcome ``replaced``) instead of
+    #: raising :class:`~parkgate.errors.AskAlreadyOpen`.
+    replace: bool
+
+
+class OwnedRunFields(RunFields, total=False):
+    """:class:`RunFields` and who parks: a library caller's own (the HTTP service passes its token's name)."""
+
+    #: Who parks the ask; an owner reaches only its own asks and runs.
+    owner: str | None
+
+
+class ParkFields(RunFields, total=False):
+    """What every park takes, over HTTP too: :class:`RunFields`, a TTL and a callback."""
+
+    #: The ask's TTL (a timedelta or seconds, positive), instead of the gateway's.
+    ttl: timedelta | float | None
+    #: Where the ask's JSON is posted, signed, when it closes (something waits on it).
+    callback_url: str | None
+
+
+class OwnedParkFields(ParkFields, OwnedRunFields, total=False):
+    """:class:`ParkFields` and ``owner``: what :meth:`Gateway.ask_from_text <parkgate.Gateway.ask_from_text>` takes."""
+
+
+class PromptFields(ParkFields, total=False):
+    """:class:`ParkFields` and what a prompt's ask adds: what ``POST /v1/asks`` and the clients take."""
+
+    #: Recorded as the answer if the ask expires; for a choice, one of the options.
+    default: str | None
+    #: The form a text ask's answer must take (an Expect, a form's name, or a mapping).
+    expect: Expect | str | Mapping[str, Any] | None
+    #: A JSON object of at most 16 KiB, kept and shown with the ask.
+    context: Mapping[str, Any] | None
+
+
+class AskFields(PromptFields, OwnedParkFields, total=False):
+    """Every option: what :meth:`Gateway.ask <parkgate.Gateway.ask>` takes."""
+
+    #: The workflow step the ask belongs to.
+    phase: str | None
+    #: Something waits on the ask's close: it gets a due read at its TTL.
+    watched: bool
+    #: A waiter acts on the close: the closed ask is listed until it says it is done.
+    follow_up: bool
+
+
+#: Options whose JSON name differs from the keyword's.
+JSON_NAMES: Mapping[str, str] = {"ttl": "ttl_seconds"}
+
+
+def field_names(fields: type) -> frozenset[str]:
+    """The option names a fields ``TypedDict`` (such as :class:`PromptFields`) holds."""
+    keys: frozenset[str] = fields.__optional_keys__ | fields.__required_keys__  # type: ignore[attr-defined]
+    return keys
+
+
+def refuse_unknown(given: Mapping[str, object], fields: type, call: str) -> None:
+    """Raise ``TypeError`` for an option ``call`` does not take, as Python does for a keyword."""
+    unknown = sorted(set(given) - field_names(fields))
+    if unknown:
+        raise TypeError(f"{call}() got an unexpected keyword argument {unknown[0]!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class AskOptions:
+    """An ask's options, checked: what the gateway parks with (made by :meth:`checked`)."""
+
+    run_id: str | None = None
+    ttl: timedelta | None = None
+    replace: bool = False
+    default: str | None = None
+    callback_url: str | None = None
+    phase: str | None = None
+    context: Mapping[str, Any] | None = None
+    watched: bool = False
+    owner: str | None = None
+    expect: Expect | None = None
+    follow_up: bool = False
+
+    @classmethod
+    def checked(cls, given: Mapping[str, object], fields: type = AskFields, call: str = "ask") -> AskOptions:
+        """The options ``given`` (keyword arguments of ``call``, which takes ``fields``), checked.
+
+        Args:
+            given: The keyword arguments, by name; a missing one takes its default.
+            fields: The ``TypedDict`` of the options ``call`` takes.
+            call: The call's name, for the ``TypeError`` an option it does not take raises.
+
+        Returns:
+            The checked options. ``watched`` is set whenever something waits on the close
+            (a ``callback_url`` or ``follow_up``).
+
+        Raises:
+            InputError: An option is not usable; the message names it.
+            TypeError: ``given`` holds an option ``call`` does not take.
+        """
+        refuse_unknown(given, fields, call)
+        # In the order the options are documented: with several bad, the first is named.
+        run_id = check_optional_id(given.get("run_id"), "run_id")
+        ttl = given.get("ttl")
+        checked_ttl = None if ttl is None else check_duration(ttl, "ttl")
+        replace = check_flag(given.get("replace", False), "replace")
+        callback_url = _callback_url(given.get("callback_url"))
+        phase = check_optional_id(given.get("phase"), "phase")
+        watched = check_flag(given.get("watched", False), "watched")
+        follow_up = check_flag(given.get("follow_up", False), "follow_up")
+        context = check_context(given.get("context"))
+        owner = check_optional_id(given.get("owner"), "owner")
+        default = given.get("default")
+        return cls(
+            run_id=run_id,
+            ttl=checked_ttl,
+            replace=replace,
+            default=None if default is None else check_string(default, "default"),
+            callback_url=callback_url,
+            phase=phase,
+            context=context,
+            watched=watched or follow_up or callback_url is not None,
+            owner=owner,
+            expect=as_expect(given.get("expect")),
+            follow_up=follow_up,
+        )
+
+    def fitted(self, spec: AskSpec) -> AskOptions:
+        """These options for the question ``spec``: a choice's ``default`` as its option's
+        label, and ``expect`` only for a text ask, with a ``default`` of its form.
+
+        Raises:
+            InputError: ``default`` is not one of the options or not of the form, or a
+                choice ask has an ``expect``.
+        """
+        default = check_default(spec, self.default)
+        return dataclasses.replace(self, default=default, expect=check_expect(spec, self.expect, default))
+
+
+def _callback_url(value: object) -> str | None:
+    """A callback URL that parses (:func:`~parkgate.fence.parse_callback_url`); the fence's
+    address rules are applied where it is delivered, and by the HTTP service on park."""
+    if value is None:
+        return None
+    url = check_string(value, "callback_url", limit=MAX_CALLBACK_URL_CHARS)
+    parse_callback_url(url)
+    return url
