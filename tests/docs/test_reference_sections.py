@@ -17,8 +17,6 @@ EXTENSIONS = ("griffe_sphinx_roles.py:SphinxRoles", "griffe_mirrored_sections.py
 
 #: The classes whose public calls (and constructor) the reference documents in full.
 CLASSES = ("Gateway", "AsyncGateway", "client.Client", "client.AsyncClient", "workflow.Workflow", "workflow.Phase")
-#: Calls whose Args sections come with their signatures' rewrite (an ask's options as one value).
-PARKING = {"ask", "ask_from_text", "start"}
 FUNCTIONS = ("open_store", "ask_to_dict", "webhooks.verify", "Reply.from_dict")
 
 
@@ -60,7 +58,7 @@ def calls(package: griffe.Module) -> dict[str, tuple[griffe.Function, griffe.Doc
             found[f"{path}()"] = (init, cls.docstring)
         for name, member in cls.all_members.items():
             function = target(member)
-            if not name.startswith("_") and name not in PARKING and isinstance(function, griffe.Function):
+            if not name.startswith("_") and isinstance(function, griffe.Function):
                 found[f"{path}.{name}"] = (function, function.docstring)
     for path in FUNCTIONS:
         function = target(package.get_member(path))
