@@ -20,10 +20,10 @@ import pytest
 from standardwebhooks import Webhook
 
 from parkgate import Gateway, ManualClock
+from parkgate.core.model import CallbackStatus
 from parkgate.delivery.outbox import OutboxDeliverer
 from parkgate.errors import CallbackNotFailed, UnknownAsk
 from parkgate.fence import parse_allow_list
-from parkgate.store.base import CallbackStatus
 from parkgate.webhooks import WebhookVerificationError, verify
 
 SECRET = "whsec_" + base64.b64encode(b"a test secret of thirty-two bytes").decode()

@@ -11,11 +11,9 @@ from typing import Any
 from fastapi.responses import JSONResponse, Response
 
 from parkgate.async_gateway import AsyncGateway
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, CallbackState, CallbackStatus, Run
 from parkgate.gateway import ask_to_dict
 from parkgate.reply import Reply
-from parkgate.store import Run
-from parkgate.store.base import CallbackState, CallbackStatus
 
 #: The callback of an ask with a ``callback_url`` that has not closed yet.
 UNSENT = CallbackState(CallbackStatus.PENDING)
