@@ -103,10 +103,16 @@ def _plans(location: StoreLocation) -> dict[str, str]:
             conn.cursor(),
             sqlite.DIALECT,
             lambda stmt, params: "\n".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + stmt, params)),
-            lambda cursor, _dialect: sqlite.SQLiteTransaction(cursor, RecentOpenAsks(0)),  # reads
+            lambda cursor, _dialect: _sqlite_reader(sqlite.SQLiteTransaction(cursor, RecentOpenAsks(0))),
         )
     finally:
         conn.close()
+
+
+def _sqlite_reader(tx: Any) -> Any:
+    """A SQLite transaction that remembers nothing and begins nothing: its reads only."""
+    tx.began = True
+    return tx
 
 
 def _pg_explain(conn: psycopg.Connection[Any], statement: str, params: tuple[Any, ...]) -> str:

@@ -69,7 +69,7 @@ class PostgresTransaction:
         self, cursor: Any, recent: RecentOpenAsks | None = None, enter_pipeline: Callable[[], None] | None = None
     ) -> None:
         self.cursor = cursor
-        self.guesses = Guesses(recent or _NOTHING, decides_on_nothing_open=True)
+        self.guesses = Guesses(recent if recent is not None else _NOTHING, decides_on_nothing_open=True)
         #: Called before every statement but a one-statement form (see PipelinedTransaction).
         self._enter_pipeline = enter_pipeline or (lambda: None)
         #: parkgate_claim's parameters once a read was answered from memory.
