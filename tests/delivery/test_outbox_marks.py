@@ -125,4 +125,4 @@ async def test_every_row_is_delivered_once_and_marked(store: Store, count: int) 
         assert await outbox.deliver_due() == 0  # nothing left: every row was marked
     assert len(seen) == len(set(seen)) == count
     with store.transaction() as tx:
-        assert tx.callback_counts()[CallbackStatus.PENDING] == 0
+        assert tx.outbox.callback_counts()[CallbackStatus.PENDING] == 0

@@ -187,16 +187,16 @@ async def test_a_name_resolving_to_an_internal_address_is_refused_at_delivery(ga
 
 async def _make_due(gateway: Gateway, ask_id: str) -> None:
     with gateway.store.transaction() as tx:
-        tx._exec(  # type: ignore[attr-defined]
+        tx.send(  # type: ignore[attr-defined]
             "UPDATE outbox SET next_attempt_at = ? WHERE ask_id = ?",
-            (tx._dialect.encode_time(datetime.now(UTC) - timedelta(seconds=1)), ask_id),  # type: ignore[attr-defined]
+            (tx.dialect.encode_time(datetime.now(UTC) - timedelta(seconds=1)), ask_id),  # type: ignore[attr-defined]
         )
 
 
 async def test_an_unparsable_url_fails_at_once_and_is_never_claimed_again(gateway: Gateway) -> None:
     ask_id = close_with_callback(gateway, "bad-url", "http://hooks.test/ok")
     with gateway.store.transaction() as tx:  # as a row written before the park-time check existed
-        tx._exec("UPDATE outbox SET url = ? WHERE ask_id = ?", ("http://[::1", ask_id))  # type: ignore[attr-defined]
+        tx.send("UPDATE outbox SET url = ? WHERE ask_id = ?", ("http://[::1", ask_id))  # type: ignore[attr-defined]
     worker = deliverer(gateway)
     assert await worker.deliver_due() == 0
     state = gateway.callback_states([ask_id])[ask_id]
