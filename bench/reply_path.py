@@ -220,7 +220,7 @@ def _warm_up(target: StoreTarget, gateway: Any, raw: Callable[[Sequence[str], li
             gateway.handle(f"{conversation}-{n}", text)
     raw(plan.raw_ids[:10], [])
     if target.engine == "sqlite":
-        from parkgate.store.sqlite import path_from_url
+        from parkgate.store.sqlite_file import path_from_url
 
         batch = cycled(plan.raw_ids, WARM_UP_WRITES)
         until_wal_settles(lambda _: raw(batch, []), path_from_url(target.url))
@@ -313,9 +313,8 @@ def _park_raw_targets(gateway: Any, workers: int) -> list[list[str]]:
     import uuid
     from datetime import timedelta
 
-    from parkgate.core.model import Ask
+    from parkgate.core.model import Ask, Run
     from parkgate.core.phrases import AskKind, AskStatus
-    from parkgate.store.base import Run
 
     now = datetime.now(UTC)
     ids: list[list[str]] = []

@@ -47,10 +47,8 @@ def conversation_id(i: int) -> str:
 
 def bulk_load(target: StoreTarget, start: int, stop: int, batch: int) -> float:
     """Park asks for conversations ``start..stop-1`` in batches; return rows per second."""
-    from parkgate.core.model import Ask
+    from parkgate.core.model import Ask, Run
     from parkgate.core.phrases import AskKind, AskStatus
-    from parkgate.store.base import Run
-    from parkgate.store.sql import SqlTransaction
 
     store = target.open()
     began = time.perf_counter()
@@ -58,12 +56,12 @@ def bulk_load(target: StoreTarget, start: int, stop: int, batch: int) -> float:
         for low in range(start, stop, batch):
             high = min(stop, low + batch)
             if target.engine == "postgres":
-                from parkgate.store.postgres import DIALECT
+                from parkgate.store.pg_transaction import PostgresTransaction
 
-                # The store's pool connection and its SqlTransaction, pipelined: the same
+                # The store's pool connection and its PostgresTransaction (remembering nothing), pipelined: the same
                 # INSERT statements, without one network round trip each.
                 with store._pool.connection() as conn, conn.pipeline(), conn.transaction(), conn.cursor() as cur:
-                    _load_batch(SqlTransaction(cur, DIALECT), low, high, Ask, AskKind, AskStatus, Run)
+                    _load_batch(PostgresTransaction(cur), low, high, Ask, AskKind, AskStatus, Run)
             else:
                 with store.transaction() as tx:
                     _load_batch(tx, low, high, Ask, AskKind, AskStatus, Run)
@@ -200,7 +198,7 @@ def probe(
 
 def query_plans(target: StoreTarget, store: Any) -> dict[str, str]:
     """The plans of the per-message read and the audit read (to show the indexes in use)."""
-    from parkgate.store.sql import ASK_COLUMNS
+    from parkgate.store.dialect import ASK_COLUMNS
 
     reads = {
         "open_ask_by_conversation": (

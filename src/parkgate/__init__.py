@@ -10,7 +10,7 @@ Start with :class:`Gateway`::
 
 from parkgate.async_gateway import AsyncGateway
 from parkgate.clock import Clock, ManualClock, SystemClock
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, Run
 from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
 from parkgate.errors import (
@@ -26,7 +26,7 @@ from parkgate.errors import (
 )
 from parkgate.gateway import DEFAULT_TTL, Gateway, ask_to_dict
 from parkgate.reply import Reply
-from parkgate.store import Run, Store, StoreClosed, StoreError, StoreUnavailable, open_store
+from parkgate.store import Store, StoreClosed, StoreError, StoreUnavailable, open_store
 from parkgate.workflow import Phase, Workflow
 
 __version__ = "0.1.0"

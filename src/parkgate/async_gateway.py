@@ -18,15 +18,15 @@ from parkgate.ask_options import AskFields, OwnedParkFields, OwnedRunFields
 from parkgate.checks import check_flag, check_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core import machine
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, CallbackState, Run
 from parkgate.core.phrases import AskKind
 from parkgate.errors import InputError
 from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
 from parkgate.metrics import Metrics
 from parkgate.reply import Reply
 from parkgate.signal import Waiter
-from parkgate.store import DEFAULT_URL, Run, Store
-from parkgate.store.base import AskGauges, CallbackState
+from parkgate.store import DEFAULT_URL, Store
+from parkgate.store.base import AskGauges
 from parkgate.workflow import Workflow
 
 Params = ParamSpec("Params")

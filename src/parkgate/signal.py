@@ -26,7 +26,8 @@ import enum
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Protocol
+
+from parkgate.store.base import Watcher
 
 #: A waiter reads its ask at least this often even if no signal comes (a signal lost to a
 #: dropped connection, a store without a watcher).
@@ -51,17 +52,6 @@ class Change(enum.Enum):
 
 
 Listener = Callable[[Change, "str | None"], None]
-
-
-class Watcher(Protocol):
-    """A store's watcher of other processes' commits (see :mod:`parkgate.store.watch`)."""
-
-    def stop(self) -> None:
-        """Stop watching; the watcher's thread ends."""
-        ...
-
-    def waiting_on(self, ask_id: str) -> None:
-        """A waiter of this process is about to sleep on ``ask_id`` (returns at once)."""
 
 
 class Waiter:

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from parkgate import Gateway, ManualClock, ReplyKind
 from parkgate.cli import DOORCHECK_EXIT, DOORCHECK_INPUTS, doorcheck_verdict, main
 from parkgate.core import phrases
-from parkgate.store.base import iter_migrations
+from parkgate.store.migrations import iter_migrations
 
 
 @pytest.fixture

@@ -17,8 +17,7 @@ from live_server import Receiver, Server, wait_until
 from parkgate import AskKind, AskStatus, ReplyKind
 from parkgate.client import AskPage, AskView
 from parkgate.core.expect import Expect
-from parkgate.store import Run
-from parkgate.store.base import CallbackStatus
+from parkgate.core.model import CallbackStatus, Run
 
 MARKED = "Here is the plan.\n[[ask]]\nWhich diagram?\n1. Sequence\n2. Class\n[[/ask]]\nThanks."
 

@@ -28,6 +28,7 @@ from parkgate.client import (
     UnsupportedMediaType,
     responses,
 )
+from parkgate.core.model import CallbackStatus
 from parkgate.errors import (
     AskAlreadyOpen,
     CallbackNotFailed,
@@ -42,7 +43,6 @@ from parkgate.errors import (
 )
 from parkgate.http import codes
 from parkgate.http.tokens import Scope
-from parkgate.store.base import CallbackStatus
 
 
 def response_of(error: BaseException) -> ErrorResponse:

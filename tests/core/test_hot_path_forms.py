@@ -136,7 +136,7 @@ def test_an_ask_built_by_hand_with_a_list_of_options_still_renders() -> None:
 def test_options_are_stored_as_json_whatever_sequence_holds_them(tmp_path: object) -> None:
     from pathlib import Path
 
-    from parkgate.store.base import Run
+    from parkgate.core.model import Run
     from parkgate.store.sqlite import SQLiteStore
 
     store = SQLiteStore(f"sqlite:///{Path(str(tmp_path)) / 'o.db'}")

@@ -16,10 +16,10 @@ import httpx
 import pytest
 
 from parkgate import Gateway
+from parkgate.core.model import CallbackStatus
 from parkgate.delivery.marks import DeliveredMarks
 from parkgate.delivery.outbox import CONCURRENCY, OutboxDeliverer
 from parkgate.store import Store
-from parkgate.store.base import CallbackStatus
 from parkgate.store.outbox_sql import MARK_CHUNK
 from parkgate.store.writes import QueuedCallback, Writes
 
@@ -41,7 +41,7 @@ def test_several_rows_are_marked_delivered_in_one_call(store: Store) -> None:
     ids = _queue(store, MARK_CHUNK + 3)  # more than one statement's worth
     store.callbacks_done(ids[:-1], NOW)
     with store.transaction() as tx:
-        states = tx.callback_states([f"ask-{n}" for n in range(len(ids))])
+        states = tx.outbox.callback_states([f"ask-{n}" for n in range(len(ids))])
     delivered = [ask for ask, state in states.items() if state.status is CallbackStatus.DELIVERED]
     assert len(delivered) == len(ids) - 1 and states[f"ask-{len(ids) - 1}"].status is CallbackStatus.PENDING
     assert {state.attempts for ask, state in states.items() if ask in delivered} == {1}
@@ -125,4 +125,4 @@ async def test_every_row_is_delivered_once_and_marked(store: Store, count: int) 
         assert await outbox.deliver_due() == 0  # nothing left: every row was marked
     assert len(seen) == len(set(seen)) == count
     with store.transaction() as tx:
-        assert tx.callback_counts()[CallbackStatus.PENDING] == 0
+        assert tx.outbox.callback_counts()[CallbackStatus.PENDING] == 0

@@ -20,10 +20,10 @@ import pytest
 from standardwebhooks import Webhook
 
 from parkgate import Gateway, ManualClock
+from parkgate.core.model import CallbackStatus
 from parkgate.delivery.outbox import OutboxDeliverer
 from parkgate.errors import CallbackNotFailed, UnknownAsk
 from parkgate.fence import parse_allow_list
-from parkgate.store.base import CallbackStatus
 from parkgate.webhooks import WebhookVerificationError, verify
 
 SECRET = "whsec_" + base64.b64encode(b"a test secret of thirty-two bytes").decode()
@@ -187,16 +187,16 @@ async def test_a_name_resolving_to_an_internal_address_is_refused_at_delivery(ga
 
 async def _make_due(gateway: Gateway, ask_id: str) -> None:
     with gateway.store.transaction() as tx:
-        tx._exec(  # type: ignore[attr-defined]
+        tx.send(  # type: ignore[attr-defined]
             "UPDATE outbox SET next_attempt_at = ? WHERE ask_id = ?",
-            (tx._dialect.encode_time(datetime.now(UTC) - timedelta(seconds=1)), ask_id),  # type: ignore[attr-defined]
+            (tx.dialect.encode_time(datetime.now(UTC) - timedelta(seconds=1)), ask_id),  # type: ignore[attr-defined]
         )
 
 
 async def test_an_unparsable_url_fails_at_once_and_is_never_claimed_again(gateway: Gateway) -> None:
     ask_id = close_with_callback(gateway, "bad-url", "http://hooks.test/ok")
     with gateway.store.transaction() as tx:  # as a row written before the park-time check existed
-        tx._exec("UPDATE outbox SET url = ? WHERE ask_id = ?", ("http://[::1", ask_id))  # type: ignore[attr-defined]
+        tx.send("UPDATE outbox SET url = ? WHERE ask_id = ?", ("http://[::1", ask_id))  # type: ignore[attr-defined]
     worker = deliverer(gateway)
     assert await worker.deliver_due() == 0
     state = gateway.callback_states([ask_id])[ask_id]

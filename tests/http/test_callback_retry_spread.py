@@ -42,7 +42,7 @@ async def _retry_times(store: Store, clock: ManualClock, draw: Any) -> list[date
     deliverer = OutboxDeliverer(store, clock, client=_down(), base_delay=60, max_delay=300, random=draw)
     assert await deliverer.deliver_due() == 0
     with store.transaction() as tx:
-        states = tx.callback_states(asks)
+        states = tx.outbox.callback_states(asks)
     assert {state.attempts for state in states.values()} == {1}
     return [state.next_attempt_at for state in states.values() if state.next_attempt_at is not None]
 

@@ -126,7 +126,7 @@ def test_no_warning_while_a_deliverer_runs_on_the_database(
 
 def _beat(gateway: Gateway) -> bool:
     with gateway.store.transaction() as tx:
-        return tx.last_beat() is not None
+        return tx.heartbeats.last_beat() is not None
 
 
 def test_a_wait_wakes_when_another_gateway_on_the_database_commits_the_answer(

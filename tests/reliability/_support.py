@@ -73,7 +73,7 @@ class StoreSpec:
                 return list(cur.fetchall()) if cur.description else []
         import sqlite3
 
-        from parkgate.store.sqlite import path_from_url
+        from parkgate.store.sqlite_file import path_from_url
 
         conn = sqlite3.connect(path_from_url(self.url), isolation_level=None)
         try:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-import parkgate.store.sqlite as sqlite_store
+import parkgate.store.sqlite_file as sqlite_file
 from parkgate import Gateway
 from parkgate.clock import ManualClock
 from parkgate.core.phrases import AskStatus, ReplyKind
@@ -70,12 +70,12 @@ def tmpfs(size_kb: int) -> Iterator[Path]:
 @pytest.fixture
 def short_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> int:
     """Make every new SQLite connection give up on a held lock after 50 ms."""
-    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setattr(sqlite_file, "BUSY_TIMEOUT_MS", 50)
     return 50
 
 
 def _hold_write_lock(spec: StoreSpec) -> sqlite3.Connection:
-    holder = sqlite3.connect(sqlite_store.path_from_url(spec.url), isolation_level=None)
+    holder = sqlite3.connect(sqlite_file.path_from_url(spec.url), isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     holder.execute("UPDATE runs SET updated_at = updated_at")
     return holder

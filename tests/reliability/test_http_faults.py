@@ -285,7 +285,7 @@ def test_a_locked_sqlite_file_is_a_503_and_no_message_is_lost(sqlite_spec: Store
         server.start()
         with client(server, None, timeout=120) as http:
             ask_id = park_over_http(http, "locked", 0)
-            from parkgate.store.sqlite import path_from_url
+            from parkgate.store.sqlite_file import path_from_url
 
             holder = sqlite3.connect(path_from_url(sqlite_spec.url), isolation_level=None)
             holder.execute("BEGIN IMMEDIATE")

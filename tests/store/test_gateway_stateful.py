@@ -34,7 +34,7 @@ from parkgate.prove import oracle
 from parkgate.prove.oracle import Expected
 from parkgate.store import Store
 from parkgate.store.postgres import PostgresStore, create_schema, drop_schema
-from parkgate.store.recent import DEFAULT_SIZE
+from parkgate.store.sql import DEFAULT_SIZE
 from parkgate.store.sqlite import SQLiteStore
 
 GATEWAY_TTL = timedelta(minutes=10)

@@ -63,11 +63,11 @@ def test_an_owners_undelivered_callbacks_are_counted_until_delivered_or_failed(s
     _queue(store, "a.test", 3, owner="agent")
     _queue(store, "b.test", 2, owner="other-agent")
     with store.transaction() as tx:
-        assert (tx.count_pending_callbacks("agent"), tx.count_pending_callbacks("other-agent")) == (3, 2)
+        assert (tx.outbox.count_pending_callbacks("agent"), tx.outbox.count_pending_callbacks("other-agent")) == (3, 2)
     rows = {row.ask_id: row.id for row in store.claim_callbacks(NOW + timedelta(minutes=1), LEASE, 10)}
     store.callbacks_done([rows["a.test-0"]], NOW)
     store.callback_failed(rows["a.test-1"], "HTTP 500", None)  # given up on
     store.callback_failed(rows["a.test-2"], "HTTP 500", NOW + timedelta(minutes=1))  # to be retried
     with store.transaction() as tx:
-        assert tx.count_pending_callbacks("agent") == 1
-        assert tx.count_pending_callbacks("nobody") == 0
+        assert tx.outbox.count_pending_callbacks("agent") == 1
+        assert tx.outbox.count_pending_callbacks("nobody") == 0

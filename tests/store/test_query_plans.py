@@ -1,6 +1,6 @@
 """The per-message read and the audit use the partial indexes, on both stores.
 
-The statements are not retyped here: the store's own :class:`SqlTransaction` runs its
+The statements are not retyped here: the store's own transaction classes run their
 reads through a recording cursor, and each recorded statement is then explained with
 its parameters. The table is loaded (through the store's own insert path) with many
 closed asks and a few open ones, so that a full scan would be the wrong plan.
@@ -21,12 +21,13 @@ import psycopg
 import pytest
 from psycopg import sql as pgsql
 
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, Run
 from parkgate.core.phrases import AskKind, AskStatus
-from parkgate.store import Run, Store
+from parkgate.store import Store
+from parkgate.store.dialect import Dialect
 from parkgate.store.pg_transaction import _CLAIM, _STEP
 from parkgate.store.postgres import DIALECT, PostgresStore
-from parkgate.store.sql import Dialect, SqlTransaction
+from parkgate.store.sql import RecentOpenAsks
 from parkgate.store.writes import StoredReply, Writes
 
 if TYPE_CHECKING:
@@ -102,10 +103,16 @@ def _plans(location: StoreLocation) -> dict[str, str]:
             conn.cursor(),
             sqlite.DIALECT,
             lambda stmt, params: "\n".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + stmt, params)),
-            SqlTransaction,
+            lambda cursor, _dialect: _sqlite_reader(sqlite.SQLiteTransaction(cursor, RecentOpenAsks(0))),
         )
     finally:
         conn.close()
+
+
+def _sqlite_reader(tx: Any) -> Any:
+    """A SQLite transaction that remembers nothing and begins nothing: its reads only."""
+    tx.began = True
+    return tx
 
 
 def _pg_explain(conn: psycopg.Connection[Any], statement: str, params: tuple[Any, ...]) -> str:
@@ -113,13 +120,13 @@ def _pg_explain(conn: psycopg.Connection[Any], statement: str, params: tuple[Any
 
 
 def _explain(
-    cursor: Any, dialect: Dialect, explain: Any, transaction: Callable[[Any, Dialect], SqlTransaction]
+    cursor: Any, dialect: Dialect, explain: Any, transaction: Callable[[Any, Dialect], Any]
 ) -> dict[str, str]:
     plans: dict[str, str] = {}
     for purpose, read in {
         "open ask of a conversation": lambda tx: tx.open_ask("conv-500"),
-        "audit, oldest 100": lambda tx: tx.open_asks(100),
-        "audit, all": lambda tx: tx.open_asks(),
+        "audit, oldest 100": lambda tx: tx.asks.open_asks(100),
+        "audit, all": lambda tx: tx.asks.open_asks(),
         "redelivery check": lambda tx: tx.reply_for("conv-500", "msg-500"),
         "message read (redelivery check and open ask in one)": lambda tx: tx.message_context("conv-500", "msg-x"),
     }.items():
@@ -253,7 +260,7 @@ def test_sqlite_checked_writes_find_the_ask_by_its_key(store_url_factory: StoreU
     never a scan of the partial index their ``status = 'open'`` would also allow."""
     import sqlite3
 
-    from parkgate.store import sqlite_transaction as sqlite
+    from parkgate.store import sqlite
 
     location = store_url_factory("sqlite")
     store = location.open()

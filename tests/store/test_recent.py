@@ -1,4 +1,4 @@
-"""The bounded memory of open asks the PostgreSQL store decides from (``store/recent.py``)."""
+"""The bounded memory of open asks the PostgreSQL store decides from (``RecentOpenAsks`` in ``store/sql.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from parkgate.core.model import Ask
 from parkgate.core.phrases import AskKind, AskStatus
-from parkgate.store.recent import STALE, UNSEEN, RecentOpenAsks
+from parkgate.store.sql import STALE, UNSEEN, RecentOpenAsks
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -23,11 +23,13 @@ from psycopg import sql as pgsql
 
 from parkgate import Gateway
 from parkgate.clock import ManualClock
+from parkgate.core.model import Run
 from parkgate.core.phrases import ReplyKind
-from parkgate.store import Run, StoreConflict, StoreError, open_store
-from parkgate.store.base import iter_migrations
+from parkgate.store import StoreConflict, StoreError, open_store
+from parkgate.store.migrations import iter_migrations
 from parkgate.store.postgres import PostgresStore
-from parkgate.store.sqlite import SQLiteStore, _statements
+from parkgate.store.sqlite import SQLiteStore
+from parkgate.store.sqlite_file import statements as _statements
 from parkgate.store.writes import StoredReply, Writes
 
 #: The newest schema version; both engines number their migrations alike.
@@ -60,7 +62,7 @@ def test_sqlite_normal_durability_is_chosen_by_url_or_keyword(tmp_path: Path) ->
 
 
 def test_sqlite_checkpoints_its_wal_every_few_thousand_pages(tmp_path: Path) -> None:
-    from parkgate.store.sqlite import WAL_AUTOCHECKPOINT_PAGES
+    from parkgate.store.sqlite_file import WAL_AUTOCHECKPOINT_PAGES
 
     path = tmp_path / "w.db"
     frame = 4096 + 24  # a WAL frame: one page and its header

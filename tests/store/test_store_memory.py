@@ -1,7 +1,7 @@
 """Both stores decide a message from what this process last committed, and are never wrong.
 
 A store remembers the open ask of each conversation it last wrote or read
-(``store/recent.py``) and lets its writes be the check: PostgreSQL sends, in the same
+(``RecentOpenAsks`` in ``store/sql.py``) and lets its writes be the check: PostgreSQL sends, in the same
 round trip as its writes, a check (``parkgate_claim`` / ``parkgate_step``) that aborts
 the transaction unless the conversation is exactly so; SQLite decides before it takes
 the write lock and its ``UPDATE`` changes the ask only if it is still as remembered.
@@ -24,7 +24,7 @@ from parkgate import AskAlreadyOpen, AskStatus, Gateway, ManualClock, ReplyKind
 from parkgate.store import postgres, sqlite
 from parkgate.store.base import StoreConflict, StoreError
 from parkgate.store.postgres import PostgresStore
-from parkgate.store.recent import STALE
+from parkgate.store.sql import STALE
 from parkgate.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from parkgate.core.model import Ask, AskKind, AskStatus, RunStatus
-from parkgate.store.base import Run
+from parkgate.core.model import Ask, AskKind, AskStatus, Run, RunStatus
 from parkgate.store.writes import AskStep, NewAsk, QueuedCallback, RunChange, StoredReply, Writes
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

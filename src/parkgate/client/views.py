@@ -15,9 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from parkgate.core.expect import Expect
+from parkgate.core.model import CallbackState, CallbackStatus, Run
 from parkgate.core.phrases import AskKind, AskStatus, RunStatus
-from parkgate.store import Run
-from parkgate.store.base import CallbackState, CallbackStatus
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
@@ -110,3 +111,41 @@ class Step:
     @property
     def parked(self) -> bool:
         return self.ask.is_open
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One run: the asks parked under one id, a workflow's answers, and how it ended."""
+
+    id: str
+    conversation_id: str
+    workflow: str | None
+    status: RunStatus
+    outcome: str | None
+    context: dict[str, Any]
+    pending_ask_id: str | None
+    created_at: datetime
+    updated_at: datetime
+    #: Who started it (the HTTP token's name; ``None`` for the library or a server
+    #: without named tokens): only its owner parks in it.
+    owner: str | None = None
+
+
+class CallbackStatus(enum.Enum):
+    """Where an ask's callback stands."""
+
+    #: Not sent yet: the ask is open, or its callback waits for (another) attempt.
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    #: Given up on: attempts ran out, or the URL can never be sent to. An operator re-arms it.
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackState:
+    """An ask's callback as the outbox has it (``attempts`` 0 and no times while unsent)."""
+
+    status: CallbackStatus
+    attempts: int = 0
+    last_error: str | None = None
+    next_attempt_at: datetime | None = None

@@ -181,11 +181,11 @@ class Deliverer:
 
     def _beat(self) -> None:
         with self.gateway.store.transaction() as tx:
-            tx.beat(self.id, self.gateway.clock.now())
+            tx.heartbeats.beat(self.id, self.gateway.clock.now())
 
     def _stop_beating(self) -> None:
         with self.gateway.store.transaction() as tx:
-            tx.stop_beating(self.id)
+            tx.heartbeats.stop_beating(self.id)
 
 
 class DelivererThread:

@@ -96,7 +96,7 @@ class UndeliveredWarning:
             self._next_check = time.monotonic() + UNDELIVERED_CHECK_SECONDS
         try:
             with self._store.transaction() as tx:
-                last = tx.last_beat()
+                last = tx.heartbeats.last_beat()
         except Exception:  # a warning must never fail the call that queued the callback
             return
         now = self._clock.now()

@@ -9,13 +9,13 @@ from datetime import datetime, timedelta
 
 from parkgate.checks import check_duration, check_id, check_limit, check_optional_id
 from parkgate.clock import Clock
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, CallbackState
 from parkgate.errors import CallbackNotFailed, InputError, UnknownAsk
 from parkgate.gateway.runs import RunLifeCycle
 from parkgate.gateway.unit import UnitRunner, WritePlan
 from parkgate.signal import Change, CloseSignal
 from parkgate.store import Store, Transaction
-from parkgate.store.base import AskGauges, CallbackState
+from parkgate.store.base import AskGauges
 
 
 class ReadCalls:
@@ -79,7 +79,7 @@ class ReadCalls:
 
         def body(tx: Transaction, plan: WritePlan) -> list[Ask]:
             while True:
-                found = tx.open_asks(limit, after=position, owner=owner)
+                found = tx.asks.open_asks(limit, after=position, owner=owner)
                 stale = [ask for ask in found if ask.is_expired(now)]
                 for ask in stale:
                     # The list is read unlocked: re-read each one locked, since a racing
@@ -102,7 +102,7 @@ class ReadCalls:
         """
         now = self.clock.now()
         with self.store.transaction() as tx:
-            return tx.ask_gauges(now)
+            return tx.asks.ask_gauges(now)
 
     def read_due(self, limit: int = 100) -> int:
         """Read the asks something waits on whose TTL has fallen due; return how many closed.
@@ -123,7 +123,7 @@ class ReadCalls:
         now = self.clock.now()
 
         def body(tx: Transaction, plan: WritePlan) -> int:
-            for ask in tx.due_asks(now, limit):
+            for ask in tx.asks.due_asks(now, limit):
                 self._runs.read(plan, ask, now)
             return len(plan.closed)
 
@@ -141,7 +141,7 @@ class ReadCalls:
         """
         ids = [check_id(ask_id, "ask_id") for ask_id in ask_ids]
         with self.store.transaction() as tx:
-            return tx.callback_states(ids)
+            return tx.outbox.callback_states(ids)
 
     def failed_callbacks(self, limit: int = 100) -> list[Ask]:
         """The asks whose callback failed (given up on), the latest failure first, as stored.
@@ -154,7 +154,7 @@ class ReadCalls:
         """
         check_limit(limit)
         with self.store.transaction() as tx:
-            found = [tx.ask(ask_id) for ask_id in tx.failed_callback_asks(limit)]
+            found = [tx.ask(ask_id) for ask_id in tx.outbox.failed_callback_asks(limit)]
         return [ask for ask in found if ask is not None]
 
     def retry_callback(self, ask_id: str) -> CallbackState:
@@ -175,10 +175,10 @@ class ReadCalls:
         now = self.clock.now()
         with self.store.transaction() as tx:
             self._existing_ask(tx, ask_id)
-            if not tx.rearm_callback(ask_id, now):
-                state = tx.callback_states([ask_id]).get(ask_id)
+            if not tx.outbox.rearm_callback(ask_id, now):
+                state = tx.outbox.callback_states([ask_id]).get(ask_id)
                 raise CallbackNotFailed(ask_id, state.status.value if state else None)
-            state = tx.callback_states([ask_id])[ask_id]
+            state = tx.outbox.callback_states([ask_id])[ask_id]
         self.signal.changed(Change.OUTBOX)
         return state
 
@@ -189,7 +189,7 @@ class ReadCalls:
             That time, or ``None`` when no open ask is waited on.
         """
         with self.store.transaction() as tx:
-            return tx.next_due()
+            return tx.asks.next_due()
 
     def count_open_asks(self, owner: str | None = None) -> int:
         """How many asks are open (all, or ``owner``'s), as stored: one past its TTL
@@ -203,7 +203,7 @@ class ReadCalls:
         """
         check_optional_id(owner, "owner")
         with self.store.transaction() as tx:
-            return tx.count_open_asks(owner)
+            return tx.asks.count_open_asks(owner)
 
     def count_pending_callbacks(self, owner: str) -> int:
         """How many of ``owner``'s callbacks are queued and neither delivered nor given up
@@ -217,7 +217,7 @@ class ReadCalls:
         """
         check_optional_id(owner, "owner")
         with self.store.transaction() as tx:
-            return tx.count_pending_callbacks(owner)
+            return tx.outbox.count_pending_callbacks(owner)
 
     def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing: the clock check's view.
@@ -230,7 +230,7 @@ class ReadCalls:
         """
         check_limit(limit)
         with self.store.transaction() as tx:
-            return tx.open_asks(limit)
+            return tx.asks.open_asks(limit)
 
     def parked(self, conversation_id: str) -> Ask | None:
         """The conversation's open ask exactly as stored, closing nothing.
@@ -264,7 +264,7 @@ class ReadCalls:
         check_limit(limit)
         now = self.clock.now()
         with self.store.transaction() as tx:
-            return tx.closed_follow_ups(now, limit)
+            return tx.follow_ups.closed_follow_ups(now, limit)
 
     def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
         """Take the follow-up of ``ask_id`` for ``lease``: true for one caller, in any process.
@@ -286,7 +286,7 @@ class ReadCalls:
         until = check_duration(lease, "lease")
         now = self.clock.now()
         with self.store.transaction() as tx:
-            return tx.claim_follow_up(ask_id, now, now + until)
+            return tx.follow_ups.claim_follow_up(ask_id, now, now + until)
 
     def follow_up_done(self, ask_id: str) -> None:
         """Mark the follow-up of ``ask_id`` done: it is never listed or claimed again.
@@ -297,7 +297,7 @@ class ReadCalls:
         check_id(ask_id, "ask_id")
         now = self.clock.now()
         with self.store.transaction() as tx:
-            tx.follow_up_done(ask_id, now)
+            tx.follow_ups.follow_up_done(ask_id, now)
 
 
 def _place(after: object) -> tuple[datetime, str] | None:

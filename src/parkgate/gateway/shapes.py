@@ -9,10 +9,9 @@ from typing import Any
 
 from parkgate.core import expect as expected_form
 from parkgate.core import machine
-from parkgate.core.model import Ask, Step
+from parkgate.core.model import Ask, CallbackState, Step
 from parkgate.core.phrases import PHRASES, ReplyKind
 from parkgate.reply import Reply
-from parkgate.store.base import CallbackState
 
 
 def ask_to_dict(ask: Ask, now: datetime | None = None, callback: CallbackState | None = None) -> dict[str, Any]:

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from parkgate.clock import Clock
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, Run
 from parkgate.fence import receiver_host
 from parkgate.gateway.closing import ClosedAsk, CloseReport
 from parkgate.gateway.shapes import ask_to_dict
 from parkgate.metrics import Metrics
-from parkgate.store import Run, Store, StoreConflict, Transaction
+from parkgate.store import Store, StoreConflict, Transaction
 from parkgate.store.writes import AskStep, NewAsk, QueuedCallback, StoredReply, Writes
 
 #: A unique-key conflict means a racing worker committed first; the retry sees its work.

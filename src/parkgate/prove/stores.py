@@ -10,11 +10,11 @@ same moment, and the ask's run with what the ask's state implies.
 from __future__ import annotations
 
 from parkgate.clock import ManualClock
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, Run
 from parkgate.core.phrases import AskKind, AskStatus, ReplyKind, RunStatus
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
-from parkgate.store import Run, Store
+from parkgate.store import Store
 
 from .cases import T0, TTL, Case
 from .outcome import COMPARED_FIELDS, Outcome, pure_outcome, refused_outcome

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from parkgate.store.base import (
-    Run,
     SchemaMissing,
     Store,
     StoreClosed,
@@ -73,7 +72,6 @@ def deployed_schema(url: str) -> str | None:
 __all__ = [
     "DEFAULT_URL",
     "ENV_PG_SCHEMA",
-    "Run",
     "SchemaMissing",
     "Store",
     "StoreClosed",

@@ -1,29 +1,32 @@
-"""The one small interface every store implements.
+"""The small interfaces every store implements, and the values they pass.
 
 A store knows tables and rows, nothing of phrases or matching. The gateway opens one
 :meth:`Store.transaction` per inbound message; inside it, reads of an open ask lock
 that row (``FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite) so two workers
 racing on one conversation serialise. A store may answer that read from its memory of
-what this process last committed (:mod:`parkgate.store.recent`); its writes then check
-that the row is still so, and a failed check is a :class:`StoreConflict` (retried).
+what this process last committed (:class:`parkgate.store.sql.RecentOpenAsks`); its
+writes then check that the row is still so, and a failed check is a
+:class:`StoreConflict` (retried).
+
+A transaction is several narrow interfaces, each a :class:`~typing.Protocol`: the reads
+and writes of one message (:class:`MessageTransaction`), the reads of the open asks
+(:class:`OpenAskReads`), the outbox (:class:`Outbox`), the follow-ups
+(:class:`FollowUps`) and the deliverers' heartbeats (:class:`Heartbeats`). An engine
+implements them by composition: its transaction holds the pieces, not a chain of bases.
 """
 
 from __future__ import annotations
 
-import enum
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from parkgate.core.errors import ParkgateError
-from parkgate.core.model import Ask, RunStatus
-from parkgate.signal import CloseSignal, Watcher
-
-if TYPE_CHECKING:
-    from parkgate.store.writes import Writes
+from parkgate.core.model import Ask, CallbackState, CallbackStatus, Run
+from parkgate.store.writes import Writes
 
 
 class StoreError(ParkgateError):
@@ -69,24 +72,6 @@ class StoreConflict(StoreError):
 
 
 @dataclass(frozen=True, slots=True)
-class Run:
-    """One run: the asks parked under one id, a workflow's answers, and how it ended."""
-
-    id: str
-    conversation_id: str
-    workflow: str | None
-    status: RunStatus
-    outcome: str | None
-    context: dict[str, Any]
-    pending_ask_id: str | None
-    created_at: datetime
-    updated_at: datetime
-    #: Who started it (the HTTP token's name; ``None`` for the library or a server
-    #: without named tokens): only its owner parks in it.
-    owner: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class AskGauges:
     """What the open-ask gauges show at one moment."""
 
@@ -116,30 +101,20 @@ class Callback:
     host: str | None = None
 
 
-class CallbackStatus(enum.Enum):
-    """Where an ask's callback stands."""
+class Watcher(Protocol):
+    """A store's watcher of other processes' commits (see :mod:`parkgate.store.watch`)."""
 
-    #: Not sent yet: the ask is open, or its callback waits for (another) attempt.
-    PENDING = "pending"
-    DELIVERED = "delivered"
-    #: Given up on: attempts ran out, or the URL can never be sent to. An operator re-arms it.
-    FAILED = "failed"
+    def stop(self) -> None:
+        """Stop watching; the watcher's thread ends."""
+        ...
 
-
-@dataclass(frozen=True, slots=True)
-class CallbackState:
-    """An ask's callback as the outbox has it (``attempts`` 0 and no times while unsent)."""
-
-    status: CallbackStatus
-    attempts: int = 0
-    last_error: str | None = None
-    next_attempt_at: datetime | None = None
+    def waiting_on(self, ask_id: str) -> None:
+        """A waiter of this process is about to sleep on ``ask_id`` (returns at once)."""
 
 
-class Transaction(ABC):
+class MessageTransaction(Protocol):
     """The reads and writes of one inbound message, committed together."""
 
-    @abstractmethod
     def open_ask(self, conversation_id: str) -> Ask | None:
         """The conversation's open ask, locked for this transaction.
 
@@ -148,39 +123,68 @@ class Transaction(ABC):
         commit raise :class:`StoreConflict` and nothing is written, so the caller's unit
         of work must be one that it retries (as the gateway's are).
         """
+        ...
 
     def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
         """Both reads of an inbound message: ``(stored reply, None)`` for a ``message_id``
-        seen before, else ``(None, the conversation's open ask, locked)``.
+        seen before, else ``(None, the conversation's open ask, locked)``."""
+        ...
 
-        SQL stores answer with one statement; this default makes the two calls.
-        """
-        if message_id is not None:
-            earlier = self.reply_for(conversation_id, message_id)
-            if earlier is not None:
-                return earlier, None
-        return None, self.open_ask(conversation_id)
-
-    @abstractmethod
     def ask(self, ask_id: str) -> Ask | None:
         """Any ask by id (open or closed), locked for this transaction."""
+        ...
 
-    @abstractmethod
-    def run(self, run_id: str) -> Run | None: ...
+    def run(self, run_id: str) -> Run | None:
+        """A run by id, or ``None``."""
+        ...
 
-    @abstractmethod
+    def reply_for(self, conversation_id: str, message_id: str) -> str | None:
+        """The stored reply (JSON) of a message seen before, else ``None``."""
+        ...
+
     def write(self, writes: Writes) -> None:
         """Apply everything this unit of work writes, in the engine's fastest form.
 
         A store that answered a read from memory may hold the writes back until the
-        commit, and then checks that memory with them (see :mod:`parkgate.store.recent`).
+        commit, and then checks that memory with them.
         """
+        ...
 
-    @abstractmethod
-    def reply_for(self, conversation_id: str, message_id: str) -> str | None:
-        """The stored reply (JSON) of a message seen before, else ``None``."""
 
-    @abstractmethod
+class OpenAsks(Protocol):
+    """The reads of the open asks as a whole: the audit, the gauges, the due reads."""
+
+    def open_asks(
+        self, limit: int | None = None, *, after: tuple[datetime, str] | None = None, owner: str | None = None
+    ) -> list[Ask]:
+        """Open asks, oldest first (ordered by ``asked_at`` then id, on the partial index).
+
+        ``after`` (an ask's ``(asked_at, id)``) starts the list after that ask: a page's
+        last ask gives the next page. ``owner`` keeps only the asks parked by that owner.
+        """
+        ...
+
+    def count_open_asks(self, owner: str | None = None) -> int:
+        """How many asks are open (no rows are loaded), or only ``owner``'s."""
+        ...
+
+    def ask_gauges(self, now: datetime) -> AskGauges:
+        """The open, overdue and unread-due figures as of ``now`` (the metrics gauges)."""
+        ...
+
+    def due_asks(self, now: datetime, limit: int) -> list[Ask]:
+        """Open asks something waits on whose due time is ``now`` or earlier, earliest
+        first, locked for this transaction; rows another transaction holds are skipped."""
+        ...
+
+    def next_due(self) -> datetime | None:
+        """The earliest due time among open asks something waits on (``None``: none)."""
+        ...
+
+
+class Outbox(Protocol):
+    """The durable outbox of callbacks, queued by :meth:`MessageTransaction.write`."""
+
     def claim_callbacks(
         self,
         now: datetime,
@@ -197,96 +201,103 @@ class Transaction(ABC):
         another host has a row due. With ``per_host``, no more rows of a host are taken
         than ``per_host`` less its deliveries ``in_flight`` (host to count).
         """
+        ...
 
-    @abstractmethod
     def count_pending_callbacks(self, owner: str) -> int:
         """How many of ``owner``'s callbacks are queued and neither delivered nor failed."""
+        ...
 
-    @abstractmethod
-    def callback_done(self, callback_id: int, now: datetime) -> None: ...
+    def callback_done(self, callback_id: int, now: datetime) -> None:
+        """Mark one row delivered."""
+        ...
 
     def callbacks_done(self, callback_ids: list[int], now: datetime) -> None:
-        """:meth:`callback_done` for several rows (an engine may write them as one statement)."""
-        for callback_id in callback_ids:
-            self.callback_done(callback_id, now)
+        """Mark several rows delivered (an engine may write them as one statement)."""
+        ...
 
-    @abstractmethod
     def callback_failed(self, callback_id: int, error: str, retry_at: datetime | None) -> None:
         """Record a failed attempt; ``retry_at`` ``None`` gives the callback up (``failed``)."""
+        ...
 
-    @abstractmethod
     def callback_states(self, ask_ids: list[str]) -> dict[str, CallbackState]:
         """The latest callback of each of these asks that has one queued."""
+        ...
 
-    @abstractmethod
     def failed_callback_asks(self, limit: int) -> list[str]:
         """The ids of asks whose callback failed, the latest failure first."""
+        ...
 
-    @abstractmethod
     def rearm_callback(self, ask_id: str, now: datetime) -> bool:
         """Make a failed callback of ``ask_id`` due now with its attempts reset; whether one was."""
+        ...
 
-    @abstractmethod
     def next_callback_at(self, full_hosts: Collection[str] = ()) -> datetime | None:
         """When the earliest callback still to send is due (``None``: none), leaving out
         the callbacks to ``full_hosts`` (hosts a deliverer sends no more to at present)."""
+        ...
 
-    @abstractmethod
     def callback_counts(self) -> dict[CallbackStatus, int]:
         """How many callbacks are pending and failed (delivered ones are not counted)."""
+        ...
 
-    @abstractmethod
-    def open_asks(
-        self, limit: int | None = None, *, after: tuple[datetime, str] | None = None, owner: str | None = None
-    ) -> list[Ask]:
-        """Open asks, oldest first (ordered by ``asked_at`` then id, on the partial index).
 
-        ``after`` (an ask's ``(asked_at, id)``) starts the list after that ask: a page's
-        last ask gives the next page. ``owner`` keeps only the asks parked by that owner.
-        """
+class FollowUps(Protocol):
+    """The duties of waiters that follow an ask up once it closes."""
 
-    @abstractmethod
-    def count_open_asks(self, owner: str | None = None) -> int:
-        """How many asks are open (no rows are loaded), or only ``owner``'s."""
-
-    @abstractmethod
-    def ask_gauges(self, now: datetime) -> AskGauges:
-        """The open, overdue and unread-due figures as of ``now`` (the metrics gauges)."""
-
-    @abstractmethod
-    def due_asks(self, now: datetime, limit: int) -> list[Ask]:
-        """Open asks something waits on whose due time is ``now`` or earlier, earliest
-        first, locked for this transaction; rows another transaction holds are skipped."""
-
-    @abstractmethod
-    def next_due(self) -> datetime | None:
-        """The earliest due time among open asks something waits on (``None``: none)."""
-
-    @abstractmethod
     def closed_follow_ups(self, now: datetime, limit: int) -> list[Ask]:
         """Closed asks whose follow-up is neither done nor claimed past ``now``, earliest
         close first."""
+        ...
 
-    @abstractmethod
     def claim_follow_up(self, ask_id: str, now: datetime, until: datetime) -> bool:
         """Lease ``ask_id``'s follow-up until ``until`` if it is pending and unclaimed (or its
         claim ran out by ``now``); whether this call took it."""
+        ...
 
-    @abstractmethod
     def follow_up_done(self, ask_id: str, now: datetime) -> None:
         """Mark ``ask_id``'s follow-up done: it is never listed or claimed again."""
+        ...
 
-    @abstractmethod
+
+class Heartbeats(Protocol):
+    """The deliverers' heartbeats: who delivers on this database, and when it last beat."""
+
     def beat(self, deliverer_id: str, now: datetime) -> None:
         """Stamp a running deliverer's heartbeat."""
+        ...
 
-    @abstractmethod
     def stop_beating(self, deliverer_id: str) -> None:
         """Remove a deliverer that stops cleanly."""
+        ...
 
-    @abstractmethod
     def last_beat(self) -> datetime | None:
         """The latest heartbeat of any deliverer on this database (``None``: never)."""
+        ...
+
+
+class Transaction(MessageTransaction, Protocol):
+    """One transaction: a message's reads and writes, and the other tables' interfaces,
+    all committed together."""
+
+    @property
+    def asks(self) -> OpenAsks:
+        """The reads of the open asks."""
+        ...
+
+    @property
+    def outbox(self) -> Outbox:
+        """The outbox of callbacks."""
+        ...
+
+    @property
+    def follow_ups(self) -> FollowUps:
+        """The follow-ups of closed asks."""
+        ...
+
+    @property
+    def heartbeats(self) -> Heartbeats:
+        """The deliverers' heartbeats."""
+        ...
 
 
 class Store(ABC):
@@ -307,8 +318,9 @@ class Store(ABC):
     @abstractmethod
     def schema_version(self) -> int: ...
 
-    def watch(self, signal: CloseSignal) -> Watcher | None:
-        """Start feeding ``signal`` with other processes' commits; ``None``: this store cannot."""
+    def watch(self, signal: Any) -> Watcher | None:
+        """Start feeding ``signal`` (a :class:`parkgate.signal.CloseSignal`) with other
+        processes' commits; ``None``: this store cannot."""
         return None
 
     # The outbox, outside any message's transaction: each call is a transaction of its own.
@@ -320,26 +332,26 @@ class Store(ABC):
         per_host: int | None = None,
         in_flight: Mapping[str, int] | None = None,
     ) -> list[Callback]:
-        """:meth:`Transaction.claim_callbacks` in a transaction of its own."""
+        """:meth:`Outbox.claim_callbacks` in a transaction of its own."""
         with self.transaction() as tx:
-            return tx.claim_callbacks(now, lease_until, limit, per_host, in_flight)
+            return tx.outbox.claim_callbacks(now, lease_until, limit, per_host, in_flight)
 
     def callback_done(self, callback_id: int, now: datetime) -> None:
         with self.transaction() as tx:
-            tx.callback_done(callback_id, now)
+            tx.outbox.callback_done(callback_id, now)
 
     def callbacks_done(self, callback_ids: list[int], now: datetime) -> None:
         """Mark delivered rows in one transaction: a deliverer's batch, one commit."""
         with self.transaction() as tx:
-            tx.callbacks_done(callback_ids, now)
+            tx.outbox.callbacks_done(callback_ids, now)
 
     def callback_failed(self, callback_id: int, error: str, retry_at: datetime | None) -> None:
         with self.transaction() as tx:
-            tx.callback_failed(callback_id, error, retry_at)
+            tx.outbox.callback_failed(callback_id, error, retry_at)
 
     def next_callback_at(self, full_hosts: Collection[str] = ()) -> datetime | None:
         with self.transaction() as tx:
-            return tx.next_callback_at(full_hosts)
+            return tx.outbox.next_callback_at(full_hosts)
 
     @abstractmethod
     def close(self) -> None: ...
@@ -351,45 +363,11 @@ class Store(ABC):
         self.close()
 
 
-def iter_migrations(engine: str) -> Iterator[tuple[int, str]]:
-    """(version, sql) for ``engine`` ('sqlite' or 'postgres'), in order."""
-    from importlib.resources import files
-
-    folder = files("parkgate.store.migrations")
-    found: list[tuple[int, str]] = []
-    for entry in folder.iterdir():
-        name = entry.name
-        if name.endswith(f".{engine}.sql"):
-            found.append((int(name.split("_", 1)[0]), entry.read_text(encoding="utf-8")))
-    yield from sorted(found)
-
-
-@dataclass(frozen=True, slots=True)
-class MigrationTable:
-    """How an engine keeps the versions applied: its table, and the statement that records one."""
-
-    engine: str
-    create: str
-    record: str
-
-
-def apply_migrations(
-    query: Callable[[str, tuple[Any, ...]], Iterable[Sequence[Any]]],
-    run_script: Callable[[str], object],
-    table: MigrationTable,
-) -> list[int]:
-    """Apply the migrations not recorded yet, in order; return their versions.
-
-    The caller holds the engine's migration lock and transaction: ``query`` runs one
-    statement, ``run_script`` one migration file.
-    """
-    query(table.create, ())
-    done = {row[0] for row in query("SELECT version FROM schema_migrations", ())}
-    applied: list[int] = []
-    for version, script in iter_migrations(table.engine):
-        if version in done:
-            continue
-        run_script(script)
-        query(table.record, (version,))
-        applied.append(version)
-    return applied
+def retry_after_guess(error: BaseException | None) -> StoreConflict | None:
+    """The conflict to raise when a transaction that answered a read from memory failed
+    with ``error`` that is not the store's (an ask already open, say, or a stale guess):
+    the state it acted on may have been stale, so the gateway retries with a real read,
+    which raises the caller's error again if it stands. ``None``: let ``error`` through."""
+    if isinstance(error, Exception) and not isinstance(error, StoreError):
+        return StoreConflict(f"retrying with a real read after {type(error).__name__}: {error}")
+    return None

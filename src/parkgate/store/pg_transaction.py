@@ -4,7 +4,6 @@ transaction's pipeline on a pooled connection (:class:`PipelinedTransaction`).""
 
 from __future__ import annotations
 
-import select
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack, suppress
 from functools import partial
@@ -13,13 +12,16 @@ from typing import Any
 
 import psycopg
 from psycopg import pq
-from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+from psycopg_pool import ConnectionPool
 
-from parkgate.core.model import Ask
-from parkgate.store.base import StoreClosed, StoreConflict, StoreError, StoreUnavailable
-from parkgate.store.recent import RecentOpenAsks, RememberingTransaction, retry_after_guess
-from parkgate.store.sql import Dialect, SqlTransaction, Statement, mutable_fields, run_change_values
-from parkgate.store.writes import AskStep, StoredReply, Writes
+from parkgate.core.model import Ask, Run
+from parkgate.store import sql
+from parkgate.store.dialect import Dialect
+from parkgate.store.open_asks_sql import SqlOpenAsks
+from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
+from parkgate.store.pg_connection import ConnectionHandles, translate_error
+from parkgate.store.sql import Guesses, RecentOpenAsks, Statement
+from parkgate.store.writes import AskStep, NewAsk, StoredReply, Writes
 
 
 def _as_is(moment: Any) -> Any:
@@ -40,7 +42,7 @@ DIALECT = Dialect(
 CONVERSATION_LOCK_CLASS = 0x70617263  # "parc"
 
 
-class PostgresTransaction(RememberingTransaction):
+class PostgresTransaction:
     """Reads a conversation's open ask only after taking that conversation's lock.
 
     ``FOR UPDATE`` alone does not serialise: a transaction blocked on the row re-checks
@@ -50,10 +52,10 @@ class PostgresTransaction(RememberingTransaction):
     ask is open. Taking a transaction-scoped advisory lock on the conversation first
     means the ``SELECT`` that follows starts after the previous holder committed.
 
-    When ``recent`` remembers the conversation, the read is skipped: the remembered open
-    ask is returned at once (see :mod:`parkgate.store.recent`), and the writes are held
-    back until :meth:`finish`. Then they go in one round trip, checked by migration 3's
-    functions: :meth:`Writes.usual_step <parkgate.store.writes.Writes.usual_step>` (the
+    When the store remembers the conversation, the read is skipped: the remembered open
+    ask is returned at once (see :class:`parkgate.store.sql.Guesses`), and the writes are
+    held back until :meth:`finish`. Then they go in one round trip, checked by migration
+    3's functions: :meth:`Writes.usual_step <parkgate.store.writes.Writes.usual_step>` (the
     ask's new state, its run's, the stored reply) as the single statement
     ``parkgate_step``; a lone new ask where none was open as one statement that the
     unique index on open asks checks; anything else as ``parkgate_claim``, the writes,
@@ -61,19 +63,67 @@ class PostgresTransaction(RememberingTransaction):
     the conversation was as remembered.
     """
 
-    decides_on_nothing_open = True
+    dialect: Dialect = DIALECT
 
     def __init__(
         self, cursor: Any, recent: RecentOpenAsks | None = None, enter_pipeline: Callable[[], None] | None = None
     ) -> None:
-        super().__init__(cursor, DIALECT, recent)
-        #: Called before every statement but a one-statement form (see _PipelinedTransaction).
+        self.cursor = cursor
+        self.guesses = Guesses(recent if recent is not None else _NOTHING, decides_on_nothing_open=True)
+        #: Called before every statement but a one-statement form (see PipelinedTransaction).
         self._enter_pipeline = enter_pipeline or (lambda: None)
         #: parkgate_claim's parameters once a read was answered from memory.
         self._claim: tuple[Any, ...] = ()
         self._claim_sent = False
         #: The writes held back behind a claim not sent yet.
         self._held: Writes | None = None
+
+    @property
+    def asks(self) -> SqlOpenAsks:
+        return SqlOpenAsks(self)
+
+    @property
+    def outbox(self) -> SqlOutbox:
+        return SqlOutbox(self)
+
+    @property
+    def follow_ups(self) -> SqlFollowUps:
+        return SqlFollowUps(self)
+
+    @property
+    def heartbeats(self) -> SqlHeartbeats:
+        return SqlHeartbeats(self)
+
+    # -- reads -----------------------------------------------------------------------
+    def open_ask(self, conversation_id: str) -> Ask | None:
+        known = self.guesses.guess(conversation_id, parking=True)
+        if not isinstance(known, sql.Marker):
+            self._guessed(conversation_id, None, known)
+            return known
+        self._lock(conversation_id)
+        found = sql.read_open_ask(self, conversation_id)
+        self.guesses.states[conversation_id] = found
+        return found
+
+    def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
+        known = self.guesses.guess(conversation_id, parking=False)
+        if not isinstance(known, sql.Marker):
+            self._guessed(conversation_id, message_id, known)
+            return None, known
+        self._lock(conversation_id)
+        earlier, found = sql.read_message_context(self, conversation_id, message_id)
+        if earlier is None:
+            self.guesses.states[conversation_id] = found
+        return earlier, found
+
+    def ask(self, ask_id: str) -> Ask | None:
+        return sql.read_ask(self, ask_id)
+
+    def run(self, run_id: str) -> Run | None:
+        return sql.read_run(self, run_id)
+
+    def reply_for(self, conversation_id: str, message_id: str) -> str | None:
+        return sql.read_reply(self, conversation_id, message_id)
 
     def _guessed(self, conversation_id: str, message_id: str | None, known: Ask | None) -> None:
         self._claim = (
@@ -85,32 +135,51 @@ class PostgresTransaction(RememberingTransaction):
             known.ttl_seconds if known else None,
         )
 
-    def _before_read(self, conversation_id: str) -> None:
+    def _lock(self, conversation_id: str) -> None:
         """Take the conversation's lock: the read that follows sees what its last holder committed."""
-        self._write(
+        self.send(
             "SELECT pg_advisory_xact_lock(?::int4, hashtext(?::text))", (CONVERSATION_LOCK_CLASS, conversation_id)
         )
 
     # -- sending ---------------------------------------------------------------------
-    def _exec(self, statement: str, params: Sequence[Any] = ()) -> Any:
+    def query(self, statement: str, params: Sequence[Any] = ()) -> Any:
         """Every statement but a one-statement form: an unsent claim and what it holds go first."""
         if self._claim and not self._claim_sent:
             self._send_claim()
         self._enter_pipeline()
-        return super()._exec(statement, params)
+        return self.cursor.execute(_placeholders(statement), params)
+
+    def send(self, statement: str, params: Sequence[Any] = ()) -> None:
+        """Queue a statement whose result nobody reads (pipelined: no round trip)."""
+        self.query(statement, params)
 
     def _send_claim(self) -> None:
         self._claim_sent = True
-        self._write(_CLAIM, self._claim)
+        self.send(_CLAIM, self._claim)
         held, self._held = self._held, None
         if held is not None:
-            SqlTransaction.write(self, held)
+            self._apply(held)
 
-    def _apply(self, writes: Writes) -> None:
+    def write(self, writes: Writes) -> None:
+        self.guesses.wrote(writes)
         if self._claim and not self._claim_sent and self._held is None:
             self._held = writes  # sent at finish(), in the fewest round trips its intent allows
         else:
-            SqlTransaction.write(self, writes)
+            self._apply(writes)
+
+    def _apply(self, writes: Writes) -> None:
+        sql.apply_writes(writes, self, self._save_ask, self.insert_ask)
+
+    def _save_ask(self, ask: Ask) -> None:
+        self.send(*sql.save_ask(ask, DIALECT))
+
+    def insert_ask(self, ask: Ask) -> None:
+        """Insert ``ask`` (the writes' park, and bulk loads)."""
+        self.send(*sql.ask_insert(ask, DIALECT))
+
+    def save_run(self, run: Run) -> None:
+        """Insert ``run``, or update its status, outcome, answers and pending ask (bulk loads)."""
+        self.send(*sql.run_upsert(run, DIALECT))
 
     def finish(self) -> None:
         """Send what a guess held back, checked; called once, before the commit."""
@@ -118,7 +187,7 @@ class PostgresTransaction(RememberingTransaction):
             return
         if not self._claim_sent and self._send_as_one_statement():
             return
-        self._write("SELECT parkgate_confirm_claim()")
+        self.send("SELECT parkgate_confirm_claim()")
 
     def _send_as_one_statement(self) -> bool:
         """Send the held writes as one statement, alone and outside a pipeline (it commits
@@ -136,9 +205,9 @@ class PostgresTransaction(RememberingTransaction):
                 return False
             # A new ask where nothing was open: the unique index on open asks is the check.
             # Its INSERT fails (a conflict, retried with a read) if one is open.
-            statement = _as_one_statement(self._park_statements(park))
+            statement = _as_one_statement(_park_statements(park))
         self._held, self._claim_sent = None, True
-        SqlTransaction._exec(self, *statement)
+        self.cursor.execute(_placeholders(statement[0]), statement[1])
         return True
 
     def _step_params(self, step: AskStep, reply: StoredReply | None) -> tuple[Any, ...] | None:
@@ -148,9 +217,31 @@ class PostgresTransaction(RememberingTransaction):
             return None
         if reply is not None and (reply.conversation_id, reply.message_id) != (conversation_id, message_id):
             return None
-        run = run_change_values(step.run, DIALECT) if step.run is not None else (None,) * 5
+        run = sql.run_change_values(step.run, DIALECT) if step.run is not None else (None,) * 5
         stored = (reply.reply, reply.at) if reply is not None else (None, None)
-        return (*self._claim, step.ask.status.value, *mutable_fields(step.ask, DIALECT), *run, *stored)
+        return (*self._claim, step.ask.status.value, *sql.mutable_fields(step.ask, DIALECT), *run, *stored)
+
+
+#: A store that remembers nothing (a transaction made without one reads every time).
+_NOTHING = RecentOpenAsks(0)
+#: Statements are a fixed set of literals, so their rewrite for psycopg's "%s" is cached.
+_rewritten: dict[str, str] = {}
+
+
+def _placeholders(statement: str) -> str:
+    """``statement`` with psycopg's ``%s`` for each ``?``."""
+    rewritten = _rewritten.get(statement)
+    if rewritten is None:
+        rewritten = _rewritten[statement] = statement.replace("?", "%s")
+    return rewritten
+
+
+def _park_statements(park: NewAsk) -> list[Statement]:
+    """The statements of a new ask: its run (inserted or updated), the ask, its follow-up."""
+    statements = [sql.run_upsert(park.run, DIALECT), sql.ask_insert(park.ask, DIALECT)]
+    if park.follow_up:
+        statements.append(sql.follow_up_insert(park.ask.id))
+    return statements
 
 
 def _as_one_statement(writes: Sequence[Statement]) -> Statement:
@@ -170,66 +261,10 @@ _STEP = (
 )
 
 
-class ConnectionHandles:
-    """What the store keeps on each pooled connection, made once when the pool opens it.
-
-    ``cursor`` is the one cursor every transaction on the connection uses: a cursor is
-    only a client-side object (its adapters and last result), so one per message would
-    be client work for nothing. ``readable`` polls the socket without
-    waiting, through a poll object registered once (its socket never changes).
-    """
-
-    __slots__ = ("cursor", "readable")
-
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self.cursor: psycopg.Cursor[Any] = conn.cursor()
-        fd = conn.fileno()
-        if hasattr(select, "poll"):  # any fd number
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            self.readable: Callable[[], object] = partial(poller.poll, 0)
-        else:  # Windows: no poll(); select() suffices
-            self.readable = lambda: select.select([fd], [], [], 0)[0]
-
-
-def handles(conn: psycopg.Connection[Any]) -> ConnectionHandles:
-    found: ConnectionHandles = conn._parkgate  # type: ignore[attr-defined]  # set by the pool's configure
-    return found
-
-
-_RETRYABLE = (
-    psycopg.errors.UniqueViolation,
-    psycopg.errors.DeadlockDetected,
-    psycopg.errors.SerializationFailure,
-    psycopg.errors.InvalidSqlStatementName,
-)
-
-
 def _enter_pipeline(conn: psycopg.Connection[Any], stack: ExitStack) -> None:
     """Put ``conn`` in pipeline mode until ``stack`` closes (once: later calls do nothing)."""
     if conn.pgconn.pipeline_status == pq.PipelineStatus.OFF:
         stack.enter_context(conn.pipeline())
-
-
-def translate_error(error: BaseException, *, guessed: bool) -> StoreError | None:
-    """The store's error for a failed transaction; ``None`` to let ``error`` through."""
-    if isinstance(error, PoolClosed):
-        return StoreClosed("PostgreSQL store")
-    if isinstance(error, _RETRYABLE):
-        # A racing worker won, or a remembered state was out of date (parkgate_claim), or
-        # a connection's prepared statements fell out of step: nothing was written, and
-        # the gateway retries the whole unit, which then reads what is really there.
-        return StoreConflict(str(error))
-    if isinstance(error, (psycopg.OperationalError, PoolTimeout)):
-        return unavailable(error)
-    if isinstance(error, psycopg.errors.ReadOnlySqlTransaction):
-        return StoreError(f"PostgreSQL refused the write: {error}")
-    return retry_after_guess(error) if guessed else None
-
-
-def unavailable(error: Exception) -> StoreUnavailable:
-    reason = " ".join(str(error).split())  # libpq's messages run over lines: one line here
-    return StoreUnavailable(f"PostgreSQL is unreachable right now; try again ({reason})")
 
 
 class PipelinedTransaction(AbstractContextManager[PostgresTransaction]):
@@ -264,7 +299,7 @@ class PipelinedTransaction(AbstractContextManager[PostgresTransaction]):
             raise translate_error(error, guessed=False) or error from None
         self._pipeline = ExitStack()
         self._tx = self._transaction(
-            handles(self._conn).cursor, self._recent, partial(_enter_pipeline, self._conn, self._pipeline)
+            _cursor_of(self._conn), self._recent, partial(_enter_pipeline, self._conn, self._pipeline)
         )
         return self._tx
 
@@ -275,11 +310,10 @@ class PipelinedTransaction(AbstractContextManager[PostgresTransaction]):
                 self._reset_connection(error)
         finally:
             self._pool.putconn(self._conn)  # a broken or closed connection is replaced, not reused
+        self._tx.guesses.end(committed=error is None)
         if error is None:
-            self._recent.committed(self._tx.states)
             return
-        self._recent.failed(self._tx.states)
-        translated = translate_error(error, guessed=self._tx.guessed)
+        translated = translate_error(error, guessed=self._tx.guesses.guessed)
         if translated is not None:
             raise translated from None
         if error is raised:
@@ -313,7 +347,7 @@ class PipelinedTransaction(AbstractContextManager[PostgresTransaction]):
         transaction ROLLBACK aborts it)."""
         if self._conn.pgconn.pipeline_status == pq.PipelineStatus.ON:
             with suppress(psycopg.Error):
-                self._tx._cur.execute(b"ROLLBACK")
+                self._tx.cursor.execute(b"ROLLBACK")
 
     def _reset_connection(self, error: BaseException) -> None:
         """Leave the connection fit for the next transaction, or closed for the pool to replace."""
@@ -325,3 +359,9 @@ class PipelinedTransaction(AbstractContextManager[PostgresTransaction]):
             self._conn.close()
         elif not self._conn.broken:
             self._conn.rollback()  # no-op when the failure already ended the transaction
+
+
+def _cursor_of(conn: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
+    """The one cursor the pool made for ``conn`` (see :class:`~parkgate.store.pg_connection.ConnectionHandles`)."""
+    handles: ConnectionHandles = conn._parkgate  # type: ignore[attr-defined]  # set by the pool's configure
+    return handles.cursor

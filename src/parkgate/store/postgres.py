@@ -17,25 +17,13 @@ import psycopg
 from psycopg import sql as pgsql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from parkgate.signal import CloseSignal, Watcher
-from parkgate.store.base import (
-    MigrationTable,
-    SchemaMissing,
-    Store,
-    StoreClosed,
-    StoreError,
-    Transaction,
-    apply_migrations,
-)
+from parkgate.signal import CloseSignal
+from parkgate.store.base import SchemaMissing, Store, StoreClosed, StoreError, Transaction
+from parkgate.store.migrations import MigrationTable, apply_migrations
+from parkgate.store.pg_connection import ConnectionHandles, check_idle_connection, unavailable
 from parkgate.store.pg_transaction import DIALECT as DIALECT
-from parkgate.store.pg_transaction import (
-    ConnectionHandles,
-    PipelinedTransaction,
-    PostgresTransaction,
-    handles,
-    unavailable,
-)
-from parkgate.store.recent import DEFAULT_SIZE, RecentOpenAsks
+from parkgate.store.pg_transaction import PipelinedTransaction, PostgresTransaction
+from parkgate.store.sql import DEFAULT_SIZE, RecentOpenAsks
 from parkgate.store.watch import PostgresWatcher
 
 MIGRATION_LOCK_KEY = 0x7061726B  # "park": one migrator at a time across processes
@@ -46,20 +34,6 @@ MIGRATIONS = MigrationTable(
     record="INSERT INTO schema_migrations (version) VALUES (%s)",
 )
 logger = logging.getLogger(__name__)
-
-
-def check_idle_connection(conn: psycopg.Connection[Any]) -> None:
-    """The pool's check on every checkout, without a round trip on a healthy connection.
-
-    An idle connection has nothing to read: if its socket is readable, the server spoke
-    out of turn (the termination notice of a restart, or end of file), and the full
-    check (an empty query) confirms it and raises, so the pool drops it instead of
-    handing it out. A connection that is merely idle costs one ``poll``, not a query.
-    """
-    if conn.closed or conn.broken:
-        raise psycopg.OperationalError("the connection is closed")
-    if handles(conn).readable():
-        ConnectionPool.check_connection(conn)
 
 
 def _schema_exists(conn: psycopg.Connection[Any], schema: str) -> bool:
@@ -93,7 +67,7 @@ class PostgresStore(Store):
 
     ``remember`` is how many conversations this process remembers the open ask of, so
     that a message there is decided without a read: one round trip instead of two
-    (see :mod:`parkgate.store.recent`); 0 reads every time.
+    (see :class:`parkgate.store.sql.Guesses`); 0 reads every time.
 
     ``schema`` puts the tables in that schema. Opening migrates, and the migration
     creates the schema when it does not exist yet (``created_schema`` says whether this
@@ -205,7 +179,7 @@ class PostgresStore(Store):
             raise _SchemaRefused(error) from None
         return True
 
-    def watch(self, signal: CloseSignal) -> Watcher:
+    def watch(self, signal: CloseSignal) -> PostgresWatcher:
         return PostgresWatcher(self.url, self.schema, signal)
 
     def close(self) -> None:

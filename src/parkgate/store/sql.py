@@ -1,101 +1,31 @@
-"""The SQL both engines share. Each engine supplies a :class:`Dialect`.
+"""What both SQL engines share on a message's path: the statements and row codecs, and
+the memory of open asks they decide from. No class hierarchy: an engine's transaction is
+a :class:`Runner` that calls these functions and holds a :class:`Guesses`.
 
-Statements are written once with ``?`` placeholders; the dialect rewrites them for
-its driver. Every value travels as a parameter, never spliced into the text.
+Statements are written once with ``?`` placeholders; the engine's :class:`Dialect`
+rewrites them for its driver, and every value travels as a parameter. The memory is a
+hint, never the truth: an engine guesses that a conversation's open ask is the one this
+process last committed, and its writes check the guess (``parkgate_step`` or
+``parkgate_claim`` on PostgreSQL, a conditional ``UPDATE`` on SQLite). A wrong guess costs
+a retry with a real read, never a wrong answer. The memory is bounded (least recently
+used first out).
 """
 
 from __future__ import annotations
 
+import enum
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from functools import cached_property, lru_cache
-from typing import Any
+from functools import lru_cache
+from typing import Any, Protocol
 
 from parkgate.core import expect as expected_form
-from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus, RunStatus
-from parkgate.store.base import (
-    AskGauges,
-    CallbackStatus,
-    Run,
-    Transaction,
-)
-from parkgate.store.outbox_sql import OutboxSql
-from parkgate.store.writes import NewAsk, QueuedCallback, RunChange, StoredReply, Writes
-
-ASK_COLUMNS = (
-    "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
-    "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
-    "default_answer, callback_url, due_at, context, owner, expect"
-)
-#: What a step may change in an ask besides its status (``save_ask`` writes these).
-MUTABLE_ASK_SET = "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?"
-RUN_COLUMNS = "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at, owner"
-
-
-@dataclass(frozen=True)
-class Dialect:
-    placeholder: str  # "?" or "%s"
-    lock_suffix: str  # "" or " FOR UPDATE"
-    encode_time: Callable[[datetime], Any]
-    decode_time: Callable[[Any], datetime]
-    #: ``due_at`` as stored (Unix seconds on SQLite, a timestamp on PostgreSQL), both ways.
-    encode_due: Callable[[datetime], Any]
-    decode_due: Callable[[Any], datetime]
-    #: An ask row's due time computed from its columns, in ``due_at``'s form.
-    due_expression: str
-    #: The lock of the due read: rows another worker is reading are skipped, not waited for.
-    skip_locked_suffix: str
-
-    # The locked reads, built once per dialect: they run on every message, and an f-string
-    # rebuilt per call is a new string each time (hashed again by the statement cache).
-    @cached_property
-    def open_ask_sql(self) -> str:
-        return f"SELECT {ASK_COLUMNS} FROM asks WHERE conversation_id = ? AND status = 'open'" + self.lock_suffix
-
-    @cached_property
-    def message_context_sql(self) -> str:
-        # One statement for both reads of a message: its stored reply (a redelivery) and
-        # the conversation's open ask, locked. The LEFT JOIN keeps the row when no ask is open.
-        return (
-            "SELECT (SELECT reply FROM inbound_messages WHERE conversation_id = ? AND message_id = ?), a.* "
-            f"FROM (SELECT 1) AS one LEFT JOIN ({self.open_ask_sql}) AS a ON 1 = 1"
-        )
-
-    @cached_property
-    def ask_by_id_sql(self) -> str:
-        return f"SELECT {ASK_COLUMNS} FROM asks WHERE id = ?" + self.lock_suffix
-
-    @cached_property
-    def due_asks_sql(self) -> str:
-        return (
-            f"SELECT {ASK_COLUMNS} FROM asks WHERE status = 'open' AND due_at IS NOT NULL AND due_at <= ? "
-            "ORDER BY due_at LIMIT ?" + self.skip_locked_suffix
-        )
-
-    @cached_property
-    def gauges_sql(self) -> str:
-        # Open asks not past their TTL, open asks past it, and the earliest due time that
-        # has passed among the asks something waits on (a due read should have closed it).
-        overdue = f"{self.due_expression} < ?"
-        return (
-            f"SELECT count(*) FILTER (WHERE NOT ({overdue})), count(*) FILTER (WHERE {overdue}), "
-            "min(due_at) FILTER (WHERE due_at IS NOT NULL AND due_at < ?) FROM asks WHERE status = 'open'"
-        )
-
-    def sql(self, statement: str) -> str:
-        if self.placeholder == "?":
-            return statement
-        rewritten = _rewritten.get(statement)
-        if rewritten is None:
-            rewritten = _rewritten[statement] = statement.replace("?", self.placeholder)
-        return rewritten
-
-
-#: Statements are a fixed set of literals, so their rewrite for "%s" drivers is cached.
-_rewritten: dict[str, str] = {}
-
+from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus, Run, RunStatus
+from parkgate.store.dialect import ASK_COLUMNS, MUTABLE_ASK_SET, RUN_COLUMNS, Dialect
+from parkgate.store.writes import QueuedCallback, RunChange, StoredReply, Writes
 
 #: Stored value -> enum member, by dict lookup (an Enum call costs more, on every row read).
 _KINDS: dict[str, AskKind] = {member.value: member for member in AskKind}
@@ -137,7 +67,7 @@ def mutable_fields(ask: Ask, dialect: Dialect) -> tuple[Any, ...]:
     )
 
 
-def _ask_insert(ask: Ask, dialect: Dialect) -> Statement:
+def ask_insert(ask: Ask, dialect: Dialect) -> Statement:
     encode = dialect.encode_time
     return (
         f"INSERT INTO asks ({ASK_COLUMNS}) VALUES ({', '.join('?' * 22)})",
@@ -168,7 +98,7 @@ def _ask_insert(ask: Ask, dialect: Dialect) -> Statement:
     )
 
 
-def _run_upsert(run: Run, dialect: Dialect) -> Statement:
+def run_upsert(run: Run, dialect: Dialect) -> Statement:
     encode = dialect.encode_time
     return (
         f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -201,7 +131,7 @@ def run_change_values(change: RunChange, dialect: Dialect) -> tuple[Any, ...]:
     return (change.run_id, status, change.outcome, change.pending_ask_id, dialect.encode_time(change.at))
 
 
-def _run_change(change: RunChange, dialect: Dialect) -> Statement:
+def run_change(change: RunChange, dialect: Dialect) -> Statement:
     status = _stored_status(change.status)
     return (
         "UPDATE runs SET status = ?, outcome = ?, pending_ask_id = ?, updated_at = ? WHERE id = ?",
@@ -209,14 +139,14 @@ def _run_change(change: RunChange, dialect: Dialect) -> Statement:
     )
 
 
-def _reply_insert(reply: StoredReply, dialect: Dialect) -> Statement:
+def reply_insert(reply: StoredReply, dialect: Dialect) -> Statement:
     return (
         "INSERT INTO inbound_messages (conversation_id, message_id, reply, received_at) VALUES (?, ?, ?, ?)",
         (reply.conversation_id, reply.message_id, reply.reply, dialect.encode_time(reply.at)),
     )
 
 
-def _callback_insert(callback: QueuedCallback, dialect: Dialect) -> Statement:
+def callback_insert(callback: QueuedCallback, dialect: Dialect) -> Statement:
     queued_at = dialect.encode_time(callback.at)
     return (
         "INSERT INTO outbox (ask_id, url, payload, next_attempt_at, created_at, host, owner) "
@@ -225,190 +155,241 @@ def _callback_insert(callback: QueuedCallback, dialect: Dialect) -> Statement:
     )
 
 
-def _follow_up_insert(ask_id: str) -> Statement:
+def follow_up_insert(ask_id: str) -> Statement:
     return "INSERT INTO follow_ups (ask_id) VALUES (?)", (ask_id,)
 
 
-class SqlTransaction(OutboxSql, Transaction):
-    def __init__(self, cursor: Any, dialect: Dialect) -> None:
-        self._cur = cursor
-        self._dialect = dialect
+def save_ask(ask: Ask, dialect: Dialect) -> Statement:
+    """Write the mutable fields of ``ask`` (status, answer, counters, stamps)."""
+    return (
+        f"UPDATE asks SET status = ?, {MUTABLE_ASK_SET} WHERE id = ?",
+        (ask.status.value, *mutable_fields(ask, dialect), ask.id),
+    )
 
-    def _exec(self, statement: str, params: Sequence[Any] = ()) -> Any:
-        """Run a statement whose result the caller reads (on ``self._cur``)."""
-        return self._cur.execute(self._dialect.sql(statement), params)
 
-    def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
-        """Run a statement whose result nobody reads; an engine may defer it (see PostgreSQL)."""
-        self._exec(statement, params)
+# -- the reads and writes of a message -----------------------------------------------------
 
-    def _ask_from_row(self, row: Sequence[Any]) -> Ask:
-        decode = self._dialect.decode_time
-        return Ask(
-            id=row[0],
-            conversation_id=row[1],
-            run_id=row[2],
-            kind=_KINDS[row[3]],
-            prompt=row[4],
-            options=_decode_options(row[5]),
-            status=_STATUSES[row[6]],
-            outcome=row[7],
-            answer=row[8],
-            option_index=row[9],
-            asked_at=decode(row[10]),
-            last_touched=decode(row[11]),
-            answered_at=decode(row[12]) if row[12] is not None else None,
-            mismatches=row[13],
-            ttl_seconds=float(row[14]),
-            phase=row[15],
-            default=row[16],
-            callback_url=row[17],
-            watched=row[18] is not None,
-            context=_decode_context(row[19]) if row[19] is not None else None,
-            owner=row[20],
-            expect=expected_form.from_json(row[21]) if row[21] is not None else None,
-        )
 
-    def open_ask(self, conversation_id: str) -> Ask | None:
-        return self._read_open_ask(conversation_id)
+class Runner(Protocol):
+    """What the shared SQL runs on: an engine's transaction and its :class:`Dialect`."""
 
-    def _read_open_ask(self, conversation_id: str) -> Ask | None:
-        """The open ask as the database has it (never answered from a store's memory)."""
-        self._exec(self._dialect.open_ask_sql, (conversation_id,))
-        row = self._cur.fetchone()
-        return self._ask_from_row(row) if row else None
+    @property
+    def dialect(self) -> Dialect: ...
 
-    def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
-        if message_id is None:
-            return None, self._read_open_ask(conversation_id)
-        self._exec(self._dialect.message_context_sql, (conversation_id, message_id, conversation_id))
-        row = self._cur.fetchone()
-        earlier = row[0]
-        if earlier is not None:
-            return str(earlier), None
-        return None, (self._ask_from_row(row[1:]) if row[1] is not None else None)
+    def query(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        """Run a statement whose rows the caller reads; returns the cursor to read them from."""
+        ...
 
-    def ask(self, ask_id: str) -> Ask | None:
-        self._exec(self._dialect.ask_by_id_sql, (ask_id,))
-        row = self._cur.fetchone()
-        return self._ask_from_row(row) if row else None
+    def send(self, statement: str, params: Sequence[Any] = ()) -> None:
+        """Run a statement whose result nobody reads (an engine may defer it)."""
+        ...
 
-    # -- writes -----------------------------------------------------------------------
-    def write(self, writes: Writes) -> None:
-        """Apply ``writes`` statement by statement, in the order :class:`Writes` gives."""
+
+def ask_from_row(row: Sequence[Any], decode: Callable[[Any], datetime]) -> Ask:
+    """An ask from its row (:data:`ASK_COLUMNS`), times read with ``decode``."""
+    return Ask(
+        id=row[0],
+        conversation_id=row[1],
+        run_id=row[2],
+        kind=_KINDS[row[3]],
+        prompt=row[4],
+        options=_decode_options(row[5]),
+        status=_STATUSES[row[6]],
+        outcome=row[7],
+        answer=row[8],
+        option_index=row[9],
+        asked_at=decode(row[10]),
+        last_touched=decode(row[11]),
+        answered_at=decode(row[12]) if row[12] is not None else None,
+        mismatches=row[13],
+        ttl_seconds=float(row[14]),
+        phase=row[15],
+        default=row[16],
+        callback_url=row[17],
+        watched=row[18] is not None,
+        context=_decode_context(row[19]) if row[19] is not None else None,
+        owner=row[20],
+        expect=expected_form.from_json(row[21]) if row[21] is not None else None,
+    )
+
+
+def read_open_ask(runner: Runner, conversation_id: str) -> Ask | None:
+    """The conversation's open ask as the database has it (locked where the dialect locks)."""
+    dialect = runner.dialect
+    row = runner.query(dialect.open_ask_sql, (conversation_id,)).fetchone()
+    return ask_from_row(row, dialect.decode_time) if row else None
+
+
+def read_message_context(runner: Runner, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
+    """Both reads of a message in one statement: ``(stored reply, None)`` for a message
+    seen before, else ``(None, the open ask)``."""
+    if message_id is None:
+        return None, read_open_ask(runner, conversation_id)
+    dialect = runner.dialect
+    row = runner.query(dialect.message_context_sql, (conversation_id, message_id, conversation_id)).fetchone()
+    earlier = row[0]
+    if earlier is not None:
+        return str(earlier), None
+    return None, (ask_from_row(row[1:], dialect.decode_time) if row[1] is not None else None)
+
+
+def read_ask(runner: Runner, ask_id: str) -> Ask | None:
+    """Any ask by id, locked where the dialect locks."""
+    dialect = runner.dialect
+    row = runner.query(dialect.ask_by_id_sql, (ask_id,)).fetchone()
+    return ask_from_row(row, dialect.decode_time) if row else None
+
+
+def read_run(runner: Runner, run_id: str) -> Run | None:
+    """A run by id, or ``None``."""
+    row = runner.query(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if not row:
+        return None
+    decode, context = runner.dialect.decode_time, json.loads(row[5])
+    return Run(
+        row[0], row[1], row[2], _RUN_STATUSES[row[3]], row[4], context, row[6], decode(row[7]), decode(row[8]), row[9]
+    )
+
+
+def read_reply(runner: Runner, conversation_id: str, message_id: str) -> str | None:
+    """The stored reply of a message seen before, else ``None``."""
+    row = runner.query(
+        "SELECT reply FROM inbound_messages WHERE conversation_id = ? AND message_id = ?",
+        (conversation_id, message_id),
+    ).fetchone()
+    return str(row[0]) if row else None
+
+
+def apply_writes(writes: Writes, runner: Runner, save: Callable[[Ask], None], insert: Callable[[Ask], None]) -> None:
+    """Send ``writes`` statement by statement, in the order :class:`Writes` gives; an
+    ask's update and insert go through the engine's ``save`` and ``insert``."""
+    dialect, send = runner.dialect, runner.send
+    for step in writes.steps:
+        save(step.ask)
+        if step.run is not None:
+            send(*run_change(step.run, dialect))
+    for run in writes.runs:
+        send(*run_upsert(run, dialect))
+    if writes.park is not None:
+        send(*run_upsert(writes.park.run, dialect))
+        insert(writes.park.ask)
+        if writes.park.follow_up:
+            send(*follow_up_insert(writes.park.ask.id))
+    if writes.reply is not None:
+        send(*reply_insert(writes.reply, dialect))
+    for callback in writes.callbacks:
+        send(*callback_insert(callback, dialect))
+
+
+# -- the memory of open asks ------------------------------------------------------------------
+
+#: How many conversations a store remembers by default (an entry is one small Ask).
+DEFAULT_SIZE = 4096
+
+
+class Marker(enum.Enum):
+    """A remembered state that is not an ask."""
+
+    #: Not remembered: never seen by this process, or pushed out by newer conversations.
+    UNSEEN = "UNSEEN"
+    #: The last transaction here failed (maybe on a wrong guess): read it for real next time.
+    STALE = "STALE"
+
+
+UNSEEN, STALE = Marker.UNSEEN, Marker.STALE
+
+
+class RecentOpenAsks:
+    """conversation id -> its open ask (or ``None``: nothing open), as last committed here:
+    the policy a store holds and hands to each transaction's :class:`Guesses`."""
+
+    def __init__(self, size: int = DEFAULT_SIZE) -> None:
+        if size < 0:
+            raise ValueError("size must be 0 (remember nothing) or more")
+        self.size = size
+        self._entries: OrderedDict[str, Ask | Marker | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, conversation_id: str) -> Ask | Marker | None:
+        """The remembered state, :data:`UNSEEN`, or :data:`STALE`."""
+        with self._lock:
+            found = self._entries.get(conversation_id, UNSEEN)
+            if found is not UNSEEN:
+                self._entries.move_to_end(conversation_id)
+            return found
+
+    def committed(self, states: Mapping[str, Ask | None]) -> None:
+        """Remember the state a committed transaction left each conversation in.
+
+        A conversation marked :data:`STALE` stays so: a wrong guess there means another
+        process serves it too, and guessing again would mostly cost more retries.
+        """
+        if states:  # most reads (get, audit) leave nothing to remember
+            self._put(states.items(), keep_stale=True)
+
+    def failed(self, conversation_ids: Iterable[str]) -> None:
+        """After a failed transaction: its conversations are read for real from now on."""
+        self._put(((conversation_id, STALE) for conversation_id in conversation_ids), keep_stale=False)
+
+    def _put(self, entries: Iterable[tuple[str, Ask | Marker | None]], *, keep_stale: bool) -> None:
+        if not self.size:
+            return
+        with self._lock:
+            for conversation_id, state in entries:
+                if keep_stale and self._entries.get(conversation_id) is STALE:
+                    state = STALE
+                self._entries[conversation_id] = state
+                self._entries.move_to_end(conversation_id)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class Guesses:
+    """One transaction's use of a store's :class:`RecentOpenAsks`: at most one read answered
+    from memory (the guess, whose check covers one conversation), and ``states``, what the
+    transaction leaves each conversation in, remembered when it commits (:meth:`end`).
+    ``decides_on_nothing_open``: whether a message may be decided on a remembered "nothing
+    open" (PostgreSQL checks it in the writes' round trip; SQLite would need the read it saves).
+    """
+
+    __slots__ = ("_on_nothing_open", "_recent", "guessed", "states")
+
+    def __init__(self, recent: RecentOpenAsks, *, decides_on_nothing_open: bool) -> None:
+        self._recent = recent
+        self._on_nothing_open = decides_on_nothing_open
+        #: Whether a read was answered from memory (and so is checked only by the writes).
+        self.guessed = False
+        #: conversation -> its open ask (None: none) as this transaction leaves it.
+        self.states: dict[str, Ask | None] = {}
+
+    def guess(self, conversation_id: str, *, parking: bool) -> Ask | Marker | None:
+        """The state to answer a read from (an ask, or None: none open), or :data:`STALE`:
+        read for real. Parking where this process has seen nothing guesses "none open":
+        the usual case, which the unique index on open asks checks."""
+        if self.guessed or not self._recent.size:
+            return STALE
+        known = self._recent.get(conversation_id)
+        if known is UNSEEN and parking:
+            known = None
+        if isinstance(known, Marker) or (known is None and not parking and not self._on_nothing_open):
+            return STALE
+        self.guessed = True
+        self.states[conversation_id] = known
+        return known
+
+    def wrote(self, writes: Writes) -> None:
+        """Note the state ``writes`` leave their conversations in."""
         for step in writes.steps:
-            self.save_ask(step.ask)
-            if step.run is not None:
-                self._write(*_run_change(step.run, self._dialect))
-        for run in writes.runs:
-            self.save_run(run)
+            self.states[step.ask.conversation_id] = step.ask if step.ask.is_open else None
         if writes.park is not None:
-            self.save_run(writes.park.run)
-            self.insert_ask(writes.park.ask)
-            if writes.park.follow_up:
-                self.insert_follow_up(writes.park.ask.id)
-        if writes.reply is not None:
-            self._write(*_reply_insert(writes.reply, self._dialect))
-        for callback in writes.callbacks:
-            self._write(*_callback_insert(callback, self._dialect))
+            self.states[writes.park.ask.conversation_id] = writes.park.ask
 
-    def _park_statements(self, park: NewAsk) -> list[Statement]:
-        """The statements of a new ask: its run (inserted or updated), the ask, its follow-up."""
-        statements = [_run_upsert(park.run, self._dialect), _ask_insert(park.ask, self._dialect)]
-        if park.follow_up:
-            statements.append(_follow_up_insert(park.ask.id))
-        return statements
-
-    # The single writes below serve :meth:`write` and a caller loading rows in bulk.
-    def insert_ask(self, ask: Ask) -> None:
-        self._write(*_ask_insert(ask, self._dialect))
-
-    def save_ask(self, ask: Ask) -> None:
-        """Write the mutable fields of ``ask`` (status, answer, counters, stamps)."""
-        self._write(
-            f"UPDATE asks SET status = ?, {MUTABLE_ASK_SET} WHERE id = ?",
-            (ask.status.value, *mutable_fields(ask, self._dialect), ask.id),
-        )
-
-    def run(self, run_id: str) -> Run | None:
-        self._exec(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
-        row = self._cur.fetchone()
-        if not row:
-            return None
-        decode = self._dialect.decode_time
-        status = _RUN_STATUSES[row[3]]
-        context = json.loads(row[5])
-        return Run(row[0], row[1], row[2], status, row[4], context, row[6], decode(row[7]), decode(row[8]), row[9])
-
-    def save_run(self, run: Run) -> None:
-        """Insert ``run``, or update its status, outcome, answers and pending ask."""
-        self._write(*_run_upsert(run, self._dialect))
-
-    def reply_for(self, conversation_id: str, message_id: str) -> str | None:
-        self._exec(
-            "SELECT reply FROM inbound_messages WHERE conversation_id = ? AND message_id = ?",
-            (conversation_id, message_id),
-        )
-        row = self._cur.fetchone()
-        return str(row[0]) if row else None
-
-    def insert_follow_up(self, ask_id: str) -> None:
-        self._write(*_follow_up_insert(ask_id))
-
-    def count_open_asks(self, owner: str | None = None) -> int:
-        if owner is None:
-            self._exec("SELECT count(*) FROM asks WHERE status = 'open'")
+    def end(self, committed: bool) -> None:
+        """Remember what a committed transaction left, or mark a failed one's conversations stale."""
+        if committed:
+            self._recent.committed(self.states)
         else:
-            self._exec("SELECT count(*) FROM asks WHERE status = 'open' AND owner = ?", (owner,))
-        return int(self._cur.fetchone()[0])
-
-    def ask_gauges(self, now: datetime) -> AskGauges:
-        due_now = self._dialect.encode_due(now)
-        self._exec(self._dialect.gauges_sql, (due_now, due_now, due_now))
-        live, overdue, earliest = self._cur.fetchone()
-        late = (now - self._dialect.decode_due(earliest)).total_seconds() if earliest is not None else 0.0
-        callbacks = self.callback_counts()
-        return AskGauges(
-            open=int(live),
-            overdue=int(overdue),
-            oldest_unread_due_seconds=late,
-            callbacks_pending=callbacks[CallbackStatus.PENDING],
-            callbacks_failed=callbacks[CallbackStatus.FAILED],
-        )
-
-    def due_asks(self, now: datetime, limit: int) -> list[Ask]:
-        self._exec(self._dialect.due_asks_sql, (self._dialect.encode_due(now), limit))
-        return [self._ask_from_row(row) for row in self._cur.fetchall()]
-
-    def next_due(self) -> datetime | None:
-        self._exec("SELECT min(due_at) FROM asks WHERE status = 'open' AND due_at IS NOT NULL")
-        earliest = self._cur.fetchone()[0]
-        return self._dialect.decode_due(earliest) if earliest is not None else None
-
-    def closed_follow_ups(self, now: datetime, limit: int) -> list[Ask]:
-        self._exec(
-            f"SELECT {ASK_COLUMNS} FROM asks WHERE status <> 'open' AND id IN ("
-            "SELECT ask_id FROM follow_ups WHERE done_at IS NULL AND (claimed_until IS NULL OR claimed_until < ?)"
-            ") ORDER BY answered_at, id LIMIT ?",
-            (self._dialect.encode_time(now), limit),
-        )
-        return [self._ask_from_row(row) for row in self._cur.fetchall()]
-
-    def open_asks(
-        self, limit: int | None = None, *, after: tuple[datetime, str] | None = None, owner: str | None = None
-    ) -> list[Ask]:
-        conditions = ["status = 'open'"]
-        params: list[Any] = []
-        if after is not None:
-            conditions.append("(asked_at > ? OR (asked_at = ? AND id > ?))")
-            stamp = self._dialect.encode_time(after[0])
-            params += [stamp, stamp, after[1]]
-        if owner is not None:
-            conditions.append("owner = ?")
-            params.append(owner)
-        statement = f"SELECT {ASK_COLUMNS} FROM asks WHERE {' AND '.join(conditions)} ORDER BY asked_at, id"
-        if limit is not None:
-            statement += " LIMIT ?"
-            params.append(limit)
-        self._exec(statement, params)
-        return [self._ask_from_row(row) for row in self._cur.fetchall()]
+            self._recent.failed(self.states)

@@ -1,106 +1,242 @@
-"""The embedded store: one SQLite file in WAL mode, no set-up.
+"""The embedded store: one SQLite file in WAL mode, no set-up; the SQLite engine.
 
 Each thread gets its own connection. A transaction's first statement is preceded by
 ``BEGIN IMMEDIATE``, so the write lock is taken before any open ask is read: two writers
 on one file serialise instead of deadlocking on a lock upgrade. A message in a
 conversation this store remembers reads nothing and takes the lock only for its writes
 (see :class:`SQLiteTransaction`). ``busy_timeout`` bounds the wait; past it the caller
-gets :class:`StoreUnavailable`, never a half-written row.
+gets :class:`StoreUnavailable`, never a half-written row. Opening the file and reading
+errors is :mod:`parkgate.store.sqlite_file`'s: a message's path is here and in ``sql``.
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from parkgate.signal import CloseSignal, Watcher
-from parkgate.store.base import (
-    MigrationTable,
-    Store,
-    StoreClosed,
-    StoreConflict,
-    StoreError,
-    StoreUnavailable,
-    Transaction,
-    apply_migrations,
+from parkgate.core.model import Ask, AskStatus, Run
+from parkgate.signal import CloseSignal
+from parkgate.store import sql
+from parkgate.store.base import Store, StoreClosed, StoreError, Transaction, retry_after_guess
+from parkgate.store.dialect import MUTABLE_ASK_SET, Dialect
+from parkgate.store.migrations import apply_migrations
+from parkgate.store.open_asks_sql import SqlOpenAsks
+from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
+from parkgate.store.sql import DEFAULT_SIZE, Guesses, RecentOpenAsks
+from parkgate.store.sqlite_file import (
+    MIGRATIONS,
+    SYNCHRONOUS,
+    check_is_ours,
+    check_location,
+    classify,
+    connect,
+    parse_url,
+    run_script,
 )
-from parkgate.store.recent import DEFAULT_SIZE, RecentOpenAsks, retry_after_guess
-from parkgate.store.sqlite_transaction import DIALECT as DIALECT
-from parkgate.store.sqlite_transaction import SQLiteTransaction, _StaleGuess
 from parkgate.store.watch import SQLiteWatcher
+from parkgate.store.writes import Writes
 
-BUSY_TIMEOUT_MS = 10_000
-#: WAL pages between automatic checkpoints (SQLite's default is 1,000). A checkpoint copies
-#: every page changed since the last one into the database file and syncs it, inside the
-#: commit that crosses the mark. Messages touch pages all over the file, so fewer, larger
-#: checkpoints write each hot page fewer times (a WAL of up to ~16 MB).
-WAL_AUTOCHECKPOINT_PAGES = 4_000
-MIGRATIONS = MigrationTable(
-    engine="sqlite",
-    create="CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
-    record="INSERT INTO schema_migrations (version, applied_at) VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+#: The last time encoded and its text. A message's writes stamp one ``now`` several times
+#: (asked_at, last_touched, the run's updated_at...), and isoformat() is costly enough to
+#: do once. One tuple, read and replaced whole, so threads never see a torn pair.
+_last_encoded: tuple[datetime, str] | None = None
+
+
+def _encode(moment: datetime) -> str:
+    global _last_encoded
+    last = _last_encoded
+    if last is not None and last[0] is moment:
+        return last[1]
+    utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)  # the clock's times are UTC already
+    text = utc.isoformat(timespec="microseconds")
+    _last_encoded = (moment, text)
+    return text
+
+
+def _decode(raw: str) -> datetime:
+    return datetime.fromisoformat(raw)
+
+
+def _encode_due(moment: datetime) -> float:
+    return moment.timestamp()
+
+
+def _decode_due(raw: float) -> datetime:
+    return datetime.fromtimestamp(raw, UTC)
+
+
+DIALECT = Dialect(
+    placeholder="?",
+    lock_suffix="",
+    encode_time=_encode,
+    decode_time=_decode,
+    encode_due=_encode_due,
+    decode_due=_decode_due,
+    # As migration 5's trigger computes due_at.
+    due_expression=(
+        "(round((julianday(substr(last_touched, 1, 19)) - 2440587.5) * 86400.0) "
+        "+ CAST(substr(last_touched, 21, 6) AS INTEGER) / 1000000.0 + ttl_seconds)"
+    ),
+    skip_locked_suffix="",  # one writer at a time: BEGIN IMMEDIATE holds the file
 )
 
 
-#: ``PRAGMA synchronous`` settings a store may use. ``full`` (the default) syncs the WAL
-#: on every commit, so an acknowledged reply survives a power cut, as a PostgreSQL commit
-#: with ``synchronous_commit = on`` does. ``normal`` syncs only at checkpoints: faster, and
-#: the file is never corrupted, but the last commits before a power cut may be lost.
-SYNCHRONOUS = ("full", "normal")
+class _StaleGuess(Exception):
+    """The conversation was not as this process remembered it: retry with a real read."""
 
 
-def parse_url(url: str) -> tuple[Path, dict[str, str]]:
-    """``sqlite:///rel.db``, ``sqlite:////abs.db`` or a bare path, and the URL's options.
+class SQLiteTransaction:
+    """One write transaction, begun at its first statement, that may decide from memory.
 
-    A ``sqlite:`` URL may carry ``?synchronous=full|normal``; a bare path is taken as it is.
+    ``BEGIN IMMEDIATE`` is sent just before the first statement: a message whose
+    conversation the store remembers reads nothing, so it is decided before the write
+    lock is taken. The remembered open ask is checked by the first write that touches it
+    (the ``UPDATE`` changes the row only if it is still open exactly as remembered: id,
+    last touch, miss count and TTL, as PostgreSQL's ``parkgate_step`` checks); the stored
+    reply's primary key refuses a ``message_id`` seen before; the unique index on open
+    asks checks a new ask. A failed check rolls everything back and the gateway retries
+    with a real read. The other tables' interfaces are small objects made on use.
     """
-    if url.startswith("sqlite:///"):
-        location, _, query = url[len("sqlite:///") :].partition("?")
-        options: dict[str, str] = {}
-        for pair in filter(None, query.split("&")):
-            key, _, value = pair.partition("=")
-            if key != "synchronous":
-                raise StoreError(f"unknown option {key!r} in SQLite URL {url!r}: the one option is synchronous")
-            options[key] = value
-        return Path(location), options
-    if url.startswith("sqlite://"):
-        raise StoreError(f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////absolute.db")
-    return Path(url), {}
+
+    dialect: Dialect = DIALECT
+
+    def __init__(self, cursor: sqlite3.Cursor, recent: RecentOpenAsks) -> None:
+        self.cursor = cursor
+        self.guesses = Guesses(recent, decides_on_nothing_open=False)
+        self.began = False
+        #: The state answered from memory and not yet checked by a write: the remembered
+        #: open ask, or the id of a conversation remembered (or guessed) to have none.
+        self._unchecked: Ask | str | None = None
+
+    def query(self, statement: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """Run ``statement`` (after ``BEGIN IMMEDIATE`` if it is the first); the cursor holds its rows."""
+        if not self.began:
+            self.cursor.execute("BEGIN IMMEDIATE")
+            self.began = True
+        return self.cursor.execute(statement, params)
+
+    def send(self, statement: str, params: Sequence[Any] = ()) -> None:
+        """Run a statement whose result nobody reads."""
+        self.query(statement, params)
+
+    @property
+    def asks(self) -> SqlOpenAsks:
+        return SqlOpenAsks(self)
+
+    @property
+    def outbox(self) -> SqlOutbox:
+        return SqlOutbox(self)
+
+    @property
+    def follow_ups(self) -> SqlFollowUps:
+        return SqlFollowUps(self)
+
+    @property
+    def heartbeats(self) -> SqlHeartbeats:
+        return SqlHeartbeats(self)
+
+    # -- reads -------------------------------------------------------------------------
+    def open_ask(self, conversation_id: str) -> Ask | None:
+        known = self.guesses.guess(conversation_id, parking=True)
+        if not isinstance(known, sql.Marker):
+            self._unchecked = known if known is not None else conversation_id
+            return known
+        found = sql.read_open_ask(self, conversation_id)
+        self.guesses.states[conversation_id] = found
+        return found
+
+    def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
+        """A reply is guessed only onto a remembered open ask (a "nothing open" is read)."""
+        known = self.guesses.guess(conversation_id, parking=False)
+        if not isinstance(known, sql.Marker):
+            self._unchecked = known
+            return None, known
+        earlier, found = sql.read_message_context(self, conversation_id, message_id)
+        if earlier is None:
+            self.guesses.states[conversation_id] = found
+        return earlier, found
+
+    def ask(self, ask_id: str) -> Ask | None:
+        return sql.read_ask(self, ask_id)
+
+    def run(self, run_id: str) -> Run | None:
+        return sql.read_run(self, run_id)
+
+    def reply_for(self, conversation_id: str, message_id: str) -> str | None:
+        return sql.read_reply(self, conversation_id, message_id)
+
+    # -- writes (each the check of a guess it touches) -----------------------------------------
+    def write(self, writes: Writes) -> None:
+        self.guesses.wrote(writes)
+        sql.apply_writes(writes, self, self.save_ask, self.insert_ask)
+
+    def save_run(self, run: Run) -> None:
+        """Insert ``run``, or update its status, outcome, answers and pending ask (bulk loads)."""
+        self.send(*sql.run_upsert(run, DIALECT))
+
+    def insert_ask(self, ask: Ask) -> None:
+        """Insert ``ask``; the unique index on open asks checks a guessed "none open"."""
+        if self._unchecked == ask.conversation_id:
+            self._unchecked = None
+        self.query(*sql.ask_insert(ask, DIALECT))
+
+    def save_ask(self, ask: Ask) -> None:
+        """Write the mutable fields of ``ask``, checked against the remembered ask if it is that one."""
+        expected = self._unchecked
+        if isinstance(expected, Ask) and expected.id == ask.id:
+            self._unchecked = None
+            self._save_if_unchanged(ask, expected)
+            return
+        if ask.status is AskStatus.OPEN:
+            # An ask that stays open (a bounce, a re-show) changes only its last touch and miss
+            # count: leaving `status` out of the SET spares the two partial indexes keyed on it,
+            # and binds no NULLs. If the row is no longer open, the full UPDATE runs.
+            self.query(
+                "UPDATE asks SET last_touched = ?, mismatches = ? WHERE id = ? AND status = 'open'",
+                (_encode(ask.last_touched), ask.mismatches, ask.id),
+            )
+            if self.cursor.rowcount == 1:
+                return
+        self.query(*sql.save_ask(ask, DIALECT))
+
+    def _save_if_unchanged(self, ask: Ask, expected: Ask) -> None:
+        """Write ``ask`` over the row only if it is still ``expected``; else the guess was stale."""
+        check = _as_remembered(expected)
+        if ask.status is AskStatus.OPEN:  # as in save_ask: the partial indexes stay untouched
+            self.query(_TOUCH_IF_UNCHANGED, (_encode(ask.last_touched), ask.mismatches, *check))
+        else:
+            self.query(_SAVE_IF_UNCHANGED, (ask.status.value, *sql.mutable_fields(ask, DIALECT), *check))
+        if self.cursor.rowcount != 1:
+            raise _StaleGuess(f"ask {expected.id} changed since this process last saw it")
+
+    def finish(self) -> None:
+        """Check a guess that no write checked (a body that wrote nothing it touched)."""
+        unchecked, self._unchecked = self._unchecked, None
+        if unchecked is None:
+            return
+        if isinstance(unchecked, Ask):
+            as_remembered = self.query(_STILL_UNCHANGED, _as_remembered(unchecked)).fetchone() is not None
+        else:
+            found = self.query("SELECT 1 FROM asks WHERE conversation_id = ? AND status = 'open'", (unchecked,))
+            as_remembered = found.fetchone() is None
+        if not as_remembered:
+            raise _StaleGuess("the conversation changed since this process last saw it")
 
 
-def path_from_url(url: str) -> Path:
-    """The database file a URL names (see :func:`parse_url`)."""
-    return parse_url(url)[0]
+def _as_remembered(expected: Ask) -> tuple[Any, ...]:
+    """The parameters of :data:`_UNCHANGED` for ``expected``."""
+    return (expected.id, _encode(expected.last_touched), expected.mismatches, expected.ttl_seconds)
 
 
-def _read_only_storage(path: Path) -> bool:
-    """True when the file (or, for a new file, its folder) cannot be written to."""
-    try:
-        if os.statvfs(path.parent).f_flag & os.ST_RDONLY:
-            return True
-        return not os.access(path if path.exists() else path.parent, os.W_OK)
-    except OSError:
-        return False
-
-
-def _classify(error: sqlite3.Error, path: Path) -> StoreError:
-    text = str(error)
-    if isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in text:
-        return StoreConflict(f"{path}: {text}")
-    if "locked" in text or "busy" in text:
-        return StoreUnavailable(f"{path}: database is locked by another writer; try again ({text})")
-    if "readonly" in text or "read-only" in text:
-        return StoreError(f"{path}: the database file is read-only ({text})")
-    if "not a database" in text or "malformed" in text:
-        return StoreError(f"{path}: not a parkgate database (not a SQLite file: {text})")
-    if _read_only_storage(path):
-        return StoreError(f"{path}: the database file is read-only (file system or permissions forbid writes: {text})")
-    if "disk" in text and ("full" in text or "I/O" in text):
-        return StoreError(f"{path}: the disk is full or failing; nothing was written ({text})")
-    return StoreError(f"{path}: {text}")
+_UNCHANGED = "id = ? AND status = 'open' AND last_touched = ? AND mismatches = ? AND ttl_seconds = ?"
+_TOUCH_IF_UNCHANGED = f"UPDATE asks SET last_touched = ?, mismatches = ? WHERE {_UNCHANGED}"
+_SAVE_IF_UNCHANGED = f"UPDATE asks SET status = ?, {MUTABLE_ASK_SET} WHERE {_UNCHANGED}"
+_STILL_UNCHANGED = f"SELECT 1 FROM asks WHERE {_UNCHANGED}"
 
 
 class SQLiteStore(Store):
@@ -135,88 +271,34 @@ class SQLiteStore(Store):
         if isinstance(remember, bool) or not isinstance(remember, int) or remember < 0:
             raise StoreError(f"remember must be a whole number of conversations, 0 or more, not {remember!r}")
         self.recent = RecentOpenAsks(remember)
-        if self.path.is_dir():
-            raise StoreError(f"{self.path} is a folder, not a database file")
-        if not self.path.parent.exists():
-            raise StoreError(f"{self.path.parent} does not exist")
+        check_location(self.path, url, creating=migrate)
         #: Without migrate, connections open the file read-write but never create it (a
         #: file removed after this check is an error then, not a new empty database).
         self._uri = not migrate
         self._target = f"{self.path.absolute().as_uri()}?mode=rw" if self._uri else str(self.path)
-        if not migrate:
-            missing = "does not exist" if not self.path.exists() else "is empty" if self._empty() else None
-            if missing:
-                raise StoreError(
-                    f"no parkgate database at {self.path}: the file {missing} "
-                    f"(`parkgate migrate --db {url}` sets one up), or fix the path"
-                )
         self.applied: list[int] = []
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
         try:
-            self._check_is_ours()
+            check_is_ours(self.path)
             if migrate:
                 self.migrate()
         except BaseException:
             self.close()  # no connection is left open on a file we refused
             raise
 
-    def _empty(self) -> bool:
-        try:
-            return self.path.stat().st_size == 0
-        except OSError:
-            return False  # unreadable: connecting says why
-
     def _connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             if self._closed:
                 raise StoreClosed(str(self.path))
-            try:
-                conn = sqlite3.connect(
-                    self._target,
-                    isolation_level=None,
-                    check_same_thread=False,
-                    timeout=BUSY_TIMEOUT_MS / 1000,
-                    uri=self._uri,
-                )
-                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-                conn.execute("PRAGMA foreign_keys = ON")
-                if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                    conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
-                conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
-            except sqlite3.Error as error:
-                if conn is not None:
-                    conn.close()
-                raise _classify(error, self.path) from None
+            conn = connect(self._target, self._uri, self.synchronous, self.path)
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
         return conn
-
-    def _check_is_ours(self) -> None:
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            return
-        # Look with a read-only connection of its own: a file that is not ours must be left
-        # byte for byte as it was (the normal connection would switch it to WAL first).
-        try:
-            probe = sqlite3.connect(f"{self.path.absolute().as_uri()}?mode=ro", uri=True)
-        except sqlite3.Error as error:
-            raise _classify(error, self.path) from None
-        try:
-            names = {row[0] for row in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.Error as error:
-            raise _classify(error, self.path) from None
-        finally:
-            probe.close()
-        if names and "schema_migrations" not in names:
-            raise StoreError(
-                f"{self.path}: not a parkgate database (it has tables {', '.join(sorted(names)[:5])} "
-                "but no schema_migrations); point --db at a new or parkgate file"
-            )
 
     def transaction(self) -> AbstractContextManager[Transaction]:
         return _TransactionScope(self._connection(), self.path, self.recent)
@@ -233,16 +315,16 @@ class SQLiteStore(Store):
         conn = self._connection()
         try:
             conn.execute("BEGIN IMMEDIATE")
-            applied = apply_migrations(conn.execute, lambda script: _run_script(conn, script), MIGRATIONS)
+            applied = apply_migrations(conn.execute, lambda script: run_script(conn, script), MIGRATIONS)
             conn.execute("COMMIT")
         except sqlite3.Error as error:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            raise _classify(error, self.path) from None
+            raise classify(error, self.path) from None
         self.applied.extend(applied)
         return applied
 
-    def watch(self, signal: CloseSignal) -> Watcher:
+    def watch(self, signal: CloseSignal) -> SQLiteWatcher:
         return SQLiteWatcher(self._target, self._uri, signal)
 
     def close(self) -> None:
@@ -282,35 +364,16 @@ class _TransactionScope(AbstractContextManager[SQLiteTransaction]):
             try:
                 tx.finish()
                 if tx.began:
-                    tx._cur.execute("COMMIT")
-                self._recent.committed(tx.states)
+                    tx.cursor.execute("COMMIT")
+                tx.guesses.end(committed=True)
                 return
             except (sqlite3.Error, _StaleGuess) as failed:
                 error = failed
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
-        self._recent.failed(tx.states)
+        tx.guesses.end(committed=False)
         if isinstance(error, sqlite3.Error):
-            raise _classify(error, self._path) from None
-        retry = retry_after_guess(error) if tx.guessed else None
+            raise classify(error, self._path) from None
+        retry = retry_after_guess(error) if tx.guesses.guessed else None
         if retry is not None:
             raise retry from None
-
-
-def _run_script(conn: sqlite3.Connection, script: str) -> None:
-    for statement in _statements(script):
-        conn.execute(statement)
-
-
-def _statements(script: str) -> list[str]:
-    """Split a migration script into whole statements (a trigger's body holds several)."""
-    body = "\n".join(line for line in script.splitlines() if not line.strip().startswith("--"))
-    statements: list[str] = []
-    current = ""
-    for part in body.split(";"):
-        current += part + ";"
-        if sqlite3.complete_statement(current):
-            if current.strip(" \n;"):
-                statements.append(current.strip())
-            current = ""
-    return statements

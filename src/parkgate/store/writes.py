@@ -1,7 +1,7 @@
 """What one unit of work writes, stated by intent.
 
 The gateway describes everything a unit writes as one :class:`Writes` value and hands it
-to :meth:`Transaction.write <parkgate.store.base.Transaction.write>`. Each engine maps
+to :meth:`MessageTransaction.write <parkgate.store.base.MessageTransaction.write>`. Each engine maps
 the value to its fastest form: PostgreSQL sends :meth:`Writes.usual_step` as the one
 statement ``parkgate_step`` and a lone :attr:`Writes.park` as one statement, SQLite checks
 a remembered ask in the ``UPDATE`` of its step. The engine never infers intent from a
@@ -12,12 +12,9 @@ immutable, and cheap to make once a message.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from parkgate.core.model import Ask, RunStatus
-
-if TYPE_CHECKING:
-    from parkgate.store.base import Run
+from parkgate.core.model import Ask, Run, RunStatus
 
 
 class RunChange(NamedTuple):

@@ -1,0 +1,72 @@
+"""How each SQL engine spells the shared statements: a :class:`Dialect`, and the column
+lists every statement names.
+
+A dialect is data: the placeholder, the locks, how times are stored, and the locked
+reads of a message built once per dialect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+ASK_COLUMNS = (
+    "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
+    "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
+    "default_answer, callback_url, due_at, context, owner, expect"
+)
+#: What a step may change in an ask besides its status (``save_ask`` writes these).
+MUTABLE_ASK_SET = "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?"
+RUN_COLUMNS = "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at, owner"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How an engine writes SQL: its placeholder, locks, and how times are stored."""
+
+    placeholder: str  # "?" or "%s"
+    lock_suffix: str  # "" or " FOR UPDATE"
+    encode_time: Callable[[datetime], Any]
+    decode_time: Callable[[Any], datetime]
+    #: ``due_at`` as stored (Unix seconds on SQLite, a timestamp on PostgreSQL), both ways.
+    encode_due: Callable[[datetime], Any]
+    decode_due: Callable[[Any], datetime]
+    #: An ask row's due time computed from its columns, in ``due_at``'s form.
+    due_expression: str
+    #: The lock of the due read: rows another worker is reading are skipped, not waited for.
+    skip_locked_suffix: str
+
+    # The locked reads, built once per dialect: they run on every message, and an f-string
+    # rebuilt per call is a new string each time (hashed again by the statement cache).
+    @cached_property
+    def open_ask_sql(self) -> str:
+        return f"SELECT {ASK_COLUMNS} FROM asks WHERE conversation_id = ? AND status = 'open'" + self.lock_suffix
+
+    @cached_property
+    def message_context_sql(self) -> str:
+        # One statement for both reads of a message: its stored reply (a redelivery) and
+        # the conversation's open ask, locked. The LEFT JOIN keeps the row when no ask is open.
+        return (
+            "SELECT (SELECT reply FROM inbound_messages WHERE conversation_id = ? AND message_id = ?), a.* "
+            f"FROM (SELECT 1) AS one LEFT JOIN ({self.open_ask_sql}) AS a ON 1 = 1"
+        )
+
+    @cached_property
+    def ask_by_id_sql(self) -> str:
+        return f"SELECT {ASK_COLUMNS} FROM asks WHERE id = ?" + self.lock_suffix
+
+    def sql(self, statement: str) -> str:
+        """``statement`` with this driver's placeholder."""
+        if self.placeholder == "?":
+            return statement
+        rewritten = _rewritten.get(statement)
+        if rewritten is None:
+            rewritten = _rewritten[statement] = statement.replace("?", self.placeholder)
+        return rewritten
+
+
+#: Statements are a fixed set of literals, so their rewrite for "%s" drivers is cached.
+_rewritten: dict[str, str] = {}

@@ -1,0 +1,93 @@
+"""The reads of the open asks as a whole in SQL (the audit, the gauges, the due reads),
+written once for both engines: a small class an engine's transaction holds."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from parkgate.core.model import Ask, CallbackStatus
+from parkgate.store.base import AskGauges
+from parkgate.store.dialect import ASK_COLUMNS, Dialect
+from parkgate.store.outbox_sql import SqlOutbox
+from parkgate.store.sql import Runner, ask_from_row
+
+
+@cache
+def _due_asks_sql(dialect: Dialect) -> str:
+    return (
+        f"SELECT {ASK_COLUMNS} FROM asks WHERE status = 'open' AND due_at IS NOT NULL AND due_at <= ? "
+        "ORDER BY due_at LIMIT ?" + dialect.skip_locked_suffix
+    )
+
+
+@cache
+def _gauges_sql(dialect: Dialect) -> str:
+    # Open asks not past their TTL, open asks past it, and the earliest due time that
+    # has passed among the asks something waits on (a due read should have closed it).
+    overdue = f"{dialect.due_expression} < ?"
+    return (
+        f"SELECT count(*) FILTER (WHERE NOT ({overdue})), count(*) FILTER (WHERE {overdue}), "
+        "min(due_at) FILTER (WHERE due_at IS NOT NULL AND due_at < ?) FROM asks WHERE status = 'open'"
+    )
+
+
+class SqlOpenAsks:
+    """:class:`~parkgate.store.base.OpenAsks` on an engine's transaction."""
+
+    __slots__ = ("_run",)
+
+    def __init__(self, runner: Runner) -> None:
+        self._run = runner
+
+    def open_asks(
+        self, limit: int | None = None, *, after: tuple[datetime, str] | None = None, owner: str | None = None
+    ) -> list[Ask]:
+        dialect = self._run.dialect
+        conditions = ["status = 'open'"]
+        params: list[Any] = []
+        if after is not None:
+            conditions.append("(asked_at > ? OR (asked_at = ? AND id > ?))")
+            stamp = dialect.encode_time(after[0])
+            params += [stamp, stamp, after[1]]
+        if owner is not None:
+            conditions.append("owner = ?")
+            params.append(owner)
+        statement = f"SELECT {ASK_COLUMNS} FROM asks WHERE {' AND '.join(conditions)} ORDER BY asked_at, id"
+        if limit is not None:
+            statement += " LIMIT ?"
+            params.append(limit)
+        cursor = self._run.query(statement, params)
+        return [ask_from_row(row, dialect.decode_time) for row in cursor.fetchall()]
+
+    def count_open_asks(self, owner: str | None = None) -> int:
+        if owner is None:
+            cursor = self._run.query("SELECT count(*) FROM asks WHERE status = 'open'")
+        else:
+            cursor = self._run.query("SELECT count(*) FROM asks WHERE status = 'open' AND owner = ?", (owner,))
+        return int(cursor.fetchone()[0])
+
+    def ask_gauges(self, now: datetime) -> AskGauges:
+        dialect = self._run.dialect
+        due_now = dialect.encode_due(now)
+        live, overdue, earliest = self._run.query(_gauges_sql(dialect), (due_now, due_now, due_now)).fetchone()
+        late = (now - dialect.decode_due(earliest)).total_seconds() if earliest is not None else 0.0
+        callbacks = SqlOutbox(self._run).callback_counts()
+        return AskGauges(
+            open=int(live),
+            overdue=int(overdue),
+            oldest_unread_due_seconds=late,
+            callbacks_pending=callbacks[CallbackStatus.PENDING],
+            callbacks_failed=callbacks[CallbackStatus.FAILED],
+        )
+
+    def due_asks(self, now: datetime, limit: int) -> list[Ask]:
+        dialect = self._run.dialect
+        cursor = self._run.query(_due_asks_sql(dialect), (dialect.encode_due(now), limit))
+        return [ask_from_row(row, dialect.decode_time) for row in cursor.fetchall()]
+
+    def next_due(self) -> datetime | None:
+        cursor = self._run.query("SELECT min(due_at) FROM asks WHERE status = 'open' AND due_at IS NOT NULL")
+        earliest = cursor.fetchone()[0]
+        return self._run.dialect.decode_due(earliest) if earliest is not None else None

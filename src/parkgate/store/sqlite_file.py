@@ -1,0 +1,167 @@
+"""The SQLite file: its URL, its connections' settings, its migrations, and what a
+driver error means (:func:`classify`). What the engine (:mod:`parkgate.store.sqlite`)
+needs when it opens a file or something fails, off a message's path."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from parkgate.store.base import StoreConflict, StoreError, StoreUnavailable
+from parkgate.store.migrations import MigrationTable
+
+BUSY_TIMEOUT_MS = 10_000
+#: WAL pages between automatic checkpoints (SQLite's default is 1,000). A checkpoint copies
+#: every page changed since the last one into the database file and syncs it, inside the
+#: commit that crosses the mark. Messages touch pages all over the file, so fewer, larger
+#: checkpoints write each hot page fewer times (a WAL of up to ~16 MB).
+WAL_AUTOCHECKPOINT_PAGES = 4_000
+MIGRATIONS = MigrationTable(
+    engine="sqlite",
+    create="CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+    record="INSERT INTO schema_migrations (version, applied_at) VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+)
+
+
+#: ``PRAGMA synchronous`` settings a store may use. ``full`` (the default) syncs the WAL
+#: on every commit, so an acknowledged reply survives a power cut, as a PostgreSQL commit
+#: with ``synchronous_commit = on`` does. ``normal`` syncs only at checkpoints: faster, and
+#: the file is never corrupted, but the last commits before a power cut may be lost.
+SYNCHRONOUS = ("full", "normal")
+
+
+def parse_url(url: str) -> tuple[Path, dict[str, str]]:
+    """``sqlite:///rel.db``, ``sqlite:////abs.db`` or a bare path, and the URL's options.
+
+    A ``sqlite:`` URL may carry ``?synchronous=full|normal``; a bare path is taken as it is.
+    """
+    if url.startswith("sqlite:///"):
+        location, _, query = url[len("sqlite:///") :].partition("?")
+        options: dict[str, str] = {}
+        for pair in filter(None, query.split("&")):
+            key, _, value = pair.partition("=")
+            if key != "synchronous":
+                raise StoreError(f"unknown option {key!r} in SQLite URL {url!r}: the one option is synchronous")
+            options[key] = value
+        return Path(location), options
+    if url.startswith("sqlite://"):
+        raise StoreError(f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////absolute.db")
+    return Path(url), {}
+
+
+def path_from_url(url: str) -> Path:
+    """The database file a URL names (see :func:`parse_url`)."""
+    return parse_url(url)[0]
+
+
+def _read_only_storage(path: Path) -> bool:
+    """True when the file (or, for a new file, its folder) cannot be written to."""
+    try:
+        if os.statvfs(path.parent).f_flag & os.ST_RDONLY:
+            return True
+        return not os.access(path if path.exists() else path.parent, os.W_OK)
+    except OSError:
+        return False
+
+
+def classify(error: sqlite3.Error, path: Path) -> StoreError:
+    text = str(error)
+    if isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in text:
+        return StoreConflict(f"{path}: {text}")
+    if "locked" in text or "busy" in text:
+        return StoreUnavailable(f"{path}: database is locked by another writer; try again ({text})")
+    if "readonly" in text or "read-only" in text:
+        return StoreError(f"{path}: the database file is read-only ({text})")
+    if "not a database" in text or "malformed" in text:
+        return StoreError(f"{path}: not a parkgate database (not a SQLite file: {text})")
+    if _read_only_storage(path):
+        return StoreError(f"{path}: the database file is read-only (file system or permissions forbid writes: {text})")
+    if "disk" in text and ("full" in text or "I/O" in text):
+        return StoreError(f"{path}: the disk is full or failing; nothing was written ({text})")
+    return StoreError(f"{path}: {text}")
+
+
+def connect(target: str, uri: bool, synchronous: str, path: Path) -> sqlite3.Connection:
+    """A new connection to ``target`` in WAL mode with the store's settings."""
+    conn: sqlite3.Connection | None = None
+    try:
+        conn = sqlite3.connect(
+            target, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000, uri=uri
+        )
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
+    except sqlite3.Error as error:
+        if conn is not None:
+            conn.close()
+        raise classify(error, path) from None
+    return conn
+
+
+def check_location(path: Path, url: str, *, creating: bool) -> None:
+    """Refuse a folder or a missing folder; without ``creating``, a missing or empty file."""
+    if path.is_dir():
+        raise StoreError(f"{path} is a folder, not a database file")
+    if not path.parent.exists():
+        raise StoreError(f"{path.parent} does not exist")
+    if creating:
+        return
+    missing = "does not exist" if not path.exists() else "is empty" if _empty(path) else None
+    if missing:
+        raise StoreError(
+            f"no parkgate database at {path}: the file {missing} "
+            f"(`parkgate migrate --db {url}` sets one up), or fix the path"
+        )
+
+
+def _empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False  # unreadable: connecting says why
+
+
+def check_is_ours(path: Path) -> None:
+    """Refuse a file that is not a parkgate database, looking without changing it."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    # Look with a read-only connection of its own: a file that is not ours must be left
+    # byte for byte as it was (the normal connection would switch it to WAL first).
+    try:
+        probe = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as error:
+        raise classify(error, path) from None
+    try:
+        names = {row[0] for row in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error as error:
+        raise classify(error, path) from None
+    finally:
+        probe.close()
+    if names and "schema_migrations" not in names:
+        raise StoreError(
+            f"{path}: not a parkgate database (it has tables {', '.join(sorted(names)[:5])} "
+            "but no schema_migrations); point --db at a new or parkgate file"
+        )
+
+
+def run_script(conn: sqlite3.Connection, script: str) -> None:
+    for statement in statements(script):
+        conn.execute(statement)
+
+
+def statements(script: str) -> list[str]:
+    """Split a migration script into whole statements (a trigger's body holds several)."""
+    body = "\n".join(line for line in script.splitlines() if not line.strip().startswith("--"))
+    statements: list[str] = []
+    current = ""
+    for part in body.split(";"):
+        current += part + ";"
+        if sqlite3.complete_statement(current):
+            if current.strip(" \n;"):
+                statements.append(current.strip())
+            current = ""
+    return statements
