@@ -313,8 +313,8 @@ def _park_raw_targets(gateway: Any, workers: int) -> list[list[str]]:
     import uuid
     from datetime import timedelta
 
+    from parkgate.core.kinds import AskKind, AskStatus
     from parkgate.core.model import Ask
-    from parkgate.core.phrases import AskKind, AskStatus
     from parkgate.store.base import Run
 
     now = datetime.now(UTC)

@@ -490,8 +490,8 @@ def _park_in_one_transaction(gateway: Any, tag: str, count: int, ttl: float, url
     writes, all with one ``last_touched``, so they all fall due at the same instant."""
     from datetime import UTC
 
+    from parkgate.core.kinds import AskKind, AskStatus
     from parkgate.core.model import Ask
-    from parkgate.core.phrases import AskKind, AskStatus
     from parkgate.store.base import Run
 
     now = datetime.now(UTC)

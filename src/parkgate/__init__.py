@@ -10,8 +10,8 @@ Start with :class:`Gateway`::
 
 from parkgate.async_gateway import AsyncGateway
 from parkgate.clock import Clock, ManualClock, SystemClock
+from parkgate.core.kinds import AskKind, AskStatus, ReplyKind
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
 from parkgate.errors import (
     AskAlreadyOpen,

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from parkgate.core.errors import InputError
-from parkgate.core.phrases import AskKind
+from parkgate.core.kinds import AskKind
 from parkgate.core.stopping_point import MAX_PROMPT_CHARS, is_marker_line, make_spec
 
 Answers = Mapping[str, str]

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from parkgate import Gateway, InputError, ManualClock, ReplyKind, RunStillAsking, UnknownRun
-from parkgate.core.phrases import AskStatus
+from parkgate.core.kinds import AskStatus
 
 
 def test_a_plain_asks_run_waits_for_its_caller_then_finishes_with_its_outcome(

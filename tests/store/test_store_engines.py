@@ -23,7 +23,7 @@ from psycopg import sql as pgsql
 
 from parkgate import Gateway
 from parkgate.clock import ManualClock
-from parkgate.core.phrases import ReplyKind
+from parkgate.core.kinds import ReplyKind
 from parkgate.store import Run, StoreConflict, StoreError, open_store
 from parkgate.store.base import iter_migrations
 from parkgate.store.postgres import PostgresStore

@@ -14,7 +14,7 @@ from parkgate.client import responses, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
 from parkgate.core.expect import Expect
-from parkgate.core.phrases import AskKind
+from parkgate.core.kinds import AskKind
 from parkgate.errors import UnknownRun
 from parkgate.reply import Reply
 from parkgate.store import Run

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from parkgate.core.expect import Expect
-from parkgate.core.phrases import AskKind, AskStatus, RunStatus
+from parkgate.core.kinds import AskKind, AskStatus, RunStatus
 from parkgate.store import Run
 from parkgate.store.base import CallbackState, CallbackStatus
 

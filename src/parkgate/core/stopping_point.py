@@ -38,8 +38,8 @@ from functools import lru_cache
 from typing import Any
 
 from parkgate.core.errors import InputError
+from parkgate.core.kinds import AskKind
 from parkgate.core.matcher import normalise
-from parkgate.core.phrases import AskKind
 
 MAX_OPTIONS = 50
 MAX_LABEL_CHARS = 200

@@ -16,7 +16,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.expect import FORMS as EXPECT_FORMS
-from parkgate.core.phrases import AskKind, AskStatus, ReplyKind, RunStatus
+from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunStatus
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS
 from parkgate.store.base import CallbackStatus
 

@@ -24,8 +24,8 @@ from parkgate.adapters.langgraph.threads import (
     thread_config,
     thread_id,
 )
+from parkgate.core.kinds import ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask
-from parkgate.core.phrases import ReplyKind, RunOutcome, RunStatus
 from parkgate.errors import AskAlreadyOpen
 from parkgate.gateway import asked_reply
 from parkgate.reply import Reply

@@ -34,8 +34,8 @@ from parkgate.adapters.langgraph.threads import (
     thread_config,
     thread_id,
 )
+from parkgate.core.kinds import RunOutcome, RunStatus
 from parkgate.core.model import Ask
-from parkgate.core.phrases import RunOutcome, RunStatus
 from parkgate.errors import InputError, RunStillAsking
 from parkgate.gateway import asked_reply
 from parkgate.reply import Reply

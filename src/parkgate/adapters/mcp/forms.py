@@ -31,8 +31,8 @@ from parkgate.core.expect import (
     Expect,
     value_of,
 )
+from parkgate.core.kinds import AskKind
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskKind
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
 
 #: A value in an ``ElicitResult``'s ``content``.
