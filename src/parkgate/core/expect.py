@@ -20,8 +20,8 @@ from functools import lru_cache
 from typing import Any
 
 from parkgate.core import phrases as P
-from parkgate.core.errors import InputError
 from parkgate.core.menu import Verdict, choose, normalise, slash_command
+from parkgate.errors import InputError
 
 TEXT = "text"
 NUMBER = "number"

@@ -117,7 +117,7 @@ class ThreadSteps:
             output = yield from self._close_interrupts(config, after, closed)
             after = yield GetState(config)
         if after.interrupts:
-            raise GraphKeepsAsking(thread_id(config))
+            raise GraphKeepsAsking(thread_id(config), MAX_CLOSED_RESUMES)
         return output, after
 
     def _close_interrupts(self, config: RunnableConfig, snapshot: StateSnapshot, closed: Closed) -> Steps[Any]:
