@@ -99,9 +99,7 @@ def test_the_errors_module_defines_the_whole_tree_and_draws_it() -> None:
 
 def test_every_public_error_is_defined_in_parkgate_errors() -> None:
     elsewhere = sorted(
-        name
-        for name, error in _public(_exception_classes()).items()
-        if error.__module__ != "parkgate.errors"
+        name for name, error in _public(_exception_classes()).items() if error.__module__ != "parkgate.errors"
     )
     assert elsewhere == [], f"public errors defined outside parkgate.errors: {elsewhere}"
 
