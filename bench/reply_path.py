@@ -313,8 +313,8 @@ def _park_raw_targets(gateway: Any, workers: int) -> list[list[str]]:
     import uuid
     from datetime import timedelta
 
+    from parkgate.core.kinds import AskKind, AskStatus
     from parkgate.core.model import Ask, Run
-    from parkgate.core.phrases import AskKind, AskStatus
 
     now = datetime.now(UTC)
     ids: list[list[str]] = []

@@ -47,8 +47,8 @@ def conversation_id(i: int) -> str:
 
 def bulk_load(target: StoreTarget, start: int, stop: int, batch: int) -> float:
     """Park asks for conversations ``start..stop-1`` in batches; return rows per second."""
+    from parkgate.core.kinds import AskKind, AskStatus
     from parkgate.core.model import Ask, Run
-    from parkgate.core.phrases import AskKind, AskStatus
 
     store = target.open()
     began = time.perf_counter()

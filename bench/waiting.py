@@ -490,8 +490,8 @@ def _park_in_one_transaction(gateway: Any, tag: str, count: int, ttl: float, url
     writes, all with one ``last_touched``, so they all fall due at the same instant."""
     from datetime import UTC
 
+    from parkgate.core.kinds import AskKind, AskStatus
     from parkgate.core.model import Ask, Run
-    from parkgate.core.phrases import AskKind, AskStatus
 
     now = datetime.now(UTC)
     ids = []

@@ -10,23 +10,39 @@ Start with :class:`Gateway`::
 
 from parkgate.async_gateway import AsyncGateway
 from parkgate.clock import Clock, ManualClock, SystemClock
-from parkgate.core.model import Ask, Run
-from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
-from parkgate.core.stopping_point import AskSpec, StoppingPointError
+from parkgate.core.expect import Expect
+from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunOutcome, RunStatus
+from parkgate.core.model import Ask, CallbackState, CallbackStatus, Run
+from parkgate.core.stopping_point import AskSpec
+from parkgate.delivery.health import Backoff, DelivererHealth, DelivererState
 from parkgate.errors import (
     AskAlreadyOpen,
+    CallbackNotFailed,
+    CallbackRefused,
+    ConfigurationError,
     ConversationBusy,
     InputError,
+    MissingExtra,
     ParkgateError,
     RunClosed,
     RunStillAsking,
+    SchemaMissing,
+    StoppingPointError,
+    StoreClosed,
+    StoreConflict,
+    StoreError,
+    StoreUnavailable,
     UnknownAsk,
     UnknownRun,
     UnknownWorkflow,
 )
 from parkgate.gateway import DEFAULT_TTL, Gateway, ask_to_dict
+from parkgate.metrics import Metrics
 from parkgate.reply import Reply
-from parkgate.store import Store, StoreClosed, StoreError, StoreUnavailable, open_store
+from parkgate.signal import Change, CloseSignal, Waiter
+from parkgate.store import Store, Transaction, open_store
+from parkgate.store.base import AskGauges, Callback, Watcher
+from parkgate.store.writes import AskStep, NewAsk, Writes
 from parkgate.workflow import Phase, Workflow
 
 __version__ = "0.1.0"
@@ -35,32 +51,57 @@ __all__ = [
     "DEFAULT_TTL",
     "Ask",
     "AskAlreadyOpen",
+    "AskGauges",
     "AskKind",
     "AskSpec",
     "AskStatus",
+    "AskStep",
     "AsyncGateway",
+    "Backoff",
+    "Callback",
+    "CallbackNotFailed",
+    "CallbackRefused",
+    "CallbackState",
+    "CallbackStatus",
+    "Change",
     "Clock",
+    "CloseSignal",
+    "ConfigurationError",
     "ConversationBusy",
+    "DelivererHealth",
+    "DelivererState",
+    "Expect",
     "Gateway",
     "InputError",
     "ManualClock",
+    "Metrics",
+    "MissingExtra",
+    "NewAsk",
     "ParkgateError",
     "Phase",
     "Reply",
     "ReplyKind",
     "Run",
     "RunClosed",
+    "RunOutcome",
+    "RunStatus",
     "RunStillAsking",
+    "SchemaMissing",
     "StoppingPointError",
     "Store",
     "StoreClosed",
+    "StoreConflict",
     "StoreError",
     "StoreUnavailable",
     "SystemClock",
+    "Transaction",
     "UnknownAsk",
     "UnknownRun",
     "UnknownWorkflow",
+    "Waiter",
+    "Watcher",
     "Workflow",
+    "Writes",
     "ask_to_dict",
     "open_store",
 ]

@@ -18,8 +18,8 @@ from parkgate.ask_options import AskFields, OwnedParkFields, OwnedRunFields
 from parkgate.checks import check_flag, check_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core import machine
+from parkgate.core.kinds import AskKind
 from parkgate.core.model import Ask, CallbackState, Run
-from parkgate.core.phrases import AskKind
 from parkgate.errors import InputError
 from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
 from parkgate.metrics import Metrics
@@ -205,9 +205,9 @@ class AsyncGateway:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # built outside a loop: ``async with`` starts it
-        from parkgate.delivery import Deliverer
+        from parkgate.gateway.delivering import deliverer_for  # loads httpx: only when delivering
 
-        self._delivering = loop.create_task(Deliverer(self.sync).run(), name="parkgate-deliver")
+        self._delivering = loop.create_task(deliverer_for(self.sync).run(), name="parkgate-deliver")
 
     # -- lifecycle -------------------------------------------------------------
     async def close(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from parkgate.clock import as_timedelta
 from parkgate.core import stopping_point
 from parkgate.core.expect import Expect, as_expect, describe, value_of
-from parkgate.core.phrases import AskKind
+from parkgate.core.kinds import AskKind
 from parkgate.core.stopping_point import StoppingPointError
 from parkgate.errors import InputError
 from parkgate.workflow import Workflow

@@ -1,4 +1,4 @@
-"""The errors parkgate raises: one tree, rooted at :class:`ParkgateError`.
+"""The errors parkgate raises: one tree, rooted at :class:`ParkgateError`, all defined here.
 
 ``except ParkgateError`` catches every one of them, the store's and the HTTP client's
 included. Over HTTP each is a JSON ``{"error": code, "detail": message}`` with the
@@ -9,28 +9,28 @@ its nearest listed base. The tree, drawn as httpx draws its own::
     * ParkgateError .......................... 422 refused
       x InputError (a ValueError) ............ 422 invalid_input
         + StoppingPointError ................. 422 malformed_stopping_point
-        + UnknownRun (a LookupError) ......... 404 unknown_run
-        + CallbackRefused (parkgate.fence) ... 422 invalid_input
-        + SettingsError (parkgate.http.settings): the server does not start
-        + TokenFileError (parkgate.http.tokens): the server does not start
+        + CallbackRefused .................... 422 invalid_input: the fence refused the URL
+      x ConfigurationError (a ValueError): the server or CLI does not start
+        + SettingsError: a setting (an environment variable, an option)
+        + TokenFileError: the tokens file
       x AskAlreadyOpen ....................... 409 ask_already_open
       x ConversationBusy ..................... 409 conversation_busy
       x RunClosed ............................ 409 run_closed
       x RunStillAsking ....................... 409 run_still_asking
       x CallbackNotFailed .................... 409 callback_not_failed
       x UnknownAsk (a LookupError) ........... 404 unknown_ask
+      x UnknownRun (a LookupError) ........... 404 unknown_run
       x UnknownWorkflow (a LookupError) ...... 404 unknown_workflow
-      x QuotaExceeded (parkgate.http.quota) .. 429 too_many_open_asks, with Retry-After
+      x QuotaExceeded ........................ 429 too_many_open_asks, with Retry-After
+      x TooManyLongPolls ..................... 429 too_many_long_polls, with Retry-After
       x MissingExtra (a ModuleNotFoundError): an adapter imported without its framework
-      x NotThisGraph, GraphKeepsAsking (parkgate.adapters.langgraph)
-      x Undeliverable, Refused (parkgate.delivery.outbox): a callback not sent, kept as
-        its outbox row's last error
-      x StoreError (parkgate.store.base) ..... 503 store_error, with Retry-After
+      x NotThisGraph, GraphKeepsAsking: the LangGraph adapter's refusals
+      x StoreError ........................... 503 store_error, with Retry-After
         + StoreUnavailable ................... 503 store_unavailable
         + StoreClosed: the Gateway is closed
         + StoreConflict: a race, retried by the gateway before it reaches anyone
         + SchemaMissing: a PostgreSQL schema to create first (parkgate migrate)
-      x ClientError (parkgate.client.errors): raised by the HTTP client of its own
+      x ClientError: raised by the HTTP client of its own (parkgate.client)
         + Unreachable: no answer (refused, timed out, cut off)
         + ErrorResponse: an error response with no library exception of its own
           - BadRequest 400, Unauthorized 401, Forbidden 403, NotFound 404,
@@ -41,9 +41,12 @@ its nearest listed base. The tree, drawn as httpx draws its own::
             · TooManyOpenAsks 429 too_many_open_asks
 
 ``InputError`` is bad input, refused before anything is read or written: the parked ask
-stays as it is. ``StoreError`` is a database out of reach or unusable: the request may
-succeed once it is back. The client raises an error response that stands for a library
-error as that library exception (``ask_already_open`` as :class:`AskAlreadyOpen`).
+stays as it is. An ``Unknown*`` error is an id that names nothing (or nothing of this
+caller's). ``ConfigurationError`` stops a start, never a request. ``StoreError`` is a
+database out of reach or unusable: the request may succeed once it is back. The client
+raises an error response that stands for a library error as that library exception
+(``ask_already_open`` as :class:`AskAlreadyOpen`). A callback that cannot be sent is no
+exception a caller sees: it is kept as its outbox row's ``last_error``.
 
 A :class:`~parkgate.workflow.Workflow` that is defined wrong, or whose ``then`` names a
 phase it does not have, raises :class:`InputError`: the message that reached that phase
@@ -52,16 +55,54 @@ is refused and nothing is written.
 
 from __future__ import annotations
 
-# ParkgateError and InputError live in the pure core (parkgate.core.errors) so that the
-# core can raise them; this module publishes them with the rest of the tree.
-from parkgate.core.errors import InputError, ParkgateError
-from parkgate.core.stopping_point import StoppingPointError
-from parkgate.store.base import SchemaMissing, StoreClosed, StoreConflict, StoreError, StoreUnavailable
+from typing import Any
+
+from parkgate.wire_codes import Scope
 
 #: How the message of :class:`AskAlreadyOpen` says "replace it" to a Python caller, and to
 #: an HTTP client (the request's JSON field).
 REPLACE_IN_PYTHON = "pass replace=True"
 REPLACE_IN_JSON = 'send "replace": true'
+
+
+class ParkgateError(Exception):
+    """The root of every error parkgate raises: ``except ParkgateError`` catches them all."""
+
+
+class InputError(ParkgateError, ValueError):
+    """The input is not usable as given (not text, too long, an empty id, ...).
+
+    Raised before anything is read or written: the parked ask stays as it was.
+    """
+
+
+class StoppingPointError(InputError):
+    """A stopping point that cannot be parked as written. The message names the line."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        self.line = line
+        self.reason = message
+        super().__init__(f"line {line}: {message}" if line is not None else message)
+
+    def __reduce__(self) -> tuple[type[StoppingPointError], tuple[str, int | None]]:
+        return (type(self), (self.reason, self.line))
+
+
+class CallbackRefused(InputError):
+    """A callback URL the fence refuses: it does not parse, or it reaches an internal
+    address that the allow-list does not name (:mod:`parkgate.fence`)."""
+
+
+class ConfigurationError(ParkgateError, ValueError):
+    """A start refused: the server, or a command, cannot run as configured."""
+
+
+class SettingsError(ConfigurationError):
+    """A setting the server cannot start with; the message names it."""
+
+
+class TokenFileError(ConfigurationError):
+    """The tokens file cannot be used; the message names the file and the problem."""
 
 
 class AskAlreadyOpen(ParkgateError):
@@ -105,22 +146,6 @@ class RunClosed(ParkgateError):
         )
 
 
-class UnknownAsk(ParkgateError, LookupError):
-    """No ask has this id."""
-
-    def __init__(self, ask_id: str) -> None:
-        self.ask_id = ask_id
-        super().__init__(f"no ask with id {ask_id!r}")
-
-
-class UnknownRun(InputError, LookupError):
-    """No run has this id. An :class:`InputError` too, so a caller that catches bad input catches it."""
-
-    def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
-        super().__init__(f"no run with id {run_id!r}")
-
-
 class RunStillAsking(ParkgateError):
     """The run's pending ask is still open: answer or cancel it before finishing the run."""
 
@@ -140,11 +165,48 @@ class CallbackNotFailed(ParkgateError):
         super().__init__(f"ask {ask_id} has no failed callback to retry: {where}")
 
 
+class UnknownAsk(ParkgateError, LookupError):
+    """No ask has this id."""
+
+    def __init__(self, ask_id: str) -> None:
+        self.ask_id = ask_id
+        super().__init__(f"no ask with id {ask_id!r}")
+
+
+class UnknownRun(ParkgateError, LookupError):
+    """No run has this id."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(f"no run with id {run_id!r}")
+
+
 class UnknownWorkflow(ParkgateError, LookupError):
     """No workflow of this name is registered with the gateway."""
 
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(f"no workflow named {name!r}; known: {', '.join(known) or 'none'}")
+
+
+class QuotaExceeded(ParkgateError):
+    """The caller holds as many open asks and undelivered callbacks as its token allows
+    (:mod:`parkgate.http.quota`); ``retry_after`` is in seconds."""
+
+    def __init__(self, token: str, cap: int, retry_after: int) -> None:
+        self.retry_after = retry_after
+        super().__init__(
+            f"the token {token!r} holds {cap} open asks and undelivered callbacks, its max_open_asks: "
+            "answer, cancel or let some asks expire, or let their callbacks be delivered, before parking more"
+        )
+
+
+class TooManyLongPolls(ParkgateError):
+    """The server process holds as many long-polls as its cap allows
+    (:mod:`parkgate.http.longpolls`); ``retry_after`` is in seconds."""
+
+    def __init__(self, cap: int, setting: str, retry_after: int) -> None:
+        self.retry_after = retry_after
+        super().__init__(f"the server holds {cap} long-polls, its {setting}: retry later, or read without wait")
 
 
 class MissingExtra(ParkgateError, ModuleNotFoundError):
@@ -161,24 +223,166 @@ class MissingExtra(ParkgateError, ModuleNotFoundError):
         )
 
 
-__all__ = [
-    "REPLACE_IN_JSON",
-    "REPLACE_IN_PYTHON",
-    "AskAlreadyOpen",
-    "CallbackNotFailed",
-    "ConversationBusy",
-    "InputError",
-    "MissingExtra",
-    "ParkgateError",
-    "RunClosed",
-    "RunStillAsking",
-    "SchemaMissing",
-    "StoppingPointError",
-    "StoreClosed",
-    "StoreConflict",
-    "StoreError",
-    "StoreUnavailable",
-    "UnknownAsk",
-    "UnknownRun",
-    "UnknownWorkflow",
-]
+class NotThisGraph(ParkgateError):
+    """The conversation's parked ask is not one this bridge's graph can resume.
+
+    Raised before the message is applied: nothing was changed. ``thread_id`` is the owning
+    thread (``None`` when the ask was not parked by the LangGraph adapter).
+    """
+
+    def __init__(self, conversation_id: str, ask_id: str, run_id: str, thread: str | None, graph: str | None) -> None:
+        self.conversation_id = conversation_id
+        self.ask_id = ask_id
+        self.run_id = run_id
+        self.thread_id = thread
+        if thread is None:
+            owner = f"run {run_id}, which is not a LangGraph thread (answer it with Gateway.handle)"
+        else:
+            owner = f"thread {thread!r} of graph {graph!r}, which this graph cannot resume"
+        super().__init__(
+            f"conversation {conversation_id!r}: its parked ask {ask_id} belongs to {owner}; nothing was changed"
+        )
+
+
+class GraphKeepsAsking(ParkgateError):
+    """After its ask closed, the thread kept interrupting: its nodes ignore ``Closed``."""
+
+    def __init__(self, thread: str, resumes: int) -> None:
+        self.thread_id = thread
+        super().__init__(
+            f"thread {thread!r} interrupted again each time it was resumed with Closed "
+            f"({resumes} times): a node must return when interrupt() gives it a Closed"
+        )
+
+
+class StoreError(ParkgateError):
+    """The store cannot be used as asked (not a parkgate database, read-only, ...).
+
+    Over HTTP every store error is a 503 with ``Retry-After``: the request may succeed
+    once the database is back or fixed.
+    """
+
+
+class StoreUnavailable(StoreError):
+    """The database is out of reach for now (a restart, a network cut); try again."""
+
+
+class StoreClosed(StoreError):
+    """The store was closed (:meth:`Gateway.close`, or the end of its ``with`` block).
+
+    A closed store stays closed: it does not quietly open new connections. Open a new
+    ``Gateway`` (or store) to go on.
+    """
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"{where}: this store is closed (Gateway.close() or the end of its with block closed it); "
+            "open a new Gateway or store to go on"
+        )
+
+
+class SchemaMissing(StoreError):
+    """The PostgreSQL schema a store was opened in does not exist (and it was not to create it)."""
+
+    def __init__(self, schema: str) -> None:
+        self.schema = schema
+        super().__init__(
+            f"the PostgreSQL schema {schema!r} does not exist in this database: create it with "
+            f"`parkgate migrate` (PARKGATE_PG_SCHEMA={schema}) or by opening the store with "
+            "migrate=True, or fix the name"
+        )
+
+
+class StoreConflict(StoreError):
+    """A unique key said no (a racing worker parked or recorded first); retry the unit."""
+
+
+class ClientError(ParkgateError):
+    """Base of the errors :class:`~parkgate.client.Client` raises of its own."""
+
+
+class Unreachable(ClientError):
+    """The server did not answer: the connection was refused, timed out or was cut.
+
+    ``__cause__`` is the transport's error. Whether the request took effect is unknown: a
+    message sent again with the same ``message_id`` is answered with its first reply.
+    """
+
+
+class ErrorResponse(ClientError):
+    """A response the call cannot use, as the server sent it.
+
+    ``status`` is the HTTP status; ``code`` the body's ``error`` (``None`` when the body
+    is not parkgate's error JSON); ``detail`` the body's ``detail`` (else the status's
+    reason phrase); ``body`` the decoded JSON (``None`` when it is not JSON); and
+    ``retry_after`` the ``Retry-After`` header in seconds, when the server sent one.
+    """
+
+    def __init__(
+        self, status: int, code: str | None, detail: str, body: Any = None, retry_after: float | None = None
+    ) -> None:
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.body = body
+        self.retry_after = retry_after
+        super().__init__(f"HTTP {status} {code}: {detail}" if code else f"HTTP {status}: {detail}")
+
+
+class BadRequest(ErrorResponse):
+    """400: the server refused the request before routing it (its ``Host``, its path)."""
+
+
+class Unauthorized(ErrorResponse):
+    """401: the server runs with tokens and this client sent none, or a wrong one."""
+
+
+class Forbidden(ErrorResponse):
+    """403: the token lacks the :class:`~parkgate.wire_codes.Scope` in ``scope`` for this
+    call (``None`` for a request refused as cross-site)."""
+
+    def __init__(
+        self, status: int, code: str | None, detail: str, body: Any = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(status, code, detail, body, retry_after)
+        named = body.get("scope") if isinstance(body, dict) else None
+        self.scope: Scope | None = Scope(named) if named in set(Scope) else None
+
+
+class NotFound(ErrorResponse):
+    """404 ``not_found``: the server has no such route; the base URL may point elsewhere.
+
+    An unknown ask, run or workflow is :class:`UnknownAsk`, :class:`UnknownRun` or
+    :class:`UnknownWorkflow`.
+    """
+
+
+class BodyTooLarge(ErrorResponse):
+    """413: the body is over the server's limit (1 MiB, 4 MiB when parking); nothing was read."""
+
+
+class UnsupportedMediaType(ErrorResponse):
+    """415: a write whose body is not ``Content-Type: application/json``."""
+
+
+class InvalidRequest(ErrorResponse, InputError):
+    """422 ``invalid_request`` or ``malformed_json``: the server's schema refused an argument
+    (a wrong type, a prompt over its length, ...). An :class:`InputError`, as the library's
+    own refusal of bad input is; nothing was read or written."""
+
+
+class RateLimited(ErrorResponse):
+    """429: too many requests for this token; ``retry_after`` says how many seconds to wait."""
+
+
+class TooManyOpenAsks(RateLimited):
+    """429 ``too_many_open_asks``: the token has as many open asks as its ``max_open_asks``."""
+
+
+class ServerError(ErrorResponse):
+    """A 5xx other than the store's 503 (``StoreUnavailable``): the server's log has the cause."""
+
+
+class UnexpectedResponse(ErrorResponse):
+    """A response that is not parkgate's JSON (a proxy's page, say), or a success whose
+    body is not the shape the call reads."""

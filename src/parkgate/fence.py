@@ -29,9 +29,7 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
-
-from parkgate.core.errors import InputError
+from parkgate.errors import CallbackRefused as CallbackRefused
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -44,11 +42,6 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 
 _LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
-
-
-class CallbackRefused(InputError):
-    """A callback URL the fence refuses: it does not parse, or it reaches an internal
-    address that the allow-list does not name."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +135,8 @@ def _normal_host(host: str) -> str:
     if address is not None:
         return address.compressed
     name = host.rstrip(".").lower()
+    import httpx  # here, not at the top: `import parkgate` loads no HTTP client library
+
     try:
         name = httpx.URL(f"http://{name}/").raw_host.decode("ascii")
     except (httpx.InvalidURL, ValueError, UnicodeError) as error:
@@ -192,6 +187,8 @@ def parse_callback_url(url: object) -> CallbackTarget:
             raise CallbackRefused(
                 f"callback_url holds a control or invisible character (U+{ord(char):04X} at position {position})"
             )
+    import httpx  # here, not at the top: `import parkgate` loads no HTTP client library
+
     try:
         parsed = httpx.URL(url)
         parsed.host  # noqa: B018 (decoding an IDNA host can fail: "xn--a")

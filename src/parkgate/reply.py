@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from parkgate.core.phrases import ReplyKind
+from parkgate.core.kinds import ReplyKind
 
 #: One encoder for every stored reply (json.dumps with options builds a new one per call).
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))

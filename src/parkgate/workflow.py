@@ -24,9 +24,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from parkgate.core.errors import InputError
-from parkgate.core.phrases import AskKind
+from parkgate.core.kinds import AskKind
 from parkgate.core.stopping_point import MAX_PROMPT_CHARS, is_marker_line, make_spec
+from parkgate.errors import InputError
 
 Answers = Mapping[str, str]
 

@@ -26,7 +26,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from parkgate import AsyncGateway, Gateway, ManualClock, ReplyKind, StoppingPointError
 from parkgate.adapters.langgraph import ParkgateInterrupts
 from parkgate.core import phrases as P
-from parkgate.core.phrases import AskKind
+from parkgate.core.kinds import AskKind
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "per-call-1"}}
 

@@ -37,7 +37,7 @@ from parkgate.adapters.langgraph import (
 )
 from parkgate.core import phrases as P
 from parkgate.core import stopping_point
-from parkgate.core.phrases import AskKind
+from parkgate.core.kinds import AskKind
 from parkgate.gateway import ask_to_dict
 from polling import until
 

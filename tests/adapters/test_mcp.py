@@ -50,7 +50,7 @@ from parkgate.adapters.mcp import (
 )
 from parkgate.core import phrases as P
 from parkgate.core.expect import Expect
-from parkgate.core.phrases import AskKind
+from parkgate.core.kinds import AskKind
 from parkgate.store import Store
 
 if TYPE_CHECKING:

@@ -16,14 +16,8 @@ import pytest
 from live_server import Server, messages_path
 from playwright.sync_api import expect
 
-from parkgate.core.phrases import (
-    CHAT_STILL_PARKED,
-    CONSOLE_RESTART,
-    OPERATOR_CANCELLED,
-    PHRASES,
-    STAND_IN_MODEL,
-    ReplyKind,
-)
+from parkgate.core.kinds import ReplyKind
+from parkgate.core.phrases import CHAT_STILL_PARKED, CONSOLE_RESTART, OPERATOR_CANCELLED, PHRASES, STAND_IN_MODEL
 
 pytestmark = pytest.mark.browser
 

@@ -75,7 +75,7 @@ def test_unknown_ids_are_the_librarys_unknown_errors(served: Server, connect: An
         assert unknown.value.ask_id == missing and response_of(unknown.value).status == 404
     with pytest.raises(UnknownRun) as no_run:
         client.finish_run(missing)
-    assert no_run.value.run_id == missing and isinstance(no_run.value, InputError)
+    assert no_run.value.run_id == missing and isinstance(no_run.value, LookupError)
     with pytest.raises(UnknownWorkflow, match="no workflow named 'nope'; known: uml"):
         client.start(conv, "nope")
 

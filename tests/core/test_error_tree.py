@@ -15,7 +15,17 @@ import pytest
 
 import parkgate
 import parkgate.errors
-from parkgate.errors import InputError, ParkgateError, StoreError
+from parkgate.errors import (
+    ConfigurationError,
+    InputError,
+    ParkgateError,
+    SettingsError,
+    StoreError,
+    TokenFileError,
+    UnknownAsk,
+    UnknownRun,
+    UnknownWorkflow,
+)
 from parkgate.http.app import answered_as
 
 
@@ -40,7 +50,7 @@ def _public(classes: dict[str, type[BaseException]]) -> dict[str, type[BaseExcep
 
 def test_the_walk_finds_the_errors_of_every_layer() -> None:
     names = {cls.__name__ for cls in _public(_exception_classes()).values()}
-    # the core, the store, the surfaces and the adapters: the walk reaches each of them
+    # the core, the store, the surfaces, the client and the adapters: the walk reaches each of them
     assert {"InputError", "StoppingPointError", "StoreUnavailable", "QuotaExceeded", "SettingsError"} <= names
     assert {"NotThisGraph", "MissingExtra", "CallbackRefused", "TokenFileError", "SchemaMissing"} <= names
 
@@ -70,17 +80,49 @@ def test_every_parkgate_error_has_a_documented_status_that_is_not_a_500(name: st
     assert code and code != "internal_error"
 
 
-def test_the_errors_module_publishes_the_whole_tree_and_draws_it() -> None:
-    published = {name for name in parkgate.errors.__all__ if isinstance(getattr(parkgate.errors, name), type)}
-    assert all(issubclass(getattr(parkgate.errors, name), ParkgateError) for name in published)
+def _defined_in_errors() -> set[type[BaseException]]:
+    return {
+        value
+        for value in vars(parkgate.errors).values()
+        if isinstance(value, type) and issubclass(value, BaseException) and value.__module__ == "parkgate.errors"
+    }
+
+
+def test_the_errors_module_defines_the_whole_tree_and_draws_it() -> None:
+    defined = _defined_in_errors()
+    assert {"ParkgateError", "StoreError", "ClientError", "SettingsError"} <= {e.__name__ for e in defined}
+    assert all(issubclass(error, ParkgateError) for error in defined)
     drawing = parkgate.errors.__doc__ or ""
-    for name in published:
-        assert name in drawing, f"{name} is not drawn in parkgate.errors' docstring"
+    for error in defined:
+        assert error.__name__ in drawing, f"{error.__name__} is not drawn in parkgate.errors' docstring"
 
 
-def test_core_errors_pickle_by_their_public_home() -> None:
+def test_every_public_error_is_defined_in_parkgate_errors() -> None:
+    elsewhere = sorted(
+        name for name, error in _public(_exception_classes()).items() if error.__module__ != "parkgate.errors"
+    )
+    assert elsewhere == [], f"public errors defined outside parkgate.errors: {elsewhere}"
+
+
+def test_unknown_ids_share_their_parents_and_start_up_errors_are_not_bad_input() -> None:
+    for unknown in (UnknownAsk, UnknownRun, UnknownWorkflow):
+        assert issubclass(unknown, LookupError) and not issubclass(unknown, InputError), unknown
+    for start_up in (SettingsError, TokenFileError):
+        assert issubclass(start_up, ConfigurationError) and not issubclass(start_up, InputError), start_up
+
+
+def test_delivery_internals_are_not_in_the_public_tree() -> None:
+    from parkgate.delivery import outbox
+
+    internal = [v for v in vars(outbox).values() if isinstance(v, type) and issubclass(v, Exception)]
+    assert internal and all(e.__name__.startswith("_") and not issubclass(e, ParkgateError) for e in internal)
+
+
+def test_errors_pickle_by_their_public_home() -> None:
     error = pickle.loads(pickle.dumps(InputError("bad")))
     assert type(error) is InputError and str(error) == "bad"
+    store = pickle.loads(pickle.dumps(UnknownRun("r-1")))
+    assert type(store) is UnknownRun and store.run_id == "r-1"
 
 
 @pytest.mark.parametrize(

@@ -17,10 +17,10 @@ from parkgate import InputError, ReplyKind
 from parkgate.core import expect as E
 from parkgate.core import phrases as P
 from parkgate.core.expect import Expect, as_expect, describe, value_of
+from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.machine import render_question, step
 from parkgate.core.matcher import normalise
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskKind, AskStatus
 
 NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

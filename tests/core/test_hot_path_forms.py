@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from parkgate import InputError, ReplyKind
 from parkgate.checks import MAX_ID_CHARS, check_id
 from parkgate.core import machine
+from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskKind, AskStatus
 from parkgate.reply import Reply
 
 optional_text = st.none() | st.text(max_size=40)
@@ -161,7 +161,7 @@ def test_the_per_menu_memos_stay_bounded_however_many_menus_pass(tmp_path: objec
     from pathlib import Path
 
     from parkgate import Gateway
-    from parkgate.core import matcher
+    from parkgate.core import menu
     from parkgate.core.model import MENUS_REMEMBERED
     from parkgate.store import sql
 
@@ -175,6 +175,6 @@ def test_the_per_menu_memos_stay_bounded_however_many_menus_pass(tmp_path: objec
     finally:
         gateway.close()
     assert machine._render_question.cache_info().currsize <= MENUS_REMEMBERED
-    assert matcher._label_positions.cache_info().currsize <= MENUS_REMEMBERED
+    assert menu._label_positions.cache_info().currsize <= MENUS_REMEMBERED
     assert sql._encode_options.cache_info().currsize <= MENUS_REMEMBERED
     assert sql._decode_options.cache_info().currsize <= MENUS_REMEMBERED

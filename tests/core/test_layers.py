@@ -1,5 +1,7 @@
 """docs/contract.md's "Layout" rules, read off the source: the core imports nothing from
-store, http or cli, and the store knows nothing of phrases or matching.
+store, http or cli, the store knows nothing of phrases or matching, and no module imports
+back up a layer: no import cycle, counting imports inside functions and under
+``TYPE_CHECKING``.
 """
 
 from __future__ import annotations
@@ -63,3 +65,79 @@ def test_the_scan_reads_real_modules() -> None:
 )
 def test_a_layer_imports_only_what_the_design_allows(folder: str, forbidden: tuple[str, ...]) -> None:
     assert _offending(folder, forbidden) == {}
+
+
+def _module_names() -> dict[str, Path]:
+    """Every module of the package by its dotted name (a package by its ``__init__``)."""
+    found: dict[str, Path] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Which parkgate modules each module imports, counting imports inside functions and
+    under ``TYPE_CHECKING``: ``from a import b`` names module ``a.b`` when there is one."""
+    modules = _module_names()
+
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets: set[str | None] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(known(alias.name) for alias in node.names if alias.name.startswith("parkgate"))
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("parkgate"):
+                source = node.module or ""
+                targets.update(known(f"{source}.{alias.name}") for alias in node.names)
+        graph[name] = {target for target in targets if target and target != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in graph[module]:
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group: list[str] = []
+            while not group or group[-1] != module:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(found)
+
+
+def test_the_cycle_search_finds_a_cycle_through_a_function_level_import() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    graph = _import_graph()
+    assert "parkgate.gateway.delivering" in graph["parkgate.gateway.calls"]  # imported inside __init__
+    assert "parkgate.delivery.deliverer" in graph["parkgate.delivery"]  # imported under TYPE_CHECKING
+
+
+def test_no_module_imports_back_up_a_layer_even_lazily_or_for_types() -> None:
+    cycles = _cycles(_import_graph())
+    assert cycles == []

@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parkgate.core import phrases as P
+from parkgate.core.kinds import AskKind, AskStatus, ReplyKind
 from parkgate.core.machine import DEFAULT_ESCALATE_AFTER, cancel, expire, render_question, step
 from parkgate.core.model import Ask
-from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind, AskStatus, ReplyKind
+from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
 
 T0 = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
 TTL = timedelta(hours=6)

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from parkgate.core.kinds import AskKind
 from parkgate.core.matcher import Match, Verdict, match, normalise
-from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind
+from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
 
 CHOICE = AskKind.CHOICE
 TEXT = AskKind.TEXT

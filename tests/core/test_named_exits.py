@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 
 from parkgate import Gateway, ManualClock, ReplyKind
 from parkgate.core import phrases as P
+from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.machine import DEFAULT_ESCALATE_AFTER, render_question, step
 from parkgate.core.matcher import Verdict, match, normalise
 from parkgate.core.model import Ask
-from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind, AskStatus
+from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
 from parkgate.core.stopping_point import StoppingPointError, make_spec
 
 T0 = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)

@@ -13,7 +13,8 @@ import pytest
 
 import parkgate
 from parkgate.core import phrases as P
-from parkgate.core.phrases import PHRASES, ReplyKind
+from parkgate.core.kinds import ReplyKind
+from parkgate.core.phrases import PHRASES
 
 PACKAGE = Path(parkgate.__file__).resolve().parent
 PHRASES_FILE = PACKAGE / "core" / "phrases.py"

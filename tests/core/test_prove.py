@@ -16,9 +16,10 @@ from parkgate import prove
 from parkgate.checks import check_inbound_text
 from parkgate.core import machine, matcher
 from parkgate.core.expect import Expect
+from parkgate.core.kinds import AskKind, ReplyKind
 from parkgate.core.matcher import Match, Verdict
 from parkgate.core.model import Ask, Step
-from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind, ReplyKind
+from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
 from parkgate.errors import InputError
 
 # The dimensions, as docs/contract.md states them.

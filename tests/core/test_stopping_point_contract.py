@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import parkgate
 from parkgate import Gateway, ManualClock
-from parkgate.core.phrases import AskKind
+from parkgate.core.kinds import AskKind
 from parkgate.core.stopping_point import (
     MAX_JSON_CHARS,
     AskSpec,

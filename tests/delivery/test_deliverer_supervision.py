@@ -21,6 +21,7 @@ from parkgate import Gateway, ManualClock
 from parkgate.core.model import AskStatus
 from parkgate.delivery import Deliverer
 from parkgate.delivery.health import Backoff, DelivererState
+from parkgate.gateway.delivering import deliverer_for
 from parkgate.store import StoreUnavailable
 
 
@@ -62,7 +63,7 @@ async def test_a_heartbeat_that_fails_is_logged_once_and_the_due_read_and_callba
     beats = FailingBeats(gateway.store, monkeypatch, failures=4)
     ask_id = park_due(gateway, clock)
     hook = Hook()
-    deliverer = Deliverer(gateway, client=hook.client(), backoff=QUICK)
+    deliverer = deliverer_for(gateway, client=hook.client(), backoff=QUICK)
     assert last_pass_gauge(gateway) is None  # no pass yet: no gauge, not a zero
     caplog.set_level("INFO", logger="parkgate.deliver")
     async with running(deliverer):
@@ -82,11 +83,9 @@ async def test_a_heartbeat_that_fails_is_logged_once_and_the_due_read_and_callba
 async def test_each_outage_is_logged_once_and_the_gauge_stands_still_while_it_lasts(
     gateway: Gateway, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import parkgate.gateway
-
-    monkeypatch.setattr(parkgate.gateway, "HEARTBEAT_SECONDS", 0.0)  # every pass beats: each outage is seen at once
     beats = FailingBeats(gateway.store, monkeypatch)
-    deliverer = Deliverer(gateway, client=Hook().client(), backoff=QUICK)
+    deliverer = deliverer_for(gateway, client=Hook().client(), backoff=QUICK)
+    deliverer.heartbeat_seconds = 0.0  # every pass beats: each outage is seen at once
     caplog.set_level("INFO", logger="parkgate.deliver")
     async with running(deliverer):
         await until(lambda: deliverer.health.state is DelivererState.RUNNING, "the first pass")
@@ -107,7 +106,7 @@ async def test_a_failing_pass_reports_the_deliverer_unhealthy_until_one_succeeds
     gateway: Gateway, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     ask_id = park_due(gateway, clock)
-    deliverer = Deliverer(gateway, client=(hook := Hook()).client(), backoff=QUICK)
+    deliverer = deliverer_for(gateway, client=(hook := Hook()).client(), backoff=QUICK)
     real_read_due = gateway.read_due
     seen: list[tuple[bool, str]] = []
 
@@ -132,7 +131,7 @@ async def test_an_error_that_escapes_the_loop_restarts_it_and_is_logged_once_wit
     gateway: Gateway, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     ask_id = park_due(gateway, clock)
-    deliverer = Deliverer(gateway, client=(hook := Hook()).client(), backoff=QUICK)
+    deliverer = deliverer_for(gateway, client=(hook := Hook()).client(), backoff=QUICK)
     real_listen = gateway.signal.listen
     states: list[str] = []
 

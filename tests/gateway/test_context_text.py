@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from parkgate import Gateway, InputError
-from parkgate.core.phrases import ReplyKind
+from parkgate.core.kinds import ReplyKind
 
 BAD_CONTEXTS: list[tuple[dict[str, Any], str]] = [
     ({"note": "a\x00b"}, "NUL"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from parkgate import Gateway
-from parkgate.core.phrases import ReplyKind
+from parkgate.core.kinds import ReplyKind
 from parkgate.http.settings import store_from_env
 from parkgate.store import ENV_PG_SCHEMA
 from parkgate.store.postgres import PostgresStore

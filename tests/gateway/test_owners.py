@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from parkgate import ConversationBusy, Gateway, ManualClock, ReplyKind, RunClosed, ask_to_dict
-from parkgate.core.phrases import AskStatus
+from parkgate.core.kinds import AskStatus
 
 
 def test_another_owners_open_ask_is_neither_replaced_nor_named(gateway: Gateway) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 from live_server import Server, messages_path
 
-from parkgate.core.phrases import EXITS_HINT, PHRASES, TEXT_CONTROL_WORD_TAKEN, ReplyKind
+from parkgate.core.kinds import ReplyKind
+from parkgate.core.phrases import EXITS_HINT, PHRASES, TEXT_CONTROL_WORD_TAKEN
 
 REPLY_FIELDS = {"kind", "text", "parked", "ask_id", "expired_ask_id", "answer", "option_index"}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 COUNT_IN_A_PROCESS = """
 import sys
-from parkgate.core.phrases import ReplyKind
+from parkgate.core.kinds import ReplyKind
 from parkgate.metrics import Metrics
 metrics = Metrics("http")
 for _ in range(int(sys.argv[1])):

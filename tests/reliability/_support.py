@@ -24,8 +24,9 @@ from psycopg import sql as pgsql
 from parkgate import Gateway
 from parkgate.clock import ManualClock
 from parkgate.core import machine
+from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Ask
-from parkgate.core.phrases import PHRASES, ReplyKind
+from parkgate.core.phrases import PHRASES
 from parkgate.errors import InputError
 from parkgate.reply import Reply
 from parkgate.store import Store, StoreUnavailable
@@ -531,7 +532,7 @@ def check_against_replay(
     import json
     from collections import Counter, defaultdict
 
-    from parkgate.core.phrases import AskStatus
+    from parkgate.core.kinds import AskStatus
 
     messages = {m.message_id: m for plan in plans for m in plan}
     deliveries: dict[str, list[Sent]] = defaultdict(list)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from parkgate.core.phrases import CANCEL_WORDS_IN_ORDER, RESHOW_WORDS_IN_ORDER, ReplyKind
+from parkgate.core.kinds import ReplyKind
+from parkgate.core.phrases import CANCEL_WORDS_IN_ORDER, RESHOW_WORDS_IN_ORDER
 from parkgate.prove import oracle
 
 CANCEL = CANCEL_WORDS_IN_ORDER

@@ -13,8 +13,8 @@ import pytest
 
 from parkgate import Gateway
 from parkgate.clock import ManualClock
+from parkgate.core.kinds import AskStatus, ReplyKind
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskStatus, ReplyKind
 
 from ._support import StoreSpec
 

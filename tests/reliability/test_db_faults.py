@@ -28,7 +28,7 @@ import pytest
 import parkgate.store.sqlite_file as sqlite_file
 from parkgate import Gateway
 from parkgate.clock import ManualClock
-from parkgate.core.phrases import AskStatus, ReplyKind
+from parkgate.core.kinds import AskStatus, ReplyKind
 from parkgate.store import StoreError, StoreUnavailable
 
 from ._support import StoreSpec, bounded, check_against_replay, interleaved_plan, park_conversations, run_in_processes

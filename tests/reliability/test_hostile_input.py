@@ -25,8 +25,8 @@ from parkgate import Gateway
 from parkgate.checks import MAX_MESSAGE_CHARS, check_inbound_text
 from parkgate.clock import ManualClock
 from parkgate.core import machine
+from parkgate.core.kinds import AskKind, AskStatus, ReplyKind
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 from parkgate.errors import InputError
 from parkgate.reply import Reply
 

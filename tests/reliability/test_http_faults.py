@@ -30,8 +30,8 @@ import httpx
 import pytest
 
 from parkgate import Gateway
+from parkgate.core.kinds import AskStatus, ReplyKind
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskStatus, ReplyKind
 from polling import until
 
 from ._server import (

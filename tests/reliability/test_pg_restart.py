@@ -15,7 +15,7 @@ import psycopg
 
 from parkgate import Gateway
 from parkgate.clock import ManualClock
-from parkgate.core.phrases import AskStatus, ReplyKind
+from parkgate.core.kinds import AskStatus, ReplyKind
 from parkgate.store import StoreUnavailable
 
 from ._support import (

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from parkgate.core.phrases import AskStatus, ReplyKind
+from parkgate.core.kinds import AskStatus, ReplyKind
 
 from ._support import (
     Message,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from parkgate.core.phrases import AskStatus, ReplyKind
+from parkgate.core.kinds import AskStatus, ReplyKind
 
 from ._support import StoreSpec
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from parkgate import Gateway, prove
+from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskStatus
 from parkgate.store.sqlite import SQLiteTransaction
 
 # 4 asks x 6 mismatch counts x 2 expiries; (29 + 29 + 26 + 28) inputs per count and expiry.

@@ -21,8 +21,8 @@ import psycopg
 import pytest
 from psycopg import sql as pgsql
 
+from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.model import Ask, Run
-from parkgate.core.phrases import AskKind, AskStatus
 from parkgate.store import Store
 from parkgate.store.dialect import Dialect
 from parkgate.store.pg_transaction import _CLAIM, _STEP

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskKind, AskStatus
 from parkgate.store.sql import STALE, UNSEEN, RecentOpenAsks
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -23,8 +23,8 @@ from psycopg import sql as pgsql
 
 from parkgate import Gateway
 from parkgate.clock import ManualClock
+from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Run
-from parkgate.core.phrases import ReplyKind
 from parkgate.store import StoreConflict, StoreError, open_store
 from parkgate.store.migrations import iter_migrations
 from parkgate.store.postgres import PostgresStore

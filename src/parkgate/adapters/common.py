@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from parkgate.adapters.effects import GatewayCall, call
+from parkgate.core.kinds import AskKind, AskStatus, ReplyKind
 from parkgate.core.machine import cancelled_line
 from parkgate.core.matcher import Verdict, match, normalise
 from parkgate.core.model import Ask
-from parkgate.core.phrases import PHRASES, AskKind, AskStatus, ReplyKind
+from parkgate.core.phrases import PHRASES
 from parkgate.core.stopping_point import AskSpec
 from parkgate.reply import Reply
 

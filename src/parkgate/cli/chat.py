@@ -12,7 +12,8 @@ from rich.text import Text
 
 from parkgate.cli.stores import db_option, gateway_session
 from parkgate.core import phrases
-from parkgate.core.phrases import CHAT_REFUSED, CHAT_STILL_PARKED, ReplyKind
+from parkgate.core.kinds import ReplyKind
+from parkgate.core.phrases import CHAT_REFUSED, CHAT_STILL_PARKED
 from parkgate.display import visible_text
 from parkgate.errors import AskAlreadyOpen, InputError
 from parkgate.gateway import Gateway

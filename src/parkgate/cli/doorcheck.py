@@ -13,7 +13,8 @@ import click
 
 from parkgate.cli.stores import gateway_session
 from parkgate.client import Client, ErrorResponse, UnexpectedResponse, Unreachable
-from parkgate.core.phrases import CANCEL_WORD, ReplyKind
+from parkgate.core.kinds import ReplyKind
+from parkgate.core.phrases import CANCEL_WORD
 from parkgate.display import json_line, visible_text
 from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError
 

@@ -253,9 +253,9 @@ def deliver(db_url: str) -> None:
 
 async def _deliver_until_stopped(gateway: Gateway) -> None:
     """Run the deliverer until SIGINT or SIGTERM cancels it."""
-    from parkgate.delivery import Deliverer
+    from parkgate.gateway.delivering import deliverer_for
 
-    task = asyncio.create_task(Deliverer(gateway).run())
+    task = asyncio.create_task(deliverer_for(gateway).run())
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with suppress(NotImplementedError, RuntimeError):  # Windows: Ctrl-C raises KeyboardInterrupt

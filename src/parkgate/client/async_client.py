@@ -14,8 +14,8 @@ from parkgate.checks import MAX_WAIT_SECONDS, wait_seconds
 from parkgate.client import responses, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
+from parkgate.core.kinds import AskKind
 from parkgate.core.model import Run
-from parkgate.core.phrases import AskKind
 from parkgate.errors import UnknownRun
 from parkgate.reply import Reply
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
+from parkgate import wire_codes as codes
 from parkgate.client.errors import (
     BadRequest,
     BodyTooLarge,
@@ -38,7 +39,6 @@ from parkgate.errors import (
     UnknownRun,
     UnknownWorkflow,
 )
-from parkgate.http import codes
 
 if TYPE_CHECKING:
     from parkgate.client.wire import Call

@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from parkgate.core.expect import Expect
+from parkgate.core.kinds import AskKind, AskStatus, RunStatus
 from parkgate.core.model import CallbackState, CallbackStatus, Run
-from parkgate.core.phrases import AskKind, AskStatus, RunStatus
 
 
 @dataclass(frozen=True, slots=True)

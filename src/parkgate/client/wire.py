@@ -33,8 +33,8 @@ from parkgate.checks import (
 from parkgate.client.views import AskPage, AskView, run_from_dict
 from parkgate.core.expect import as_expect
 from parkgate.core.expect import to_dict as expect_to_dict
+from parkgate.core.kinds import AskKind
 from parkgate.core.model import Run
-from parkgate.core.phrases import AskKind
 from parkgate.errors import InputError
 from parkgate.reply import Reply
 

@@ -20,8 +20,8 @@ from functools import lru_cache
 from typing import Any
 
 from parkgate.core import phrases as P
-from parkgate.core.errors import InputError
-from parkgate.core.phrases import AskKind
+from parkgate.core.menu import Verdict, choose, normalise, slash_command
+from parkgate.errors import InputError
 
 TEXT = "text"
 NUMBER = "number"
@@ -275,9 +275,10 @@ def _options_in(options: tuple[str, ...], part: str) -> list[int] | None:
 
 def _option_at(options: tuple[str, ...], word: str) -> int | None:
     """The 1-based position ``word`` selects, by the matcher's own rules for a menu."""
-    from parkgate.core.matcher import Verdict, match  # the matcher imports this module
-
-    found = match(AskKind.CHOICE, options, word)
+    normal = normalise(word)
+    if slash_command(normal) is not None:
+        return None
+    found = choose(options, normal)
     return found.option_index if found.verdict is Verdict.SELECT else None
 
 

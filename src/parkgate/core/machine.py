@@ -10,9 +10,9 @@ from functools import lru_cache
 
 from parkgate.core import phrases as P
 from parkgate.core.expect import Expect, describe, numbered_options
+from parkgate.core.kinds import AskKind, AskStatus, ReplyKind
 from parkgate.core.matcher import Verdict, match
 from parkgate.core.model import MENUS_REMEMBERED, Ask, Step
-from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 
 #: Misses 1..N-1 get the plain retry line; miss N and later the escalated one.
 DEFAULT_ESCALATE_AFTER = 3

@@ -14,59 +14,13 @@ Decisions (documented in docs/matching.md):
 
 from __future__ import annotations
 
-import unicodedata
-from dataclasses import dataclass
-from enum import Enum
-from functools import lru_cache
-
 from parkgate.core.expect import Expect, value_of
-from parkgate.core.model import MENUS_REMEMBERED
-from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind
-
-
-class Verdict(Enum):
-    """What a reply means to the ask: an option, a text answer, a control word, or none."""
-
-    SELECT = "select"
-    ANSWER = "answer"
-    RESHOW = "reshow"
-    CANCEL = "cancel"
-    MISMATCH = "mismatch"
-
-
-@dataclass(frozen=True, slots=True)
-class Match:
-    """The matcher's decision: a :class:`Verdict`, and the option it selects when it selects one."""
-
-    verdict: Verdict
-    option_index: int | None = None  # 1-based, for SELECT
-    #: A text answer that is exactly a bare control word (taken as data).
-    bare_control_word: bool = False
-
-
-def normalise(text: str) -> str:
-    """NFKC, trim, fold inner whitespace to one space, case fold."""
-    folded = unicodedata.normalize("NFKC", text)
-    return " ".join(folded.split()).casefold()
-
-
-def _control_verdict(word: str) -> Verdict | None:
-    if word in RESHOW_WORDS:
-        return Verdict.RESHOW
-    if word in CANCEL_WORDS:
-        return Verdict.CANCEL
-    return None
-
-
-def _as_number(word: str, count: int) -> int | None:
-    if not word or not word.isascii() or not word.isdigit():
-        return None
-    if word[0] == "0":  # "0" is out of range; "02" is not canonical
-        return None
-    if len(word) > len(str(count)):  # out of range; also keeps int() off 4,300-digit strings
-        return None
-    value = int(word)
-    return value if 1 <= value <= count else None
+from parkgate.core.kinds import AskKind
+from parkgate.core.menu import Match as Match
+from parkgate.core.menu import Verdict as Verdict
+from parkgate.core.menu import choose, slash_command
+from parkgate.core.menu import normalise as normalise
+from parkgate.core.phrases import CONTROL_WORDS
 
 
 def match(kind: AskKind, options: tuple[str, ...] | list[str], text: str, expect: Expect | None = None) -> Match:
@@ -76,34 +30,11 @@ def match(kind: AskKind, options: tuple[str, ...] | list[str], text: str, expect
     control word included) is a mismatch.
     """
     word = normalise(text)
-    slashed = word.startswith("/")
-    command = _control_verdict(word[1:]) if slashed else None
+    command = slash_command(word)
     if command is not None:  # the slash door is never shadowed, not even by a label "／stop"
         return Match(command)
     if kind is AskKind.TEXT:
         if not word or (expect is not None and value_of(expect, text) is None):
             return Match(Verdict.MISMATCH)
         return Match(Verdict.ANSWER, bare_control_word=word in CONTROL_WORDS)
-    number = _as_number(word, len(options))
-    if number is not None:
-        return Match(Verdict.SELECT, option_index=number)
-    position = _label_positions(tuple(options)).get(word)
-    if position is not None:
-        return Match(Verdict.SELECT, option_index=position)
-    bare = _control_verdict(word)
-    if bare is not None:
-        return Match(bare)
-    return Match(Verdict.MISMATCH)
-
-
-@lru_cache(maxsize=MENUS_REMEMBERED)
-def _label_positions(options: tuple[str, ...]) -> dict[str, int]:
-    """Normalised label -> its 1-based position (the first, if two normalise alike).
-
-    An ask's options never change, so each distinct list is normalised once, not once
-    per reply. The dict is only read.
-    """
-    positions: dict[str, int] = {}
-    for position, label in enumerate(options, start=1):
-        positions.setdefault(normalise(label), position)
-    return positions
+    return choose(options, word)

@@ -13,16 +13,11 @@ from parkgate.core.expect import Expect
 
 # AskKind, AskStatus and RunStatus are re-exported: they are stored values, and the
 # store takes them from the data model it persists, never from the phrases module.
-from parkgate.core.phrases import AskKind as AskKind
-from parkgate.core.phrases import AskStatus as AskStatus
-from parkgate.core.phrases import ReplyKind
-from parkgate.core.phrases import RunStatus as RunStatus
-
-#: How many distinct menus the per-menu memos keep (the label index, the rendered
-#: question, the options' JSON): enough for the menus in use at once, and bounded so
-#: that many long, unique prompts (up to 4,000 characters and 50 options of 200 each)
-#: cost a few MB at most, not memory per conversation.
-MENUS_REMEMBERED = 256
+from parkgate.core.kinds import AskKind as AskKind
+from parkgate.core.kinds import AskStatus as AskStatus
+from parkgate.core.kinds import ReplyKind
+from parkgate.core.kinds import RunStatus as RunStatus
+from parkgate.core.menu import MENUS_REMEMBERED as MENUS_REMEMBERED
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,59 +1,14 @@
-"""Every reply kind and every user-visible string, defined once.
+"""Every user-visible string, defined once (the kinds they are shown for live in
+:mod:`parkgate.core.kinds`).
 
-Callers branch on :class:`ReplyKind`, never on wording. Every other module that shows
-text to a person imports it from here, so two writers can never drift apart on one
+Callers branch on :class:`~parkgate.core.kinds.ReplyKind`, never on wording. Every
+other module that shows text to a person imports it from here, so two writers can never drift apart on one
 literal (a retry line recognised by one caller and rephrased by another).
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-
-class ReplyKind(StrEnum):
-    """What the gateway did with an inbound message. Never absent, never null."""
-
-    PASS = "pass"
-    ASKED = "asked"
-    SELECTED = "selected"
-    ANSWERED = "answered"
-    RETRY = "retry"
-    ESCALATED = "escalated"
-    RESHOWN = "reshown"
-    CANCELLED = "cancelled"
-
-
-class AskStatus(StrEnum):
-    """Life cycle of one ask: ``open`` then exactly one closed status."""
-
-    OPEN = "open"
-    ANSWERED = "answered"
-    CANCELLED = "cancelled"
-    EXPIRED = "expired"
-
-
-class AskKind(StrEnum):
-    """What an ask takes: one of its numbered options, or free text."""
-
-    CHOICE = "choice"
-    TEXT = "text"
-
-
-class RunStatus(StrEnum):
-    """Life cycle of one run: ``running`` until it ends, then ``complete`` for good."""
-
-    RUNNING = "running"
-    COMPLETE = "complete"
-
-
-class RunOutcome(StrEnum):
-    """How the gateway itself ends a run. A caller's ``finish_run`` may record any other id."""
-
-    DONE = "done"
-    CANCELLED = "cancelled"
-    EXPIRED = "expired"
-    REPLACED = "replaced"
-
+from parkgate.core.kinds import ReplyKind
 
 # Control words, in the order the escalated lines name them. Matched as sets of
 # normalised words; a leading "/" is stripped before lookup.

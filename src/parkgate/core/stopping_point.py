@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from parkgate.core.errors import InputError
+from parkgate.core.kinds import AskKind
 from parkgate.core.matcher import normalise
-from parkgate.core.phrases import AskKind
+from parkgate.errors import StoppingPointError as StoppingPointError
 
 MAX_OPTIONS = 50
 MAX_LABEL_CHARS = 200
@@ -73,21 +73,6 @@ def _option_line(line: str) -> tuple[str, str] | None:
 def is_marker_line(line: str) -> bool:
     """True when ``line`` would open or close a stopping-point marker (so no prompt may hold it)."""
     return bool(_OPEN.match(line) or _CLOSE.match(line))
-
-
-class StoppingPointError(InputError):
-    """A stopping point that cannot be parked as written. The message names the line.
-
-    An :class:`InputError` (and so a :class:`ParkgateError` and a ``ValueError``).
-    """
-
-    def __init__(self, message: str, line: int | None = None) -> None:
-        self.line = line
-        self.reason = message
-        super().__init__(f"line {line}: {message}" if line is not None else message)
-
-    def __reduce__(self) -> tuple[type[StoppingPointError], tuple[str, int | None]]:
-        return (type(self), (self.reason, self.line))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,9 +11,33 @@ outage and retried with backoff, and a loop that stops on an unexpected error is
 restarted; :class:`DelivererHealth` says where it stands (``/healthz`` reads it).
 """
 
-from parkgate.delivery.deliverer import Deliverer, DelivererThread
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from parkgate.delivery.health import Backoff, DelivererHealth, DelivererState
-from parkgate.delivery.outbox import OutboxDeliverer, backoff_delay
+
+if TYPE_CHECKING:
+    from parkgate.delivery.deliverer import Deliverer, DelivererThread
+    from parkgate.delivery.outbox import OutboxDeliverer, backoff_delay
+
+#: What loads ``httpx`` (the callbacks' client), imported on first use: a gateway that
+#: names the deliverer's health (``import parkgate``) loads no HTTP client library.
+_SENDING = {
+    "Deliverer": "parkgate.delivery.deliverer",
+    "DelivererThread": "parkgate.delivery.deliverer",
+    "OutboxDeliverer": "parkgate.delivery.outbox",
+    "backoff_delay": "parkgate.delivery.outbox",
+}
+
+
+def __getattr__(name: str) -> object:
+    """The deliverer's classes, imported when first named."""
+    if name in _SENDING:
+        return getattr(importlib.import_module(_SENDING[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Backoff",

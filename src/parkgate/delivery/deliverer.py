@@ -1,8 +1,9 @@
-"""The deliverer: due reads and callback delivery for one gateway, until stopped.
+"""The deliverer: due reads and callback delivery for one store, until stopped.
 
-Each pass reads the asks something waits on whose TTL has fallen due
-(:meth:`Gateway.read_due <parkgate.Gateway.read_due>`: the ordinary read, which closes
-them as ``expired`` and queues their callbacks), then POSTs the callbacks that are due.
+Each pass reads the asks something waits on whose TTL has fallen due (its
+:class:`DueReads`, in practice :meth:`Gateway.read_due <parkgate.Gateway.read_due>`: the
+ordinary read, which closes them as ``expired`` and queues their callbacks), then POSTs
+the callbacks that are due.
 Between passes it sleeps until the earliest due time, the earliest callback retry or the
 next heartbeat, and wakes early when the close signal says an ask with a due time was
 parked, a callback was queued, or another process committed (:mod:`parkgate.signal`).
@@ -26,20 +27,20 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import httpx
 
+from parkgate.clock import Clock
 from parkgate.delivery.health import Backoff, DelivererHealth
 from parkgate.delivery.outbox import OutboxDeliverer
 from parkgate.delivery.supervisor import supervise
 from parkgate.fence import AllowList
-from parkgate.signal import FALLBACK_READ_SECONDS, Change
-
-if TYPE_CHECKING:
-    from parkgate.gateway import Gateway
-
+from parkgate.heartbeat import HEARTBEAT_SECONDS
+from parkgate.signal import FALLBACK_READ_SECONDS, Change, CloseSignal
+from parkgate.store import Store
 
 #: Asks closed per due-read transaction; a full batch is followed by another at once.
 DUE_BATCH = 100
@@ -51,35 +52,66 @@ IDLE_PAUSE_SECONDS = 0.05
 _WAKING_CHANGES = frozenset({Change.DUE, Change.OUTBOX, Change.COMMITTED, Change.ANY})
 
 
-class Deliverer:
-    """Due reads and callback delivery for ``gateway``; ``await run()`` until cancelled.
+class DueReads(Protocol):
+    """The due reads a deliverer makes: what :class:`~parkgate.Gateway` offers as
+    :meth:`~parkgate.Gateway.read_due` and :meth:`~parkgate.Gateway.next_due`."""
 
-    ``allow`` is the callback allow-list (default: ``PARKGATE_CALLBACK_ALLOW``); ``client``
-    the HTTP client for callbacks (tests pass one with a mock transport); ``backoff`` the
-    delays between tries while passes fail (default: 1 s doubling to 5 s).
+    def read_due(self, limit: int) -> int:
+        """Read up to ``limit`` asks whose TTL has fallen due; return how many closed."""
+        ...
+
+    def next_due(self) -> datetime | None:
+        """The earliest due time among open asks something waits on (``None``: none)."""
+        ...
+
+
+class Deliverer:
+    """Due reads and callback delivery on ``store``; ``await run()`` until cancelled.
+
+    Args:
+        store: the store whose outbox it delivers and where it stamps its heartbeat.
+        clock: the time it reads due times and retries by.
+        signal: the close signal that wakes it when something changes.
+        due: the due reads (a :class:`~parkgate.Gateway` on ``store``).
+        on_pass: called with the time of each successful pass (a metrics gauge).
+        on_running: called with ``True`` when its loop starts, ``False`` when it ends.
+        allow: the callback allow-list (default: ``PARKGATE_CALLBACK_ALLOW``).
+        client: the HTTP client for callbacks (tests pass one with a mock transport).
+        backoff: the delays between tries while passes fail (default: 1 s doubling to 5 s).
     """
 
     def __init__(
         self,
-        gateway: Gateway,
+        store: Store,
+        clock: Clock,
+        signal: CloseSignal,
+        due: DueReads,
         *,
+        on_pass: Callable[[datetime], None] | None = None,
+        on_running: Callable[[bool], None] | None = None,
         allow: AllowList | None = None,
         client: httpx.AsyncClient | None = None,
         backoff: Backoff | None = None,
     ) -> None:
-        self.gateway = gateway
-        self.outbox = OutboxDeliverer(gateway.store, gateway.clock, client=client, allow=allow)
+        self.store = store
+        self.clock = clock
+        self.signal = signal
+        self.due = due
+        self.outbox = OutboxDeliverer(store, clock, client=client, allow=allow)
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         #: Asks closed by this deliverer's due reads.
         self.due_reads = 0
         #: Whether its passes succeed (``/healthz`` reads it); logs each outage once.
-        self.health = DelivererHealth(backoff, on_pass=gateway.metrics.deliverer_passed)
+        self.health = DelivererHealth(backoff, on_pass=on_pass)
+        #: Seconds between heartbeats (tests set 0: every pass beats).
+        self.heartbeat_seconds = HEARTBEAT_SECONDS
+        self._on_running = on_running or (lambda running: None)
         self._next_beat = 0.0  # the loop's time of the next heartbeat; 0: at the next pass
 
     async def run(self) -> None:
         """Deliver until cancelled, under the supervisor: a loop that stops on an unexpected
         error is logged and restarted after a backoff (:mod:`parkgate.delivery.supervisor`)."""
-        await supervise(self._loop, self.health, self.gateway.clock.now)
+        await supervise(self._loop, self.health, self.clock.now)
 
     async def _loop(self) -> None:
         """Pass after pass until cancelled; a failed pass (heartbeat included) is retried with backoff."""
@@ -93,8 +125,8 @@ class Deliverer:
                 with contextlib.suppress(RuntimeError):  # the loop is closing
                     loop.call_soon_threadsafe(wake.set)
 
-        remove = self.gateway.signal.listen(heard)
-        self.gateway.delivering = True
+        remove = self.signal.listen(heard)
+        self._on_running(True)
         self.outbox.open()
         self.outbox.on_done = wake.set  # a free slot may take the next due callback
         self._next_beat = 0.0  # a (re)started loop beats at once
@@ -112,7 +144,7 @@ class Deliverer:
                         await wake.wait()
         finally:
             remove()
-            self.gateway.delivering = False
+            self._on_running(False)
             await self.outbox.aclose()
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self._stop_beating)
@@ -125,20 +157,18 @@ class Deliverer:
         the close signal does not cut short); the heartbeat that failed is tried again on
         the next pass.
         """
-        from parkgate.gateway import HEARTBEAT_SECONDS
-
         step = "heartbeat"
         try:
             if loop.time() >= self._next_beat:
                 await asyncio.to_thread(self._beat)
-                self._next_beat = loop.time() + HEARTBEAT_SECONDS
+                self._next_beat = loop.time() + self.heartbeat_seconds
             step = "delivery pass"
             pause = await self.deliver_once()
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the store is away, a row is odd: keep going
-            return self.health.failed(step, error, self.gateway.clock.now())
-        self.health.passed(self.gateway.clock.now())
+            return self.health.failed(step, error, self.clock.now())
+        self.health.passed(self.clock.now())
         return min(pause, max(0.0, self._next_beat - loop.time()))
 
     async def deliver_once(self) -> float:
@@ -170,35 +200,36 @@ class Deliverer:
     def _read_due(self) -> int:
         total = 0
         while True:
-            closed = self.gateway.read_due(DUE_BATCH)
+            closed = self.due.read_due(DUE_BATCH)
             total += closed
             if closed < DUE_BATCH:
                 self.due_reads += total
                 return total
 
     def _next_times(self) -> tuple[datetime | None, datetime | None, datetime]:
-        return self.gateway.next_due(), self.outbox.next_callback_at(), self.gateway.clock.now()
+        return self.due.next_due(), self.outbox.next_callback_at(), self.clock.now()
 
     def _beat(self) -> None:
-        with self.gateway.store.transaction() as tx:
-            tx.heartbeats.beat(self.id, self.gateway.clock.now())
+        with self.store.transaction() as tx:
+            tx.heartbeats.beat(self.id, self.clock.now())
 
     def _stop_beating(self) -> None:
-        with self.gateway.store.transaction() as tx:
+        with self.store.transaction() as tx:
             tx.heartbeats.stop_beating(self.id)
 
 
 class DelivererThread:
     """A :class:`Deliverer` on an event loop of its own, in a daemon thread.
 
-    What ``Gateway(..., deliver=True)`` runs; it starts at once and :meth:`stop` ends it
+    What ``Gateway(..., deliver=True)`` runs (:func:`parkgate.gateway.delivering.start_thread`
+    assembles it); it starts at once and :meth:`stop` ends it
     (the gateway's ``close()`` calls it). The deliverer's own supervisor restarts its loop
     after an error; should anything still end the event loop before :meth:`stop` (an
     exception the supervisor does not catch), the thread logs it and runs a new one.
     """
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.deliverer = Deliverer(gateway)
+    def __init__(self, deliverer: Deliverer) -> None:
+        self.deliverer = deliverer
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -229,7 +260,7 @@ class DelivererThread:
                 except BaseException as error:  # the thread must outlive whatever ended the loop
                     if self._stopping:
                         return
-                    delay = self.deliverer.health.crashed(error, self.deliverer.gateway.clock.now())
+                    delay = self.deliverer.health.crashed(error, self.deliverer.clock.now())
                     time.sleep(delay)  # a backoff in this thread of its own, not a test's wait
         finally:
             self._ready.set()

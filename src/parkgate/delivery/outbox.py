@@ -53,7 +53,6 @@ from standardwebhooks import Webhook
 from parkgate.clock import Clock
 from parkgate.delivery.dns import resolve
 from parkgate.delivery.marks import DeliveredMarks
-from parkgate.errors import ParkgateError
 from parkgate.fence import (
     ENV_CALLBACK_ALLOW,
     AllowList,
@@ -114,11 +113,14 @@ def jittered(delay: float, draw: float) -> float:
     return delay * (1.0 - JITTER_FRACTION * min(1.0, max(0.0, draw)))
 
 
-class Undeliverable(ParkgateError):
-    """A callback that can never be sent as it is (its URL does not parse): failed at once."""
+class _Undeliverable(Exception):
+    """A callback that can never be sent as it is (its URL does not parse): failed at once.
+
+    Internal to delivery, as :class:`_Refused` is: neither reaches a caller, only the
+    outbox row's ``last_error`` (which names them without the underscore)."""
 
 
-class Refused(ParkgateError):
+class _Refused(Exception):
     """The fence refused every address the callback's host resolved to (retried: DNS changes)."""
 
 
@@ -258,7 +260,7 @@ class OutboxDeliverer:
                 return True
             error = f"HTTP {status}"
             final = False
-        except Undeliverable as reason:
+        except _Undeliverable as reason:
             error, final = f"undeliverable: {reason}", True
         except TimeoutError:
             error, final = f"no complete answer within {self.deadline:g} s", False
@@ -338,13 +340,13 @@ class OutboxDeliverer:
         try:
             target = parse_callback_url(url)
         except Exception as error:  # a URL that does not parse never will: no retry helps
-            raise Undeliverable(str(error)) from None
+            raise _Undeliverable(str(error)) from None
         if self._client is not None:
             return url, {}  # a test's own transport: it reaches no network
         addresses = [target.address.compressed] if target.address else await self._resolve(target.host, target.port)
         refused = [a for a in addresses if not address_allowed(a, target.port, self.allow, host=target.host)]
         if refused or not addresses:
-            raise Refused(
+            raise _Refused(
                 f"{target.host} resolves to {', '.join(refused) or 'nothing'}: an internal address this server "
                 f"does not allow ({ENV_CALLBACK_ALLOW})"
             )
@@ -395,4 +397,5 @@ def _new_client(connections: int = 1) -> httpx.AsyncClient:
 
 def _describe(failure: BaseException) -> str:
     text = str(failure)
-    return f"{type(failure).__name__}: {text}" if text else type(failure).__name__
+    name = type(failure).__name__.lstrip("_")  # the internal failures read as "Refused: ..."
+    return f"{name}: {text}" if text else name

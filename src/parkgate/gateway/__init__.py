@@ -14,13 +14,13 @@ from __future__ import annotations
 from parkgate.gateway.calls import DEFAULT_TTL, Gateway
 from parkgate.gateway.closing import (
     DUE_MARGIN_SECONDS,
-    HEARTBEAT_SECONDS,
     UNDELIVERED_CHECK_SECONDS,
     ClosedAsk,
     pause_before_reading,
 )
 from parkgate.gateway.shapes import ask_to_dict, asked_reply
 from parkgate.gateway.unit import CONFLICT_RETRIES
+from parkgate.heartbeat import HEARTBEAT_SECONDS
 from parkgate.signal import FALLBACK_READ_SECONDS
 
 __all__ = [

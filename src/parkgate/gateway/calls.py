@@ -27,8 +27,8 @@ from parkgate.checks import (
 )
 from parkgate.clock import Clock, as_clock
 from parkgate.core import machine, stopping_point
+from parkgate.core.kinds import AskKind, RunOutcome
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskKind, RunOutcome
 from parkgate.errors import InputError
 from parkgate.gateway.closing import CloseReport, pause_before_reading
 from parkgate.gateway.reads import ReadCalls
@@ -113,9 +113,9 @@ class Gateway(ReadCalls, RunCalls):
         self._units = UnitRunner(self.store, self.clock, self.metrics, report)
         self._deliverer: DelivererThread | None = None
         if deliver:
-            from parkgate.delivery.deliverer import DelivererThread
+            from parkgate.gateway.delivering import start_thread  # loads httpx: only when delivering
 
-            self._deliverer = DelivererThread(self)
+            self._deliverer = start_thread(self)
 
     # -- lifecycle -------------------------------------------------------------
     def close(self) -> None:

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from parkgate.clock import Clock
+from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskStatus
+from parkgate.heartbeat import is_fresh
 from parkgate.metrics import Metrics
 from parkgate.signal import FALLBACK_READ_SECONDS, Change, CloseSignal
 from parkgate.store import Store
@@ -26,8 +27,6 @@ log = logging.getLogger("parkgate")
 DUE_MARGIN_SECONDS = 0.002
 #: How long after warning that nothing delivers callbacks a gateway looks again.
 UNDELIVERED_CHECK_SECONDS = 60.0
-#: A deliverer stamps its heartbeat this often; one not seen for three times as long is gone.
-HEARTBEAT_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +99,7 @@ class UndeliveredWarning:
         except Exception:  # a warning must never fail the call that queued the callback
             return
         now = self._clock.now()
-        if last is not None and (now - last).total_seconds() < 3 * HEARTBEAT_SECONDS:
+        if is_fresh(last, now):
             return
         with self._lock:
             self._warned = True

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from parkgate.checks import check_id
 from parkgate.clock import Clock
+from parkgate.core.kinds import RunOutcome, RunStatus
 from parkgate.core.model import Run
-from parkgate.core.phrases import RunOutcome, RunStatus
 from parkgate.errors import InputError, RunStillAsking, UnknownRun
 from parkgate.gateway.runs import RunLifeCycle, changed_run, new_run, run_with
 from parkgate.gateway.unit import UnitRunner, WritePlan

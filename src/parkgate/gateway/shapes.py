@@ -9,8 +9,9 @@ from typing import Any
 
 from parkgate.core import expect as expected_form
 from parkgate.core import machine
+from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Ask, CallbackState, Step
-from parkgate.core.phrases import PHRASES, ReplyKind
+from parkgate.core.phrases import PHRASES
 from parkgate.reply import Reply
 
 

@@ -41,6 +41,7 @@ from parkgate.checks import MAX_WAIT_SECONDS
 from parkgate.delivery import Deliverer
 from parkgate.demo import WORKFLOWS
 from parkgate.gateway import Gateway
+from parkgate.gateway.delivering import deliverer_for
 from parkgate.http.errors import add_error_handlers, answered_as
 from parkgate.http.guard import MAX_BODY_BYTES, GuardMiddleware
 from parkgate.http.headlimit import HeadLimitMiddleware
@@ -100,14 +101,13 @@ def create_app(
     up (in its lifespan). At most ``max_long_polls`` long-polls wait at once
     (:mod:`parkgate.http.longpolls`); request heads over 64 KiB get 431
     (:mod:`parkgate.http.headlimit`). A gateway made here is closed on shutdown; one
-    passed in belongs to the caller.
+    passed in belongs to the caller and is served as it was given (its workflows are
+    its own: the demo workflow is added only to a gateway made here).
     """
     settings = with_token(settings or Settings(), token)
     owned = gateway is None
     if gateway is None:
         gateway = Gateway(store=open_server_store(db_url), workflows=WORKFLOWS.values(), surface="http")
-    for flow in WORKFLOWS.values():
-        gateway.workflows.setdefault(flow.name, flow)
     app = FastAPI(
         title="parkgate",
         summary="Parked human-in-the-loop asks that always close.",
@@ -121,7 +121,7 @@ def create_app(
     app.state.gateway = gateway
     app.state.async_gateway = AsyncGateway(gateway)
     app.state.owns_gateway = owned
-    app.state.deliverer = Deliverer(gateway, allow=settings.callback_allow) if deliver_callbacks else None
+    app.state.deliverer = deliverer_for(gateway, allow=settings.callback_allow) if deliver_callbacks else None
     app.state.settings = settings
     app.state.open_ask_cap = OpenAskCap(app.state.async_gateway)
     app.state.long_polls = LongPolls(max_long_polls)

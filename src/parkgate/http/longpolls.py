@@ -21,7 +21,7 @@ import os
 import weakref
 from collections.abc import AsyncIterator, Mapping
 
-from parkgate.errors import ParkgateError
+from parkgate.errors import TooManyLongPolls as TooManyLongPolls
 
 ENV_MAX_LONG_POLLS = "PARKGATE_MAX_LONG_POLLS"
 #: The cap when nothing sets one: four fifths of ``--max-connections``' default of 500.
@@ -31,16 +31,6 @@ DEFAULT_MAX_LONG_POLLS = 400
 READS_AT_ONCE = 8
 #: What a refused long-poll's ``Retry-After`` says, in seconds.
 RETRY_AFTER_SECONDS = 2
-
-
-class TooManyLongPolls(ParkgateError):
-    """The server process holds as many long-polls as its cap allows."""
-
-    def __init__(self, cap: int) -> None:
-        self.retry_after = RETRY_AFTER_SECONDS
-        super().__init__(
-            f"the server holds {cap} long-polls, its {ENV_MAX_LONG_POLLS}: retry later, or read without wait"
-        )
 
 
 def max_long_polls_from_env(environ: Mapping[str, str] | None = None) -> int:
@@ -77,7 +67,7 @@ class LongPolls:
         """Hold one of the ``cap`` places for a wait; :class:`TooManyLongPolls` when all are
         taken. Yields the loop's read turns (:meth:`turns`)."""
         if self.active >= self.cap:
-            raise TooManyLongPolls(self.cap)
+            raise TooManyLongPolls(self.cap, ENV_MAX_LONG_POLLS, RETRY_AFTER_SECONDS)
         self.active += 1
         try:
             yield self.turns()

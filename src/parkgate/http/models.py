@@ -17,8 +17,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from parkgate.ask_options import JSON_NAMES, MAX_CALLBACK_URL_CHARS, field_names
 from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.expect import FORMS as EXPECT_FORMS
+from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunStatus
 from parkgate.core.model import CallbackStatus
-from parkgate.core.phrases import AskKind, AskStatus, ReplyKind, RunStatus
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS
 
 #: Largest body ``POST /v1/asks`` accepts: room for a ``skill_output`` of the library's

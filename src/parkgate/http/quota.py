@@ -22,7 +22,7 @@ import weakref
 from collections.abc import AsyncIterator
 
 from parkgate.async_gateway import AsyncGateway
-from parkgate.errors import ParkgateError
+from parkgate.errors import QuotaExceeded as QuotaExceeded
 from parkgate.http.tokens import Caller
 
 #: What a refused park's ``Retry-After`` says, in seconds: the cap frees up only as the
@@ -30,17 +30,6 @@ from parkgate.http.tokens import Caller
 RETRY_AFTER_SECONDS = 60
 #: Asks read at a time while closing a capped token's asks past their TTL, oldest first.
 EXPIRY_PAGE = 50
-
-
-class QuotaExceeded(ParkgateError):
-    """The caller holds as many open asks and undelivered callbacks as its token allows."""
-
-    def __init__(self, caller: Caller, cap: int) -> None:
-        self.retry_after = RETRY_AFTER_SECONDS
-        super().__init__(
-            f"the token {caller.name!r} holds {cap} open asks and undelivered callbacks, its max_open_asks: "
-            "answer, cancel or let some asks expire, or let their callbacks be delivered, before parking more"
-        )
 
 
 class OpenAskCap:
@@ -68,7 +57,7 @@ class OpenAskCap:
             if await self._held(owner) >= cap:
                 await self.gateway.open_asks(EXPIRY_PAGE, owner=owner)  # closes the oldest past their TTL
                 if await self._held(owner) >= cap:
-                    raise QuotaExceeded(caller, cap)
+                    raise QuotaExceeded(caller.name, cap, RETRY_AFTER_SECONDS)
             yield
 
     async def _held(self, owner: str) -> int:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from parkgate.errors import InputError
+from parkgate.errors import SettingsError as SettingsError
 from parkgate.fence import ENV_CALLBACK_ALLOW, AllowList, parse_allow_list
 from parkgate.http.guard import host_of
 from parkgate.http.token_watch import WatchedTokens
@@ -48,10 +48,6 @@ NO_TOKEN_WARNING = (
     "this address can park, answer, read and cancel every ask. Set PARKGATE_TOKEN, --token-file or "
     "PARKGATE_TOKENS_FILE unless another layer guards it."
 )
-
-
-class SettingsError(InputError):
-    """A setting the server cannot start with; the message names it."""
 
 
 @dataclass(frozen=True)

@@ -31,30 +31,18 @@ import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from parkgate.errors import InputError
+from parkgate.errors import TokenFileError as TokenFileError
 
-
-class Scope(StrEnum):
-    """What a token may do on ``/v1``."""
-
-    PARK = "park"
-    ANSWER = "answer"
-    READ = "read"
-    OPERATE = "operate"
-
+# Scope is defined with the codes the client shares; re-exported for the server's modules.
+from parkgate.wire_codes import Scope as Scope
 
 ALL_SCOPES: frozenset[Scope] = frozenset(Scope)
 
 _HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _TOKEN_KEYS = {"name", "sha256", "scopes", "max_open_asks", "rate_per_second"}
-
-
-class TokenFileError(InputError):
-    """The tokens file cannot be used; the message names the file and the problem."""
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from parkgate.core import machine
+from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.model import Ask
-from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS, AskKind, AskStatus
+from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
 
 #: The moment every enumerated ask was last touched.
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

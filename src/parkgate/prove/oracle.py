@@ -36,8 +36,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from parkgate.checks import MAX_MESSAGE_CHARS
+from parkgate.core.kinds import AskStatus, ReplyKind
 from parkgate.core.machine import DEFAULT_ESCALATE_AFTER
-from parkgate.core.phrases import CANCEL_WORDS, RESHOW_WORDS, AskStatus, ReplyKind
+from parkgate.core.phrases import CANCEL_WORDS, RESHOW_WORDS
 
 #: A canonical number: ASCII digits, no leading zero.
 CANONICAL_NUMBER = re.compile(r"[1-9][0-9]*")

@@ -12,8 +12,8 @@ from datetime import datetime
 
 from parkgate.checks import check_inbound_text
 from parkgate.core import machine
+from parkgate.core.kinds import AskStatus, ReplyKind
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskStatus, ReplyKind
 from parkgate.errors import InputError
 
 #: The result column's word for input refused before the machine.

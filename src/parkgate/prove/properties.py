@@ -19,7 +19,8 @@ and input refused before the machine leaves the ask exactly as it was.
 from __future__ import annotations
 
 from parkgate.core import phrases
-from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, AskStatus, ReplyKind
+from parkgate.core.kinds import AskStatus, ReplyKind
+from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS
 
 from .cases import Case
 from .oracle import CLOSING_STATUS, expected

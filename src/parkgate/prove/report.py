@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from parkgate.core.phrases import AskKind
+from parkgate.core.kinds import AskKind
 
 from .cases import Case, InputClass
 from .outcome import Outcome

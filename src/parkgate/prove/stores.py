@@ -10,8 +10,8 @@ same moment, and the ask's run with what the ask's state implies.
 from __future__ import annotations
 
 from parkgate.clock import ManualClock
+from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunStatus
 from parkgate.core.model import Ask, Run
-from parkgate.core.phrases import AskKind, AskStatus, ReplyKind, RunStatus
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
 from parkgate.store import Store

@@ -24,51 +24,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from parkgate.core.errors import ParkgateError
 from parkgate.core.model import Ask, CallbackState, CallbackStatus, Run
+from parkgate.errors import SchemaMissing as SchemaMissing
+from parkgate.errors import StoreClosed as StoreClosed
+from parkgate.errors import StoreConflict as StoreConflict
+from parkgate.errors import StoreError as StoreError
+from parkgate.errors import StoreUnavailable as StoreUnavailable
 from parkgate.store.writes import Writes
-
-
-class StoreError(ParkgateError):
-    """The store cannot be used as asked (not a parkgate database, read-only, ...).
-
-    Over HTTP every store error is a 503 with ``Retry-After``: the request may succeed
-    once the database is back or fixed.
-    """
-
-
-class StoreUnavailable(StoreError):
-    """The database is out of reach for now (a restart, a network cut); try again."""
-
-
-class StoreClosed(StoreError):
-    """The store was closed (:meth:`Gateway.close`, or the end of its ``with`` block).
-
-    A closed store stays closed: it does not quietly open new connections. Open a new
-    ``Gateway`` (or store) to go on.
-    """
-
-    def __init__(self, where: str) -> None:
-        super().__init__(
-            f"{where}: this store is closed (Gateway.close() or the end of its with block closed it); "
-            "open a new Gateway or store to go on"
-        )
-
-
-class SchemaMissing(StoreError):
-    """The PostgreSQL schema a store was opened in does not exist (and it was not to create it)."""
-
-    def __init__(self, schema: str) -> None:
-        self.schema = schema
-        super().__init__(
-            f"the PostgreSQL schema {schema!r} does not exist in this database: create it with "
-            f"`parkgate migrate` (PARKGATE_PG_SCHEMA={schema}) or by opening the store with "
-            "migrate=True, or fix the name"
-        )
-
-
-class StoreConflict(StoreError):
-    """A unique key said no (a racing worker parked or recorded first); retry the unit."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from parkgate.adapters.langgraph.questions import Answer
 from parkgate.adapters.langgraph.steps import log
 from parkgate.adapters.langgraph.threads import Drive, Graph, allow_closed, aperform, graph_name, perform
 from parkgate.async_gateway import AsyncGateway
-from parkgate.core.phrases import ReplyKind
+from parkgate.core.kinds import ReplyKind
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
 from parkgate.reply import Reply

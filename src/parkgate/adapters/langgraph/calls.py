@@ -24,8 +24,8 @@ from parkgate.adapters.langgraph.threads import (
     thread_config,
     thread_id,
 )
+from parkgate.core.kinds import ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask
-from parkgate.core.phrases import ReplyKind, RunOutcome, RunStatus
 from parkgate.errors import AskAlreadyOpen
 from parkgate.gateway import asked_reply
 from parkgate.reply import Reply
@@ -101,12 +101,11 @@ class BridgeSteps(ThreadSteps):
         thread no longer waits on it, rather than take an answer into nothing."""
         record = Record.of(parked)
         if record is None or record.graph != graph_name(graph):
-            raise NotThisGraph(
-                conversation_id, parked, record.thread if record else None, record.graph if record else None
-            )
+            thread, graph_named = (record.thread, record.graph) if record else (None, None)
+            raise NotThisGraph(conversation_id, parked.id, parked.run_id, thread, graph_named)
         owner: StateSnapshot = yield GetState(thread_config(config, record.thread))
         if not has_checkpoint(owner):
-            raise NotThisGraph(conversation_id, parked, record.thread, record.graph)
+            raise NotThisGraph(conversation_id, parked.id, parked.run_id, record.thread, record.graph)
         if record.question[0] not in {item.id for item in owner.interrupts}:
             yield from self.drop(parked)
 

@@ -12,7 +12,7 @@ from typing import Any
 from parkgate.adapters.langgraph import review
 from parkgate.adapters.langgraph.questions import ANSWER, UNASKABLE, Answer, Closed, Question, parse_payload
 from parkgate.core import phrases as P
-from parkgate.core.phrases import AskStatus
+from parkgate.core.kinds import AskStatus
 
 Pending = Sequence[tuple[str, Any]]
 

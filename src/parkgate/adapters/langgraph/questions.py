@@ -15,10 +15,10 @@ from typing import Any
 from parkgate.adapters.common import option_position
 from parkgate.checks import MAX_CONTEXT_BYTES, check_default, check_duration
 from parkgate.core import stopping_point
-from parkgate.core.errors import InputError
+from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskKind, AskStatus
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
+from parkgate.errors import InputError
 
 #: The context key that holds the adapter's own record of an ask (thread, interrupt, answers).
 CONTEXT_KEY = "langgraph"

@@ -17,7 +17,7 @@ from parkgate.adapters.langgraph import percall
 from parkgate.adapters.langgraph.questions import Answer, Payload, Question, QuestionKey, payload_context
 from parkgate.core import phrases as P
 from parkgate.core import stopping_point
-from parkgate.core.phrases import AskKind
+from parkgate.core.kinds import AskKind
 from parkgate.core.stopping_point import StoppingPointError
 
 DECISION = "decision"

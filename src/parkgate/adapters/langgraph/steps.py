@@ -34,8 +34,8 @@ from parkgate.adapters.langgraph.threads import (
     thread_config,
     thread_id,
 )
+from parkgate.core.kinds import RunOutcome, RunStatus
 from parkgate.core.model import Ask
-from parkgate.core.phrases import RunOutcome, RunStatus
 from parkgate.errors import InputError, RunStillAsking
 from parkgate.gateway import asked_reply
 from parkgate.reply import Reply
@@ -117,7 +117,7 @@ class ThreadSteps:
             output = yield from self._close_interrupts(config, after, closed)
             after = yield GetState(config)
         if after.interrupts:
-            raise GraphKeepsAsking(thread_id(config))
+            raise GraphKeepsAsking(thread_id(config), MAX_CLOSED_RESUMES)
         return output, after
 
     def _close_interrupts(self, config: RunnableConfig, snapshot: StateSnapshot, closed: Closed) -> Steps[Any]:

@@ -20,7 +20,9 @@ from langgraph.types import GraphOutput, Interrupt, StateSnapshot
 from parkgate.adapters.langgraph import percall
 from parkgate.adapters.langgraph.questions import CHECKPOINT_TYPES, CONTEXT_KEY, Answer, QuestionKey
 from parkgate.core.model import Ask
-from parkgate.errors import InputError, ParkgateError
+from parkgate.errors import GraphKeepsAsking as GraphKeepsAsking
+from parkgate.errors import InputError
+from parkgate.errors import NotThisGraph as NotThisGraph
 from parkgate.reply import Reply
 
 Graph = Pregel[Any, Any, Any, Any]
@@ -33,38 +35,6 @@ RUN_KEY = "parkgate_run"
 #: How many times a graph is resumed with :class:`Closed` after its ask closed, if it keeps
 #: interrupting, before the bridge gives up (:class:`GraphKeepsAsking`).
 MAX_CLOSED_RESUMES = 8
-
-
-class NotThisGraph(ParkgateError):
-    """The conversation's parked ask is not one this bridge's graph can resume.
-
-    Raised before the message is applied: nothing was changed. ``thread_id`` is the owning
-    thread (``None`` when the ask was not parked by the LangGraph adapter).
-    """
-
-    def __init__(self, conversation_id: str, ask: Ask, thread: str | None, graph: str | None) -> None:
-        self.conversation_id = conversation_id
-        self.ask_id = ask.id
-        self.run_id = ask.run_id
-        self.thread_id = thread
-        if thread is None:
-            owner = f"run {ask.run_id}, which is not a LangGraph thread (answer it with Gateway.handle)"
-        else:
-            owner = f"thread {thread!r} of graph {graph!r}, which this graph cannot resume"
-        super().__init__(
-            f"conversation {conversation_id!r}: its parked ask {ask.id} belongs to {owner}; nothing was changed"
-        )
-
-
-class GraphKeepsAsking(ParkgateError):
-    """After its ask closed, the thread kept interrupting: its nodes ignore :class:`Closed`."""
-
-    def __init__(self, thread: str) -> None:
-        self.thread_id = thread
-        super().__init__(
-            f"thread {thread!r} interrupted again each time it was resumed with Closed "
-            f"({MAX_CLOSED_RESUMES} times): a node must return when interrupt() gives it a Closed"
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,8 @@ from parkgate.adapters.effects import run_async, single
 from parkgate.adapters.mcp.forms import FormField, read_form
 from parkgate.adapters.mcp.results import ABANDONED, ACCEPT, CANCEL, DONE, ElicitContent, to_elicit_result
 from parkgate.async_gateway import AsyncGateway
+from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskStatus
 from parkgate.errors import AskAlreadyOpen, InputError
 from parkgate.gateway import Gateway
 from parkgate.reply import Reply

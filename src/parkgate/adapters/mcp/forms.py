@@ -17,7 +17,6 @@ from mcp_types import ElicitRequestFormParams
 
 from parkgate.core import phrases as P
 from parkgate.core import stopping_point
-from parkgate.core.errors import InputError
 from parkgate.core.expect import (
     DATE,
     DATE_TIME,
@@ -31,9 +30,10 @@ from parkgate.core.expect import (
     Expect,
     value_of,
 )
+from parkgate.core.kinds import AskKind
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskKind
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
+from parkgate.errors import InputError
 
 #: A value in an ``ElicitResult``'s ``content``.
 WireValue = str | int | float | bool | list[str]

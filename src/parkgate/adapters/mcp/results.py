@@ -18,8 +18,8 @@ from parkgate.adapters.effects import Steps, call, run_async, run_sync
 from parkgate.adapters.mcp.forms import FormField, ask_field
 from parkgate.async_gateway import AsyncGateway
 from parkgate.core.expect import NUMBER_FORMS, SEVERAL
+from parkgate.core.kinds import AskKind, AskStatus, ReplyKind
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskKind, AskStatus, ReplyKind
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
 from parkgate.reply import Reply

@@ -23,8 +23,8 @@ from parkgate.adapters.mcp.forms import elicit_params
 from parkgate.adapters.mcp.results import ABANDONED, aapply_elicit_result
 from parkgate.async_gateway import AsyncGateway
 from parkgate.core import stopping_point
+from parkgate.core.kinds import AskKind
 from parkgate.core.model import Ask
-from parkgate.core.phrases import AskKind
 from parkgate.core.stopping_point import AskSpec
 from parkgate.errors import AskAlreadyOpen, InputError
 from parkgate.gateway import Gateway

@@ -1,0 +1,56 @@
+"""The core's enumerations: what a reply did, an ask's kind and status, a run's status and
+outcome.
+
+They are values as well as names: stored in the database, sent in the HTTP API's JSON,
+and compared by callers (``reply.kind is ReplyKind.SELECTED``). Their wording for a
+person lives apart, in :mod:`parkgate.core.phrases`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ReplyKind(StrEnum):
+    """What the gateway did with an inbound message. Never absent, never null."""
+
+    PASS = "pass"
+    ASKED = "asked"
+    SELECTED = "selected"
+    ANSWERED = "answered"
+    RETRY = "retry"
+    ESCALATED = "escalated"
+    RESHOWN = "reshown"
+    CANCELLED = "cancelled"
+
+
+class AskStatus(StrEnum):
+    """Life cycle of one ask: ``open`` then exactly one closed status."""
+
+    OPEN = "open"
+    ANSWERED = "answered"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+class AskKind(StrEnum):
+    """What an ask takes: one of its numbered options, or free text."""
+
+    CHOICE = "choice"
+    TEXT = "text"
+
+
+class RunStatus(StrEnum):
+    """Life cycle of one run: ``running`` until it ends, then ``complete`` for good."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+
+
+class RunOutcome(StrEnum):
+    """How the gateway itself ends a run. A caller's ``finish_run`` may record any other id."""
+
+    DONE = "done"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+    REPLACED = "replaced"
