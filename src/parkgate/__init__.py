@@ -8,6 +8,15 @@ Start with :class:`Gateway`::
     reply = gateway.handle("chat-1", "2")  # reply.kind is ReplyKind.SELECTED
 """
 
+from parkgate.ask_options import (
+    AskFields,
+    AskOptions,
+    OwnedParkFields,
+    OwnedRunFields,
+    ParkFields,
+    PromptFields,
+    RunFields,
+)
 from parkgate.async_gateway import AsyncGateway
 from parkgate.clock import Clock, ManualClock, SystemClock
 from parkgate.core.expect import Expect
@@ -41,7 +50,7 @@ from parkgate.metrics import Metrics
 from parkgate.reply import Reply
 from parkgate.signal import Change, CloseSignal, Waiter
 from parkgate.store import Store, Transaction, open_store
-from parkgate.store.base import AskGauges, Callback, Watcher
+from parkgate.store.base import AskGauges, Callback, FollowUps, Heartbeats, OpenAsks, Outbox, Watcher
 from parkgate.store.writes import AskStep, NewAsk, Writes
 from parkgate.workflow import Phase, Workflow
 
@@ -51,8 +60,10 @@ __all__ = [
     "DEFAULT_TTL",
     "Ask",
     "AskAlreadyOpen",
+    "AskFields",
     "AskGauges",
     "AskKind",
+    "AskOptions",
     "AskSpec",
     "AskStatus",
     "AskStep",
@@ -71,18 +82,27 @@ __all__ = [
     "DelivererHealth",
     "DelivererState",
     "Expect",
+    "FollowUps",
     "Gateway",
+    "Heartbeats",
     "InputError",
     "ManualClock",
     "Metrics",
     "MissingExtra",
     "NewAsk",
+    "OpenAsks",
+    "Outbox",
+    "OwnedParkFields",
+    "OwnedRunFields",
+    "ParkFields",
     "ParkgateError",
     "Phase",
+    "PromptFields",
     "Reply",
     "ReplyKind",
     "Run",
     "RunClosed",
+    "RunFields",
     "RunOutcome",
     "RunStatus",
     "RunStillAsking",

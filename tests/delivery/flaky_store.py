@@ -55,18 +55,29 @@ class FailingBeats:
 
 
 class _Beats:
-    """A transaction whose ``beat`` may fail first; the rest is the real transaction's."""
+    """A transaction whose heartbeats' ``beat`` may fail first; the rest is the real transaction's."""
 
     def __init__(self, tx: Any, beats: FailingBeats) -> None:
         self._tx = tx
+        self.heartbeats = _FailingHeartbeats(tx.heartbeats, beats)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tx, name)
+
+
+class _FailingHeartbeats:
+    """The transaction's heartbeats, whose ``beat`` asks :class:`FailingBeats` first."""
+
+    def __init__(self, heartbeats: Any, beats: FailingBeats) -> None:
+        self._heartbeats = heartbeats
         self._beats = beats
 
     def beat(self, deliverer_id: str, now: Any) -> None:
         self._beats.beat()
-        self._tx.beat(deliverer_id, now)
+        self._heartbeats.beat(deliverer_id, now)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._tx, name)
+        return getattr(self._heartbeats, name)
 
 
 class Hook:
