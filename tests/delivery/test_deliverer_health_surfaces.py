@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 from flaky_store import BOUND_SECONDS, QUICK, FailingBeats, until
 
 import parkgate.delivery.health as health_module
+import polling
 from parkgate import Gateway, ManualClock
 from parkgate.core.model import AskStatus
 from parkgate.delivery import Deliverer
@@ -111,10 +111,7 @@ def stored_status(store: Store, ask_id: str | None) -> AskStatus | None:
 
 def wait_for(condition: Any, what: str) -> None:
     """Poll (bounded by the same limit as the async tests) from a plain thread."""
-    deadline = time.monotonic() + BOUND_SECONDS
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.005)
+    polling.until(condition, BOUND_SECONDS, what, interval=0.005)
 
 
 def test_a_library_gateways_deliverer_thread_is_restarted_and_still_reads_due_asks(
