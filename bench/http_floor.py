@@ -102,7 +102,13 @@ def measure_floor(
 ) -> dict[str, Any]:
     """The floor cells on each store (one worker), each against the bare app in the same rounds."""
     stores = [engine for engine in engines if engine == "sqlite" or pg_url]
+    skipped = [engine for engine in engines if engine not in stores]
     loads = Loads(scale, scale.http_concurrency, wrk_threads(1))
+    result: dict[str, Any] = {"workers": 1, "wrk_threads": loads.threads, "concurrency": loads.concurrency}
+    if skipped:
+        result["skipped"] = f"{', '.join(skipped)}: PostgreSQL is not reachable"
+    if not stores:
+        return result | {"cells": []}
     targets: list[Target] = []
     runs: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     try:
@@ -125,11 +131,7 @@ def measure_floor(
     finally:
         for target in reversed(targets):
             target.stop()
-    cells = [_floor_cell(store, cell, pairs) for (store, cell), pairs in runs.items()]
-    skipped = [engine for engine in engines if engine not in stores]
-    return {"workers": 1, "wrk_threads": loads.threads, "concurrency": loads.concurrency, "cells": cells} | (
-        {"skipped": f"{', '.join(skipped)}: PostgreSQL is not reachable"} if skipped else {}
-    )
+    return result | {"cells": [_floor_cell(store, cell, pairs) for (store, cell), pairs in runs.items()]}
 
 
 def _floor_cell(store: str, cell: str, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
