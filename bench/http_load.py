@@ -10,8 +10,10 @@ non-answers and ``menu`` to parked conversations (each with its own ``message_id
 every request runs the full reply path and the conversations stay parked.
 
 Baselines in the same run, in alternating rounds: ``GET /healthz`` on the same server
-(the HTTP stack plus one store read) and the same messages through an in-process
-:meth:`Gateway.handle` on the same schema (the reply path without HTTP).
+(the HTTP stack plus the store's connection check, ``SELECT 1``) and the same messages
+through an in-process :meth:`Gateway.handle` on the same schema (the reply path without
+HTTP). The floor against a bare app and the worker table are :mod:`bench.http_floor`
+and :mod:`bench.http_workers`.
 """
 
 from __future__ import annotations
