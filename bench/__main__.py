@@ -7,7 +7,8 @@ scale; ``python -m bench.compare BEFORE.json AFTER.json`` sets two such runs sid
 Options: ``--scale smoke|small|full`` (default ``small``; ``full`` is the README's run:
 10,000 conversations, 1,000,000 parked asks), ``--only reply,langgraph,scale,http,waiting``,
 ``--conversations N`` (override benchmark 1's count), ``--modes single,threads,processes``,
-``--scale-levels 10000,100000``, ``--scale-engines sqlite``, ``--no-postgres``, ``--out PATH``.
+``--scale-levels 10000,100000``, ``--scale-engines sqlite``, ``--workers 1,2,4,8`` (benchmark 4's
+worker table), ``--no-postgres``, ``--out PATH``.
 PostgreSQL comes from ``PARKGATE_BENCH_POSTGRES_URL`` (default the local server); each
 benchmark works in a schema of its own and drops it afterwards.
 """
@@ -22,7 +23,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import wrk
 from bench.common import RESULTS_DIR, SCALES, machine_info, postgres_reachable, postgres_url, to_jsonable, workdir
+from bench.http_floor import DEFAULT_WORKERS, render_floor
+from bench.http_servers import ENGINES
+from bench.http_workers import render_workers
 
 BENCHMARKS = ("reply", "langgraph", "scale", "http", "waiting")
 #: The benchmarks ``--hot`` runs: every path a message, a wake-up or a callback takes.
@@ -38,9 +43,10 @@ def run_all(
     modes: tuple[str, ...] | None = None,
     scale_levels: tuple[int, ...] | None = None,
     scale_engines: tuple[str, ...] = ("sqlite", "postgres"),
+    worker_counts: tuple[int, ...] = DEFAULT_WORKERS,
 ) -> dict[str, Any]:
     """Run the chosen benchmarks at ``scale_name``; the results as one JSON-ready dict."""
-    from bench import http_load, langgraph_vs, reply_path, scale, waiting
+    from bench import http_floor, http_load, http_workers, langgraph_vs, reply_path, scale, waiting
 
     chosen = SCALES[scale_name]
     if conversations is not None:
@@ -65,6 +71,15 @@ def run_all(
             results["langgraph"] = [langgraph_vs.run(chosen, work, log, synchronous=s) for s in ("full", "normal")]
         if "http" in only:
             results["http"] = http_load.run(chosen, work, pg_url, log)
+            if wrk.installed():
+                log("  HTTP floor: parkgate serve vs a bare Starlette app, one worker ...")
+                results["http_floor"] = http_floor.measure_floor(chosen, work, pg_url, log, ENGINES)
+                log(f"  HTTP workers: {', '.join(map(str, worker_counts))} ...")
+                results["http_workers"] = http_workers.measure_workers(
+                    chosen, work, pg_url, log, worker_counts, ENGINES
+                )
+            else:
+                notes.append("HTTP floor and worker table skipped: wrk is not installed")
         if "scale" in only:
             results["scale"] = scale.run(chosen, work, pg_url, log, scale_engines)
         if "waiting" in only:
@@ -157,6 +172,12 @@ def render(results: dict[str, Any]) -> str:
                     f"{c['in_process_handle']['requests_per_s']:9.0f} {c['messages_vs_healthz']:10.2f} "
                     f"{c['messages_vs_in_process']:10.2f}"
                 )
+    if results.get("http_floor"):
+        lines.append("")
+        lines.extend(render_floor(results["http_floor"]))
+    if results.get("http_workers"):
+        lines.append("")
+        lines.extend(render_workers(results["http_workers"]))
     waiting = results.get("waiting")
     if waiting:
         lines.append("")
@@ -246,6 +267,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default=None, help="benchmark 1's modes: single,threads,processes")
     parser.add_argument("--scale-levels", default=None, help="benchmark 3's levels, e.g. 10000,100000,1000000")
     parser.add_argument("--scale-engines", default="sqlite,postgres", help="benchmark 3's stores")
+    parser.add_argument(
+        "--workers",
+        default=",".join(map(str, DEFAULT_WORKERS)),
+        help="benchmark 4's worker table: worker counts, e.g. 1,2,4,8",
+    )
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only (benchmark 4 is skipped)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "latest.json")
     parser.add_argument("--hot", action="store_true", help="the hot paths: --only " + ",".join(HOT_PATHS))
@@ -263,7 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     modes = tuple(m.strip() for m in args.modes.split(",")) if args.modes else None
     levels = tuple(int(n) for n in args.scale_levels.split(",")) if args.scale_levels else None
     engines = tuple(e.strip() for e in args.scale_engines.split(",") if e.strip())
-    results = run_all(args.scale, only, not args.no_postgres, args.conversations, log, modes, levels, engines)
+    workers = tuple(int(n) for n in args.workers.split(",") if n.strip())
+    if not workers or min(workers) < 1:
+        parser.error("--workers takes worker counts of at least 1, e.g. 1,2,4,8")
+    results = run_all(args.scale, only, not args.no_postgres, args.conversations, log, modes, levels, engines, workers)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(render(results))

@@ -46,6 +46,12 @@ class Scale:
     http_seconds: float
     http_concurrency: int
     workers: int = 4
+    #: Benchmark 4's floor and worker table: seconds a wrk run lasts (``-d``), rounds, the
+    #: requests a run may send, and at most how many asks are parked for one select run.
+    floor_seconds: float = 4.0
+    floor_rounds: int = 2
+    floor_requests: int = 10_000_000
+    floor_select_max: int = 20_000
     #: Benchmark 5: samples per wake-up, floor and callback cell; asks falling due at once
     #: (parked in a short window with one TTL), per round; the due-time cost's repeats of
     #: each variant (benchmark 1's mix at ``reply_conversations``).
@@ -70,6 +76,10 @@ SCALES: dict[str, Scale] = {
         http_seconds=20.0,
         http_concurrency=4,
         workers=2,
+        floor_seconds=1.0,
+        floor_rounds=1,
+        floor_requests=12,
+        floor_select_max=40,
         waiting_samples=4,
         due_asks=12,
         due_ttl_seconds=1.0,
@@ -98,6 +108,9 @@ SCALES: dict[str, Scale] = {
         http_requests=20_000,
         http_seconds=60.0,
         http_concurrency=32,
+        floor_seconds=10.0,
+        floor_rounds=3,
+        floor_select_max=60_000,
         waiting_samples=1_000,
         due_ttl_seconds=5.0,
         due_rounds=2,

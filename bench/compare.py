@@ -3,7 +3,8 @@
 Reads the JSON files ``python -m bench --hot`` writes and prints, one column per file,
 the figures that are ratios against a baseline measured in the same run (so runs on a
 busy machine compare): benchmark 1's gateway/raw, benchmark 4's messages against
-``/healthz`` and against the in-process gateway, benchmark 5's wake-ups against their
+``/healthz`` and against the in-process gateway, the floor's and the worker table's cells
+against the bare app, benchmark 5's wake-ups against their
 floor, callbacks after the commit, and the due reads' lateness.
 """
 
@@ -48,6 +49,22 @@ def rows(sample: dict[str, Any]) -> Iterator[Row]:
                 f"4. HTTP {workers} worker(s): {key.replace('_', ' ')}",
                 _get(lambda r, w=workers, k=key: _find(r["http"]["configs"], workers=w)[k]),
             )
+    for cell in sample.get("http_floor", {}).get("cells", []):
+        store, name = cell["store"], cell["cell"]
+        yield (
+            f"4a. floor {store}, {name}: vs the bare app",
+            _get(lambda r, s=store, c=name: _find(r["http_floor"]["cells"], store=s, cell=c)["ratio"]),
+        )
+    for row in sample.get("http_workers", {}).get("rows", []):
+        for key in row["cells"]:
+            if not key.startswith("bare "):
+                workers = row["workers"]
+                yield (
+                    f"4b. {workers} worker(s), {key}: vs the bare app",
+                    _get(
+                        lambda r, w=workers, k=key: _find(r["http_workers"]["rows"], workers=w)["cells"][k]["vs_bare"]
+                    ),
+                )
     waiting = sample.get("waiting", {})
     for cell in waiting.get("wake", []):
         store, topology = cell["store"], cell["topology"]

@@ -10,18 +10,18 @@ non-answers and ``menu`` to parked conversations (each with its own ``message_id
 every request runs the full reply path and the conversations stay parked.
 
 Baselines in the same run, in alternating rounds: ``GET /healthz`` on the same server
-(the HTTP stack plus one store read) and the same messages through an in-process
-:meth:`Gateway.handle` on the same schema (the reply path without HTTP).
+(the HTTP stack plus the store's connection check, ``SELECT 1``) and the same messages
+through an in-process :meth:`Gateway.handle` on the same schema (the reply path without
+HTTP). The floor against a bare app and the worker table are :mod:`bench.http_floor`
+and :mod:`bench.http_workers`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import random
-import shutil
 import socket
 import subprocess
 import sys
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from bench import wrk
 from bench.common import drop_schema, latency_summary, new_schema, ratio
 
 OPTIONS = ("Sequence diagram", "Class diagram", "Activity diagram")
@@ -41,13 +42,13 @@ TEXTS = ("not sure yet", "which one is best?", "menu", "hmm")
 PARKED = 300
 #: Parked conversations are PREFIX0 .. PREFIX299 (wrk_load.lua builds the same ids).
 PREFIX = "http-"
-WRK_SCRIPT = Path(__file__).with_name("wrk_load.lua")
+WRK_SCRIPT = wrk.SCRIPT
 GENERATORS = ("wrk", "httpx")
 
 
 def load_generator() -> str:
     """``wrk`` when it is on PATH (Debian's ``wrk`` package), else the httpx client."""
-    return "wrk" if shutil.which("wrk") else "httpx"
+    return "wrk" if wrk.installed() else "httpx"
 
 
 def free_port() -> int:
@@ -63,9 +64,7 @@ def schema_url(url: str, schema: str) -> str:
     return f"{url}{joiner}options={quote(f'-csearch_path={schema}')}"
 
 
-def start_server(
-    db_url: str, schema: str | None, workers: int, port: int, log_path: Path
-) -> subprocess.Popen[bytes]:
+def start_server(db_url: str, schema: str | None, workers: int, port: int, log_path: Path) -> subprocess.Popen[bytes]:
     """``parkgate serve`` as a child process (its output to ``log_path``); ``schema``: PostgreSQL's."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("PARKGATE_")}
     if schema:
@@ -175,55 +174,18 @@ async def _drive(
 def _drive_wrk(
     base: str, mode: str, count: int, seconds: float, concurrency: int, seed: int, expected_rate: float | None = None
 ) -> dict[str, Any]:
-    """:func:`_drive`'s figures from one wrk run (``mode``: ``messages`` or ``healthz``).
-
-    wrk always runs for its whole ``-d``; a thread stops sending after ``count``
-    responses, and the script times first request to last response itself. With an
-    ``expected_rate`` (requests/s seen earlier) ``-d`` is cut to twice the time ``count``
-    should take, so a small count does not idle out the whole ``seconds``.
-    """
-    if expected_rate:
-        seconds = min(seconds, 2 * count / expected_rate + 1)
-    command = [
-        "wrk",
-        "-t1",
-        f"-c{concurrency}",
-        f"-d{max(1, round(seconds))}s",
-        "--timeout",
-        "30s",
-        "-s",
-        str(WRK_SCRIPT),
+    """:func:`_drive`'s figures from one wrk run (``mode``: ``messages`` or ``healthz``; see :func:`bench.wrk.run`)."""
+    return wrk.run(
         base,
-        "--",
-        str(count),
         mode,
-        f"w{uuid.uuid4().hex[:8]}",
-        str(PARKED),
-        PREFIX,
-        str(seed),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60, check=False)
-    line = next((text for text in done.stdout.splitlines() if text.startswith("PARKGATE_WRK ")), None)
-    if done.returncode != 0 or line is None:
-        raise RuntimeError(f"wrk failed ({done.returncode}): {(done.stdout + done.stderr)[-600:]}")
-    data = json.loads(line.split(" ", 1)[1])
-    wall = data["elapsed_us"] / 1e6
-    statuses: dict[str, int] = dict(data["statuses"])
-    if data["socket_errors"]:
-        statuses["socket errors"] = data["socket_errors"]
-    return {
-        "requests": data["requests"],
-        "wall_s": wall,
-        "requests_per_s": ratio(data["requests"], wall),
-        "latency": {
-            "count": data["requests"],
-            "p50_ms": data["p50_us"] / 1000,
-            "p99_ms": data["p99_us"] / 1000,
-            "mean_ms": data["mean_us"] / 1000,
-        },
-        "statuses": statuses,
-        "kinds": dict(data["kinds"]),
-    }
+        count=count,
+        seconds=seconds,
+        concurrency=concurrency,
+        seed=seed,
+        conversations=PARKED,
+        prefix=PREFIX,
+        expected_rate=expected_rate,
+    )
 
 
 def _drive_with(

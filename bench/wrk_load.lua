@@ -1,12 +1,18 @@
--- Benchmark 4's load for wrk (bench/http_load.py runs it; see bench/README.md).
+-- The HTTP benchmarks' load for wrk (bench/wrk.py runs it; see bench/README.md).
 --
---   wrk -t1 -c32 -d30s -s bench/wrk_load.lua http://127.0.0.1:PORT -- COUNT MODE TAG PARKED PREFIX SEED
+--   wrk -t1 -c32 -d30s -s bench/wrk_load.lua http://127.0.0.1:PORT -- COUNT MODE TAG CONVERSATIONS PREFIX SEED [THREADS]
 --
--- MODE "messages": POST /v1/conversations/{PREFIX<n>}/messages to a random one of PARKED
--- parked conversations (picked with SEED), a non-answer or `menu`, each with its own
--- message_id (TAG-thread-i), so every request runs the whole reply path and the
--- conversations stay parked.
--- MODE "healthz": GET /healthz. A thread stops after COUNT responses; -d bounds the time.
+-- Conversation ids are PREFIX0 .. PREFIX<CONVERSATIONS - 1>. MODE picks the request:
+--   "messages": POST /v1/conversations/{id}/messages to a random parked conversation, a
+--     non-answer or `menu`, each with its own message_id (TAG-thread-i), so every request
+--     runs the whole reply path and the conversations stay parked (benchmark 4).
+--   "pass": a message to a random conversation with nothing parked, without message_id.
+--   "pass_id": the same with its own message_id (the reply is stored for redelivery).
+--   "retry": a non-answer with its own message_id to a random parked conversation.
+--   "select": `1` with its own message_id to the next parked conversation, each once:
+--     thread n of THREADS takes the n-th share of the ids in order.
+--   "healthz": GET /healthz.
+-- A thread stops after COUNT responses; -d bounds the time.
 -- wrk itself always runs for -d, so the elapsed time is taken here (first request to last
 -- response, on the monotonic clock through LuaJIT's FFI). done() prints one line,
 -- "PARKGATE_WRK {json}", that the benchmark reads: requests, elapsed time, latency
@@ -38,6 +44,7 @@ function init(args)
   tag = args[3] .. "-" .. number
   parked = tonumber(args[4])
   prefix = args[5]
+  share = math.floor(parked / (tonumber(args[7]) or 1))
   sent, received = 0, 0
   statuses, kinds = {}, {}
   math.randomseed((tonumber(args[6]) or 0) * 7919 + number)
@@ -51,9 +58,20 @@ function request()
   if mode == "healthz" then
     return wrk.format("GET", "/healthz")
   end
-  local conversation = prefix .. tostring(math.random(0, parked - 1))
-  local body = string.format('{"text":"%s","message_id":"%s-%d"}', texts[(sent % #texts) + 1], tag, sent)
-  return wrk.format("POST", "/v1/conversations/" .. conversation .. "/messages",
+  local index = math.random(0, parked - 1)
+  local text = texts[(sent % #texts) + 1]
+  local id = string.format(',"message_id":"%s-%d"', tag, sent)
+  if mode == "pass" then
+    text, id = "hello there", ""
+  elseif mode == "pass_id" then
+    text = "hello there"
+  elseif mode == "retry" then
+    text = "not sure yet"
+  elseif mode == "select" then
+    index, text = (number - 1) * share + sent - 1, "1"
+  end
+  local body = string.format('{"text":"%s"%s}', text, id)
+  return wrk.format("POST", "/v1/conversations/" .. prefix .. tostring(index) .. "/messages",
     { ["Content-Type"] = "application/json" }, body)
 end
 

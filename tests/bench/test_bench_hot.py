@@ -49,3 +49,28 @@ def test_compare_prints_each_figure_once_per_run(tmp_path: Path, capsys: pytest.
     assert late.split()[-2:] == ["2.100", "0.900"]
     cpu = next(line for line in lines if "server CPU" in line)
     assert cpu.split()[-2:] == ["-", "-"]  # not measured in these runs
+
+
+def test_compare_sets_the_floor_and_worker_ratios_side_by_side(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def http(floor: float, workers: float) -> dict[str, Any]:
+        return {
+            "http_floor": {"cells": [{"store": "sqlite", "cell": "pass_id", "ratio": floor}]},
+            "http_workers": {
+                "rows": [
+                    {"workers": 8, "cells": {"bare pass": {"vs_bare": 1.0}, "postgres pass": {"vs_bare": workers}}}
+                ]
+            },
+        }
+
+    runs = [tmp_path / "before.json", tmp_path / "after.json", tmp_path / "none.json"]
+    for path, results in zip(runs, (http(0.19, 0.31), http(0.52, 0.74), {}), strict=True):
+        path.write_text(json.dumps(results))
+    assert compare.main([str(path) for path in runs]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    floor = next(line for line in lines if line.startswith("4a. floor sqlite, pass_id: vs the bare app"))
+    assert floor.split()[-3:] == ["0.190", "0.520", "-"]
+    workers = next(line for line in lines if line.startswith("4b. 8 worker(s), postgres pass: vs the bare app"))
+    assert workers.split()[-3:] == ["0.310", "0.740", "-"]
+    assert not any("bare pass" in line for line in lines)  # the baseline is not compared with itself

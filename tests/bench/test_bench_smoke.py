@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:  # `bench` lives at the repository root, beside sr
     sys.path.insert(0, str(ROOT))
 
 from bench import __main__ as bench_main  # noqa: E402
-from bench import http_load, langgraph_vs, reply_path, scale, waiting  # noqa: E402
+from bench import http_floor, http_load, http_workers, langgraph_vs, reply_path, scale, waiting  # noqa: E402
 from bench.common import MAX_WARM_UP_BATCHES, SCALES, StoreTarget, drop_schema, new_schema  # noqa: E402
 
 SMOKE = SCALES["smoke"]
@@ -196,6 +196,69 @@ def test_http_through_parkgate_serve(pg_url: str, tmp_path: Path, generator: str
     assert 0 < messages["wall_s"] <= tiny.http_seconds + 2
     assert result["healthz"]["statuses"] == {"200": result["healthz"]["requests"]}
     assert result["messages_vs_healthz"] > 0 and result["messages_vs_in_process"] > 0
+
+
+#: The reply kinds each floor cell's messages must get from parkgate serve.
+FLOOR_KINDS = {"pass": {"pass"}, "pass_id": {"pass"}, "retry": {"retry", "escalated"}, "select": {"selected"}}
+
+
+def _check_floor(floor: dict[str, Any], engine: str) -> None:
+    assert [(c["store"], c["cell"]) for c in floor["cells"]] == [(engine, cell) for cell in http_floor.CELLS]
+    for c in floor["cells"]:
+        for side in ("parkgate", "bare"):
+            figures = c[side]
+            # Every request answered 200, at most the count (plus what was in flight) a round.
+            assert figures["statuses"] == {"200": figures["requests"]}, (c["cell"], side, figures)
+            assert 0 < figures["requests"] <= SMOKE.floor_rounds * (SMOKE.floor_requests + SMOKE.http_concurrency)
+            assert figures["requests_per_s"] > 0
+        kinds = c["parkgate"]["kinds"]  # a reply each, of the cell's kinds (a retry may escalate)
+        assert sum(kinds.values()) == c["parkgate"]["requests"] and set(kinds) <= FLOOR_KINDS[c["cell"]], c
+        assert c["bare"]["kinds"] == {"pass": c["bare"]["requests"]}  # the bare app's one answer
+        assert c["ratio"] == pytest.approx(c["parkgate"]["requests_per_s"] / c["bare"]["requests_per_s"])
+        assert len(c["ratio_per_round"]) == SMOKE.floor_rounds
+        assert (c["goal_met"] is None) == (c["cell"] not in http_floor.GOALS)
+    table = "\n".join(http_floor.render_floor(floor))
+    assert table.startswith("4a. HTTP floor") and "a selection" in table
+
+
+def _check_workers(table: dict[str, Any], engine: str, counts: tuple[int, ...]) -> None:
+    assert table["counts"] == list(counts) and table["stores"] == [engine]
+    for row in table["rows"]:
+        names = {f"{target} {mode}" for target in ("bare", engine) for mode in http_floor.WORKER_MODES}
+        assert set(row["cells"]) == names
+        for cell in row["cells"].values():
+            assert cell["statuses"] == {"200": sum(cell["statuses"].values())} and cell["requests_per_s"] > 0
+            assert set(cell["kinds"]) == {"pass"}
+            assert cell["vs_bare"] > 0 and cell["vs_first_count"] > 0
+    assert all(cell["vs_first_count"] == 1.0 for cell in table["rows"][0]["cells"].values())
+    assert "4b. Workers" in "\n".join(http_workers.render_workers(table))
+
+
+def test_http_floor_and_workers_on_sqlite(tmp_path: Path) -> None:
+    """wrk drives the bare app and parkgate serve (one SQLite file per server), 1 and 2 workers."""
+    assert shutil.which("wrk"), "wrk is not installed: `apt-get install wrk` (./dev test does it as root)"
+    _check_floor(http_floor.measure_floor(SMOKE, tmp_path, None, lambda _: None, ("sqlite",)), "sqlite")
+    table = http_workers.measure_workers(SMOKE, tmp_path, None, lambda _: None, (1, 2), ("sqlite",))
+    _check_workers(table, "sqlite", (1, 2))
+
+
+@pytest.mark.postgres
+def test_http_floor_and_workers_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    assert shutil.which("wrk"), "wrk is not installed: `apt-get install wrk` (./dev test does it as root)"
+    _check_floor(http_floor.measure_floor(SMOKE, tmp_path, pg_url, lambda _: None, ("postgres",)), "postgres")
+    table = http_workers.measure_workers(SMOKE, tmp_path, pg_url, lambda _: None, (2,), ("postgres",))
+    _check_workers(table, "postgres", (2,))
+
+
+def test_http_floor_without_postgres_says_so(tmp_path: Path) -> None:
+    floor = http_floor.measure_floor(SMOKE, tmp_path, None, lambda _: None, ("postgres",))
+    assert floor["cells"] == [] and "PostgreSQL is not reachable" in floor["skipped"]
+
+
+def test_bench_workers_option_takes_counts_of_at_least_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        bench_main.main(["--only", "http", "--workers", "0,2"])
+    assert "--workers" in capsys.readouterr().err
 
 
 def _check_waiting(result: dict[str, Any], engine: str) -> None:

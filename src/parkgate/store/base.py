@@ -280,6 +280,18 @@ class Store(ABC):
     @abstractmethod
     def schema_version(self) -> int: ...
 
+    @abstractmethod
+    def ping(self) -> None:
+        """Prove the store answers, with the cheapest statement it has (``SELECT 1``).
+
+        What ``/healthz`` runs on every call: no table is read, so a health check costs
+        one round trip however many asks are parked.
+
+        Raises:
+            StoreError: the store does not answer (:class:`StoreUnavailable` for a
+                PostgreSQL server out of reach, :class:`StoreClosed` once closed).
+        """
+
     def watch(self, signal: Any) -> Watcher | None:
         """Start feeding ``signal`` (a :class:`parkgate.signal.CloseSignal`) with other
         processes' commits; ``None``: this store cannot."""

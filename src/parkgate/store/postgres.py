@@ -134,6 +134,14 @@ class PostgresStore(Store):
             found = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
             return int(found[0]) if found else 0
 
+    def ping(self) -> None:
+        """``SELECT 1`` on a pooled connection: one round trip to the server."""
+        try:
+            with self._pooled() as conn:
+                conn.execute("SELECT 1").fetchone()
+        except (psycopg.OperationalError, PoolTimeout) as error:
+            raise unavailable(error) from None
+
     def migrate(self) -> list[int]:
         created = False
         try:

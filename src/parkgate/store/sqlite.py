@@ -311,6 +311,13 @@ class SQLiteStore(Store):
             return 0
         return int(row[0] or 0)
 
+    def ping(self) -> None:
+        """``SELECT 1`` on this thread's connection: the file is open and answers."""
+        try:
+            self._connection().execute("SELECT 1").fetchone()
+        except sqlite3.Error as error:
+            raise classify(error, self.path) from None
+
     def migrate(self) -> list[int]:
         conn = self._connection()
         try:
