@@ -28,7 +28,7 @@ from parkgate.checks import (
 from parkgate.clock import Clock, as_clock
 from parkgate.core import machine, stopping_point
 from parkgate.core.kinds import AskKind, RunOutcome
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError
 from parkgate.gateway.closing import CloseReport, pause_before_reading
 from parkgate.gateway.reads import ReadCalls
@@ -37,7 +37,6 @@ from parkgate.gateway.runs import RunLifeCycle, new_run
 from parkgate.gateway.shapes import new_id, pass_reply
 from parkgate.gateway.unit import UnitRunner, WritePlan
 from parkgate.metrics import Metrics
-from parkgate.reply import Reply
 from parkgate.signal import Change, CloseSignal
 from parkgate.store import DEFAULT_URL, Store, Transaction, open_deployed_store
 from parkgate.store.writes import StoredReply

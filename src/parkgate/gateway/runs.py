@@ -14,12 +14,11 @@ from datetime import datetime, timedelta
 from parkgate.ask_options import AskOptions
 from parkgate.core import machine, stopping_point
 from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
-from parkgate.core.model import Ask, Run
+from parkgate.core.model import Ask, Reply, Run
 from parkgate.core.phrases import WORKFLOW_DONE
 from parkgate.errors import AskAlreadyOpen, ConversationBusy, InputError, RunClosed, UnknownWorkflow
 from parkgate.gateway.shapes import asked_reply, expired_pass_reply, new_id, pass_reply, step_reply, with_more_text
 from parkgate.gateway.unit import WritePlan
-from parkgate.reply import Reply
 from parkgate.store import Transaction
 from parkgate.store.writes import AskStep, NewAsk, RunChange
 from parkgate.workflow import Phase, Workflow

@@ -10,9 +10,8 @@ from typing import Any
 from parkgate.core import expect as expected_form
 from parkgate.core import machine
 from parkgate.core.kinds import ReplyKind
-from parkgate.core.model import Ask, CallbackState, Step
+from parkgate.core.model import Ask, CallbackState, Reply, Step
 from parkgate.core.phrases import PHRASES
-from parkgate.reply import Reply
 
 
 def ask_to_dict(ask: Ask, now: datetime | None = None, callback: CallbackState | None = None) -> dict[str, Any]:

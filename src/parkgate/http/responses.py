@@ -13,9 +13,8 @@ from fastapi.responses import JSONResponse, Response
 from starlette.types import Message, Send
 
 from parkgate.async_gateway import AsyncGateway
-from parkgate.core.model import Ask, CallbackState, CallbackStatus, Run
+from parkgate.core.model import Ask, CallbackState, CallbackStatus, Reply, Run
 from parkgate.gateway import ask_to_dict
-from parkgate.reply import Reply
 
 #: The policy of every HTML page: nothing but this origin's own files; the page's inline
 #: favicon (``data:``) is the one exception.
