@@ -21,7 +21,7 @@ from parkgate.async_gateway import AsyncGateway
 from parkgate.clock import Clock, ManualClock, SystemClock
 from parkgate.core.expect import Expect
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunOutcome, RunStatus
-from parkgate.core.model import Ask, CallbackState, CallbackStatus, Run
+from parkgate.core.model import Ask, CallbackState, CallbackStatus, Reply, Run
 from parkgate.core.stopping_point import AskSpec
 from parkgate.delivery.health import Backoff, DelivererHealth, DelivererState
 from parkgate.errors import (
@@ -47,7 +47,6 @@ from parkgate.errors import (
 )
 from parkgate.gateway import DEFAULT_TTL, Gateway, ask_to_dict
 from parkgate.metrics import Metrics
-from parkgate.reply import Reply
 from parkgate.signal import Change, CloseSignal, Waiter
 from parkgate.store import Store, Transaction, open_store
 from parkgate.store.base import AskGauges, Callback, FollowUps, Heartbeats, OpenAsks, Outbox, Watcher

@@ -19,11 +19,10 @@ from parkgate.checks import check_flag, check_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core import machine
 from parkgate.core.kinds import AskKind
-from parkgate.core.model import Ask, CallbackState, Run
+from parkgate.core.model import Ask, CallbackState, Reply, Run
 from parkgate.errors import InputError
 from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
 from parkgate.metrics import Metrics
-from parkgate.reply import Reply
 from parkgate.signal import Waiter
 from parkgate.store import DEFAULT_URL, Store
 from parkgate.store.base import AskGauges

@@ -42,9 +42,7 @@ def start(bridge: ParkgateInterrupts, agent: Agent) -> Any:
     return bridge.start(agent.graph, {"messages": [{"role": "user", "content": "Ship it."}]}, CONFIG, "chat-1")
 
 
-def test_each_per_call_interrupt_is_a_menu_and_a_selection_passes_the_schema(
-    gateway: Gateway, agent: Agent
-) -> None:
+def test_each_per_call_interrupt_is_a_menu_and_a_selection_passes_the_schema(gateway: Gateway, agent: Agent) -> None:
     bridge = ParkgateInterrupts(gateway)
     start(bridge, agent)
     [ask] = gateway.open_asks()
@@ -71,9 +69,7 @@ def test_each_per_call_interrupt_is_a_menu_and_a_selection_passes_the_schema(
     assert run is not None and (run.status, run.outcome) == ("complete", "done")
 
 
-def test_a_cancel_of_a_per_call_interrupt_rejects_saying_it_was_cancelled(
-    gateway: Gateway, agent: Agent
-) -> None:
+def test_a_cancel_of_a_per_call_interrupt_rejects_saying_it_was_cancelled(gateway: Gateway, agent: Agent) -> None:
     bridge = ParkgateInterrupts(gateway)
     start(bridge, agent)
     step = bridge.drive(agent.graph, CONFIG, "chat-1", "/cancel")

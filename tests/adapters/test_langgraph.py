@@ -406,9 +406,7 @@ def test_a_message_is_applied_to_the_thread_that_owns_the_parked_ask(
     assert ask.run_id == "thread-1"
 
 
-def test_a_message_for_an_ask_the_graph_cannot_resume_is_refused_changing_nothing(
-    gateway: Gateway, graph: Any
-) -> None:
+def test_a_message_for_an_ask_the_graph_cannot_resume_is_refused_changing_nothing(gateway: Gateway, graph: Any) -> None:
     plain = gateway.ask("chat-1", "Ship it?", ["Yes", "No"])  # parked by hand, not by the bridge
     with pytest.raises(NotThisGraph, match="not a LangGraph thread") as raised:
         ParkgateInterrupts(gateway).drive(graph, CONFIG, "chat-1", "1")
@@ -564,9 +562,7 @@ class PairState(TypedDict, total=False):
     size: str
 
 
-def test_parallel_interrupts_are_asked_one_after_another_and_resumed_once(
-    gateway: Gateway, saver: SqliteSaver
-) -> None:
+def test_parallel_interrupts_are_asked_one_after_another_and_resumed_once(gateway: Gateway, saver: SqliteSaver) -> None:
     entered: list[str] = []
 
     def color(state: PairState) -> dict[str, Any]:
@@ -596,9 +592,7 @@ def test_parallel_interrupts_are_asked_one_after_another_and_resumed_once(
     two = bridge.drive(graph, CONFIG, "chat-1", "1")
     assert two.resumed and two.finished
     values = graph.get_state(CONFIG).values
-    assert sorted([values["color"], values["size"]]) == sorted(
-        [one.reply.answer or "", two.reply.answer or ""]
-    )
+    assert sorted([values["color"], values["size"]]) == sorted([one.reply.answer or "", two.reply.answer or ""])
 
 
 # -- a payload that cannot be asked closes the thread ------------------------------------------

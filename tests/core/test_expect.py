@@ -19,7 +19,7 @@ from parkgate.core import phrases as P
 from parkgate.core.expect import Expect, as_expect, describe, value_of
 from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.machine import render_question, step
-from parkgate.core.matcher import normalise
+from parkgate.core.menu import normalise
 from parkgate.core.model import Ask
 
 NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

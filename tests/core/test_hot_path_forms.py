@@ -19,8 +19,7 @@ from parkgate import InputError, ReplyKind
 from parkgate.checks import MAX_ID_CHARS, check_id
 from parkgate.core import machine
 from parkgate.core.kinds import AskKind, AskStatus
-from parkgate.core.model import Ask
-from parkgate.reply import Reply
+from parkgate.core.model import Ask, Reply
 
 optional_text = st.none() | st.text(max_size=40)
 replies = st.builds(

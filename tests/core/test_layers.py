@@ -40,7 +40,7 @@ def _offending(folder: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def test_the_scan_reads_real_modules() -> None:
-    assert {m.name for m in _modules("core")} >= {"phrases.py", "matcher.py", "machine.py", "model.py"}
+    assert {m.name for m in _modules("core")} >= {"phrases.py", "menu.py", "machine.py", "model.py"}
     assert {m.name for m in _modules("store")} >= {"sql.py", "sqlite.py", "postgres.py", "base.py"}
     assert "parkgate.core.model" in _imports(PACKAGE / "store" / "sql.py")
 
@@ -53,7 +53,7 @@ def test_the_scan_reads_real_modules() -> None:
             "store",
             (
                 "parkgate.core.phrases",
-                "parkgate.core.matcher",
+                "parkgate.core.menu",
                 "parkgate.core.machine",
                 "parkgate.core.stopping_point",
                 "parkgate.gateway",
@@ -141,3 +141,46 @@ def test_the_cycle_search_finds_a_cycle_through_a_function_level_import() -> Non
 def test_no_module_imports_back_up_a_layer_even_lazily_or_for_types() -> None:
     cycles = _cycles(_import_graph())
     assert cycles == []
+
+
+#: The longest module and function body a reader is asked to hold (CONTRIBUTING's "small
+#: modules with one job"): a module's lines, a function's lines after its docstring.
+MAX_MODULE_LINES = 400
+MAX_BODY_LINES = 50
+
+
+def _body_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """How many lines ``function``'s body spans, its docstring left out."""
+    body = function.body
+    documented = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    first = body[1] if documented and len(body) > 1 else body[0]
+    return (function.end_lineno or first.lineno) - first.lineno + 1
+
+
+def _sizes() -> tuple[dict[str, int], dict[str, int]]:
+    """Every module's line count, and every function's body lines (``module:line name``)."""
+    modules: dict[str, int] = {}
+    functions: dict[str, int] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        name = path.relative_to(PACKAGE).as_posix()
+        modules[name] = len(text.splitlines())
+        for node in ast.walk(ast.parse(text, filename=str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                functions[f"{name}:{node.lineno} {node.name}"] = _body_lines(node)
+    return modules, functions
+
+
+def test_the_size_scan_counts_lines_and_leaves_docstrings_out() -> None:
+    source = 'def f():\n    """Doc.\n\n    More.\n    """\n    a = 1\n    return a\n'
+    function = ast.parse(source).body[0]
+    assert isinstance(function, ast.FunctionDef) and _body_lines(function) == 2
+    modules, functions = _sizes()
+    assert modules["core/kinds.py"] == len((PACKAGE / "core" / "kinds.py").read_text().splitlines())
+    assert any(name.endswith(" handle") for name in functions)
+
+
+def test_no_module_is_over_400_lines_and_no_function_body_over_50() -> None:
+    modules, functions = _sizes()
+    assert {name: lines for name, lines in modules.items() if lines > MAX_MODULE_LINES} == {}
+    assert {name: lines for name, lines in functions.items() if lines > MAX_BODY_LINES} == {}

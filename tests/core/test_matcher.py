@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from parkgate.core.kinds import AskKind
-from parkgate.core.matcher import Match, Verdict, match, normalise
+from parkgate.core.machine import match
+from parkgate.core.menu import Match, Verdict, normalise
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
 
 CHOICE = AskKind.CHOICE

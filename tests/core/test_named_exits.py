@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from parkgate import Gateway, ManualClock, ReplyKind
 from parkgate.core import phrases as P
 from parkgate.core.kinds import AskKind, AskStatus
-from parkgate.core.machine import DEFAULT_ESCALATE_AFTER, render_question, step
-from parkgate.core.matcher import Verdict, match, normalise
+from parkgate.core.machine import DEFAULT_ESCALATE_AFTER, match, render_question, step
+from parkgate.core.menu import Verdict, normalise
 from parkgate.core.model import Ask
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
 from parkgate.core.stopping_point import StoppingPointError, make_spec

@@ -14,10 +14,10 @@ import pytest
 
 from parkgate import prove
 from parkgate.checks import check_inbound_text
-from parkgate.core import machine, matcher
+from parkgate.core import machine, menu
 from parkgate.core.expect import Expect
 from parkgate.core.kinds import AskKind, ReplyKind
-from parkgate.core.matcher import Match, Verdict
+from parkgate.core.menu import Match, Verdict
 from parkgate.core.model import Ask, Step
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
 from parkgate.errors import InputError
@@ -134,7 +134,7 @@ def test_non_text_is_refused_before_the_machine_in_the_pure_check() -> None:
 # -- the checker itself can fail ------------------------------------------------------
 
 REAL_STEP = machine.step
-REAL_MATCH = matcher.match
+REAL_MATCH = machine.match
 StepFn = Callable[[Ask, str, datetime, int], Step]
 
 
@@ -199,7 +199,7 @@ def test_a_label_that_loses_to_a_control_word_is_caught(monkeypatch: pytest.Monk
     def control_words_first(
         kind: AskKind, options: tuple[str, ...] | list[str], text: str, expect: Expect | None = None
     ) -> Match:
-        word = matcher.normalise(text).removeprefix("/")
+        word = menu.normalise(text).removeprefix("/")
         if word in CANCEL_WORDS:
             return Match(Verdict.CANCEL)
         return REAL_MATCH(kind, options, text, expect)

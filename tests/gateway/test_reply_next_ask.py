@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from parkgate import Gateway, ReplyKind
-from parkgate.reply import Reply
+from parkgate.core.model import Reply
 
 if TYPE_CHECKING:
     from conftest import StoreLocation

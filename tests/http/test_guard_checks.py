@@ -23,13 +23,13 @@ from parkgate.http.guard import (
     WRONG_TOKEN,
     GuardMiddleware,
     Incoming,
-    Refusal,
     check_cross_site,
     check_length,
     check_media_type,
     check_path,
 )
 from parkgate.http.ratelimit import RateLimiter
+from parkgate.http.responses import Refusal
 from parkgate.http.settings import Settings
 from parkgate.http.tokens import ANONYMOUS, Scope, Tokens, digest, needs
 
@@ -227,7 +227,7 @@ def test_the_size_check_refuses_a_declared_body_over_its_routes_cap() -> None:
 def test_the_table_runs_the_checks_in_the_order_the_module_docstring_lists() -> None:
     listed = re.findall(r"^\d+\. [`:a-z]*?`?(check_\w+)", guard_module.__doc__ or "", re.MULTILINE)
     assert [check.__name__ for check in guard().table] == listed
-    assert len(listed) == 9
+    assert len(listed) == 10
 
 
 def _serve(middleware: GuardMiddleware, method: str, path: str, headers: dict[str, str], chunks: list[bytes]) -> Any:

@@ -25,10 +25,9 @@ from parkgate import Gateway
 from parkgate.clock import ManualClock
 from parkgate.core import machine
 from parkgate.core.kinds import ReplyKind
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, Reply
 from parkgate.core.phrases import PHRASES
 from parkgate.errors import InputError
-from parkgate.reply import Reply
 from parkgate.store import Store, StoreUnavailable
 from polling import until
 

@@ -2,7 +2,7 @@
 
 What an input must do comes from the oracle of the matcher's rules,
 :mod:`parkgate.prove.oracle` (docs/contract.md's "Matching rules" written out apart
-from ``parkgate.core.matcher``); :func:`expect` puts its verdict in the terms the
+from ``parkgate.core.machine.match``); :func:`expect` puts its verdict in the terms the
 hostile-input tests check: a reply kind, a miss, or a refusal.
 """
 

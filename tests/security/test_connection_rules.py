@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from parkgate import Gateway
 from parkgate.http.app import create_app
 from parkgate.http.connections import ENV_HEAD_TIMEOUT, ENV_MAX_PER_PEER, PeerCounts, bounds_from_env
-from parkgate.http.headlimit import MAX_HEAD_BYTES, head_bytes
+from parkgate.http.guard import MAX_HEAD_BYTES, Incoming
 from parkgate.http.longpolls import ENV_MAX_LONG_POLLS, LongPolls, TooManyLongPolls, max_long_polls_from_env
 from parkgate.http.server import bound_connections
 
@@ -48,7 +48,7 @@ def test_a_peer_is_refused_at_its_cap_until_one_of_its_connections_leaves() -> N
 
 def test_head_size_counts_the_request_line_and_every_header() -> None:
     scope = {"method": "GET", "raw_path": b"/healthz", "query_string": b"a=1", "headers": [(b"host", b"x")]}
-    assert head_bytes(scope) == len(b"GET /healthz?a=1 HTTP/1.1\r\nhost: x\r\n\r\n")
+    assert Incoming.of(scope).head_size == len(b"GET /healthz?a=1 HTTP/1.1\r\nhost: x\r\n\r\n")
 
 
 def test_a_head_over_the_limit_gets_431_before_any_route(tmp_path: Path) -> None:

@@ -11,12 +11,11 @@ from typing import Any
 
 from parkgate.adapters.effects import GatewayCall, call
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind
-from parkgate.core.machine import cancelled_line
-from parkgate.core.matcher import Verdict, match, normalise
-from parkgate.core.model import Ask
+from parkgate.core.machine import cancelled_line, match
+from parkgate.core.menu import Verdict, normalise
+from parkgate.core.model import Ask, Reply
 from parkgate.core.phrases import PHRASES
 from parkgate.core.stopping_point import AskSpec
-from parkgate.reply import Reply
 
 
 def ask_call(conversation_id: str, spec: AskSpec, **options: Any) -> GatewayCall:

@@ -15,9 +15,8 @@ from parkgate.client import responses, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
 from parkgate.core.kinds import AskKind
-from parkgate.core.model import Run
+from parkgate.core.model import Reply, Run
 from parkgate.errors import UnknownRun
-from parkgate.reply import Reply
 
 T = TypeVar("T")
 

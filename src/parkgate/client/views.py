@@ -1,6 +1,6 @@
 """What the client reads back: the service's JSON as typed values.
 
-A reply is the library's :class:`~parkgate.reply.Reply`, a run its
+A reply is the library's :class:`~parkgate.Reply`, a run its
 :class:`~parkgate.store.Run` and a callback's state its
 :class:`~parkgate.store.base.CallbackState`; an ask is an :class:`AskView`, the ask's
 public JSON field for field (``ask_to_dict``): the stored :class:`~parkgate.Ask` holds

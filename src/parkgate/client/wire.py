@@ -34,9 +34,8 @@ from parkgate.client.views import AskPage, AskView, run_from_dict
 from parkgate.core.expect import as_expect
 from parkgate.core.expect import to_dict as expect_to_dict
 from parkgate.core.kinds import AskKind
-from parkgate.core.model import Run
+from parkgate.core.model import Reply, Run
 from parkgate.errors import InputError
-from parkgate.reply import Reply
 
 T = TypeVar("T")
 

@@ -1,6 +1,8 @@
 """The state machine: (open ask, input, now) -> (reply kind, text, next ask state).
 
-Pure: the caller supplies ``now``; nothing here reads a clock or touches storage.
+:func:`match` classifies the input (by the rules of :mod:`parkgate.core.menu` for a
+menu, and an expected form's for a text ask); :func:`step` decides what it does to the
+ask. Pure: the caller supplies ``now``; nothing here reads a clock or touches storage.
 """
 
 from __future__ import annotations
@@ -9,13 +11,32 @@ from datetime import datetime
 from functools import lru_cache
 
 from parkgate.core import phrases as P
-from parkgate.core.expect import Expect, describe, numbered_options
+from parkgate.core.expect import Expect, describe, numbered_options, value_of
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind
-from parkgate.core.matcher import Verdict, match
-from parkgate.core.model import MENUS_REMEMBERED, Ask, Step
+from parkgate.core.menu import MENUS_REMEMBERED, Match, Verdict, choose, normalise, slash_command
+from parkgate.core.model import Ask, Step
 
 #: Misses 1..N-1 get the plain retry line; miss N and later the escalated one.
 DEFAULT_ESCALATE_AFTER = 3
+
+
+def match(kind: AskKind, options: tuple[str, ...] | list[str], text: str, expect: Expect | None = None) -> Match:
+    """Decide what ``text`` means to an ask of ``kind`` with ``options``: pure and total,
+    every input gets a verdict (the rules: :mod:`parkgate.core.menu`, docs/matching.md).
+
+    The slash form (``/stop``) is always the control word. A text ask takes any non-empty
+    text; with ``expect`` only an answer of that form (anything else, a bare control word
+    included, is a mismatch). A choice ask's reply is read against its menu.
+    """
+    word = normalise(text)
+    command = slash_command(word)
+    if command is not None:  # the slash door is never shadowed, not even by a label "／stop"
+        return Match(command)
+    if kind is AskKind.TEXT:
+        if not word or (expect is not None and value_of(expect, text) is None):
+            return Match(Verdict.MISMATCH)
+        return Match(Verdict.ANSWER, bare_control_word=word in P.CONTROL_WORDS)
+    return choose(options, word)
 
 
 def render_question(ask: Ask, footer: bool = True) -> str:

@@ -1,9 +1,18 @@
 """One reply read against a menu's options: the matcher's rules for a ``choice`` ask.
 
-The matcher (:mod:`parkgate.core.matcher`) and the ``several`` expected form
+The matcher (:func:`parkgate.core.machine.match`) and the ``several`` expected form
 (:mod:`parkgate.core.expect`) both read words against options; they share these rules
-from here, below both, so neither imports the other. The rules themselves are described
-in :mod:`parkgate.core.matcher` and docs/matching.md.
+from here, below both, so neither imports the other. Decisions (docs/matching.md):
+
+- Input is normalised with NFKC, trimmed, inner whitespace folded to one space and
+  case folded. NFKC turns fullwidth digits into ASCII, so ``２`` selects option 2;
+  other scripts' digits (``٢``) do not select: only ASCII ``0-9`` after NFKC count.
+- A number selects only in canonical form: ``2`` selects, ``02`` does not.
+- A bare word that is an option label selects the option, even when it is also a
+  control word. The slash form (``/stop``) is always the control word: option labels
+  may not start with ``/``, so the slash door can never be shadowed by a label.
+- Exactly one leading slash is stripped: ``//cancel`` and ``/ cancel`` are mismatches.
+- Nothing partial, nothing fuzzy.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from functools import lru_cache
 from typing import Any
 
 from parkgate.core.kinds import AskKind
-from parkgate.core.matcher import normalise
+from parkgate.core.menu import normalise
 from parkgate.errors import StoppingPointError as StoppingPointError
 
 MAX_OPTIONS = 50

@@ -26,12 +26,11 @@ A 2xx marks the row delivered. Anything else (an error status, a refused or fenc
 connection, the deadline, any exception) is recorded as the row's ``last_error`` and
 retried with exponential backoff, each wait shortened at random by up to
 :data:`JITTER_FRACTION` (callbacks that failed together retry apart), up to
-:data:`MAX_ATTEMPTS` attempts (about an hour);
-then, or at once for a URL that can never be sent to, the callback is ``failed`` and
-stays so until an operator re-arms it. Rows are durable, so a deliverer killed before
-a delivery makes it after its restart. Delivery is at least once: a crash between the
-receiver's 2xx and the row's update sends a payload again, with the same ``webhook-id``
-and ``Idempotency-Key``.
+:data:`MAX_ATTEMPTS` attempts (about an hour); then, or at once for a URL that can
+never be sent to, the callback is ``failed`` and stays so until an operator re-arms it.
+Rows are durable, so a deliverer killed before a delivery makes it after its restart.
+Delivery is at least once: a crash between the receiver's 2xx and the row's update
+sends a payload again, with the same ``webhook-id`` and ``Idempotency-Key``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
 """The gateway: one store transaction per inbound message, decided by the pure core.
 
 - :mod:`~parkgate.gateway.calls`: the public :class:`Gateway` and its calls' checks;
-  :mod:`~parkgate.gateway.reads`: its reads and operator calls.
-- :mod:`~parkgate.gateway.runs`: the run life cycle and workflows inside a transaction.
-- :mod:`~parkgate.gateway.unit`: one unit of work, its writes, its retry on a conflict.
+  :mod:`~parkgate.gateway.reads`: its reads and operator calls;
+  :mod:`~parkgate.gateway.run_calls`: its calls on runs.
+- :mod:`~parkgate.gateway.messages`: an inbound message's call, and the unit of work
+  every call runs in (a transaction, its retry on a conflict).
+- :mod:`~parkgate.gateway.runs`: the run life cycle and workflows inside a transaction,
+  what a unit of work writes, and the replies.
 - :mod:`~parkgate.gateway.closing`: what follows a close (metrics, the expiry log, the
   close signal, the undelivered warning) and how long a waiter sleeps.
-- :mod:`~parkgate.gateway.shapes`: the public JSON shape of an ask and the replies.
+- :mod:`~parkgate.gateway.shapes`: the public JSON shape of an ask.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from parkgate.gateway.closing import (
     ClosedAsk,
     pause_before_reading,
 )
-from parkgate.gateway.shapes import ask_to_dict, asked_reply
-from parkgate.gateway.unit import CONFLICT_RETRIES
+from parkgate.gateway.messages import CONFLICT_RETRIES
+from parkgate.gateway.runs import asked_reply
+from parkgate.gateway.shapes import ask_to_dict
 from parkgate.heartbeat import HEARTBEAT_SECONDS
 from parkgate.signal import FALLBACK_READ_SECONDS
 

@@ -4,7 +4,8 @@ The gateway holds asks open for a conversation and guarantees they close: each c
 reads the conversation's open ask (locked), enforces its TTL on the spot (an expired ask
 is closed as ``expired`` by the read that finds it; there is no sweeper), lets the state
 machine decide, writes, and commits. Every path returns a :class:`Reply` with a kind;
-only ``pass`` may be routed to a model. The reads and the operator's calls are in
+only ``pass`` may be routed to a model. A message's call is in
+:mod:`parkgate.gateway.messages`, the reads and the operator's calls in
 :mod:`parkgate.gateway.reads`, the decisions in :mod:`parkgate.gateway.runs`.
 """
 
@@ -28,19 +29,16 @@ from parkgate.checks import (
 from parkgate.clock import Clock, as_clock
 from parkgate.core import machine, stopping_point
 from parkgate.core.kinds import AskKind, RunOutcome
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError
 from parkgate.gateway.closing import CloseReport, pause_before_reading
+from parkgate.gateway.messages import MessageCalls, UnitRunner
 from parkgate.gateway.reads import ReadCalls
 from parkgate.gateway.run_calls import RunCalls
-from parkgate.gateway.runs import RunLifeCycle, new_run
-from parkgate.gateway.shapes import new_id, pass_reply
-from parkgate.gateway.unit import UnitRunner, WritePlan
+from parkgate.gateway.runs import RunLifeCycle, WritePlan, new_id, new_run, pass_reply
 from parkgate.metrics import Metrics
-from parkgate.reply import Reply
 from parkgate.signal import Change, CloseSignal
 from parkgate.store import DEFAULT_URL, Store, Transaction, open_deployed_store
-from parkgate.store.writes import StoredReply
 from parkgate.workflow import Workflow
 
 if TYPE_CHECKING:
@@ -50,7 +48,7 @@ if TYPE_CHECKING:
 DEFAULT_TTL = timedelta(hours=6)
 
 
-class Gateway(ReadCalls, RunCalls):
+class Gateway(MessageCalls, ReadCalls, RunCalls):
     """Parks asks, matches replies, and closes every ask it finds past its TTL.
 
     Args:
@@ -305,45 +303,6 @@ class Gateway(ReadCalls, RunCalls):
             self.signal.changed(Change.DUE, reply.ask_id)
         return reply
 
-    # -- replies ---------------------------------------------------------------
-    def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
-        """Match one inbound message against the conversation's parked ask.
-
-        Args:
-            conversation_id: The conversation the message arrived in.
-            text: What the person wrote (bytes must be UTF-8).
-            message_id: The message's id on its surface: the same id twice returns the
-                first reply and changes nothing (a redelivery).
-
-        Returns:
-            What was done, by kind. With nothing parked (or an ask that just expired) it
-            is ``pass``: route the message onward as usual.
-
-        Raises:
-            InputError: Bad input, raised before anything is read or written.
-        """
-        check_id(conversation_id, "conversation_id")
-        message = check_inbound_text(text)
-        if message_id is not None:
-            check_id(message_id, "message_id")
-        now = self.clock.now()
-        replayed = False
-
-        def body(tx: Transaction, plan: WritePlan) -> Reply:
-            nonlocal replayed
-            earlier, ask = tx.message_context(conversation_id, message_id)
-            replayed = earlier is not None  # set on every try: a retry may read for real
-            if earlier is not None:
-                return Reply.from_json(earlier)
-            reply = self._runs.decide(tx, plan, ask, message, now)
-            if message_id is not None:
-                plan.reply = StoredReply(conversation_id, message_id, reply.to_json(), now)
-            return reply
-
-        reply = self._units.run(body)
-        # A redelivery changes nothing, the metrics included: its reply was counted once.
-        return reply if replayed else self._counted(reply)
-
     def cancel(self, ask_id: str, *, outcome: str = RunOutcome.CANCELLED.value) -> Ask:
         """An operator's cancel: close the ask as ``cancelled`` (and its run as complete).
 
@@ -426,10 +385,3 @@ class Gateway(ReadCalls, RunCalls):
                 if not ask.is_open or remaining <= 0:
                     return ask
                 waiter.wait(pause_before_reading(ask, self.clock.now(), remaining))
-
-    def _counted(self, reply: Reply) -> Reply:
-        """Count a committed reply (and the ask it parked next) in the metrics."""
-        self.metrics.reply(reply.kind)
-        if reply.next_ask is not None:
-            self.metrics.reply(reply.next_ask.kind)
-        return reply

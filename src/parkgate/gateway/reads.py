@@ -11,8 +11,8 @@ from parkgate.checks import check_duration, check_id, check_limit, check_optiona
 from parkgate.clock import Clock
 from parkgate.core.model import Ask, CallbackState
 from parkgate.errors import CallbackNotFailed, InputError, UnknownAsk
-from parkgate.gateway.runs import RunLifeCycle
-from parkgate.gateway.unit import UnitRunner, WritePlan
+from parkgate.gateway.messages import UnitRunner
+from parkgate.gateway.runs import RunLifeCycle, WritePlan
 from parkgate.signal import Change, CloseSignal
 from parkgate.store import Store, Transaction
 from parkgate.store.base import AskGauges

@@ -7,8 +7,8 @@ from parkgate.clock import Clock
 from parkgate.core.kinds import RunOutcome, RunStatus
 from parkgate.core.model import Run
 from parkgate.errors import InputError, RunStillAsking, UnknownRun
-from parkgate.gateway.runs import RunLifeCycle, changed_run, new_run, run_with
-from parkgate.gateway.unit import UnitRunner, WritePlan
+from parkgate.gateway.messages import UnitRunner
+from parkgate.gateway.runs import RunLifeCycle, WritePlan, changed_run, new_run, run_with
 from parkgate.store import Transaction
 
 

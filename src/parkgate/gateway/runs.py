@@ -1,28 +1,82 @@
 """The run life cycle inside a unit of work: an ask parked in its run, a message's step,
 a workflow's next phase, and every close (an expiry found on read, a cancel, a
-replacement), each stated in the unit's :class:`~parkgate.gateway.unit.WritePlan`.
+replacement), each stated in the unit's :class:`WritePlan`, and the reply each returns.
 
 A run is ``running`` while it may still ask, and ``complete`` once it ends; an ask that
-closes ends its run unless an answer (or a default) lets it go on.
+closes ends its run unless an answer (or a default) lets it go on. The plan becomes one
+:class:`~parkgate.store.writes.Writes` value, which the store sends in its fastest form.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from parkgate.ask_options import AskOptions
+from parkgate.clock import Clock
 from parkgate.core import machine, stopping_point
 from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
-from parkgate.core.model import Ask, Run
-from parkgate.core.phrases import WORKFLOW_DONE
+from parkgate.core.model import Ask, Reply, Run, Step
+from parkgate.core.phrases import PHRASES, WORKFLOW_DONE
 from parkgate.errors import AskAlreadyOpen, ConversationBusy, InputError, RunClosed, UnknownWorkflow
-from parkgate.gateway.shapes import asked_reply, expired_pass_reply, new_id, pass_reply, step_reply, with_more_text
-from parkgate.gateway.unit import WritePlan
-from parkgate.reply import Reply
+from parkgate.fence import receiver_host
+from parkgate.gateway.closing import ClosedAsk
+from parkgate.gateway.shapes import ask_to_dict
 from parkgate.store import Transaction
-from parkgate.store.writes import AskStep, NewAsk, RunChange
+from parkgate.store.writes import AskStep, NewAsk, QueuedCallback, RunChange, StoredReply, Writes
 from parkgate.workflow import Phase, Workflow
+
+
+class WritePlan:
+    """What one unit of work writes, gathered as the gateway decides, and the asks it closed."""
+
+    def __init__(self) -> None:
+        self.steps: list[AskStep] = []
+        self.runs: list[Run] = []
+        self.park: NewAsk | None = None
+        self.reply: StoredReply | None = None
+        self.closed: list[ClosedAsk] = []
+        #: How many of ``closed`` were written already (see :meth:`write`).
+        self._queued = 0
+
+    def close(self, step: AskStep, idle_minutes: float | None = None) -> ClosedAsk:
+        """Write ``step``, which closes its ask, and report the close after commit."""
+        self.steps.append(step)
+        closed = ClosedAsk(step.ask, idle_minutes)
+        self.closed.append(closed)
+        return closed
+
+    def write(self, tx: Transaction, clock: Clock) -> None:
+        """Hand what is planned so far to ``tx`` as one value, with the callbacks of the asks
+        it closes; the plan then starts empty (its closes stay to report)."""
+        callbacks = self._callbacks(clock) if len(self.closed) > self._queued else ()
+        self._queued = len(self.closed)
+        if self.steps or self.runs or self.park is not None or self.reply is not None or callbacks:
+            tx.write(Writes(tuple(self.steps), tuple(self.runs), self.park, self.reply, callbacks))
+            self.steps, self.runs, self.park, self.reply = [], [], None, None
+
+    def _callbacks(self, clock: Clock) -> tuple[QueuedCallback, ...]:
+        """The callbacks of the asks closed since the last write (those with a callback URL)."""
+        return tuple(
+            QueuedCallback(
+                item.ask.id,
+                item.ask.callback_url,
+                _payload(item.ask),
+                clock.now(),
+                host=receiver_host(item.ask.callback_url),
+                owner=item.ask.owner,
+            )
+            for item in self.closed[self._queued :]
+            if item.ask.callback_url
+        )
+
+
+def _payload(ask: Ask) -> str:
+    """A callback's body: the closed ask's public JSON."""
+    return json.dumps(ask_to_dict(ask), ensure_ascii=False)
 
 
 def new_run(
@@ -69,6 +123,45 @@ def ended(run_id: str, outcome: str, now: datetime) -> RunChange:
 def goes_on(run_id: str, now: datetime) -> RunChange:
     """A run goes on after its ask closed (answered, or a default stood in): nothing pending."""
     return RunChange(run_id, RunStatus.RUNNING, None, None, now)
+
+
+def asked_reply(ask: Ask) -> Reply:
+    """The ``asked`` reply for an open ask: its rendered question (what parking it returns)."""
+    text = PHRASES[ReplyKind.ASKED].format(menu=machine.render_question(ask))
+    return Reply(ReplyKind.ASKED, text, parked=True, ask_id=ask.id, run_id=ask.run_id)
+
+
+def pass_reply() -> Reply:
+    """The reply to a message with nothing parked: route it onward as usual."""
+    return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False)
+
+
+def expired_pass_reply(ask: Ask) -> Reply:
+    """The ``pass`` reply to a message that found its conversation's ask past its TTL."""
+    return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False, expired_ask_id=ask.id, run_id=ask.run_id)
+
+
+def step_reply(result: Step) -> Reply:
+    """The reply to a message the state machine decided."""
+    return Reply(
+        kind=result.kind,
+        text=result.text,
+        parked=result.parked,
+        ask_id=result.ask.id,
+        answer=result.answer,
+        option_index=result.option_index,
+        run_id=result.ask.run_id,
+    )
+
+
+def with_more_text(reply: Reply, text: str, *, parked: bool, next_ask: Reply | None = None) -> Reply:
+    """``reply`` with ``text`` in place of its own (a workflow's next phase or closing words)."""
+    return dataclasses.replace(reply, text=text, parked=parked, next_ask=next_ask)
+
+
+def new_id() -> str:
+    """A new ask or run id."""
+    return uuid.uuid4().hex
 
 
 class RunLifeCycle:

@@ -44,7 +44,6 @@ from parkgate.gateway import Gateway
 from parkgate.gateway.delivering import deliverer_for
 from parkgate.http.errors import add_error_handlers, answered_as
 from parkgate.http.guard import MAX_BODY_BYTES, GuardMiddleware
-from parkgate.http.headlimit import HeadLimitMiddleware
 from parkgate.http.logs import ensure_stderr_logging
 from parkgate.http.longpolls import DEFAULT_MAX_LONG_POLLS, LongPolls, max_long_polls_from_env
 from parkgate.http.models import MAX_ASK_BODY_BYTES, AskIn, MessageIn, StartIn
@@ -100,7 +99,7 @@ def create_app(
     callbacks, under the same callback allow-list) as a background task while the app is
     up (in its lifespan). At most ``max_long_polls`` long-polls wait at once
     (:mod:`parkgate.http.longpolls`); request heads over 64 KiB get 431
-    (:mod:`parkgate.http.headlimit`). A gateway made here is closed on shutdown; one
+    (the guard's first check, :func:`parkgate.http.guard.check_head`). A gateway made here is closed on shutdown; one
     passed in belongs to the caller and is served as it was given (its workflows are
     its own: the demo workflow is added only to a gateway made here).
     """
@@ -128,7 +127,6 @@ def create_app(
     app.add_middleware(
         GuardMiddleware, settings=settings, routes=app.router.routes, limits={("POST", "/v1/asks"): MAX_ASK_BODY_BYTES}
     )
-    app.add_middleware(HeadLimitMiddleware)  # outermost: an oversized head reaches nothing else
     add_error_handlers(app)
     add_routes(app)
     app.openapi = openapi_of(app)  # type: ignore[method-assign]

@@ -1,30 +1,29 @@
 """The guard in front of every route: a table of small checks, run in order before
 anything is read or written (:attr:`GuardMiddleware.table`). Each reads the request's
-head (:class:`Incoming`) and returns a :class:`Refusal` or ``None``; the first refusal
-is the response.
+head (:class:`Incoming`) and returns a :class:`~parkgate.http.responses.Refusal` or
+``None``; the first refusal is the response.
 
-1. ``check_host``: ``Host`` is one this server answers to (``localhost``, a loopback
+1. :func:`check_head`: a head (request line and headers) over :data:`MAX_HEAD_BYTES` is
+   a 431 with ``Connection: close``, however its bytes arrived.
+2. ``check_host``: ``Host`` is one this server answers to (``localhost``, a loopback
    address, the address the connection arrived at, or one ``PARKGATE_ALLOWED_HOSTS``
    names), else 400 ``host_not_allowed``: a DNS-rebound page is not served.
-2. :func:`check_cross_site`: a request that says it comes from another site (``Origin``
+3. :func:`check_cross_site`: a request that says it comes from another site (``Origin``
    not this server's own, ``null``, or ``Sec-Fetch-Site`` other than ``same-origin``/
    ``none``) is a 403 ``cross_site``: on every ``/v1`` route, and for every method but
    GET and HEAD elsewhere (a link from another site may still open the console).
-3. :func:`check_path`: a path whose ``%``-escapes are not UTF-8 is a 400.
-4. ``check_token`` (``/v1``): the bearer token names a caller, else 401, whose detail
+4. :func:`check_path`: a path whose ``%``-escapes are not UTF-8 is a 400.
+5. ``check_token`` (``/v1``): the bearer token names a caller, else 401, whose detail
    tells a missing token from a wrong one. The caller is left in the request's state.
-5. ``check_rate`` (``/v1``): the caller's rate, else 429 ``rate_limited`` with ``Retry-After``.
-6. ``check_scope`` (``/v1``): the caller holds the scope the route needs
-   (:func:`~parkgate.http.tokens.needs`), else 403 ``missing_scope``, naming it, also in
-   the body's ``scope``.
-7. :func:`check_length`: a ``Content-Length`` that is not a number is a 400.
-8. :func:`check_media_type`: a POST, PUT, PATCH or DELETE with a body must send
-   ``Content-Type: application/json`` (415 otherwise; one without a body needs none).
-9. ``check_size``: a declared body over its cap is a 413, before it is read.
+6. ``check_rate`` (``/v1``): the caller's rate, else 429 ``rate_limited`` with ``Retry-After``.
+7. ``check_scope`` (``/v1``): the caller holds the scope the route needs
+   (:func:`~parkgate.http.tokens.needs`), else 403 ``missing_scope``, naming it.
+8. :func:`check_length`: a ``Content-Length`` that is not a number is a 400.
+9. :func:`check_media_type`: a write with a body must send ``application/json`` (415).
+10. ``check_size``: a declared body over its cap is a 413, before it is read.
 
 Then the body is read: past its cap a 413, not UTF-8 a 422. Every response gets the
-safety headers (:func:`~parkgate.http.responses.with_safety_headers`); a HEAD request
-gets the GET response's status and headers, without its body. The guard reads its
+safety headers, and a HEAD request's loses its body (:func:`framed`). The guard reads its
 settings once, when it is built.
 """
 
@@ -32,7 +31,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote_to_bytes, urlsplit
 
@@ -42,11 +41,21 @@ from starlette.types import Scope as ASGIScope
 
 from parkgate.http import codes
 from parkgate.http.ratelimit import RateLimiter
-from parkgate.http.responses import CONTENT_SECURITY_POLICY, send_error, with_safety_headers, without_body
-from parkgate.http.tokens import ANONYMOUS, NEED_ATTRIBUTE, Caller, Need, Scope, Tokens, needs
+from parkgate.http.responses import Refusal, body_too_large
+from parkgate.http.tokens import ANONYMOUS, NEED_ATTRIBUTE, Caller, Need, Scope, Tokens
 
 #: Largest request body accepted; larger ones get 413 before they are read.
 MAX_BODY_BYTES = 1024 * 1024
+#: The largest request head (request line and headers) served; larger ones get 431.
+MAX_HEAD_BYTES = 64 * 1024
+#: The fixed bytes of a request line (``  HTTP/1.1``, CRLF, the blank line's CRLF) and a header's.
+_LINE_EXTRA, _HEADER_LINE_EXTRA = len(b"  HTTP/1.1\r\n\r\n"), len(b": \r\n")
+#: The policy of every HTML page: nothing but this origin's own files; the page's inline
+#: favicon (``data:``) is the one exception.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
 #: Where the request's caller is left, in the ASGI scope's ``state`` (``request.state.caller``).
 CALLER_STATE = "caller"
 #: The 401's detail without a bearer token, and with one the server does not know: the fixes differ.
@@ -60,7 +69,8 @@ _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 class Incoming:
     """What the checks read of one HTTP request: its ASGI scope, method, path, headers (the
     first of each name, lower case), whether it is for the API (``/v1``), its declared body
-    ``size`` (``None``: no ``Content-Length``, or not a number), and its ``caller`` once
+    ``size`` (``None``: no ``Content-Length``, or not a number), the size of its head as
+    written on the wire without optional whitespace, and its ``caller`` once
     ``check_token`` has named it."""
 
     scope: ASGIScope
@@ -69,42 +79,32 @@ class Incoming:
     headers: dict[bytes, bytes]
     v1: bool
     size: int | None
+    head_size: int
     caller: Caller | None = None
 
     @classmethod
     def of(cls, scope: ASGIScope) -> Incoming:
         """The request ``scope`` describes."""
+        method: str = scope.get("method", "")
+        path: str = scope.get("path", "")
+        query = scope.get("query_string", b"")
+        raw_path = scope.get("raw_path") or path.encode("utf-8", "surrogateescape")
+        head_size = len(method) + len(raw_path) + _LINE_EXTRA + (1 + len(query) if query else 0)
         headers: dict[bytes, bytes] = {}
         for key, value in scope.get("headers", []):
             headers.setdefault(bytes(key).lower(), bytes(value))
+            head_size += len(key) + len(value) + _HEADER_LINE_EXTRA
         declared = headers.get(b"content-length")
         try:
             size = None if declared is None else int(declared)
         except ValueError:
             size = None
-        path: str = scope.get("path", "")
-        return cls(scope, scope.get("method", ""), path, headers, path == "/v1" or path.startswith("/v1/"), size)
+        return cls(scope, method, path, headers, path == "/v1" or path.startswith("/v1/"), size, head_size)
 
     @property
     def has_body(self) -> bool:
         """Whether the request says it sends a body (a length above 0, or chunks)."""
         return bool(self.size) or b"transfer-encoding" in self.headers
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A check's answer, in the one error shape ``{"error": code, "detail": message, ...}``:
-    ``headers`` go on the response, ``extra`` into its body."""
-
-    status: int
-    error: str
-    detail: str
-    headers: Mapping[str, str] = field(default_factory=dict)
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    async def send(self, send: Send) -> None:
-        """Answer the request with this refusal."""
-        await send_error(send, self.status, self.error, self.detail, self.headers, self.extra)
 
 
 #: One check of the table: a :class:`Refusal`, or ``None`` to let the request on.
@@ -146,6 +146,7 @@ class GuardMiddleware:
         self.limiter = limiter or RateLimiter()
         #: The checks, in the order they run.
         self.table: tuple[Check, ...] = (
+            check_head,
             self.check_host,
             check_cross_site,
             check_path,
@@ -162,7 +163,7 @@ class GuardMiddleware:
             await self.app(scope, receive, send)
             return
         incoming = Incoming.of(scope)
-        send = with_safety_headers(without_body(send) if incoming.method == "HEAD" else send, v1=incoming.v1)
+        send = framed(send, v1=incoming.v1, head=incoming.method == "HEAD")
         for check in self.table:
             if (refusal := check(incoming)) is not None:
                 await refusal.send(send)
@@ -175,7 +176,7 @@ class GuardMiddleware:
         await self.app(scope, receive, send)
 
     def check_host(self, incoming: Incoming) -> Refusal | None:
-        """Check 1: the ``Host`` names this server (400 ``host_not_allowed``)."""
+        """Check 2: the ``Host`` names this server (400 ``host_not_allowed``)."""
         raw = incoming.headers.get(b"host")
         if raw is None:
             return None  # HTTP/1.0 without Host: no browser sends that, so no page can rebind it
@@ -186,7 +187,7 @@ class GuardMiddleware:
         return Refusal(400, "host_not_allowed", detail + "with --allowed-host (PARKGATE_ALLOWED_HOSTS)")
 
     def check_token(self, incoming: Incoming) -> Refusal | None:
-        """Check 4, on ``/v1``: the bearer token names a caller (401 ``unauthorized``); a
+        """Check 5, on ``/v1``: the bearer token names a caller (401 ``unauthorized``); a
         server without tokens takes every request as :data:`~parkgate.http.tokens.ANONYMOUS`."""
         if not incoming.v1:
             return None
@@ -198,11 +199,10 @@ class GuardMiddleware:
         incoming.caller = self.identify(credentials.strip()) if given else None
         if incoming.caller is not None:
             return None
-        # A wrong token and a missing one are told apart: the fixes differ.
         return Refusal(401, "unauthorized", WRONG_TOKEN if given else MISSING_TOKEN, {"WWW-Authenticate": "Bearer"})
 
     def check_rate(self, incoming: Incoming) -> Refusal | None:
-        """Check 5: a caller with a rate has a request left this second (429 ``rate_limited``)."""
+        """Check 6: a caller with a rate has a request left this second (429 ``rate_limited``)."""
         caller = incoming.caller
         if caller is None or caller.rate_per_second is None:
             return None
@@ -213,7 +213,7 @@ class GuardMiddleware:
         return Refusal(429, "rate_limited", detail, {"Retry-After": str(wait)})
 
     def check_scope(self, incoming: Incoming) -> Refusal | None:
-        """Check 6: the caller holds the scope the route it asks for needs (403 ``missing_scope``).
+        """Check 7: the caller holds the scope the route it asks for needs (403 ``missing_scope``).
 
         The app's routes are read at request time: they join the list after the guard is added.
         """
@@ -229,9 +229,9 @@ class GuardMiddleware:
         return Refusal(403, "missing_scope", detail, extra={"scope": need.scope.value})
 
     def check_size(self, incoming: Incoming) -> Refusal | None:
-        """Check 9: a declared body is within its cap (413 ``body_too_large``, before it is read)."""
+        """Check 10: a declared body is within its cap (413 ``body_too_large``, before it is read)."""
         size, limit = incoming.size, self.body_limit(incoming)
-        return None if size is None or size <= limit else too_large(f"the body is {size} bytes", limit)
+        return None if size is None or size <= limit else body_too_large(f"the body is {size} bytes", limit)
 
     def body_limit(self, incoming: Incoming) -> int:
         """The cap on this request's body, in bytes."""
@@ -248,7 +248,7 @@ class GuardMiddleware:
             chunk = message.get("body", b"")
             total += len(chunk)
             if total > limit:
-                await too_large(f"the streamed body passed {limit} bytes", limit).send(send)
+                await body_too_large(f"the streamed body passed {limit} bytes", limit).send(send)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -260,30 +260,34 @@ class GuardMiddleware:
             problem = f"the body is not valid UTF-8 (byte 0x{body[error.start]:02x} at offset {error.start}): "
             await Refusal(422, codes.MALFORMED_JSON, problem + "send the JSON encoded as UTF-8").send(send)
             return
-        replayed = False
+        unread: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
         async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
+            return unread.pop() if unread else await receive()
 
         await self.app(scope, replay, send)
 
 
+def check_head(incoming: Incoming) -> Refusal | None:
+    """Check 1: the head is at most :data:`MAX_HEAD_BYTES` (431 ``request_head_too_large``): h11
+    refuses an incomplete head past its limit, but parses a complete one whatever its size."""
+    if incoming.head_size <= MAX_HEAD_BYTES:
+        return None
+    detail = f"the request line and headers are over {MAX_HEAD_BYTES} bytes"
+    return Refusal(431, codes.REQUEST_HEAD_TOO_LARGE, detail, {"Connection": "close"})
+
+
 def check_cross_site(incoming: Incoming) -> Refusal | None:
-    """Check 2: on ``/v1``, and for every method but GET and HEAD elsewhere, the request
+    """Check 3: on ``/v1``, and for every method but GET and HEAD elsewhere, the request
     does not come from another site (403 ``cross_site``); a plain client sends neither header."""
     if not incoming.v1 and incoming.method in ("GET", "HEAD"):
         return None
     headers = incoming.headers
     fetch_site = headers.get(b"sec-fetch-site")
     if fetch_site is not None and fetch_site.strip().lower() not in (b"same-origin", b"none"):
-        problem = (
-            f"the browser says this request comes from another site (Sec-Fetch-Site: {fetch_site.decode('latin-1')})"
-        )
-        return Refusal(403, "cross_site", problem)
+        site = fetch_site.decode("latin-1")
+        detail = f"the browser says this request comes from another site (Sec-Fetch-Site: {site})"
+        return Refusal(403, "cross_site", detail)
     origin = headers.get(b"origin")
     if origin is None:
         return None
@@ -291,15 +295,14 @@ def check_cross_site(incoming: Incoming) -> Refusal | None:
     scheme = str(incoming.scope.get("scheme", "http"))
     parts = urlsplit(text) if "://" in text else None
     theirs = _netloc(parts.scheme, parts.netloc) if parts and parts.scheme == scheme else None
-    if theirs is None or theirs != _netloc(scheme, headers.get(b"host", b"").decode("latin-1")):
-        return Refusal(
-            403, "cross_site", f"the request comes from another origin ({text}); this server answers only its own pages"
-        )
-    return None
+    if theirs is not None and theirs == _netloc(scheme, headers.get(b"host", b"").decode("latin-1")):
+        return None
+    detail = f"the request comes from another origin ({text}); this server answers only its own pages"
+    return Refusal(403, "cross_site", detail)
 
 
 def check_path(incoming: Incoming) -> Refusal | None:
-    """Check 3: the path is UTF-8 once its ``%``-escapes are decoded (400 ``bad_request``).
+    """Check 4: the path is UTF-8 once its ``%``-escapes are decoded (400 ``bad_request``).
 
     The server decodes ``%``-escapes leniently (``x%FE`` becomes ``x`` + U+FFFD, the path
     of another conversation), so the raw bytes are decoded again here, strictly.
@@ -308,24 +311,21 @@ def check_path(incoming: Incoming) -> Refusal | None:
     try:
         unquote_to_bytes(bytes(raw or b"").split(b"?", 1)[0]).decode("utf-8")
     except UnicodeDecodeError as error:
-        return Refusal(
-            400,
-            "bad_request",
-            f"the URL path is not valid UTF-8 once its %-escapes are decoded (a byte 0x{error.object[error.start]:02x} "
-            "cannot start or continue a character there): percent-encode ids as UTF-8",
-        )
+        byte = error.object[error.start]
+        problem = f"the URL path is not valid UTF-8 once its %-escapes are decoded (a byte 0x{byte:02x} cannot start "
+        return Refusal(400, "bad_request", problem + "or continue a character there): percent-encode ids as UTF-8")
     return None
 
 
 def check_length(incoming: Incoming) -> Refusal | None:
-    """Check 7: a ``Content-Length`` is a number (400 ``bad_request``)."""
+    """Check 8: a ``Content-Length`` is a number (400 ``bad_request``)."""
     if b"content-length" in incoming.headers and incoming.size is None:
         return Refusal(400, "bad_request", "Content-Length is not a number")
     return None
 
 
 def check_media_type(incoming: Incoming) -> Refusal | None:
-    """Check 8: a write with a body sends JSON (415 ``unsupported_media_type``)."""
+    """Check 9: a write with a body sends JSON (415 ``unsupported_media_type``)."""
     if incoming.method not in _WRITES:
         return None
     given = incoming.headers.get(b"content-type")
@@ -349,19 +349,9 @@ def _names_this_server(scope: ASGIScope, host: str) -> bool:
         return True
     try:
         address = ipaddress.ip_address(host)
+        return address.is_loopback or (local is not None and address == ipaddress.ip_address(local))
     except ValueError:
         return False
-    if address.is_loopback:
-        return True
-    try:
-        return local is not None and address == ipaddress.ip_address(local)
-    except ValueError:
-        return False
-
-
-def too_large(what: str, limit: int) -> Refusal:
-    """The 413 for a body over ``limit`` bytes; the connection is closed after it."""
-    return Refusal(413, "body_too_large", f"{what}; the limit is {limit} bytes", {"Connection": "close"})
 
 
 def host_of(header: str) -> str:
@@ -386,15 +376,24 @@ def _netloc(scheme: str, hostport: str) -> tuple[str, int] | None:
     return parts.hostname.rstrip("."), port
 
 
-__all__ = [
-    "CALLER_STATE",
-    "CONTENT_SECURITY_POLICY",
-    "MAX_BODY_BYTES",
-    "Check",
-    "GuardMiddleware",
-    "Incoming",
-    "Need",
-    "Refusal",
-    "host_of",
-    "needs",
-]
+def framed(send: Send, *, v1: bool, head: bool) -> Send:
+    """``send`` that adds the safety headers (``nosniff`` everywhere, ``no-store`` on ``/v1``,
+    a CSP on HTML) and, for a HEAD request (``head``), drops the body: its status and headers stay."""
+
+    async def framed_send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            names = {bytes(name).lower() for name, _ in headers}
+            if b"x-content-type-options" not in names:
+                headers.append((b"x-content-type-options", b"nosniff"))
+            if v1 and b"cache-control" not in names:
+                headers.append((b"cache-control", b"no-store"))
+            content_type = next((bytes(v) for name, v in headers if bytes(name).lower() == b"content-type"), b"")
+            if content_type.startswith(b"text/html") and b"content-security-policy" not in names:
+                headers.append((b"content-security-policy", CONTENT_SECURITY_POLICY.encode()))
+            message = {**message, "headers": headers}
+        elif head and message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return framed_send

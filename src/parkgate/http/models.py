@@ -1,5 +1,6 @@
 """The JSON the API takes and gives, as pydantic models: what the OpenAPI schema shows and
-what a request body is checked against before a route runs.
+what a request body is checked against before a route runs; and how a response's JSON is
+encoded (:class:`SafeJSONResponse`), a reply's first of all (:func:`reply_response`).
 
 Bodies are strict (no coercion, no unknown fields) and hold only text a store can keep.
 Every field that names one of parkgate's enums takes its values from that enum
@@ -8,17 +9,19 @@ Every field that names one of parkgate's enums takes its values from that enum
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from parkgate.ask_options import JSON_NAMES, MAX_CALLBACK_URL_CHARS, field_names
 from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunStatus
-from parkgate.core.model import CallbackStatus
+from parkgate.core.model import CallbackStatus, Reply
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS
 
 #: Largest body ``POST /v1/asks`` accepts: room for a ``skill_output`` of the library's
@@ -192,6 +195,30 @@ class ReplyOut(BaseModel):
     next_ask: ReplyOut | None = None
 
 
+class SafeJSONResponse(JSONResponse):
+    """JSON that always encodes: text a client sent with lone surrogates is escaped, not a 500."""
+
+    def render(self, content: Any) -> bytes:
+        text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
+def reply_response(reply: Reply, status: int = 200) -> Response:
+    """A :class:`~parkgate.Reply` in its public JSON shape (:class:`ReplyOut`).
+
+    Args:
+        reply: What the gateway answered.
+        status: The response's status (201 for a park).
+
+    Returns:
+        The response to send.
+    """
+    return SafeJSONResponse(reply.to_dict(), status_code=status)
+
+
 class CallbackOut(BaseModel):
     """An ask's callback: ``pending`` (the ask is open, or the callback waits for an attempt),
     ``delivered``, or ``failed`` (given up on; ``POST /v1/asks/{id}/callback/retry`` re-arms it)."""
@@ -291,7 +318,9 @@ __all__ = [
     "MessageIn",
     "ReplyOut",
     "RunOut",
+    "SafeJSONResponse",
     "StartIn",
     "one_of",
     "options_of",
+    "reply_response",
 ]

@@ -1,42 +1,27 @@
-"""The responses the service answers with: the JSON of the routes, the error handlers and
-the guard's refusals (one error shape), the public shapes of replies, asks and runs inside
-them, and the headers every response carries (:func:`with_safety_headers`)."""
+"""The JSON the routes, the error handlers and the guard answer with: the one error shape
+(:func:`error_response`, and :class:`Refusal` for the guard, sent before the app reads
+anything), and the public shapes of asks (with where their callbacks stand) and runs.
+A reply's JSON is in :mod:`parkgate.http.models`; the headers every response carries are
+the guard's (:mod:`parkgate.http.guard`)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from fastapi.responses import JSONResponse, Response
-from starlette.types import Message, Send
+from fastapi.responses import Response
+from starlette.types import Send
 
 from parkgate.async_gateway import AsyncGateway
 from parkgate.core.model import Ask, CallbackState, CallbackStatus, Run
 from parkgate.gateway import ask_to_dict
-from parkgate.reply import Reply
-
-#: The policy of every HTML page: nothing but this origin's own files; the page's inline
-#: favicon (``data:``) is the one exception.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
-)
+from parkgate.http.models import SafeJSONResponse
 
 #: The callback of an ask with a ``callback_url`` that has not closed yet.
 UNSENT = CallbackState(CallbackStatus.PENDING)
-
-
-class SafeJSONResponse(JSONResponse):
-    """JSON that always encodes: text a client sent with lone surrogates is escaped, not a 500."""
-
-    def render(self, content: Any) -> bytes:
-        text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        try:
-            return text.encode("utf-8")
-        except UnicodeEncodeError:
-            return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 def error_response(
@@ -46,26 +31,29 @@ def error_response(
     return SafeJSONResponse({"error": error, "detail": detail, **extra}, status_code=status, headers=headers)
 
 
-async def send_error(
-    send: Send,
-    status: int,
-    error: str,
-    detail: str,
-    headers: Mapping[str, str] | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> None:
-    """Answer on a raw ASGI ``send`` with the one error shape (the guard's refusals, sent
-    before the app reads anything)."""
-    body = json.dumps({"error": error, "detail": detail, **(extra or {})}).encode()
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    raw += [(key.lower().encode(), value.encode()) for key, value in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
+@dataclass(frozen=True)
+class Refusal:
+    """A check's answer, in the one error shape ``{"error": code, "detail": message, ...}``:
+    ``headers`` go on the response, ``extra`` into its body."""
+
+    status: int
+    error: str
+    detail: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    async def send(self, send: Send) -> None:
+        """Answer the request with this refusal, on the raw ASGI ``send`` (nothing was read)."""
+        body = json.dumps({"error": self.error, "detail": self.detail, **self.extra}).encode()
+        raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        raw += [(key.lower().encode(), value.encode()) for key, value in self.headers.items()]
+        await send({"type": "http.response.start", "status": self.status, "headers": raw})
+        await send({"type": "http.response.body", "body": body})
 
 
-def reply_response(reply: Reply, status: int = 200) -> Response:
-    """A :class:`Reply` in its public JSON shape."""
-    return SafeJSONResponse(reply.to_dict(), status_code=status)
+def body_too_large(what: str, limit: int) -> Refusal:
+    """The guard's 413 for a body over ``limit`` bytes; the connection is closed after it."""
+    return Refusal(413, "body_too_large", f"{what}; the limit is {limit} bytes", {"Connection": "close"})
 
 
 async def asks_json(gateway: AsyncGateway, asks: list[Ask], now: datetime | None = None) -> list[dict[str, Any]]:
@@ -95,34 +83,3 @@ def run_to_dict(run: Run) -> dict[str, Any]:
         "updated_at": run.updated_at.isoformat(),
         "owner": run.owner,
     }
-
-
-def with_safety_headers(send: Send, *, v1: bool) -> Send:
-    """``send`` that adds ``nosniff`` everywhere, ``no-store`` on ``/v1`` and a CSP on HTML."""
-
-    async def guarded_send(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            headers = list(message.get("headers", []))
-            names = {bytes(name).lower() for name, _ in headers}
-            if b"x-content-type-options" not in names:
-                headers.append((b"x-content-type-options", b"nosniff"))
-            if v1 and b"cache-control" not in names:
-                headers.append((b"cache-control", b"no-store"))
-            content_type = next((bytes(v) for name, v in headers if bytes(name).lower() == b"content-type"), b"")
-            if content_type.startswith(b"text/html") and b"content-security-policy" not in names:
-                headers.append((b"content-security-policy", CONTENT_SECURITY_POLICY.encode()))
-            message = {**message, "headers": headers}
-        await send(message)
-
-    return guarded_send
-
-
-def without_body(send: Send) -> Send:
-    """``send`` for a HEAD request: the response's status and headers, its body dropped."""
-
-    async def head_send(message: Message) -> None:
-        if message["type"] == "http.response.body":
-            message = {**message, "body": b""}
-        await send(message)
-
-    return head_send

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import uvicorn
 
 from parkgate.http.connections import ENV_HEAD_TIMEOUT, ENV_MAX_PER_PEER, BoundedH11Protocol
-from parkgate.http.headlimit import MAX_HEAD_BYTES
+from parkgate.http.guard import MAX_HEAD_BYTES
 from parkgate.http.logs import uvicorn_log_config
 from parkgate.http.longpolls import ENV_MAX_LONG_POLLS
 from parkgate.http.settings import (
@@ -32,7 +32,7 @@ from parkgate.metrics import MULTIPROCESS_ENV
 APP_FACTORY = "parkgate.http.app:app_from_env"
 #: A request whose line and headers pass this many bytes is refused: h11 answers 400 and
 #: closes the connection before the rest is read (nothing larger is buffered), and a
-#: complete head that arrived in one read gets 431 (:mod:`parkgate.http.headlimit`).
+#: complete head that arrived in one read gets 431 (:func:`parkgate.http.guard.check_head`).
 MAX_HEADER_BYTES = MAX_HEAD_BYTES
 #: Connections (and requests in progress) served at once; past it uvicorn answers 503.
 DEFAULT_MAX_CONNECTIONS = 500

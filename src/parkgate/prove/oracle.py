@@ -1,4 +1,4 @@
-"""The matcher's rules written out as an oracle, apart from :mod:`parkgate.core.matcher`.
+"""The matcher's rules written out as an oracle, apart from :func:`parkgate.core.machine.match`.
 
 docs/contract.md ("Matching rules") and docs/matching.md's decisions, as plain code
 that shares nothing with the matcher but the vocabulary (the control words and the

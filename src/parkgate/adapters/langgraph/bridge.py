@@ -22,9 +22,9 @@ from parkgate.adapters.langgraph.steps import log
 from parkgate.adapters.langgraph.threads import Drive, Graph, allow_closed, aperform, graph_name, perform
 from parkgate.async_gateway import AsyncGateway
 from parkgate.core.kinds import ReplyKind
+from parkgate.core.model import Reply
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
-from parkgate.reply import Reply
 from parkgate.signal import FALLBACK_READ_SECONDS, Change
 
 T = TypeVar("T")

@@ -25,10 +25,9 @@ from parkgate.adapters.langgraph.threads import (
     thread_id,
 )
 from parkgate.core.kinds import ReplyKind, RunOutcome, RunStatus
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, Reply
 from parkgate.errors import AskAlreadyOpen
 from parkgate.gateway import asked_reply
-from parkgate.reply import Reply
 
 #: Closed asks read per pass of the watcher.
 FOLLOW_UP_BATCH = 100

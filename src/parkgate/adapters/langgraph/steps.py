@@ -35,10 +35,9 @@ from parkgate.adapters.langgraph.threads import (
     thread_id,
 )
 from parkgate.core.kinds import RunOutcome, RunStatus
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError, RunStillAsking
 from parkgate.gateway import asked_reply
-from parkgate.reply import Reply
 
 log = logging.getLogger("parkgate.langgraph")
 

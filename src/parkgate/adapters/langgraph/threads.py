@@ -19,11 +19,10 @@ from langgraph.types import GraphOutput, Interrupt, StateSnapshot
 
 from parkgate.adapters.langgraph import percall
 from parkgate.adapters.langgraph.questions import CHECKPOINT_TYPES, CONTEXT_KEY, Answer, QuestionKey
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, Reply
 from parkgate.errors import GraphKeepsAsking as GraphKeepsAsking
 from parkgate.errors import InputError
 from parkgate.errors import NotThisGraph as NotThisGraph
-from parkgate.reply import Reply
 
 Graph = Pregel[Any, Any, Any, Any]
 """Any compiled LangGraph graph (``StateGraph(...).compile(checkpointer=...)``)."""

@@ -19,10 +19,9 @@ from parkgate.adapters.mcp.forms import FormField, ask_field
 from parkgate.async_gateway import AsyncGateway
 from parkgate.core.expect import NUMBER_FORMS, SEVERAL
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
-from parkgate.reply import Reply
 
 ElicitAction = Literal["accept", "decline", "cancel"]
 ACCEPT: ElicitAction = "accept"

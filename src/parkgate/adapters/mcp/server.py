@@ -24,11 +24,10 @@ from parkgate.adapters.mcp.results import ABANDONED, aapply_elicit_result
 from parkgate.async_gateway import AsyncGateway
 from parkgate.core import stopping_point
 from parkgate.core.kinds import AskKind
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, Reply
 from parkgate.core.stopping_point import AskSpec
 from parkgate.errors import AskAlreadyOpen, InputError
 from parkgate.gateway import Gateway
-from parkgate.reply import Reply
 
 #: The key of the one input request the tool's input-required round carries.
 INPUT_KEY = "parkgate_answer"

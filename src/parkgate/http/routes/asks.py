@@ -10,16 +10,24 @@ from fastapi.responses import Response
 from parkgate.ask_options import ParkFields, PromptFields
 from parkgate.async_gateway import AsyncGateway, wait_for_close
 from parkgate.checks import MAX_WAIT_SECONDS
+from parkgate.core.model import Reply
 from parkgate.errors import UnknownAsk
 from parkgate.fence import check_callback_url
 from parkgate.http.dependencies import CallerDep, GatewayDep, LongPollsDep, OpenAskCapDep, SettingsDep
 from parkgate.http.errors import V1_ERRORS, documented
-from parkgate.http.guard import needs
-from parkgate.http.models import AskIn, AskListOut, AskOut, OpenStatus, ReplyOut, options_of
+from parkgate.http.models import (
+    AskIn,
+    AskListOut,
+    AskOut,
+    OpenStatus,
+    ReplyOut,
+    SafeJSONResponse,
+    options_of,
+    reply_response,
+)
 from parkgate.http.paging import DEFAULT_PAGE_ASKS, MAX_CURSOR_CHARS, MAX_PAGE_ASKS, decode_cursor, encode_cursor
-from parkgate.http.responses import SafeJSONResponse, ask_response, asks_json, reply_response
-from parkgate.http.tokens import Scope
-from parkgate.reply import Reply
+from parkgate.http.responses import ask_response, asks_json
+from parkgate.http.tokens import Scope, needs
 
 router = APIRouter(tags=["asks"])
 

@@ -1,14 +1,17 @@
-"""``/v1/conversations``: one inbound message, matched against the conversation's parked ask."""
+"""``/v1/conversations``: one inbound message, matched against the conversation's parked ask.
+
+The route reads its gateway from the app's state rather than through a dependency: a
+message is the hot path, and FastAPI resolves a dependency on every request.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from parkgate.http.dependencies import GatewayDep
+from parkgate.async_gateway import AsyncGateway
 from parkgate.http.errors import V1_ERRORS, documented
-from parkgate.http.models import MessageIn, ReplyOut
-from parkgate.http.responses import reply_response
+from parkgate.http.models import MessageIn, ReplyOut, reply_response
 from parkgate.http.tokens import Scope, needs
 
 router = APIRouter(tags=["conversations"])
@@ -18,6 +21,7 @@ router = APIRouter(tags=["conversations"])
     "/v1/conversations/{conversation_id:path}/messages", response_model=ReplyOut, responses=documented(*V1_ERRORS)
 )
 @needs(Scope.ANSWER)
-async def post_message(conversation_id: str, body: MessageIn, gateway: GatewayDep) -> Response:
+async def post_message(conversation_id: str, body: MessageIn, request: Request) -> Response:
     """Match one inbound message against the conversation's parked ask."""
+    gateway: AsyncGateway = request.app.state.async_gateway
     return reply_response(await gateway.handle(conversation_id, body.text, body.message_id))

@@ -8,10 +8,9 @@ from fastapi.responses import Response
 from parkgate.errors import UnknownRun
 from parkgate.http.dependencies import GatewayDep
 from parkgate.http.errors import V1_ERRORS, documented
-from parkgate.http.guard import needs
-from parkgate.http.models import FinishIn, RunOut
-from parkgate.http.responses import SafeJSONResponse, run_to_dict
-from parkgate.http.tokens import Scope
+from parkgate.http.models import FinishIn, RunOut, SafeJSONResponse
+from parkgate.http.responses import run_to_dict
+from parkgate.http.tokens import Scope, needs
 
 router = APIRouter(tags=["runs"])
 

@@ -8,10 +8,8 @@ from fastapi.responses import Response
 from parkgate.ask_options import RunFields
 from parkgate.http.dependencies import CallerDep, GatewayDep, OpenAskCapDep
 from parkgate.http.errors import V1_ERRORS, documented
-from parkgate.http.guard import needs
-from parkgate.http.models import ReplyOut, StartIn, options_of
-from parkgate.http.responses import reply_response
-from parkgate.http.tokens import Scope
+from parkgate.http.models import ReplyOut, StartIn, options_of, reply_response
+from parkgate.http.tokens import Scope, needs
 
 router = APIRouter(tags=["workflows"])
 
