@@ -30,7 +30,7 @@ import httpx
 
 from parkgate.delivery.health import RETRY_CAP_SECONDS
 from parkgate.gateway import HEARTBEAT_SECONDS
-from parkgate.store.sqlite import BUSY_TIMEOUT_MS, path_from_url
+from parkgate.store.sqlite_file import BUSY_TIMEOUT_MS, path_from_url
 
 from ._support import StoreSpec
 from .conftest import FaultsCluster
