@@ -18,7 +18,7 @@ from parkgate.fence import receiver_host
 from parkgate.gateway.closing import ClosedAsk, CloseReport
 from parkgate.gateway.shapes import ask_to_dict
 from parkgate.metrics import Metrics
-from parkgate.store import Store, StoreConflict, Transaction
+from parkgate.store import Intent, Store, StoreConflict, Transaction
 from parkgate.store.writes import AskStep, NewAsk, QueuedCallback, StoredReply, Writes
 
 #: A unique-key conflict means a racing worker committed first; the retry sees its work.
@@ -89,7 +89,9 @@ class UnitRunner:
         for attempt in range(CONFLICT_RETRIES):
             plan = WritePlan()
             try:
-                with self._store.transaction() as tx:
+                # A unit may find nothing to change: it reads first, without the write
+                # lock on SQLite; a conflict at its first write retries with the lock first.
+                with self._store.transaction(Intent.WRITE if attempt else Intent.READ_FIRST) as tx:
                     result = body(tx, plan)
                     plan.write(tx, self._clock)
                 break
