@@ -326,9 +326,9 @@ def _process_worker(
     gateway: Gateway | None = None
     try:
         if busy_timeout_ms is not None:
-            import parkgate.store.sqlite as sqlite_store
+            import parkgate.store.sqlite_file as sqlite_file
 
-            sqlite_store.BUSY_TIMEOUT_MS = busy_timeout_ms
+            sqlite_file.BUSY_TIMEOUT_MS = busy_timeout_ms
         # Opening migrates, which takes the write lock: it may be refused too, for a while.
         gateway = until(
             lambda: spec.gateway(clock=ManualClock(datetime.fromisoformat(start))),
