@@ -37,8 +37,8 @@ class FailingBeats:
         original = store.transaction
 
         @contextlib.contextmanager
-        def transaction() -> Iterator[Any]:
-            with original() as tx:
+        def transaction(*intent: Any) -> Iterator[Any]:
+            with original(*intent) as tx:
                 yield _Beats(tx, self)
 
         monkeypatch.setattr(store, "transaction", transaction)

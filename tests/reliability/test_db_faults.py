@@ -92,18 +92,21 @@ def test_a_held_write_lock_gives_store_unavailable_and_writes_nothing(
         before = dump(sqlite_spec)
         holder = _hold_write_lock(sqlite_spec)
         try:
-            calls: dict[str, Callable[[], object]] = {
+            writes: dict[str, Callable[[], object]] = {
                 "handle": lambda: gateway.handle("locked-1", "1", message_id="m-1"),
+                "handle, parked": lambda: gateway.handle("locked-1", "1"),
                 "ask": lambda: gateway.ask("locked-2", "Other?", ["A", "B"]),
                 "cancel": lambda: gateway.cancel(asked.ask_id or ""),
-                "get": lambda: gateway.get(asked.ask_id or ""),
-                "open_asks": gateway.open_asks,
                 "a new Gateway": lambda: Gateway(store=sqlite_spec.store(), clock=clock).close(),
             }
-            for name, call in calls.items():
+            for name, call in writes.items():
                 error = bounded(call)
                 assert isinstance(error, StoreUnavailable), f"{name}: {error!r}"
                 assert "locked" in str(error) and not isinstance(error, sqlite3.Error)
+            # What finds nothing to change reads without the write lock, and is answered.
+            assert gateway.handle("locked-3", "hello").kind is ReplyKind.PASS
+            assert gateway.get(asked.ask_id or "").status is AskStatus.OPEN
+            assert [ask.id for ask in gateway.open_asks()] == [asked.ask_id]
         finally:
             holder.execute("ROLLBACK")
             holder.close()

@@ -19,7 +19,7 @@ from parkgate.core.model import Reply
 from parkgate.gateway.closing import CloseReport
 from parkgate.gateway.runs import RunLifeCycle, WritePlan
 from parkgate.metrics import Metrics
-from parkgate.store import Store, StoreConflict, Transaction
+from parkgate.store import Intent, Store, StoreConflict, Transaction
 from parkgate.store.writes import StoredReply
 
 #: A unique-key conflict means a racing worker committed first; the retry sees its work.
@@ -42,7 +42,9 @@ class UnitRunner:
         for attempt in range(CONFLICT_RETRIES):
             plan = WritePlan()
             try:
-                with self._store.transaction() as tx:
+                # A unit may find nothing to change: it reads first, without the write
+                # lock on SQLite; a conflict at its first write retries with the lock first.
+                with self._store.transaction(Intent.WRITE if attempt else Intent.READ_FIRST) as tx:
                     result = body(tx, plan)
                     plan.write(tx, self._clock)
                 break

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from parkgate.store.base import (
+    Intent,
     SchemaMissing,
     Store,
     StoreClosed,
@@ -72,6 +73,7 @@ def deployed_schema(url: str) -> str | None:
 __all__ = [
     "DEFAULT_URL",
     "ENV_PG_SCHEMA",
+    "Intent",
     "SchemaMissing",
     "Store",
     "StoreClosed",

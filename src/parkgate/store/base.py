@@ -17,6 +17,7 @@ implements them by composition: its transaction holds the pieces, not a chain of
 
 from __future__ import annotations
 
+import enum
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
 from contextlib import AbstractContextManager
@@ -61,6 +62,25 @@ class Callback:
     attempts: int
     #: The receiver's host (``None`` for a row queued before schema version 10).
     host: str | None = None
+
+
+class Intent(enum.Enum):
+    """What a unit of work tells :meth:`Store.transaction` before it begins: whether it
+    may find nothing to change.
+
+    ``WRITE``: it writes, so the store takes the write lock before its first statement
+    (``BEGIN IMMEDIATE`` on SQLite): a read and the writes it decides are never split by
+    another writer. ``READ_FIRST``: it may only read (a message where nothing is parked),
+    so its reads take no write lock and other processes' readers and writers go on; a
+    write it then makes takes the lock at that moment, and if another writer holds the
+    lock or committed since the reads, that write raises :class:`StoreConflict` and
+    nothing is written. Only a unit that is retried on a conflict may say
+    ``READ_FIRST``, and its retry says ``WRITE``. A store whose reads never take the
+    write lock (PostgreSQL) treats both alike.
+    """
+
+    WRITE = "write"
+    READ_FIRST = "read_first"
 
 
 class Watcher(Protocol):
@@ -270,8 +290,16 @@ class Store(ABC):
     applied: list[int]
 
     @abstractmethod
-    def transaction(self) -> AbstractContextManager[Transaction]:
-        """One unit of work; commits on success, rolls back on any exception."""
+    def transaction(self, intent: Intent = Intent.WRITE) -> AbstractContextManager[Transaction]:
+        """One unit of work; commits on success, rolls back on any exception.
+
+        Args:
+            intent: Whether the unit writes (the default) or may find nothing to change
+                (see :class:`Intent`).
+
+        Returns:
+            The transaction's context manager.
+        """
 
     @abstractmethod
     def migrate(self) -> list[int]:

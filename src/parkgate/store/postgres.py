@@ -18,7 +18,7 @@ from psycopg import sql as pgsql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from parkgate.signal import CloseSignal
-from parkgate.store.base import SchemaMissing, Store, StoreClosed, StoreError, Transaction
+from parkgate.store.base import Intent, SchemaMissing, Store, StoreClosed, StoreError, Transaction
 from parkgate.store.migrations import MigrationTable, apply_migrations
 from parkgate.store.pg_connection import ConnectionHandles, check_idle_connection, unavailable
 from parkgate.store.pg_transaction import DIALECT as DIALECT
@@ -114,7 +114,9 @@ class PostgresStore(Store):
         if not found:
             raise SchemaMissing(schema)
 
-    def transaction(self) -> AbstractContextManager[Transaction]:
+    def transaction(self, intent: Intent = Intent.WRITE) -> AbstractContextManager[Transaction]:
+        """One unit of work; ``intent`` changes nothing here: reads take no lock but an
+        open ask's ``FOR UPDATE``, which a unit that finds one needs anyway."""
         return PipelinedTransaction(self._pool, self.recent, PostgresTransaction)
 
     @contextmanager

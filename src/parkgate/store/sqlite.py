@@ -1,8 +1,12 @@
 """The embedded store: one SQLite file in WAL mode, no set-up; the SQLite engine.
 
-Each thread gets its own connection. A transaction's first statement is preceded by
-``BEGIN IMMEDIATE``, so the write lock is taken before any open ask is read: two writers
-on one file serialise instead of deadlocking on a lock upgrade. A message in a
+Each thread gets its own connection. A transaction that writes (:data:`Intent.WRITE`)
+sends ``BEGIN IMMEDIATE`` before its first statement, so the write lock is taken before
+any open ask is read: two writers on one file serialise. One that may find nothing to
+change (:data:`Intent.READ_FIRST`: a message without ``message_id``) reads in a deferred
+transaction, which takes no lock that other processes wait on; its first write upgrades,
+and an upgrade refused (another writer holds the lock, or committed since the read) is a
+:class:`StoreConflict` that the gateway retries with the lock first. A message in a
 conversation this store remembers reads nothing and takes the lock only for its writes
 (see :class:`SQLiteTransaction`). ``busy_timeout`` bounds the wait; past it the caller
 gets :class:`StoreUnavailable`, never a half-written row. Opening the file and reading
@@ -15,22 +19,32 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from parkgate.core.model import Ask, AskStatus, Run
 from parkgate.signal import CloseSignal
 from parkgate.store import sql
-from parkgate.store.base import Store, StoreClosed, StoreError, Transaction, retry_after_guess
+from parkgate.store.base import (
+    Intent,
+    Store,
+    StoreClosed,
+    StoreConflict,
+    StoreError,
+    Transaction,
+    retry_after_guess,
+)
 from parkgate.store.dialect import MUTABLE_ASK_SET, Dialect
 from parkgate.store.migrations import apply_migrations
 from parkgate.store.open_asks_sql import SqlOpenAsks
 from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
 from parkgate.store.sql import DEFAULT_SIZE, Guesses, RecentOpenAsks
+from parkgate.store.sqlite_dialect import DIALECT
+from parkgate.store.sqlite_dialect import encode_time as _encode
 from parkgate.store.sqlite_file import (
     MIGRATIONS,
     SYNCHRONOUS,
+    busy,
     check_is_ours,
     check_location,
     classify,
@@ -41,61 +55,20 @@ from parkgate.store.sqlite_file import (
 from parkgate.store.watch import SQLiteWatcher
 from parkgate.store.writes import Writes
 
-#: The last time encoded and its text. A message's writes stamp one ``now`` several times
-#: (asked_at, last_touched, the run's updated_at...), and isoformat() is costly enough to
-#: do once. One tuple, read and replaced whole, so threads never see a torn pair.
-_last_encoded: tuple[datetime, str] | None = None
-
-
-def _encode(moment: datetime) -> str:
-    global _last_encoded
-    last = _last_encoded
-    if last is not None and last[0] is moment:
-        return last[1]
-    utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)  # the clock's times are UTC already
-    text = utc.isoformat(timespec="microseconds")
-    _last_encoded = (moment, text)
-    return text
-
-
-def _decode(raw: str) -> datetime:
-    return datetime.fromisoformat(raw)
-
-
-def _encode_due(moment: datetime) -> float:
-    return moment.timestamp()
-
-
-def _decode_due(raw: float) -> datetime:
-    return datetime.fromtimestamp(raw, UTC)
-
-
-DIALECT = Dialect(
-    placeholder="?",
-    lock_suffix="",
-    encode_time=_encode,
-    decode_time=_decode,
-    encode_due=_encode_due,
-    decode_due=_decode_due,
-    # As migration 5's trigger computes due_at.
-    due_expression=(
-        "(round((julianday(substr(last_touched, 1, 19)) - 2440587.5) * 86400.0) "
-        "+ CAST(substr(last_touched, 21, 6) AS INTEGER) / 1000000.0 + ttl_seconds)"
-    ),
-    skip_locked_suffix="",  # one writer at a time: BEGIN IMMEDIATE holds the file
-)
-
 
 class _StaleGuess(Exception):
     """The conversation was not as this process remembered it: retry with a real read."""
 
 
 class SQLiteTransaction:
-    """One write transaction, begun at its first statement, that may decide from memory.
+    """One transaction, begun at its first statement, that may decide from memory.
 
-    ``BEGIN IMMEDIATE`` is sent just before the first statement: a message whose
-    conversation the store remembers reads nothing, so it is decided before the write
-    lock is taken. The remembered open ask is checked by the first write that touches it
+    ``BEGIN IMMEDIATE`` is sent just before the first statement of a unit that writes,
+    and before the first write or the read of a message with a ``message_id`` (it always
+    records one) of a unit that may only read; that unit's other reads begin a deferred
+    transaction (``deferred`` is then set), whose first write upgrades or fails with
+    ``SQLITE_BUSY``. A message whose conversation the store remembers reads nothing, so it
+    is decided before the write lock is taken. The remembered open ask is checked by the first write that touches it
     (the ``UPDATE`` changes the row only if it is still open exactly as remembered: id,
     last touch, miss count and TTL, as PostgreSQL's ``parkgate_step`` checks); the stored
     reply's primary key refuses a ``message_id`` seen before; the unique index on open
@@ -105,20 +78,35 @@ class SQLiteTransaction:
 
     dialect: Dialect = DIALECT
 
-    def __init__(self, cursor: sqlite3.Cursor, recent: RecentOpenAsks) -> None:
+    def __init__(self, cursor: sqlite3.Cursor, recent: RecentOpenAsks, intent: Intent = Intent.WRITE) -> None:
         self.cursor = cursor
         self.guesses = Guesses(recent, decides_on_nothing_open=False)
         self.began = False
+        #: Whether the first statement ran in a deferred transaction (no write lock taken).
+        self.deferred = False
+        self._reads_first = intent is Intent.READ_FIRST
         #: The state answered from memory and not yet checked by a write: the remembered
         #: open ask, or the id of a conversation remembered (or guessed) to have none.
         self._unchecked: Ask | str | None = None
 
     def query(self, statement: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
-        """Run ``statement`` (after ``BEGIN IMMEDIATE`` if it is the first); the cursor holds its rows."""
+        """Run ``statement`` (after the ``BEGIN`` if it is the first); the cursor holds its rows."""
+        if self.began:
+            return self.cursor.execute(statement, params)
+        if not self._reads_first:
+            self.lock()
+            return self.cursor.execute(statement, params)
+        self.cursor.execute("BEGIN")
+        self.began = True
+        found = self.cursor.execute(statement, params)
+        self.deferred = True  # after the statement: a busy wait on the first one is not an upgrade
+        return found
+
+    def lock(self) -> None:
+        """Take the write lock now (``BEGIN IMMEDIATE``) unless the transaction has begun."""
         if not self.began:
             self.cursor.execute("BEGIN IMMEDIATE")
             self.began = True
-        return self.cursor.execute(statement, params)
 
     def send(self, statement: str, params: Sequence[Any] = ()) -> None:
         """Run a statement whose result nobody reads."""
@@ -156,6 +144,8 @@ class SQLiteTransaction:
         if not isinstance(known, sql.Marker):
             self._unchecked = known
             return None, known
+        if message_id is not None:
+            self.lock()  # the message is recorded: a redelivery reads under the lock
         earlier, found = sql.read_message_context(self, conversation_id, message_id)
         if earlier is None:
             self.guesses.states[conversation_id] = found
@@ -172,6 +162,7 @@ class SQLiteTransaction:
 
     # -- writes (each the check of a guess it touches) -----------------------------------------
     def write(self, writes: Writes) -> None:
+        self.lock()
         self.guesses.wrote(writes)
         sql.apply_writes(writes, self, self.save_ask, self.insert_ask)
 
@@ -300,8 +291,10 @@ class SQLiteStore(Store):
                 self._all.append(conn)
         return conn
 
-    def transaction(self) -> AbstractContextManager[Transaction]:
-        return _TransactionScope(self._connection(), self.path, self.recent)
+    def transaction(self, intent: Intent = Intent.WRITE) -> AbstractContextManager[Transaction]:
+        """One unit of work: ``BEGIN IMMEDIATE`` first, or with ``Intent.READ_FIRST`` a
+        deferred read that takes the lock at its first write (see :class:`SQLiteTransaction`)."""
+        return _TransactionScope(self._connection(), self.path, self.recent, intent)
 
     def schema_version(self) -> int:
         conn = self._connection()
@@ -345,24 +338,25 @@ class SQLiteStore(Store):
 
 
 class _TransactionScope(AbstractContextManager[SQLiteTransaction]):
-    """One transaction (``BEGIN IMMEDIATE`` at its first statement) ... ``COMMIT``, rolled
-    back on any exception; what it left each conversation in is remembered on commit.
+    """One transaction (``BEGIN`` at its first statement) ... ``COMMIT``, rolled back on
+    any exception; what it left each conversation in is remembered on commit.
 
     A class rather than a ``@contextmanager`` generator: it runs on every message, and a
     generator adds its own machinery to each one.
     """
 
-    __slots__ = ("_conn", "_path", "_recent", "_tx")
+    __slots__ = ("_conn", "_intent", "_path", "_recent", "_tx")
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, recent: RecentOpenAsks) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path, recent: RecentOpenAsks, intent: Intent) -> None:
         self._conn = conn
         self._path = path
         self._recent = recent
+        self._intent = intent
 
     def __enter__(self) -> SQLiteTransaction:
         # One cursor for the BEGIN, the statements and the COMMIT (Connection.execute
         # would make a cursor for each of the two).
-        self._tx = SQLiteTransaction(self._conn.cursor(), self._recent)
+        self._tx = SQLiteTransaction(self._conn.cursor(), self._recent, self._intent)
         return self._tx
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
@@ -378,6 +372,10 @@ class _TransactionScope(AbstractContextManager[SQLiteTransaction]):
                 error = failed
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
+        if tx.deferred and isinstance(error, sqlite3.Error) and busy(error):
+            # A deferred read's first write found the lock held or the file changed since
+            # the read: no guess was wrong (the memory stays); the retry locks first.
+            raise StoreConflict(f"{self._path}: another writer came first; retrying with the write lock") from None
         tx.guesses.end(committed=False)
         if isinstance(error, sqlite3.Error):
             raise classify(error, self._path) from None

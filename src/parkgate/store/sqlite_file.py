@@ -65,6 +65,12 @@ def _read_only_storage(path: Path) -> bool:
         return False
 
 
+def busy(error: sqlite3.Error) -> bool:
+    """Whether ``error`` is ``SQLITE_BUSY`` with any extended code: the lock held by another
+    writer, or (``SQLITE_BUSY_SNAPSHOT``) a read snapshot older than the file's last commit."""
+    return getattr(error, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
+
+
 def classify(error: sqlite3.Error, path: Path) -> StoreError:
     text = str(error)
     if isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in text:
