@@ -19,6 +19,8 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,30 +32,63 @@ from parkgate.store.base import (
     Store,
     StoreClosed,
     StoreConflict,
-    StoreError,
     Transaction,
     retry_after_guess,
 )
 from parkgate.store.dialect import MUTABLE_ASK_SET, Dialect
-from parkgate.store.migrations import apply_migrations
 from parkgate.store.open_asks_sql import SqlOpenAsks
 from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
 from parkgate.store.sql import DEFAULT_SIZE, Guesses, RecentOpenAsks
-from parkgate.store.sqlite_dialect import DIALECT
-from parkgate.store.sqlite_dialect import encode_time as _encode
 from parkgate.store.sqlite_file import (
-    MIGRATIONS,
-    SYNCHRONOUS,
     busy,
     check_is_ours,
     check_location,
+    check_options,
     classify,
     connect,
+    migrate_file,
     parse_url,
-    run_script,
+    ping_file,
+    read_schema_version,
 )
 from parkgate.store.watch import SQLiteWatcher
 from parkgate.store.writes import Writes
+
+# How this engine stores times: ISO 8601 text in UTC (microseconds); a due time is seconds
+# since the epoch (a float), as migration 5's trigger computes it.
+
+#: The last time encoded and its text. A message's writes stamp one ``now`` several times
+#: (asked_at, last_touched, the run's updated_at...), and isoformat() is costly enough to
+#: do once. One tuple, read and replaced whole, so threads never see a torn pair.
+_last_encoded: tuple[datetime, str] | None = None
+
+
+def encode_time(moment: datetime) -> str:
+    """``moment`` as the stored text (UTC, microseconds); the last one is encoded once."""
+    global _last_encoded
+    last = _last_encoded
+    if last is not None and last[0] is moment:
+        return last[1]
+    utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)  # the clock's times are UTC already
+    text = utc.isoformat(timespec="microseconds")
+    _last_encoded = (moment, text)
+    return text
+
+
+DIALECT = Dialect(
+    placeholder="?",
+    lock_suffix="",
+    encode_time=encode_time,
+    decode_time=datetime.fromisoformat,
+    encode_due=datetime.timestamp,
+    decode_due=partial(datetime.fromtimestamp, tz=UTC),
+    # As migration 5's trigger computes due_at.
+    due_expression=(
+        "(round((julianday(substr(last_touched, 1, 19)) - 2440587.5) * 86400.0) "
+        "+ CAST(substr(last_touched, 21, 6) AS INTEGER) / 1000000.0 + ttl_seconds)"
+    ),
+    skip_locked_suffix="",  # one writer at a time: BEGIN IMMEDIATE holds the file
+)
 
 
 class _StaleGuess(Exception):
@@ -189,7 +224,7 @@ class SQLiteTransaction:
             # and binds no NULLs. If the row is no longer open, the full UPDATE runs.
             self.query(
                 "UPDATE asks SET last_touched = ?, mismatches = ? WHERE id = ? AND status = 'open'",
-                (_encode(ask.last_touched), ask.mismatches, ask.id),
+                (encode_time(ask.last_touched), ask.mismatches, ask.id),
             )
             if self.cursor.rowcount == 1:
                 return
@@ -199,7 +234,7 @@ class SQLiteTransaction:
         """Write ``ask`` over the row only if it is still ``expected``; else the guess was stale."""
         check = _as_remembered(expected)
         if ask.status is AskStatus.OPEN:  # as in save_ask: the partial indexes stay untouched
-            self.query(_TOUCH_IF_UNCHANGED, (_encode(ask.last_touched), ask.mismatches, *check))
+            self.query(_TOUCH_IF_UNCHANGED, (encode_time(ask.last_touched), ask.mismatches, *check))
         else:
             self.query(_SAVE_IF_UNCHANGED, (ask.status.value, *sql.mutable_fields(ask, DIALECT), *check))
         if self.cursor.rowcount != 1:
@@ -221,7 +256,7 @@ class SQLiteTransaction:
 
 def _as_remembered(expected: Ask) -> tuple[Any, ...]:
     """The parameters of :data:`_UNCHANGED` for ``expected``."""
-    return (expected.id, _encode(expected.last_touched), expected.mismatches, expected.ttl_seconds)
+    return (expected.id, encode_time(expected.last_touched), expected.mismatches, expected.ttl_seconds)
 
 
 _UNCHANGED = "id = ? AND status = 'open' AND last_touched = ? AND mismatches = ? AND ttl_seconds = ?"
@@ -232,7 +267,7 @@ _STILL_UNCHANGED = f"SELECT 1 FROM asks WHERE {_UNCHANGED}"
 
 class SQLiteStore(Store):
     """Asks in one SQLite file (WAL mode). ``synchronous`` is ``"full"`` (default) or
-    ``"normal"`` (see :data:`SYNCHRONOUS`); the URL's ``?synchronous=`` sets it too.
+    ``"normal"`` (see :data:`parkgate.store.sqlite_file.SYNCHRONOUS`); the URL's ``?synchronous=`` sets it too.
 
     Opening migrates, creating the file when it does not exist. With ``migrate=False``
     the store opens an existing file as it is and creates nothing: a missing or empty
@@ -255,12 +290,7 @@ class SQLiteStore(Store):
     ) -> None:
         self.url = url
         self.path, options = parse_url(url)
-        chosen = (synchronous or options.get("synchronous") or "full").lower()
-        if chosen not in SYNCHRONOUS:
-            raise StoreError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {chosen!r}")
-        self.synchronous = chosen
-        if isinstance(remember, bool) or not isinstance(remember, int) or remember < 0:
-            raise StoreError(f"remember must be a whole number of conversations, 0 or more, not {remember!r}")
+        self.synchronous = check_options(synchronous or options.get("synchronous"), remember)
         self.recent = RecentOpenAsks(remember)
         check_location(self.path, url, creating=migrate)
         #: Without migrate, connections open the file read-write but never create it (a
@@ -297,30 +327,14 @@ class SQLiteStore(Store):
         return _TransactionScope(self._connection(), self.path, self.recent, intent)
 
     def schema_version(self) -> int:
-        conn = self._connection()
-        try:
-            row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
-        except sqlite3.OperationalError:
-            return 0
-        return int(row[0] or 0)
+        return read_schema_version(self._connection())
 
     def ping(self) -> None:
         """``SELECT 1`` on this thread's connection: the file is open and answers."""
-        try:
-            self._connection().execute("SELECT 1").fetchone()
-        except sqlite3.Error as error:
-            raise classify(error, self.path) from None
+        ping_file(self._connection(), self.path)
 
     def migrate(self) -> list[int]:
-        conn = self._connection()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            applied = apply_migrations(conn.execute, lambda script: run_script(conn, script), MIGRATIONS)
-            conn.execute("COMMIT")
-        except sqlite3.Error as error:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise classify(error, self.path) from None
+        applied = migrate_file(self._connection(), self.path)
         self.applied.extend(applied)
         return applied
 

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from parkgate.store.base import StoreConflict, StoreError, StoreUnavailable
-from parkgate.store.migrations import MigrationTable
+from parkgate.store.migrations import MigrationTable, apply_migrations
 
 BUSY_TIMEOUT_MS = 10_000
 #: WAL pages between automatic checkpoints (SQLite's default is 1,000). A checkpoint copies
@@ -171,3 +171,48 @@ def statements(script: str) -> list[str]:
                 statements.append(current.strip())
             current = ""
     return statements
+
+
+def read_schema_version(conn: sqlite3.Connection) -> int:
+    """The latest migration applied to the file ``conn`` is open on (0: none)."""
+    try:
+        row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    except sqlite3.OperationalError:
+        return 0
+    return int(row[0] or 0)
+
+
+def ping_file(conn: sqlite3.Connection, path: Path) -> None:
+    """``SELECT 1`` on ``conn``; a failure is the store's error for ``path``."""
+    try:
+        conn.execute("SELECT 1").fetchone()
+    except sqlite3.Error as error:
+        raise classify(error, path) from None
+
+
+def migrate_file(conn: sqlite3.Connection, path: Path) -> list[int]:
+    """Apply the migrations ``path`` lacks, under the write lock, in one transaction; their versions."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        applied = apply_migrations(conn.execute, lambda script: run_script(conn, script), MIGRATIONS)
+        conn.execute("COMMIT")
+    except sqlite3.Error as error:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise classify(error, path) from None
+    return applied
+
+
+def check_options(synchronous: str | None, remember: object) -> str:
+    """The ``synchronous`` setting to use (default ``full``), once both options are checked.
+
+    Raises:
+        StoreError: ``synchronous`` is not one of :data:`SYNCHRONOUS`, or ``remember`` is
+            not a whole number of conversations, 0 or more.
+    """
+    chosen = (synchronous or "full").lower()
+    if chosen not in SYNCHRONOUS:
+        raise StoreError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {chosen!r}")
+    if isinstance(remember, bool) or not isinstance(remember, int) or remember < 0:
+        raise StoreError(f"remember must be a whole number of conversations, 0 or more, not {remember!r}")
+    return chosen
