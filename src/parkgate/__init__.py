@@ -48,7 +48,7 @@ from parkgate.errors import (
 from parkgate.gateway import DEFAULT_TTL, Gateway, ask_to_dict
 from parkgate.metrics import Metrics
 from parkgate.signal import Change, CloseSignal, Waiter
-from parkgate.store import Store, Transaction, open_store
+from parkgate.store import Intent, Store, Transaction, open_store
 from parkgate.store.base import AskGauges, Callback, FollowUps, Heartbeats, OpenAsks, Outbox, Watcher
 from parkgate.store.writes import AskStep, NewAsk, Writes
 from parkgate.workflow import Phase, Workflow
@@ -85,6 +85,7 @@ __all__ = [
     "Gateway",
     "Heartbeats",
     "InputError",
+    "Intent",
     "ManualClock",
     "Metrics",
     "MissingExtra",
