@@ -174,6 +174,22 @@ def _migrate_before_workers() -> None:
     help="PostgreSQL only: seconds a request waits for a database connection before it gets "
     "a 503 (default 3; env PARKGATE_PG_TIMEOUT).",
 )
+@click.option(
+    "--http",
+    "http",
+    type=click.Choice(["httptools", "h11"]),
+    default="httptools",
+    show_default=True,
+    help="The request parser: httptools (C, fast) or h11 (pure Python); both hold the same bounds.",
+)
+@click.option(
+    "--access-log/--no-access-log",
+    envvar="PARKGATE_ACCESS_LOG",
+    default=False,
+    show_default=True,
+    help="Write uvicorn's access log (one line per request) to stdout (env PARKGATE_ACCESS_LOG). "
+    "parkgate's own JSON lines are written either way.",
+)
 def serve(
     db_url: str,
     host: str,
@@ -188,6 +204,8 @@ def serve(
     max_connections_per_peer: int | None,
     max_long_polls: int | None,
     pg_timeout: float | None,
+    http: str,
+    access_log: bool,
 ) -> None:
     """Run the HTTP gateway (with the web console and the demo workflow).
 
@@ -225,6 +243,8 @@ def serve(
             head_timeout=head_timeout,
             max_connections_per_peer=max_connections_per_peer,
             max_long_polls=max_long_polls,
+            http=http,
+            access_log=access_log,
         )
     except SystemExit as stopped:
         if stopped.code in (None, 0):
