@@ -14,6 +14,7 @@ import click
 from parkgate.cli.stores import db_option, gateway_session, shown_url
 from parkgate.gateway import Gateway
 from parkgate.http.logs import logging_to_stderr
+from parkgate.http.parsers import DEFAULT_PARSER, PARSERS
 from parkgate.store import StoreError
 
 
@@ -177,8 +178,8 @@ def _migrate_before_workers() -> None:
 @click.option(
     "--http",
     "http",
-    type=click.Choice(["httptools", "h11"]),
-    default="httptools",
+    type=click.Choice(PARSERS),
+    default=DEFAULT_PARSER,
     show_default=True,
     help="The request parser: httptools (C, fast) or h11 (pure Python); both hold the same bounds.",
 )
