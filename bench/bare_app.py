@@ -7,8 +7,8 @@ nothing of parkgate's. A ``GET /healthz`` says the server is up.
 
 ``python -m bench.bare_app --port PORT --workers N`` serves it through
 :func:`parkgate.http.server.serve` itself, with only the app factory swapped: the same
-uvicorn call, protocol class (the bounded h11 protocol ``serve`` passes today, or whatever
-it passes after a change), header limit, connection limits, logging and worker model.
+uvicorn call, protocol class (the bounded httptools protocol ``serve`` passes by default),
+header limit, connection limits, logging (no access log by default) and worker model.
 """
 
 from __future__ import annotations

@@ -110,7 +110,11 @@ def refusals(log: str) -> int:
 
 
 def test_another_sites_page_changes_nothing(page: Any, launch: Any, database: Any, receiver: Receiver) -> None:
-    server = launch(database, extra_env={"PARKGATE_CALLBACK_ALLOW": f"127.0.0.1:{receiver.port}"})
+    server = launch(
+        database,
+        extra_env={"PARKGATE_CALLBACK_ALLOW": f"127.0.0.1:{receiver.port}"},
+        extra_args=["--access-log"],  # the refusals are counted in the access log
+    )
     with server.client() as http:
         asks = plant(http, receiver)
     before = snapshot(database)

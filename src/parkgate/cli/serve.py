@@ -14,6 +14,7 @@ import click
 from parkgate.cli.stores import db_option, gateway_session, shown_url
 from parkgate.gateway import Gateway
 from parkgate.http.logs import logging_to_stderr
+from parkgate.http.parsers import DEFAULT_PARSER, PARSERS
 from parkgate.store import StoreError
 
 
@@ -174,6 +175,22 @@ def _migrate_before_workers() -> None:
     help="PostgreSQL only: seconds a request waits for a database connection before it gets "
     "a 503 (default 3; env PARKGATE_PG_TIMEOUT).",
 )
+@click.option(
+    "--http",
+    "http",
+    type=click.Choice(PARSERS),
+    default=DEFAULT_PARSER,
+    show_default=True,
+    help="The request parser: httptools (C, fast) or h11 (pure Python); both hold the same bounds.",
+)
+@click.option(
+    "--access-log/--no-access-log",
+    envvar="PARKGATE_ACCESS_LOG",
+    default=False,
+    show_default=True,
+    help="Write uvicorn's access log (one line per request) to stdout (env PARKGATE_ACCESS_LOG). "
+    "parkgate's own JSON lines are written either way.",
+)
 def serve(
     db_url: str,
     host: str,
@@ -188,6 +205,8 @@ def serve(
     max_connections_per_peer: int | None,
     max_long_polls: int | None,
     pg_timeout: float | None,
+    http: str,
+    access_log: bool,
 ) -> None:
     """Run the HTTP gateway (with the web console and the demo workflow).
 
@@ -225,6 +244,8 @@ def serve(
             head_timeout=head_timeout,
             max_connections_per_peer=max_connections_per_peer,
             max_long_polls=max_long_polls,
+            http=http,
+            access_log=access_log,
         )
     except SystemExit as stopped:
         if stopped.code in (None, 0):

@@ -1,5 +1,6 @@
 """Bounds on the connections ``parkgate serve`` holds: a time limit for a request head and
-a cap on each peer's connections (the uvicorn protocol :class:`BoundedH11Protocol`).
+a cap on each peer's connections (:class:`ConnectionBoundsMixin`, in the uvicorn protocols
+:class:`BoundedH11Protocol` and :class:`parkgate.http.fastparser.BoundedHttpToolsProtocol`).
 
 uvicorn counts every open connection against ``--max-connections`` (its
 ``limit_concurrency``) and answers 503 to every request past it, so connections that never
@@ -21,10 +22,11 @@ them for every worker: :data:`ENV_HEAD_TIMEOUT` and :data:`ENV_MAX_PER_PEER`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -136,35 +138,38 @@ def process_bounds() -> ConnectionBounds:
     return _bounds
 
 
-class BoundedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a head timeout and a per-peer cap (module docstring).
+class ConnectionBoundsMixin:
+    """The head timeout and the per-peer cap, for any of uvicorn's HTTP protocol classes.
 
-    The head timer is armed when the connection opens and after each response; when it
+    Mixed in before the protocol class (``class P(ConnectionBoundsMixin, H11Protocol)``):
+    the head timer is armed when the connection opens and after each response; when it
     fires while no request is in progress the connection is closed (a request in progress
     had its head in time). uvicorn makes one instance per connection.
     """
 
-    def __init__(
-        self,
-        config: Config,
-        server_state: ServerState,
-        app_state: dict[str, Any],
-        _loop: asyncio.AbstractEventLoop | None = None,
-    ) -> None:
-        super().__init__(config, server_state, app_state, _loop)
+    # What the protocol class it is mixed into provides.
+    cycle: Any
+    client: tuple[str, int] | None
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+    logger: logging.Logger
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.bounds = process_bounds()
         self._peer: str | None = None
         self._head_timer: asyncio.TimerHandle | None = None
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """Count the peer's connection (refusing one past its cap) and start the head timer."""
-        super().connection_made(transport)
+        super().connection_made(transport)  # type: ignore[misc]
+        stream = cast(asyncio.Transport, transport)  # uvloop's transports are not asyncio's classes
         peer = self.client[0] if self.client else None
         if peer is not None:
             if not PEERS.join(peer, self.bounds.max_per_peer):
                 self.logger.warning("Refused a connection: %s holds its %s.", peer, ENV_MAX_PER_PEER)
-                transport.write(PEER_REFUSAL)
-                transport.close()
+                stream.write(PEER_REFUSAL)
+                stream.close()
                 return
             self._peer = peer
         self._arm_head_timer()
@@ -175,11 +180,11 @@ class BoundedH11Protocol(H11Protocol):
         if self._peer is not None:
             PEERS.leave(self._peer)
             self._peer = None
-        super().connection_lost(exc)
+        super().connection_lost(exc)  # type: ignore[misc]
 
     def on_response_complete(self) -> None:
         """After each response the next request's head has the head timeout to arrive."""
-        super().on_response_complete()
+        super().on_response_complete()  # type: ignore[misc]
         if not self.transport.is_closing():
             self._arm_head_timer()
 
@@ -199,3 +204,20 @@ class BoundedH11Protocol(H11Protocol):
         if not self.transport.is_closing():
             self.logger.info("Closed a connection that sent no request head in %g s.", self.bounds.head_timeout)
             self.transport.close()
+
+
+class BoundedH11Protocol(ConnectionBoundsMixin, H11Protocol):
+    """uvicorn's h11 protocol with a head timeout and a per-peer cap (module docstring).
+
+    h11 itself refuses (400, connection closed) a head that grows past uvicorn's
+    ``h11_max_incomplete_event_size`` while it is incomplete.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)

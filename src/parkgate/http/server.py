@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -11,9 +12,11 @@ from contextlib import contextmanager
 import uvicorn
 
 from parkgate.http.connections import ENV_HEAD_TIMEOUT, ENV_MAX_PER_PEER, BoundedH11Protocol
+from parkgate.http.fastparser import BoundedHttpToolsProtocol
 from parkgate.http.guard import MAX_HEAD_BYTES
 from parkgate.http.logs import uvicorn_log_config
 from parkgate.http.longpolls import ENV_MAX_LONG_POLLS
+from parkgate.http.parsers import DEFAULT_PARSER, H11, HTTPTOOLS
 from parkgate.http.settings import (
     ENV_ALLOWED_HOSTS,
     ENV_DB,
@@ -30,12 +33,16 @@ from parkgate.metrics import MULTIPROCESS_ENV
 
 #: The factory uvicorn imports in every worker process.
 APP_FACTORY = "parkgate.http.app:app_from_env"
-#: A request whose line and headers pass this many bytes is refused: h11 answers 400 and
-#: closes the connection before the rest is read (nothing larger is buffered), and a
-#: complete head that arrived in one read gets 431 (:func:`parkgate.http.guard.check_head`).
+#: A request whose line and headers pass this many bytes is refused: while the head is
+#: incomplete the protocol refuses it and closes the connection before the rest is read
+#: (httptools: 431; h11: 400), and a complete head that arrived in one read gets 431
+#: (:func:`parkgate.http.guard.check_head`).
 MAX_HEADER_BYTES = MAX_HEAD_BYTES
 #: Connections (and requests in progress) served at once; past it uvicorn answers 503.
 DEFAULT_MAX_CONNECTIONS = 500
+#: The HTTP parsers ``serve`` runs, by name (:mod:`parkgate.http.parsers`), each bounded
+#: alike (:mod:`parkgate.http.fastparser`).
+PROTOCOLS: dict[str, type[asyncio.Protocol]] = {HTTPTOOLS: BoundedHttpToolsProtocol, H11: BoundedH11Protocol}
 #: Bind addresses that mean "every address": not a name a Host header carries.
 _WILDCARDS = {"", "0.0.0.0", "::"}
 
@@ -101,6 +108,8 @@ def serve(
     head_timeout: float | None = None,
     max_connections_per_peer: int | None = None,
     max_long_polls: int | None = None,
+    http: str = DEFAULT_PARSER,
+    access_log: bool = False,
 ) -> None:
     """Serve the gateway on ``host:port`` until interrupted (blocking).
 
@@ -115,10 +124,15 @@ def serve(
     processes on one socket; use PostgreSQL (or accept SQLite's single writer at a
     time) for several workers. Every worker writes the ``parkgate`` log records (each
     expiry's ``ask_expired`` line) to stderr as JSON lines
-    (:func:`parkgate.http.logs.uvicorn_log_config`).
+    (:func:`parkgate.http.logs.uvicorn_log_config`). ``http`` names the request parser
+    (:data:`PROTOCOLS`: ``httptools``, the default, or ``h11``), with the same bounds either
+    way. uvicorn's access log (one line per request) is written only with ``access_log``:
+    formatting and writing it costs about 25 µs a request (bench/README.md).
     """
     if workers < 1:
         raise ValueError("workers must be at least 1")
+    if http not in PROTOCOLS:
+        raise ValueError(f"http must be one of {', '.join(PROTOCOLS)}, not {http!r}")
     configure(db_url, token, pg_timeout, token_file=token_file, allowed_hosts=allowed_hosts, bind_host=host)
     check_exposure(host, settings_from_env(), insecure_no_token)
     bound_connections(max_connections, head_timeout, max_connections_per_peer, max_long_polls)
@@ -133,7 +147,8 @@ def serve(
             server_header=False,
             log_level="info",
             log_config=uvicorn_log_config(),
-            http=BoundedH11Protocol,
+            access_log=access_log,
+            http=PROTOCOLS[http],
             h11_max_incomplete_event_size=MAX_HEADER_BYTES,
             limit_concurrency=max_connections,
         )
