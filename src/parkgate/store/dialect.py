@@ -16,10 +16,14 @@ from typing import Any
 ASK_COLUMNS = (
     "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
     "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
-    "default_answer, callback_url, due_at, context, owner, expect"
+    "default_answer, callback_url, due_at, context, owner, expect, "
+    "responders, quorum, votes, answered_by, closed_by"
 )
 #: What a step may change in an ask besides its status (``save_ask`` writes these).
-MUTABLE_ASK_SET = "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?"
+MUTABLE_ASK_SET = (
+    "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?, "
+    "votes = ?, answered_by = ?, closed_by = ?"
+)
 RUN_COLUMNS = "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at, owner"
 
 

@@ -18,84 +18,18 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
-from functools import lru_cache
 from typing import Any, Protocol
 
-from parkgate.core import expect as expected_form
-from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus, Run, RunStatus
-from parkgate.store.dialect import ASK_COLUMNS, MUTABLE_ASK_SET, RUN_COLUMNS, Dialect
+from parkgate.core.model import Ask, Run, RunStatus
+from parkgate.store.ask_rows import Statement, ask_from_row, ask_insert, mutable_fields
+from parkgate.store.ask_rows import _decode_options as _decode_options  # the caches' tests read them here
+from parkgate.store.ask_rows import _encode_options as _encode_options
+from parkgate.store.dialect import MUTABLE_ASK_SET, RUN_COLUMNS, Dialect
 from parkgate.store.writes import QueuedCallback, RunChange, StoredReply, Writes
 
-#: Stored value -> enum member, by dict lookup (an Enum call costs more, on every row read).
-_KINDS: dict[str, AskKind] = {member.value: member for member in AskKind}
-_STATUSES: dict[str, AskStatus] = {member.value: member for member in AskStatus}
+__all__ = ["Statement", "ask_from_row", "ask_insert", "mutable_fields"]
+
 _RUN_STATUSES: dict[str, RunStatus] = {member.value: member for member in RunStatus}
-
-
-# Options never change after an ask is parked, and the same few menus are parked over
-# and over: each distinct list is encoded and decoded once.
-@lru_cache(maxsize=MENUS_REMEMBERED)
-def _encode_options(options: tuple[str, ...]) -> str:
-    return json.dumps(list(options), ensure_ascii=False)
-
-
-@lru_cache(maxsize=MENUS_REMEMBERED)
-def _decode_options(raw: str) -> tuple[str, ...]:
-    return tuple(json.loads(raw))
-
-
-def _decode_context(raw: str) -> dict[str, Any]:
-    value = json.loads(raw)
-    return value if isinstance(value, dict) else {"value": value}
-
-
-#: A statement and its parameters.
-Statement = tuple[str, tuple[Any, ...]]
-
-
-def mutable_fields(ask: Ask, dialect: Dialect) -> tuple[Any, ...]:
-    """The values of :data:`MUTABLE_ASK_SET` for ``ask``, in its order."""
-    encode = dialect.encode_time
-    return (
-        ask.outcome,
-        ask.answer,
-        ask.option_index,
-        encode(ask.last_touched),
-        encode(ask.answered_at) if ask.answered_at else None,
-        ask.mismatches,
-    )
-
-
-def ask_insert(ask: Ask, dialect: Dialect) -> Statement:
-    encode = dialect.encode_time
-    return (
-        f"INSERT INTO asks ({ASK_COLUMNS}) VALUES ({', '.join('?' * 22)})",
-        (
-            ask.id,
-            ask.conversation_id,
-            ask.run_id,
-            ask.kind.value,
-            ask.prompt,
-            _encode_options(tuple(ask.options)),  # an Ask built by hand may hold a list
-            ask.status.value,
-            ask.outcome,
-            ask.answer,
-            ask.option_index,
-            encode(ask.asked_at),
-            encode(ask.last_touched),
-            encode(ask.answered_at) if ask.answered_at else None,
-            ask.mismatches,
-            ask.ttl_seconds,
-            ask.phase,
-            ask.default,
-            ask.callback_url,
-            dialect.encode_due(ask.due_at) if ask.watched else None,
-            json.dumps(ask.context, ensure_ascii=False) if ask.context is not None else None,
-            ask.owner,
-            expected_form.to_json(ask.expect) if ask.expect is not None else None,
-        ),
-    )
 
 
 def run_upsert(run: Run, dialect: Dialect) -> Statement:
@@ -183,34 +117,6 @@ class Runner(Protocol):
     def send(self, statement: str, params: Sequence[Any] = ()) -> None:
         """Run a statement whose result nobody reads (an engine may defer it)."""
         ...
-
-
-def ask_from_row(row: Sequence[Any], decode: Callable[[Any], datetime]) -> Ask:
-    """An ask from its row (:data:`ASK_COLUMNS`), times read with ``decode``."""
-    return Ask(
-        id=row[0],
-        conversation_id=row[1],
-        run_id=row[2],
-        kind=_KINDS[row[3]],
-        prompt=row[4],
-        options=_decode_options(row[5]),
-        status=_STATUSES[row[6]],
-        outcome=row[7],
-        answer=row[8],
-        option_index=row[9],
-        asked_at=decode(row[10]),
-        last_touched=decode(row[11]),
-        answered_at=decode(row[12]) if row[12] is not None else None,
-        mismatches=row[13],
-        ttl_seconds=float(row[14]),
-        phase=row[15],
-        default=row[16],
-        callback_url=row[17],
-        watched=row[18] is not None,
-        context=_decode_context(row[19]) if row[19] is not None else None,
-        owner=row[20],
-        expect=expected_form.from_json(row[21]) if row[21] is not None else None,
-    )
 
 
 def read_open_ask(runner: Runner, conversation_id: str) -> Ask | None:

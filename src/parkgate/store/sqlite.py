@@ -22,6 +22,7 @@ from typing import Any
 from parkgate.core.model import Ask, AskStatus, Run
 from parkgate.signal import CloseSignal
 from parkgate.store import sql
+from parkgate.store.ask_rows import encode_votes
 from parkgate.store.base import Store, StoreClosed, StoreError, Transaction, retry_after_guess
 from parkgate.store.dialect import MUTABLE_ASK_SET, Dialect
 from parkgate.store.migrations import apply_migrations
@@ -193,12 +194,12 @@ class SQLiteTransaction:
             self._save_if_unchanged(ask, expected)
             return
         if ask.status is AskStatus.OPEN:
-            # An ask that stays open (a bounce, a re-show) changes only its last touch and miss
-            # count: leaving `status` out of the SET spares the two partial indexes keyed on it,
-            # and binds no NULLs. If the row is no longer open, the full UPDATE runs.
+            # An ask that stays open (a bounce, a re-show, a vote) changes only its last touch,
+            # miss count and votes: leaving `status` out of the SET spares the two partial
+            # indexes keyed on it. If the row is no longer open, the full UPDATE runs.
             self.query(
-                "UPDATE asks SET last_touched = ?, mismatches = ? WHERE id = ? AND status = 'open'",
-                (_encode(ask.last_touched), ask.mismatches, ask.id),
+                "UPDATE asks SET last_touched = ?, mismatches = ?, votes = ? WHERE id = ? AND status = 'open'",
+                (_encode(ask.last_touched), ask.mismatches, encode_votes(ask.votes), ask.id),
             )
             if self.cursor.rowcount == 1:
                 return
@@ -208,7 +209,8 @@ class SQLiteTransaction:
         """Write ``ask`` over the row only if it is still ``expected``; else the guess was stale."""
         check = _as_remembered(expected)
         if ask.status is AskStatus.OPEN:  # as in save_ask: the partial indexes stay untouched
-            self.query(_TOUCH_IF_UNCHANGED, (_encode(ask.last_touched), ask.mismatches, *check))
+            touched = (_encode(ask.last_touched), ask.mismatches, encode_votes(ask.votes))
+            self.query(_TOUCH_IF_UNCHANGED, (*touched, *check))
         else:
             self.query(_SAVE_IF_UNCHANGED, (ask.status.value, *sql.mutable_fields(ask, DIALECT), *check))
         if self.cursor.rowcount != 1:
@@ -234,7 +236,7 @@ def _as_remembered(expected: Ask) -> tuple[Any, ...]:
 
 
 _UNCHANGED = "id = ? AND status = 'open' AND last_touched = ? AND mismatches = ? AND ttl_seconds = ?"
-_TOUCH_IF_UNCHANGED = f"UPDATE asks SET last_touched = ?, mismatches = ? WHERE {_UNCHANGED}"
+_TOUCH_IF_UNCHANGED = f"UPDATE asks SET last_touched = ?, mismatches = ?, votes = ? WHERE {_UNCHANGED}"
 _SAVE_IF_UNCHANGED = f"UPDATE asks SET status = ?, {MUTABLE_ASK_SET} WHERE {_UNCHANGED}"
 _STILL_UNCHANGED = f"SELECT 1 FROM asks WHERE {_UNCHANGED}"
 
