@@ -23,6 +23,8 @@ MAX_MESSAGE_CHARS = 16_000
 #: Skill output carries prose around its stopping point, so it may be longer than a reply.
 MAX_SKILL_OUTPUT_CHARS = 256_000
 MAX_ID_CHARS = 200
+#: The most responders one ask may name.
+MAX_RESPONDERS = 100
 #: The longest an HTTP long-poll (``GET /v1/asks/{id}?wait=S``) holds one request, in
 #: seconds: the server's cap, and the most :class:`parkgate.client.Client` asks for at a time.
 MAX_WAIT_SECONDS = 60.0
@@ -97,6 +99,8 @@ def check_responders(value: object) -> tuple[str, ...]:
         raise InputError(f"responders must be a list of senders, not {type(value).__name__}")
     if not value:
         raise InputError("responders is empty: leave it out for an ask anyone may answer")
+    if len(value) > MAX_RESPONDERS:
+        raise InputError(f"responders names {len(value)} senders; the limit is {MAX_RESPONDERS}")
     names = tuple(check_id(item, f"responders item {position}") for position, item in enumerate(value, start=1))
     if len(set(names)) != len(names):
         duplicate = next(name for name in names if names.count(name) > 1)

@@ -10,8 +10,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from parkgate.async_gateway import AsyncGateway
+from parkgate.http import codes
+from parkgate.http.dependencies import caller_of
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.models import MessageIn, ReplyOut, reply_response
+from parkgate.http.responses import error_response
 from parkgate.http.tokens import Scope, needs
 
 router = APIRouter(tags=["conversations"])
@@ -22,6 +25,18 @@ router = APIRouter(tags=["conversations"])
 )
 @needs(Scope.ANSWER)
 async def post_message(conversation_id: str, body: MessageIn, request: Request) -> Response:
-    """Match one inbound message against the conversation's parked ask."""
+    """Match one inbound message against the conversation's parked ask.
+
+    A token bound to a sender posts every message as that sender: a body naming another
+    is refused (403 ``sender_mismatch``) before anything is read or written.
+    """
     gateway: AsyncGateway = request.app.state.async_gateway
-    return reply_response(await gateway.handle(conversation_id, body.text, body.message_id))
+    caller = await caller_of(request)
+    sender = body.sender
+    if caller.sender is not None:
+        if sender is not None and sender != caller.sender:
+            return error_response(
+                403, codes.SENDER_MISMATCH, "this token posts as one sender, and the body names another"
+            )
+        sender = caller.sender
+    return reply_response(await gateway.handle(conversation_id, body.text, body.message_id, sender))
