@@ -43,7 +43,8 @@ def test_an_ask_for_alice_is_not_bobs_and_alice_selects_it(gateway: Gateway, clo
     chosen = gateway.handle("c-who", "1", sender="U_ALICE")
     assert (chosen.kind, chosen.answer, chosen.option_index) == (ReplyKind.SELECTED, "Deploy", 1)
     ask = gateway.get(ask_id)
-    assert (ask.status, ask.outcome, ask.answered_by, ask.closed_by) == (AskStatus.ANSWERED, "selected", "U_ALICE", None)
+    answered = (ask.status, ask.outcome, ask.answered_by, ask.closed_by)
+    assert answered == (AskStatus.ANSWERED, "selected", "U_ALICE", None)
 
 
 def test_bobs_cancel_is_not_yours_and_alices_cancel_closes_it_by_her(gateway: Gateway) -> None:
@@ -192,7 +193,7 @@ def test_a_workflows_phases_are_for_its_responders(gateway: Gateway) -> None:
 def test_a_bad_sender_is_refused_before_anything_is_read_or_written(
     gateway: Gateway, clock: ManualClock, sender: object, names: str
 ) -> None:
-    ask_id = gateway.ask("c-bad", "Deploy?", ["Deploy", "Hold"], ttl=60).ask_id or ""
+    gateway.ask("c-bad", "Deploy?", ["Deploy", "Hold"], ttl=60)
     clock.advance(timedelta(seconds=61))  # a read would close it as expired
     with pytest.raises(InputError, match=names):
         gateway.handle("c-bad", "1", sender=sender)  # type: ignore[arg-type]
