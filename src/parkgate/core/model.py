@@ -42,6 +42,11 @@ class Vote:
         return cls(data["sender"], int(data["option_index"]), data["answer"], datetime.fromisoformat(data["at"]))
 
 
+def encode_votes(votes: tuple[Vote, ...]) -> str | None:
+    """An ask's votes as stored: a JSON list of :meth:`Vote.to_dict` objects, ``None`` for none."""
+    return json.dumps([vote.to_dict() for vote in votes], ensure_ascii=False) if votes else None
+
+
 @dataclass(frozen=True, slots=True)
 class Ask:
     """One stopping point, as stored. Immutable: every step returns a new value."""

@@ -7,11 +7,11 @@ reads of a message built once per dialect.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 ASK_COLUMNS = (
     "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
@@ -74,3 +74,22 @@ class Dialect:
 
 #: Statements are a fixed set of literals, so their rewrite for "%s" drivers is cached.
 _rewritten: dict[str, str] = {}
+
+
+#: A statement and its parameters.
+Statement = tuple[str, tuple[Any, ...]]
+
+
+class Runner(Protocol):
+    """What the shared SQL runs on: an engine's transaction and its :class:`Dialect`."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def query(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        """Run a statement whose rows the caller reads; returns the cursor to read them from."""
+        ...
+
+    def send(self, statement: str, params: Sequence[Any] = ()) -> None:
+        """Run a statement whose result nobody reads (an engine may defer it)."""
+        ...

@@ -19,10 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from parkgate.core.model import Ask, AskStatus, Run
+from parkgate.core.model import Ask, AskStatus, Run, encode_votes
 from parkgate.signal import CloseSignal
 from parkgate.store import sql
-from parkgate.store.ask_rows import encode_votes
 from parkgate.store.base import Store, StoreClosed, StoreError, Transaction, retry_after_guess
 from parkgate.store.dialect import MUTABLE_ASK_SET, Dialect
 from parkgate.store.migrations import apply_migrations
