@@ -21,7 +21,7 @@ from parkgate.async_gateway import AsyncGateway
 from parkgate.clock import Clock, ManualClock, SystemClock
 from parkgate.core.expect import Expect
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunOutcome, RunStatus
-from parkgate.core.model import Ask, CallbackState, CallbackStatus, Reply, Run
+from parkgate.core.model import Ask, CallbackState, CallbackStatus, Reply, Run, Vote
 from parkgate.core.stopping_point import AskSpec
 from parkgate.delivery.health import Backoff, DelivererHealth, DelivererState
 from parkgate.errors import (
@@ -118,6 +118,7 @@ __all__ = [
     "UnknownAsk",
     "UnknownRun",
     "UnknownWorkflow",
+    "Vote",
     "Waiter",
     "Watcher",
     "Workflow",

@@ -8,7 +8,7 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 
 | fields | adds | taken by |
 | --- | --- | --- |
-| :class:`RunFields` | ``run_id``, ``replace`` | ``Client.start`` |
+| :class:`RunFields` | ``run_id``, ``replace``, ``responders``, ``quorum`` | ``Client.start`` |
 | :class:`OwnedRunFields` | ``owner`` | ``Gateway.start`` |
 | :class:`ParkFields` | ``ttl``, ``callback_url`` | ``Client.ask_from_text`` |
 | :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
@@ -39,10 +39,14 @@ from parkgate.checks import (
     check_expect,
     check_flag,
     check_optional_id,
+    check_quorum,
+    check_responders,
     check_string,
 )
 from parkgate.core.expect import Expect, as_expect
+from parkgate.core.kinds import AskKind
 from parkgate.core.stopping_point import AskSpec
+from parkgate.errors import InputError
 from parkgate.fence import parse_callback_url
 
 #: The longest callback URL, in characters.
@@ -57,6 +61,10 @@ class RunFields(TypedDict, total=False):
     #: Close the conversation's open ask as ``cancelled`` (outcome ``replaced``) instead of
     #: raising :class:`~parkgate.errors.AskAlreadyOpen`.
     replace: bool
+    #: Who may answer (distinct senders); anyone when left out. Others get ``not_yours``.
+    responders: list[str] | tuple[str, ...] | None
+    #: How many responders must agree on one option (default 1; only with ``responders``).
+    quorum: int | None
 
 
 class OwnedRunFields(RunFields, total=False):
@@ -133,6 +141,8 @@ class AskOptions:
     owner: str | None = None
     expect: Expect | None = None
     follow_up: bool = False
+    responders: tuple[str, ...] = ()
+    quorum: int = 1
 
     @classmethod
     def checked(cls, given: Mapping[str, object], fields: type = AskFields, call: str = "ask") -> AskOptions:
@@ -164,6 +174,8 @@ class AskOptions:
         context = check_context(given.get("context"))
         owner = check_optional_id(given.get("owner"), "owner")
         default = given.get("default")
+        responders = check_responders(given.get("responders"))
+        quorum = check_quorum(given.get("quorum"), responders)
         return cls(
             run_id=run_id,
             ttl=checked_ttl,
@@ -176,16 +188,21 @@ class AskOptions:
             owner=owner,
             expect=as_expect(given.get("expect")),
             follow_up=follow_up,
+            responders=responders,
+            quorum=quorum,
         )
 
     def fitted(self, spec: AskSpec) -> AskOptions:
         """These options for the question ``spec``: a choice's ``default`` as its option's
-        label, and ``expect`` only for a text ask, with a ``default`` of its form.
+        label, ``expect`` only for a text ask, with a ``default`` of its form, and a
+        ``quorum`` above 1 only for a choice ask.
 
         Raises:
-            InputError: ``default`` is not one of the options or not of the form, or a
-                choice ask has an ``expect``.
+            InputError: ``default`` is not one of the options or not of the form, a
+                choice ask has an ``expect``, or a text ask a quorum above 1.
         """
+        if spec.kind is AskKind.TEXT and self.quorum > 1:
+            raise InputError(f"quorum of {self.quorum} is for choice asks: a text ask takes quorum 1")
         default = check_default(spec, self.default)
         return dataclasses.replace(self, default=default, expect=check_expect(spec, self.expect, default))
 

@@ -294,9 +294,11 @@ class AsyncGateway:
         return await offload(self.sync.start, conversation_id, workflow, **fields)
 
     # -- replies ---------------------------------------------------------------
-    async def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
-        """Match one inbound message against the parked ask (:meth:`Gateway.handle`)."""
-        return await offload(self.sync.handle, conversation_id, text, message_id)
+    async def handle(
+        self, conversation_id: str, text: str | bytes, message_id: str | None = None, sender: str | None = None
+    ) -> Reply:
+        """Match one inbound message from ``sender`` against the parked ask (:meth:`Gateway.handle`)."""
+        return await offload(self.sync.handle, conversation_id, text, message_id, sender)
 
     # -- reads -----------------------------------------------------------------
     async def get(self, ask_id: str) -> Ask:

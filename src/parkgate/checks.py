@@ -23,6 +23,8 @@ MAX_MESSAGE_CHARS = 16_000
 #: Skill output carries prose around its stopping point, so it may be longer than a reply.
 MAX_SKILL_OUTPUT_CHARS = 256_000
 MAX_ID_CHARS = 200
+#: The most responders one ask may name.
+MAX_RESPONDERS = 100
 #: The longest an HTTP long-poll (``GET /v1/asks/{id}?wait=S``) holds one request, in
 #: seconds: the server's cap, and the most :class:`parkgate.client.Client` asks for at a time.
 MAX_WAIT_SECONDS = 60.0
@@ -80,6 +82,46 @@ def check_inbound_text(text: object, *, limit: int = MAX_MESSAGE_CHARS, what: st
 def check_optional_id(value: object, what: str) -> str | None:
     """``None``, or an id as :func:`check_id` takes it."""
     return None if value is None else check_id(value, what)
+
+
+def check_sender(value: object, what: str = "sender") -> str | None:
+    """``None``, or who sent a message: an opaque id as :func:`check_id` takes it (a Slack
+    user id, an email, a username: non-empty, at most 200 characters, no control characters)."""
+    return None if value is None else check_id(value, what)
+
+
+def check_responders(value: object) -> tuple[str, ...]:
+    """An ask's responders: ``None`` (anyone answers, returned as ``()``), or a non-empty
+    list of distinct senders, each as :func:`check_sender` takes it."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise InputError(f"responders must be a list of senders, not {type(value).__name__}")
+    if not value:
+        raise InputError("responders is empty: leave it out for an ask anyone may answer")
+    if len(value) > MAX_RESPONDERS:
+        raise InputError(f"responders names {len(value)} senders; the limit is {MAX_RESPONDERS}")
+    names = tuple(check_id(item, f"responders item {position}") for position, item in enumerate(value, start=1))
+    if len(set(names)) != len(names):
+        duplicate = next(name for name in names if names.count(name) > 1)
+        raise InputError(f"responders names {duplicate!r} twice")
+    return names
+
+
+def check_quorum(value: object, responders: tuple[str, ...]) -> int:
+    """How many ``responders`` must agree: ``None`` is 1; a whole number from 1 to their
+    count, given only with responders."""
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"quorum must be a whole number, not {type(value).__name__}")
+    if not responders:
+        raise InputError("quorum needs responders: name who may vote")
+    if value < 1:
+        raise InputError(f"quorum must be at least 1, not {value}")
+    if value > len(responders):
+        raise InputError(f"quorum of {value} is more than the {len(responders)} responders")
+    return value
 
 
 def check_flag(value: object, what: str) -> bool:

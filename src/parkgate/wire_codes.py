@@ -39,6 +39,8 @@ STORE_UNAVAILABLE = "store_unavailable"
 STORE_ERROR = "store_error"
 #: 503 from ``/healthz``: the store answers, but the deliverer's passes fail (or it is being restarted).
 DELIVERER_FAILING = "deliverer_failing"
+#: 403: a token that speaks for one sender posted a message naming another (nothing changed).
+SENDER_MISMATCH = "sender_mismatch"
 #: 404 for a path no route serves.
 NOT_FOUND = "not_found"
 #: 422: the body is not what the route's schema takes / is not JSON at all.
@@ -65,6 +67,7 @@ __all__ = [
     "REQUEST_HEAD_TOO_LARGE",
     "RUN_CLOSED",
     "RUN_STILL_ASKING",
+    "SENDER_MISMATCH",
     "STORE_ERROR",
     "STORE_UNAVAILABLE",
     "TOO_MANY_LONG_POLLS",

@@ -96,6 +96,8 @@ def test_reply_kind_values_are_the_documented_wire_names() -> None:
         "escalated",
         "reshown",
         "cancelled",
+        "not_yours",
+        "voted",
     }
 
 

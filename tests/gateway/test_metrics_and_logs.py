@@ -32,9 +32,12 @@ def test_every_reply_kind_is_counted_by_surface(gateway: Gateway) -> None:
     gateway.handle("c", "/cancel")
     gateway.handle("nobody", "hello")
     gateway.ask_from_text("d", "Done: the diagram is saved.")  # a skill's output without a stopping point
+    gateway.ask("e", "Deploy?", ["Yes", "No"], responders=["U_A", "U_B"], quorum=2)
+    gateway.handle("e", "1", sender="U_Z")
+    gateway.handle("e", "1", sender="U_A")
     counts = {kind: sample(gateway, "parkgate_replies_total", kind=kind.value, surface="test") for kind in ReplyKind}
     assert counts == {
-        ReplyKind.ASKED: 3,
+        ReplyKind.ASKED: 4,
         ReplyKind.RETRY: 2,
         ReplyKind.RESHOWN: 1,
         ReplyKind.ESCALATED: 1,
@@ -42,6 +45,8 @@ def test_every_reply_kind_is_counted_by_surface(gateway: Gateway) -> None:
         ReplyKind.ANSWERED: 1,
         ReplyKind.CANCELLED: 1,
         ReplyKind.PASS: 2,
+        ReplyKind.NOT_YOURS: 1,
+        ReplyKind.VOTED: 1,
     }
     assert sample(gateway, "parkgate_asks_closed_total", outcome="cancelled", surface="test") == 1
 

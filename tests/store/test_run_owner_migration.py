@@ -14,10 +14,11 @@ import pytest
 
 from parkgate import Gateway, ManualClock, RunClosed
 from parkgate.store.postgres import PostgresStore
+from schema_v12 import BEFORE_V12, V12_STEP_BACK_TO_V4
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 #: What version 11 added, taken out again, and its record.
-BEFORE_V11 = ("ALTER TABLE runs DROP COLUMN owner", "DELETE FROM schema_migrations WHERE version >= 11")
+BEFORE_V11 = (*BEFORE_V12, "ALTER TABLE runs DROP COLUMN owner", "DELETE FROM schema_migrations WHERE version >= 11")
 
 
 def _park_runs(gateway: Gateway) -> None:
@@ -51,7 +52,7 @@ def test_a_version_10_postgres_schema_gives_its_runs_their_askers_owner(pg_url: 
         _park_runs(gateway)
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{pg_schema}"'.encode())
-        for statement in BEFORE_V11:
+        for statement in (*V12_STEP_BACK_TO_V4, *BEFORE_V11):
             conn.execute(statement.encode())
     with Gateway(store=PostgresStore(pg_url, schema=pg_schema), clock=ManualClock(T0)) as gateway:
         _check_upgraded(gateway)

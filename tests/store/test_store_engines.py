@@ -31,6 +31,7 @@ from parkgate.store.postgres import PostgresStore
 from parkgate.store.sqlite import SQLiteStore
 from parkgate.store.sqlite_file import statements as _statements
 from parkgate.store.writes import StoredReply, Writes
+from schema_v12 import BEFORE_V12, V12_STEP_BACK_TO_V4
 
 #: The newest schema version; both engines number their migrations alike.
 LATEST = max(version for version, _ in iter_migrations("sqlite"))
@@ -112,8 +113,9 @@ def test_a_version_1_sqlite_file_is_upgraded_with_its_messages_kept(tmp_path: Pa
                 if statement.startswith(("CREATE TABLE inbound_messages", "CREATE INDEX asks_by_run")):
                     conn.execute(statement)
     conn.executemany("INSERT INTO inbound_messages VALUES (?, ?, ?, ?)", rows)
-    # What versions 5 to 11 added, taken out again.
+    # What versions 5 to 12 added, taken out again.
     for statement in (
+        *BEFORE_V12,
         "DROP INDEX outbox_pending_by_owner",
         "ALTER TABLE outbox DROP COLUMN owner",
         "ALTER TABLE outbox DROP COLUMN host",
@@ -211,7 +213,9 @@ def test_a_version_1_postgres_schema_is_upgraded_in_place(pg_url: str, pg_schema
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{pg_schema}"')
         conn.execute("CREATE INDEX asks_by_run ON asks (run_id)")  # as version 1 made it
-        for statement in (  # what versions 5 to 11 added, taken out again
+        for statement in (  # what versions 5 to 12 added, taken out again
+            *V12_STEP_BACK_TO_V4,  # version 12's parkgate_step, and version 4's again
+            *BEFORE_V12,
             "ALTER TABLE outbox DROP COLUMN owner",  # its index goes with it
             "ALTER TABLE outbox DROP COLUMN host",
             "ALTER TABLE runs DROP COLUMN owner",

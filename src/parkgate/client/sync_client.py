@@ -148,7 +148,9 @@ class Client:
         return self._send(wire.start(conversation_id, workflow, fields))
 
     # -- replies ---------------------------------------------------------------------------
-    def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
+    def handle(
+        self, conversation_id: str, text: str | bytes, message_id: str | None = None, sender: str | None = None
+    ) -> Reply:
         """Match one inbound message against the conversation's parked ask.
 
         Args:
@@ -157,11 +159,14 @@ class Client:
             message_id: The message's id: sent again (after an
                 :class:`~parkgate.client.errors.Unreachable`, say) it returns the first
                 reply and changes nothing.
+            sender: Who wrote it (a user id, an email). On an ask with responders, only
+                theirs count (anyone else's is ``not_yours``); a token bound to a sender
+                posts as that sender, and naming another is a 403 ``sender_mismatch``.
 
         Returns:
             What the gateway did, by kind; ``pass`` when nothing was parked.
         """
-        return self._send(wire.message(conversation_id, text, message_id))
+        return self._send(wire.message(conversation_id, text, message_id, sender))
 
     # -- reads -----------------------------------------------------------------------------
     def get(self, ask_id: str) -> AskView:

@@ -16,7 +16,7 @@ from typing import Any
 
 from parkgate.core.expect import Expect
 from parkgate.core.kinds import AskKind, AskStatus, RunStatus
-from parkgate.core.model import CallbackState, CallbackStatus, Run
+from parkgate.core.model import CallbackState, CallbackStatus, Run, Vote
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,9 @@ class AskView:
     ``hours_open`` is set in a listing of open asks; ``callback`` (where its callback
     stands) for an ask parked with a ``callback_url``; ``context`` is what was parked
     with it; ``owner`` the name of the token that parked it (``None`` without named tokens).
+    ``responders`` and ``quorum`` say who may answer; ``votes`` holds each responder's
+    current vote; ``answered_by`` and ``closed_by`` who selected or answered it, and who
+    cancelled it (``operator`` for an operator's cancel).
     """
 
     ask_id: str
@@ -49,6 +52,11 @@ class AskView:
     owner: str | None = None
     hours_open: float | None = None
     callback: CallbackState | None = None
+    responders: tuple[str, ...] = ()
+    quorum: int = 1
+    votes: tuple[Vote, ...] = ()
+    answered_by: str | None = None
+    closed_by: str | None = None
 
     @property
     def is_open(self) -> bool:
@@ -83,6 +91,11 @@ class AskView:
             owner=data.get("owner"),
             hours_open=data.get("hours_open"),
             callback=None if callback is None else callback_from_dict(callback),
+            responders=tuple(_text(name) for name in data.get("responders") or ()),
+            quorum=int(data.get("quorum", 1)),
+            votes=tuple(Vote.from_dict(vote) for vote in data.get("votes") or ()),
+            answered_by=data.get("answered_by"),
+            closed_by=data.get("closed_by"),
         )
 
 

@@ -29,6 +29,7 @@ from parkgate.checks import (
     check_duration,
     check_id,
     check_inbound_text,
+    check_sender,
 )
 from parkgate.client.views import AskPage, AskView, run_from_dict
 from parkgate.core.expect import as_expect
@@ -238,10 +239,12 @@ def _park_about(conversation_id: str, fields: RunFields) -> dict[str, str]:
     return about
 
 
-def message(conversation_id: str, text: str | bytes, message_id: str | None) -> Call[Reply]:
-    """``POST /v1/conversations/{conversation_id}/messages``."""
+def message(conversation_id: str, text: str | bytes, message_id: str | None, sender: str | None = None) -> Call[Reply]:
+    """``POST /v1/conversations/{conversation_id}/messages`` (``sender`` only when given)."""
     path = f"v1/conversations/{_segment(conversation_id, 'conversation_id')}/messages"
-    body = {"text": check_inbound_text(text), "message_id": message_id}
+    body: dict[str, Any] = {"text": check_inbound_text(text), "message_id": message_id}
+    if sender is not None:
+        body["sender"] = check_sender(sender)
     return Call("POST", path, Reply.from_dict, _json(body), about={"conversation_id": conversation_id})
 
 

@@ -22,6 +22,14 @@ class ReplyKind(StrEnum):
     ESCALATED = "escalated"
     RESHOWN = "reshown"
     CANCELLED = "cancelled"
+    #: The ask names responders and the sender is not one of them: nothing changes.
+    NOT_YOURS = "not_yours"
+    #: A responder's selection on a quorum ask that no option has reached yet.
+    VOTED = "voted"
+
+
+#: ``closed_by`` of an ask an operator cancelled (``Gateway.cancel``, ``POST /v1/asks/{id}/cancel``).
+OPERATOR = "operator"
 
 
 class AskStatus(StrEnum):

@@ -14,7 +14,7 @@ from parkgate.core import phrases as P
 from parkgate.core.expect import Expect, describe, numbered_options, value_of
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind
 from parkgate.core.menu import MENUS_REMEMBERED, Match, Verdict, choose, normalise, slash_command
-from parkgate.core.model import Ask, Step
+from parkgate.core.model import Ask, Step, Vote
 
 #: Misses 1..N-1 get the plain retry line; miss N and later the escalated one.
 DEFAULT_ESCALATE_AFTER = 3
@@ -117,11 +117,15 @@ def _index_of(ask: Ask, answer: str | None) -> int | None:
     return ask.options.index(answer) + 1 if answer in ask.options else None
 
 
-def step(ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCALATE_AFTER) -> Step:
-    """Decide what ``text`` does to the open ``ask`` at ``now``.
+def step(
+    ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCALATE_AFTER, sender: str | None = None
+) -> Step:
+    """Decide what ``text`` from ``sender`` does to the open ``ask`` at ``now``.
 
-    An ask idle past its TTL is expired first (reply ``pass``); otherwise the input
-    selects, answers, re-shows, cancels or counts as a miss. Every path has a kind.
+    An ask idle past its TTL is expired first (reply ``pass``), whoever reads it. On an
+    ask with responders, a message from anyone else (or with no sender) is ``not_yours``
+    and changes nothing. Otherwise the input selects (on a quorum ask: votes), answers,
+    re-shows, cancels or counts as a miss. Every path has a kind.
     """
     if not ask.is_open:
         raise ValueError(f"ask {ask.id} is {ask.status.value}, not open")
@@ -130,19 +134,25 @@ def step(ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCAL
     expiry = on_read(ask, now)
     if expiry is not None:
         return expiry
+    if not may_answer(ask, sender):
+        return Step(ReplyKind.NOT_YOURS, not_yours_line(ask), ask)
     verdict = match(ask.kind, ask.options, text, ask.expect)
     # Every branch touches the ask (last_touched = now) in the one copy it makes.
     if verdict.verdict is Verdict.SELECT:
         assert verdict.option_index is not None
-        return _selected(ask, verdict.option_index, now)
+        return _selected(ask, verdict.option_index, now, sender)
     if verdict.verdict is Verdict.ANSWER:
-        return _answered(ask, text, now, bare_control_word=verdict.bare_control_word)
+        return _answered(ask, text, now, sender, bare_control_word=verdict.bare_control_word)
     if verdict.verdict is Verdict.RESHOW:
         touched = ask.evolve(last_touched=now)
-        return Step(ReplyKind.RESHOWN, P.PHRASES[ReplyKind.RESHOWN].format(menu=render_question(ask)), touched)
+        return Step(ReplyKind.RESHOWN, P.PHRASES[ReplyKind.RESHOWN].format(menu=_reshown_menu(ask)), touched)
     if verdict.verdict is Verdict.CANCEL:
         closed = ask.evolve(
-            last_touched=now, status=AskStatus.CANCELLED, outcome=AskStatus.CANCELLED.value, answered_at=now
+            last_touched=now,
+            status=AskStatus.CANCELLED,
+            outcome=AskStatus.CANCELLED.value,
+            answered_at=now,
+            closed_by=sender,
         )
         return Step(ReplyKind.CANCELLED, cancelled_line(ask), closed)
     misses = ask.mismatches + 1
@@ -153,8 +163,52 @@ def step(ask: Ask, text: str, now: datetime, escalate_after: int = DEFAULT_ESCAL
     return Step(kind, _miss_line(ask, kind, misses, question), missed)
 
 
-def _selected(ask: Ask, option_index: int, now: datetime) -> Step:
+def may_answer(ask: Ask, sender: str | None) -> bool:
+    """Whether a message from ``sender`` may act on ``ask``: anyone's may when the ask
+    names no responders; otherwise only a responder's (a message with no sender never)."""
+    return not ask.responders or sender in ask.responders
+
+
+def not_yours_line(ask: Ask) -> str:
+    """The one line a message from someone the ask is not for gets: who it is for."""
+    names = ask.responders
+    joined = names[0] if len(names) == 1 else P.RESPONDERS_JOIN.join(names[:-1]) + P.RESPONDERS_LAST_JOIN + names[-1]
+    return P.PHRASES[ReplyKind.NOT_YOURS].format(responders=joined)
+
+
+def _reshown_menu(ask: Ask) -> str:
+    """The question a ``menu`` re-shows: on a quorum ask, followed by the votes so far."""
+    menu = render_question(ask)
+    if ask.quorum <= 1:
+        return menu
+    counts = _tally(ask.votes)
+    items = [
+        P.VOTE_TALLY_ITEM.format(index=index, answer=ask.options[index - 1], count=counts[index])
+        for index in sorted(counts)
+    ]
+    tally = P.VOTE_TALLY_JOIN.join(items) if items else P.VOTES_NONE_YET
+    return f"{menu}\n\n{P.VOTES_SO_FAR.format(quorum=ask.quorum, tally=tally)}"
+
+
+def _tally(votes: tuple[Vote, ...]) -> dict[int, int]:
+    """Option index -> how many current votes it has."""
+    counts: dict[int, int] = {}
+    for vote in votes:
+        counts[vote.option_index] = counts.get(vote.option_index, 0) + 1
+    return counts
+
+
+def _selected(ask: Ask, option_index: int, now: datetime, sender: str | None) -> Step:
     label = ask.options[option_index - 1]
+    votes = ask.votes
+    if ask.responders:  # a responder's selection is a vote, replacing their earlier one
+        assert sender is not None  # may_answer let only a responder through
+        votes = (*(vote for vote in votes if vote.sender != sender), Vote(sender, option_index, label, now))
+        count = _tally(votes)[option_index]
+        if count < ask.quorum:
+            voted = ask.evolve(last_touched=now, votes=votes, mismatches=0)
+            line = P.PHRASES[ReplyKind.VOTED].format(count=count, quorum=ask.quorum, index=option_index, answer=label)
+            return Step(ReplyKind.VOTED, line, voted)
     closed = ask.evolve(
         last_touched=now,
         status=AskStatus.ANSWERED,
@@ -163,14 +217,22 @@ def _selected(ask: Ask, option_index: int, now: datetime) -> Step:
         option_index=option_index,
         answered_at=now,
         mismatches=0,
+        votes=votes,
+        answered_by=sender,
     )
     line = P.PHRASES[ReplyKind.SELECTED].format(index=option_index, answer=label)
     return Step(ReplyKind.SELECTED, line, closed, label, option_index)
 
 
-def _answered(ask: Ask, text: str, now: datetime, *, bare_control_word: bool) -> Step:
+def _answered(ask: Ask, text: str, now: datetime, sender: str | None, *, bare_control_word: bool) -> Step:
     closed = ask.evolve(
-        last_touched=now, status=AskStatus.ANSWERED, outcome="answered", answer=text, answered_at=now, mismatches=0
+        last_touched=now,
+        status=AskStatus.ANSWERED,
+        outcome="answered",
+        answer=text,
+        answered_at=now,
+        mismatches=0,
+        answered_by=sender,
     )
     # A text answer that is just a control word is taken, and the line says so.
     line = P.TEXT_CONTROL_WORD_TAKEN.format(answer=text.strip()) if bare_control_word else P.PHRASES[ReplyKind.ANSWERED]
@@ -196,6 +258,7 @@ def _tries(count: int) -> str:
     return (P.TRIES_ONE if count == 1 else P.TRIES_MANY).format(count=count)
 
 
-def cancel(ask: Ask, now: datetime, outcome: str = AskStatus.CANCELLED.value) -> Ask:
-    """Close ``ask`` as cancelled (an operator's cancel, or a replaced ask)."""
-    return ask.evolve(status=AskStatus.CANCELLED, outcome=outcome, answered_at=now)
+def cancel(ask: Ask, now: datetime, outcome: str = AskStatus.CANCELLED.value, closed_by: str | None = None) -> Ask:
+    """Close ``ask`` as cancelled (an operator's cancel, ``closed_by`` ``operator``, or a
+    replaced ask, ``closed_by`` ``None``)."""
+    return ask.evolve(status=AskStatus.CANCELLED, outcome=outcome, answered_at=now, closed_by=closed_by)

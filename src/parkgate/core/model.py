@@ -23,6 +23,31 @@ from parkgate.core.menu import MENUS_REMEMBERED as MENUS_REMEMBERED
 
 
 @dataclass(frozen=True, slots=True)
+class Vote:
+    """A responder's current vote on a quorum ask: the option they chose, and when."""
+
+    sender: str
+    option_index: int
+    answer: str
+    at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        """The vote's JSON object: ``{sender, option_index, answer, at}`` (``at`` in ISO 8601)."""
+        at = self.at.isoformat()
+        return {"sender": self.sender, "option_index": self.option_index, "answer": self.answer, "at": at}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Vote:
+        """The vote :meth:`to_dict` wrote."""
+        return cls(data["sender"], int(data["option_index"]), data["answer"], datetime.fromisoformat(data["at"]))
+
+
+def encode_votes(votes: tuple[Vote, ...]) -> str | None:
+    """An ask's votes as stored: a JSON list of :meth:`Vote.to_dict` objects, ``None`` for none."""
+    return json.dumps([vote.to_dict() for vote in votes], ensure_ascii=False) if votes else None
+
+
+@dataclass(frozen=True, slots=True)
 class Ask:
     """One stopping point, as stored. Immutable: every step returns a new value."""
 
@@ -54,6 +79,16 @@ class Ask:
     #: The form a text ask's answer must take (None: any non-empty text). Set when the
     #: ask is parked and never changed.
     expect: Expect | None = None
+    #: Who may answer (empty: anyone). Set when the ask is parked and never changed.
+    responders: tuple[str, ...] = ()
+    #: How many responders must agree on one option to select it (1 without responders).
+    quorum: int = 1
+    #: Each responder's current vote, in the order cast (a changed vote moves to the end).
+    votes: tuple[Vote, ...] = ()
+    #: The sender whose message closed the ask as selected or answered.
+    answered_by: str | None = None
+    #: The sender of the cancel word that closed it, ``operator`` for an operator's cancel.
+    closed_by: str | None = None
 
     @property
     def is_open(self) -> bool:

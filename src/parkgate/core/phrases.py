@@ -52,7 +52,19 @@ PHRASES: dict[ReplyKind, str] = {
     ReplyKind.ESCALATED: ("Still no match ({tries}). Reply with a number from 1 to {n}, " + EXITS_HINT + ".\n\n{menu}"),
     ReplyKind.RESHOWN: "{menu}",
     ReplyKind.CANCELLED: "Dropped the menu, nothing ran.",
+    # {responders} is the ask's responders joined by RESPONDERS_JOINED ("U_ALICE or U_BOB").
+    ReplyKind.NOT_YOURS: "This question is for {responders}.",
+    ReplyKind.VOTED: 'Vote taken: {count} of {quorum} votes for "{answer}" (option {index}).',
 }
+# Who may answer: the responders a not_yours line names, "A", "A or B", "A, B or C".
+RESPONDERS_LAST_JOIN = " or "
+RESPONDERS_JOIN = ", "
+# A quorum ask's menu, re-shown, ends with its votes so far: "Votes so far (2 needed):
+# 1. Deploy: 1; 2. Hold: 1." or "... none yet."
+VOTES_SO_FAR = "Votes so far ({quorum} needed): {tally}."
+VOTE_TALLY_ITEM = "{index}. {answer}: {count}"
+VOTE_TALLY_JOIN = "; "
+VOTES_NONE_YET = "none yet"
 # A cancel of a text ask: there was a question, not a menu.
 TEXT_CANCELLED = "Dropped the question, nothing ran."
 

@@ -28,7 +28,7 @@ from parkgate.checks import (
 )
 from parkgate.clock import Clock, as_clock
 from parkgate.core import machine, stopping_point
-from parkgate.core.kinds import AskKind, RunOutcome
+from parkgate.core.kinds import OPERATOR, AskKind, RunOutcome
 from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError
 from parkgate.gateway.closing import CloseReport, pause_before_reading
@@ -194,6 +194,12 @@ class Gateway(MessageCalls, ReadCalls, RunCalls):
                 ``"integer"``, or a mapping); any other answer is a miss.
             follow_up (bool): A waiter acts on the close (implies ``watched``): the closed ask
                 is listed by :meth:`closed_follow_ups` until :meth:`follow_up_done`.
+            responders (list[str] | None): Who may answer (distinct senders, each a
+                non-empty id of at most 200 characters); anyone when left out. A message
+                from anyone else, or with no sender, gets ``not_yours`` and changes nothing.
+            quorum (int | None): How many responders must pick the same option to select
+                it (1 by default; at most ``len(responders)``; a text ask takes 1 only).
+                Until then each responder's pick is a vote (``voted``).
 
         Returns:
             The ``asked`` reply, with the menu or question to show and the new ask's id.
@@ -220,9 +226,10 @@ class Gateway(MessageCalls, ReadCalls, RunCalls):
         Args:
             conversation_id: The conversation to park in.
             skill_output: Text holding one stopping point, or exactly its JSON form.
-            **fields: :meth:`ask`'s ``run_id``, ``ttl``, ``replace``, ``callback_url`` and
-                ``owner`` (:class:`~parkgate.ask_options.OwnedParkFields`), checked the same
-                way, also when there is no marker.
+            **fields: :meth:`ask`'s ``run_id``, ``ttl``, ``replace``, ``callback_url``,
+                ``owner``, ``responders`` and ``quorum``
+                (:class:`~parkgate.ask_options.OwnedParkFields`), checked the same way,
+                also when there is no marker.
 
         Returns:
             The ``asked`` reply, or ``pass`` when the output marks no stopping point.
@@ -241,7 +248,7 @@ class Gateway(MessageCalls, ReadCalls, RunCalls):
         if spec is None:
             # Nothing was parked, but it is still a reply a surface sends: counted like any other.
             return self._counted(pass_reply())
-        return self._park(conversation_id, spec, checked)
+        return self._park(conversation_id, spec, checked.fitted(spec))
 
     def start(self, conversation_id: str, workflow: str, **fields: Unpack[OwnedRunFields]) -> Reply:
         """Start a registered workflow: its first phase is parked (``asked``).
@@ -252,8 +259,10 @@ class Gateway(MessageCalls, ReadCalls, RunCalls):
         Args:
             conversation_id: The conversation to park the first phase in.
             workflow: A registered workflow's name.
-            **fields: ``run_id`` (the new run's id; one made when left out), ``replace`` and
-                ``owner``, as in :meth:`ask` (:class:`~parkgate.ask_options.OwnedRunFields`).
+            **fields: ``run_id`` (the new run's id; one made when left out), ``replace``,
+                ``owner``, ``responders`` and ``quorum``, as in :meth:`ask`
+                (:class:`~parkgate.ask_options.OwnedRunFields`); every phase is for the
+                same responders (a quorum above 1 only for a workflow of choices).
 
         Returns:
             The ``asked`` reply of the first phase.
@@ -270,6 +279,8 @@ class Gateway(MessageCalls, ReadCalls, RunCalls):
             raise InputError(f"workflow must be a workflow's name (a string), not {type(workflow).__name__}")
         checked = AskOptions.checked(fields, OwnedRunFields, "start")
         flow = self._runs.workflow(workflow)
+        if checked.quorum > 1 and any(phase.kind is AskKind.TEXT for phase in flow.phases):
+            raise InputError(f"quorum of {checked.quorum} is for choice asks: workflow {workflow!r} asks for text")
         run_id, owner = checked.run_id or new_id(), checked.owner
         now = self.clock.now()
 
@@ -278,7 +289,7 @@ class Gateway(MessageCalls, ReadCalls, RunCalls):
                 raise InputError(f"run {run_id} already exists: a workflow starts a new run (leave run_id out)")
             self._runs.clear_for_new_ask(tx, plan, conversation_id, checked.replace, now, owner)
             run = new_run(run_id, conversation_id, now, workflow=flow.name, owner=owner)
-            return self._runs.park_phase(plan, run, flow.first, now, owner)
+            return self._runs.park_phase(plan, run, flow.first, now, checked)
 
         return self._counted(self._units.run(body))
 
@@ -322,7 +333,7 @@ class Gateway(MessageCalls, ReadCalls, RunCalls):
 
         def close(plan: WritePlan, ask: Ask, now: datetime) -> Ask:
             read = self._runs.read(plan, ask, now)
-            return self._runs.cancel(plan, ask, now, outcome) if read.is_open else read
+            return self._runs.cancel(plan, ask, now, outcome, OPERATOR) if read.is_open else read
 
         return self._close_open_ask(ask_id, close)
 

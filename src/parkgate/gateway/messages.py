@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from parkgate.checks import check_id, check_inbound_text
+from parkgate.checks import check_id, check_inbound_text, check_sender
 from parkgate.clock import Clock
 from parkgate.core.model import Reply
 from parkgate.gateway.closing import CloseReport
@@ -65,7 +65,9 @@ class MessageCalls:
     _runs: RunLifeCycle
     _units: UnitRunner
 
-    def handle(self, conversation_id: str, text: str | bytes, message_id: str | None = None) -> Reply:
+    def handle(
+        self, conversation_id: str, text: str | bytes, message_id: str | None = None, sender: str | None = None
+    ) -> Reply:
         """Match one inbound message against the conversation's parked ask.
 
         Args:
@@ -73,6 +75,10 @@ class MessageCalls:
             text: What the person wrote (bytes must be UTF-8).
             message_id: The message's id on its surface: the same id twice returns the
                 first reply and changes nothing (a redelivery).
+            sender: Who wrote it on its surface (a user id, an email, a username). On an
+                ask with responders, a message from anyone else, or with no sender, is
+                ``not_yours`` and changes nothing; the sender of an answer or a cancel is
+                kept with the ask (``answered_by``, ``closed_by``).
 
         Returns:
             What was done, by kind. With nothing parked (or an ask that just expired) it
@@ -85,6 +91,7 @@ class MessageCalls:
         message = check_inbound_text(text)
         if message_id is not None:
             check_id(message_id, "message_id")
+        check_sender(sender)
         now = self.clock.now()
         replayed = False
 
@@ -94,7 +101,7 @@ class MessageCalls:
             replayed = earlier is not None  # set on every try: a retry may read for real
             if earlier is not None:
                 return Reply.from_json(earlier)
-            reply = self._runs.decide(tx, plan, ask, message, now)
+            reply = self._runs.decide(tx, plan, ask, message, now, sender)
             if message_id is not None:
                 plan.reply = StoredReply(conversation_id, message_id, reply.to_json(), now)
             return reply

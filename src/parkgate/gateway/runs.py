@@ -194,9 +194,9 @@ class RunLifeCycle:
         plan.close(AskStep(expired, change), idle_minutes=ask.idle_minutes(now))
         return expired
 
-    def cancel(self, plan: WritePlan, ask: Ask, now: datetime, outcome: str) -> Ask:
-        """Close open ``ask`` as cancelled with ``outcome``, and its run with it."""
-        cancelled = machine.cancel(ask, now, outcome)
+    def cancel(self, plan: WritePlan, ask: Ask, now: datetime, outcome: str, closed_by: str | None = None) -> Ask:
+        """Close open ``ask`` as cancelled with ``outcome`` (by ``closed_by``), and its run with it."""
+        cancelled = machine.cancel(ask, now, outcome, closed_by)
         plan.close(AskStep(cancelled, ended(ask.run_id, outcome, now)))
         return cancelled
 
@@ -268,6 +268,8 @@ class RunLifeCycle:
             context=options.context,
             owner=options.owner,
             expect=options.expect,
+            responders=options.responders,
+            quorum=options.quorum,
         )
 
     def park(self, plan: WritePlan, run: Run, ask: Ask, now: datetime, follow_up: bool = False) -> Reply:
@@ -275,21 +277,27 @@ class RunLifeCycle:
         plan.park = NewAsk(ask, run_with(run, now, RunStatus.RUNNING, pending_ask_id=ask.id), follow_up)
         return asked_reply(ask)
 
-    def park_phase(self, plan: WritePlan, run: Run, phase: Phase, now: datetime, owner: str | None) -> Reply:
+    def park_phase(self, plan: WritePlan, run: Run, phase: Phase, now: datetime, options: AskOptions) -> Reply:
+        """Park workflow ``phase`` in ``run`` with ``options`` (its owner, responders and quorum)."""
         spec = stopping_point.make_spec(phase.kind, phase.prompt_for(run.context), phase.options)
-        ask = self.new_ask(run, spec, now, AskOptions(phase=phase.name, owner=owner))
+        fitted = dataclasses.replace(options, phase=phase.name).fitted(spec)
+        ask = self.new_ask(run, spec, now, fitted)
         return self.park(plan, run, ask, now)
 
     # -- messages ---------------------------------------------------------------------
-    def decide(self, tx: Transaction, plan: WritePlan, ask: Ask | None, message: str, now: datetime) -> Reply:
-        """The reply to ``message`` in a conversation whose open ask (as read) is ``ask``."""
+    def decide(
+        self, tx: Transaction, plan: WritePlan, ask: Ask | None, message: str, now: datetime, sender: str | None = None
+    ) -> Reply:
+        """The reply to ``message`` from ``sender`` in a conversation whose open ask (as read) is ``ask``."""
         if ask is None:
             return pass_reply()
-        result = machine.step(ask, message, now, self.escalate_after)  # expiry on read comes first
+        result = machine.step(ask, message, now, self.escalate_after, sender)  # expiry on read comes first
         if result.expired:
             self._record_expiry(plan, ask, result.ask, now)
             return expired_pass_reply(ask)
         reply = step_reply(result)
+        if result.kind is ReplyKind.NOT_YOURS:
+            return reply  # nothing changes: no write, not a miss, no touch
         if result.ask.is_open:
             plan.steps.append(AskStep(result.ask))
         elif result.kind is ReplyKind.CANCELLED:
@@ -319,5 +327,7 @@ class RunLifeCycle:
             if not output.strip():  # a finish with nothing to say still tells the person
                 output = WORKFLOW_DONE
             return with_more_text(reply, f"{reply.text}\n\n{output}", parked=False)
-        following_reply = self.park_phase(plan, run, following, now, answered.owner)
+        # The next phase is for the same people as the one answered.
+        who = AskOptions(owner=answered.owner, responders=answered.responders, quorum=answered.quorum)
+        following_reply = self.park_phase(plan, run, following, now, who)
         return with_more_text(reply, f"{reply.text}\n\n{following_reply.text}", parked=True, next_ask=following_reply)

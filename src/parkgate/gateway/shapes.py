@@ -41,6 +41,11 @@ def ask_to_dict(ask: Ask, now: datetime | None = None, callback: CallbackState |
         "answered_at": ask.answered_at.isoformat() if ask.answered_at else None,
         "context": dict(ask.context) if ask.context is not None else None,
         "owner": ask.owner,
+        "responders": list(ask.responders),
+        "quorum": ask.quorum,
+        "votes": [vote.to_dict() for vote in ask.votes],
+        "answered_by": ask.answered_by,
+        "closed_by": ask.closed_by,
     }
     if now is not None:
         data["hours_open"] = round((now - ask.asked_at).total_seconds() / 3600, 3)

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from parkgate.ask_options import JSON_NAMES, MAX_CALLBACK_URL_CHARS, field_names
-from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_SKILL_OUTPUT_CHARS
+from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_RESPONDERS, MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunStatus
 from parkgate.core.model import CallbackStatus, Reply
@@ -92,6 +92,17 @@ Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
 Flag = Annotated[bool, BeforeValidator(lambda value: False if value is None else value)]
 
 
+#: Who may answer an ask (each a sender's id); checked by the gateway (distinct, quorum fits).
+Responders = Annotated[
+    list[Id] | None,
+    Field(max_length=MAX_RESPONDERS, description="Who may answer (distinct senders); anyone when left out."),
+]
+Quorum = Annotated[
+    int | None,
+    Field(description="How many responders must pick one option to select it (default 1; only with responders)."),
+]
+
+
 class ExpectJSON(_Body):
     """The form a text ask's answer must take (``parkgate.core.expect``): any other answer is a miss."""
 
@@ -133,6 +144,8 @@ class AskIn(_Body):
     skill_output: Annotated[str, Field(max_length=MAX_SKILL_OUTPUT_CHARS)] | None = Field(
         default=None, description="Free text holding one [[ask]] ... [[/ask]] marker."
     )
+    responders: Responders = None
+    quorum: Quorum = None
 
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:
@@ -165,6 +178,11 @@ class MessageIn(_Body):
 
     text: Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)]
     message_id: Id | None = Field(default=None, description="Redelivering the same id returns the first reply.")
+    sender: Id | None = Field(
+        default=None,
+        description="Who wrote it (a user id, an email). On an ask with responders only theirs count; "
+        "a token bound to a sender posts as that sender.",
+    )
 
 
 class StartIn(_Body):
@@ -173,6 +191,8 @@ class StartIn(_Body):
     conversation_id: Id
     run_id: Id | None = None
     replace: Flag = False
+    responders: Responders = None
+    quorum: Quorum = None
 
 
 class FinishIn(_Body):
@@ -229,6 +249,15 @@ class CallbackOut(BaseModel):
     next_attempt_at: str | None = None
 
 
+class VoteOut(BaseModel):
+    """A responder's current vote on a quorum ask."""
+
+    sender: str
+    option_index: int
+    answer: str
+    at: str
+
+
 class AskOut(BaseModel):
     """An ask as stored (``status`` open, answered, cancelled or expired)."""
 
@@ -254,6 +283,13 @@ class AskOut(BaseModel):
     )
     owner: str | None = Field(
         default=None, description="The name of the token that parked it (null without named tokens)."
+    )
+    responders: list[str] = Field(default_factory=list, description="Who may answer (empty: anyone).")
+    quorum: int = Field(default=1, description="How many responders must pick one option to select it.")
+    votes: list[VoteOut] = Field(default_factory=list, description="Each responder's current vote, in order cast.")
+    answered_by: str | None = Field(default=None, description="The sender whose message selected or answered it.")
+    closed_by: str | None = Field(
+        default=None, description="The sender of the cancel word that closed it, or operator (null for an expiry)."
     )
     hours_open: float | None = None
     callback: CallbackOut | None = Field(
@@ -320,6 +356,7 @@ __all__ = [
     "RunOut",
     "SafeJSONResponse",
     "StartIn",
+    "VoteOut",
     "one_of",
     "options_of",
     "reply_response",

@@ -18,6 +18,7 @@ named by ``PARKGATE_TOKEN_FILE``), or named tokens from a TOML file
     scopes = ["answer"]
     max_open_asks = 1000   # optional: a cap on this token's open asks
     rate_per_second = 50   # optional: requests a second, per server process
+    sender = "U_ALICE"     # optional: every message this token posts is from this sender
 
 A presented token is hashed and looked up; the token itself is never stored or logged.
 The server re-reads a tokens file when it changes (:mod:`parkgate.http.token_watch`):
@@ -34,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from parkgate.checks import check_id
+from parkgate.errors import InputError
 from parkgate.errors import TokenFileError as TokenFileError
 
 # Scope is defined with the codes the client shares; re-exported for the server's modules.
@@ -42,7 +45,7 @@ from parkgate.wire_codes import Scope as Scope
 ALL_SCOPES: frozenset[Scope] = frozenset(Scope)
 
 _HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_TOKEN_KEYS = {"name", "sha256", "scopes", "max_open_asks", "rate_per_second"}
+_TOKEN_KEYS = {"name", "sha256", "scopes", "max_open_asks", "rate_per_second", "sender"}
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,9 @@ class Caller:
     """Who a request comes from: a token's name, its scopes and limits.
 
     ``owner`` is the name recorded on the asks this caller parks (``None`` when asks
-    need no owner: no token, or the single all-scopes token).
+    need no owner: no token, or the single all-scopes token). ``sender``: the one sender
+    this token speaks for (every message it posts is from them); ``None`` lets a surface
+    that relays many people name each message's sender.
     """
 
     name: str
@@ -58,6 +63,7 @@ class Caller:
     owner: str | None = None
     max_open_asks: int | None = None
     rate_per_second: float | None = None
+    sender: str | None = None
 
     def may(self, scope: Scope) -> bool:
         return scope in self.scopes
@@ -188,7 +194,7 @@ def _caller(table: object, number: int) -> tuple[Caller, str]:
     if unknown:
         raise ValueError(
             f"token {number}: unknown key(s) {sorted(unknown)} (the file holds only name, sha256, scopes, "
-            "max_open_asks and rate_per_second: never the token itself)"
+            "max_open_asks, rate_per_second and sender: never the token itself)"
         )
     name = table.get("name")
     if not isinstance(name, str) or not name.strip() or not name.isprintable():
@@ -208,12 +214,19 @@ def _caller(table: object, number: int) -> tuple[Caller, str]:
     rate = table.get("rate_per_second")
     if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0):
         raise ValueError(f"token {number} ({name}): rate_per_second must be a number above 0")
+    sender = table.get("sender")
+    if sender is not None:
+        try:
+            check_id(sender, "sender")
+        except InputError as error:
+            raise ValueError(f"token {number} ({name}): {error}") from None
     caller = Caller(
         name=name,
         scopes=frozenset(Scope(scope) for scope in scopes),
         owner=name,
         max_open_asks=cap,
         rate_per_second=None if rate is None else float(rate),
+        sender=sender,
     )
     return caller, hashed.lower()
 

@@ -7,19 +7,23 @@ reads of a message built once per dialect.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 ASK_COLUMNS = (
     "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
     "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
-    "default_answer, callback_url, due_at, context, owner, expect"
+    "default_answer, callback_url, due_at, context, owner, expect, "
+    "responders, quorum, votes, answered_by, closed_by"
 )
 #: What a step may change in an ask besides its status (``save_ask`` writes these).
-MUTABLE_ASK_SET = "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?"
+MUTABLE_ASK_SET = (
+    "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?, "
+    "votes = ?, answered_by = ?, closed_by = ?"
+)
 RUN_COLUMNS = "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at, owner"
 
 
@@ -70,3 +74,22 @@ class Dialect:
 
 #: Statements are a fixed set of literals, so their rewrite for "%s" drivers is cached.
 _rewritten: dict[str, str] = {}
+
+
+#: A statement and its parameters.
+Statement = tuple[str, tuple[Any, ...]]
+
+
+class Runner(Protocol):
+    """What the shared SQL runs on: an engine's transaction and its :class:`Dialect`."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def query(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        """Run a statement whose rows the caller reads; returns the cursor to read them from."""
+        ...
+
+    def send(self, statement: str, params: Sequence[Any] = ()) -> None:
+        """Run a statement whose result nobody reads (an engine may defer it)."""
+        ...

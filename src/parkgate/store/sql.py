@@ -20,24 +20,31 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any
 
 from parkgate.core import expect as expected_form
-from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus, Run, RunStatus
-from parkgate.store.dialect import ASK_COLUMNS, MUTABLE_ASK_SET, RUN_COLUMNS, Dialect
-from parkgate.store.writes import QueuedCallback, RunChange, StoredReply, Writes
+from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus, Run, RunStatus, Vote, encode_votes
+from parkgate.store.dialect import MUTABLE_ASK_SET, RUN_COLUMNS, Dialect, Runner, Statement
+from parkgate.store.sql_inserts import _encode_options as _encode_options  # its cache's test reads it here
+from parkgate.store.sql_inserts import ask_insert, callback_insert, follow_up_insert, read_reply, read_run
+from parkgate.store.writes import RunChange, StoredReply, Writes
 
+__all__ = [
+    "Runner",
+    "Statement",
+    "ask_insert",
+    "callback_insert",
+    "encode_votes",
+    "follow_up_insert",
+    "read_reply",
+    "read_run",
+]
+
+# Options never change after an ask is parked, and the same few menus are parked over
+# and over: each distinct list is decoded once (and encoded once, in sql_inserts).
 #: Stored value -> enum member, by dict lookup (an Enum call costs more, on every row read).
 _KINDS: dict[str, AskKind] = {member.value: member for member in AskKind}
 _STATUSES: dict[str, AskStatus] = {member.value: member for member in AskStatus}
-_RUN_STATUSES: dict[str, RunStatus] = {member.value: member for member in RunStatus}
-
-
-# Options never change after an ask is parked, and the same few menus are parked over
-# and over: each distinct list is encoded and decoded once.
-@lru_cache(maxsize=MENUS_REMEMBERED)
-def _encode_options(options: tuple[str, ...]) -> str:
-    return json.dumps(list(options), ensure_ascii=False)
 
 
 @lru_cache(maxsize=MENUS_REMEMBERED)
@@ -45,13 +52,18 @@ def _decode_options(raw: str) -> tuple[str, ...]:
     return tuple(json.loads(raw))
 
 
+def _decode_votes(raw: str) -> tuple[Vote, ...]:
+    return tuple(Vote.from_dict(item) for item in json.loads(raw))
+
+
+@lru_cache(maxsize=MENUS_REMEMBERED)
+def _decode_responders(raw: str) -> tuple[str, ...]:
+    return tuple(json.loads(raw))
+
+
 def _decode_context(raw: str) -> dict[str, Any]:
     value = json.loads(raw)
     return value if isinstance(value, dict) else {"value": value}
-
-
-#: A statement and its parameters.
-Statement = tuple[str, tuple[Any, ...]]
 
 
 def mutable_fields(ask: Ask, dialect: Dialect) -> tuple[Any, ...]:
@@ -64,37 +76,42 @@ def mutable_fields(ask: Ask, dialect: Dialect) -> tuple[Any, ...]:
         encode(ask.last_touched),
         encode(ask.answered_at) if ask.answered_at else None,
         ask.mismatches,
+        encode_votes(ask.votes),
+        ask.answered_by,
+        ask.closed_by,
     )
 
 
-def ask_insert(ask: Ask, dialect: Dialect) -> Statement:
-    encode = dialect.encode_time
-    return (
-        f"INSERT INTO asks ({ASK_COLUMNS}) VALUES ({', '.join('?' * 22)})",
-        (
-            ask.id,
-            ask.conversation_id,
-            ask.run_id,
-            ask.kind.value,
-            ask.prompt,
-            _encode_options(tuple(ask.options)),  # an Ask built by hand may hold a list
-            ask.status.value,
-            ask.outcome,
-            ask.answer,
-            ask.option_index,
-            encode(ask.asked_at),
-            encode(ask.last_touched),
-            encode(ask.answered_at) if ask.answered_at else None,
-            ask.mismatches,
-            ask.ttl_seconds,
-            ask.phase,
-            ask.default,
-            ask.callback_url,
-            dialect.encode_due(ask.due_at) if ask.watched else None,
-            json.dumps(ask.context, ensure_ascii=False) if ask.context is not None else None,
-            ask.owner,
-            expected_form.to_json(ask.expect) if ask.expect is not None else None,
-        ),
+def ask_from_row(row: Sequence[Any], decode: Callable[[Any], datetime]) -> Ask:
+    """An ask from its row (:data:`ASK_COLUMNS`), times read with ``decode``."""
+    return Ask(
+        id=row[0],
+        conversation_id=row[1],
+        run_id=row[2],
+        kind=_KINDS[row[3]],
+        prompt=row[4],
+        options=_decode_options(row[5]),
+        status=_STATUSES[row[6]],
+        outcome=row[7],
+        answer=row[8],
+        option_index=row[9],
+        asked_at=decode(row[10]),
+        last_touched=decode(row[11]),
+        answered_at=decode(row[12]) if row[12] is not None else None,
+        mismatches=row[13],
+        ttl_seconds=float(row[14]),
+        phase=row[15],
+        default=row[16],
+        callback_url=row[17],
+        watched=row[18] is not None,
+        context=_decode_context(row[19]) if row[19] is not None else None,
+        owner=row[20],
+        expect=expected_form.from_json(row[21]) if row[21] is not None else None,
+        responders=_decode_responders(row[22]) if row[22] is not None else (),
+        quorum=row[23],
+        votes=_decode_votes(row[24]) if row[24] is not None else (),
+        answered_by=row[25],
+        closed_by=row[26],
     )
 
 
@@ -146,19 +163,6 @@ def reply_insert(reply: StoredReply, dialect: Dialect) -> Statement:
     )
 
 
-def callback_insert(callback: QueuedCallback, dialect: Dialect) -> Statement:
-    queued_at = dialect.encode_time(callback.at)
-    return (
-        "INSERT INTO outbox (ask_id, url, payload, next_attempt_at, created_at, host, owner) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (callback.ask_id, callback.url, callback.payload, queued_at, queued_at, callback.host, callback.owner),
-    )
-
-
-def follow_up_insert(ask_id: str) -> Statement:
-    return "INSERT INTO follow_ups (ask_id) VALUES (?)", (ask_id,)
-
-
 def save_ask(ask: Ask, dialect: Dialect) -> Statement:
     """Write the mutable fields of ``ask`` (status, answer, counters, stamps)."""
     return (
@@ -168,49 +172,6 @@ def save_ask(ask: Ask, dialect: Dialect) -> Statement:
 
 
 # -- the reads and writes of a message -----------------------------------------------------
-
-
-class Runner(Protocol):
-    """What the shared SQL runs on: an engine's transaction and its :class:`Dialect`."""
-
-    @property
-    def dialect(self) -> Dialect: ...
-
-    def query(self, statement: str, params: Sequence[Any] = ()) -> Any:
-        """Run a statement whose rows the caller reads; returns the cursor to read them from."""
-        ...
-
-    def send(self, statement: str, params: Sequence[Any] = ()) -> None:
-        """Run a statement whose result nobody reads (an engine may defer it)."""
-        ...
-
-
-def ask_from_row(row: Sequence[Any], decode: Callable[[Any], datetime]) -> Ask:
-    """An ask from its row (:data:`ASK_COLUMNS`), times read with ``decode``."""
-    return Ask(
-        id=row[0],
-        conversation_id=row[1],
-        run_id=row[2],
-        kind=_KINDS[row[3]],
-        prompt=row[4],
-        options=_decode_options(row[5]),
-        status=_STATUSES[row[6]],
-        outcome=row[7],
-        answer=row[8],
-        option_index=row[9],
-        asked_at=decode(row[10]),
-        last_touched=decode(row[11]),
-        answered_at=decode(row[12]) if row[12] is not None else None,
-        mismatches=row[13],
-        ttl_seconds=float(row[14]),
-        phase=row[15],
-        default=row[16],
-        callback_url=row[17],
-        watched=row[18] is not None,
-        context=_decode_context(row[19]) if row[19] is not None else None,
-        owner=row[20],
-        expect=expected_form.from_json(row[21]) if row[21] is not None else None,
-    )
 
 
 def read_open_ask(runner: Runner, conversation_id: str) -> Ask | None:
@@ -238,26 +199,6 @@ def read_ask(runner: Runner, ask_id: str) -> Ask | None:
     dialect = runner.dialect
     row = runner.query(dialect.ask_by_id_sql, (ask_id,)).fetchone()
     return ask_from_row(row, dialect.decode_time) if row else None
-
-
-def read_run(runner: Runner, run_id: str) -> Run | None:
-    """A run by id, or ``None``."""
-    row = runner.query(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
-    if not row:
-        return None
-    decode, context = runner.dialect.decode_time, json.loads(row[5])
-    return Run(
-        row[0], row[1], row[2], _RUN_STATUSES[row[3]], row[4], context, row[6], decode(row[7]), decode(row[8]), row[9]
-    )
-
-
-def read_reply(runner: Runner, conversation_id: str, message_id: str) -> str | None:
-    """The stored reply of a message seen before, else ``None``."""
-    row = runner.query(
-        "SELECT reply FROM inbound_messages WHERE conversation_id = ? AND message_id = ?",
-        (conversation_id, message_id),
-    ).fetchone()
-    return str(row[0]) if row else None
 
 
 def apply_writes(writes: Writes, runner: Runner, save: Callable[[Ask], None], insert: Callable[[Ask], None]) -> None:

@@ -24,7 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from parkgate.core.model import Ask, AskStatus, Run
+from parkgate.core.model import Ask, AskStatus, Run, encode_votes
 from parkgate.signal import CloseSignal
 from parkgate.store import sql
 from parkgate.store.base import (
@@ -219,12 +219,12 @@ class SQLiteTransaction:
             self._save_if_unchanged(ask, expected)
             return
         if ask.status is AskStatus.OPEN:
-            # An ask that stays open (a bounce, a re-show) changes only its last touch and miss
-            # count: leaving `status` out of the SET spares the two partial indexes keyed on it,
-            # and binds no NULLs. If the row is no longer open, the full UPDATE runs.
+            # An ask that stays open (a bounce, a re-show, a vote) changes only its last touch,
+            # miss count and votes: leaving `status` out of the SET spares the two partial
+            # indexes keyed on it. If the row is no longer open, the full UPDATE runs.
             self.query(
-                "UPDATE asks SET last_touched = ?, mismatches = ? WHERE id = ? AND status = 'open'",
-                (encode_time(ask.last_touched), ask.mismatches, ask.id),
+                "UPDATE asks SET last_touched = ?, mismatches = ?, votes = ? WHERE id = ? AND status = 'open'",
+                (encode_time(ask.last_touched), ask.mismatches, encode_votes(ask.votes), ask.id),
             )
             if self.cursor.rowcount == 1:
                 return
@@ -234,7 +234,8 @@ class SQLiteTransaction:
         """Write ``ask`` over the row only if it is still ``expected``; else the guess was stale."""
         check = _as_remembered(expected)
         if ask.status is AskStatus.OPEN:  # as in save_ask: the partial indexes stay untouched
-            self.query(_TOUCH_IF_UNCHANGED, (encode_time(ask.last_touched), ask.mismatches, *check))
+            touched = (encode_time(ask.last_touched), ask.mismatches, encode_votes(ask.votes))
+            self.query(_TOUCH_IF_UNCHANGED, (*touched, *check))
         else:
             self.query(_SAVE_IF_UNCHANGED, (ask.status.value, *sql.mutable_fields(ask, DIALECT), *check))
         if self.cursor.rowcount != 1:
@@ -260,7 +261,7 @@ def _as_remembered(expected: Ask) -> tuple[Any, ...]:
 
 
 _UNCHANGED = "id = ? AND status = 'open' AND last_touched = ? AND mismatches = ? AND ttl_seconds = ?"
-_TOUCH_IF_UNCHANGED = f"UPDATE asks SET last_touched = ?, mismatches = ? WHERE {_UNCHANGED}"
+_TOUCH_IF_UNCHANGED = f"UPDATE asks SET last_touched = ?, mismatches = ?, votes = ? WHERE {_UNCHANGED}"
 _SAVE_IF_UNCHANGED = f"UPDATE asks SET status = ?, {MUTABLE_ASK_SET} WHERE {_UNCHANGED}"
 _STILL_UNCHANGED = f"SELECT 1 FROM asks WHERE {_UNCHANGED}"
 
