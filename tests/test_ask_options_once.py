@@ -47,6 +47,8 @@ EVERY_OPTION: dict[str, Any] = {
     "owner": "agent",
     "expect": {"form": "integer", "minimum": 1},
     "follow_up": True,
+    "responders": ["U_ALICE", "U_BOB"],
+    "quorum": 2,
 }
 
 
