@@ -50,7 +50,6 @@ DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 
-
 def postgres_url() -> str:
     """The PostgreSQL URL the tests use (env ``PARKGATE_TEST_POSTGRES_URL`` or the default)."""
     return os.environ.get(PG_URL_ENV) or DEFAULT_PG_URL

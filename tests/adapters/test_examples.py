@@ -19,9 +19,7 @@ def run_example(name: str, location: StoreLocation) -> list[str]:
     env.pop("PARKGATE_PG_SCHEMA", None)
     if location.schema is not None:
         env["PARKGATE_PG_SCHEMA"] = location.schema
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=300, env=env
-    )
+    done = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 

@@ -79,9 +79,7 @@ async def test_the_awatch_task_follows_up_an_expiry_and_an_operator_cancel(
     try:
         clock.advance(timedelta(hours=5))
         reopen().cancel(second.reply.ask_id or "")  # an operator, in another process
-        await eventually(
-            lambda: _settled(graph, other), "thread-2 resumed after the operator's cancel"
-        )
+        await eventually(lambda: _settled(graph, other), "thread-2 resumed after the operator's cancel")
         clock.advance(timedelta(hours=1, seconds=1))
         assert await AsyncGateway(gateway).read_due() == 1  # the deliverer's due read
         await eventually(lambda: _settled(graph, CONFIG), "thread-1 resumed after its expiry")

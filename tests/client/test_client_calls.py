@@ -164,9 +164,7 @@ def test_open_asks_come_a_page_at_a_time_and_the_iterator_walks_every_page(serve
         client.cancel(ask_id)
 
 
-def test_a_failed_callback_is_listed_and_rearmed(
-    served: Server, connect: Any, conv: str, receiver: Receiver
-) -> None:
+def test_a_failed_callback_is_listed_and_rearmed(served: Server, connect: Any, conv: str, receiver: Receiver) -> None:
     client = connect(served)
     receiver.status = 503  # every delivery fails; the server gives up after one attempt
     asked = client.ask(conv, "Deploy?", ["Yes", "No"], callback_url=receiver.url)

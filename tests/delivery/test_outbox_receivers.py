@@ -114,10 +114,7 @@ async def test_a_gzip_bomb_is_not_inflated_and_a_huge_body_is_not_read(gateway: 
     bomb = gzip.compress(b"\0" * (64 * 1024 * 1024), compresslevel=9)
 
     async def gzip_bomb(wire: Wire, writer: asyncio.StreamWriter) -> None:
-        writer.write(
-            b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n"
-            + f"Content-Length: {len(bomb)}\r\n\r\n".encode()
-        )
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n" + f"Content-Length: {len(bomb)}\r\n\r\n".encode())
         writer.write(bomb)
         await writer.drain()
 
@@ -133,7 +130,7 @@ async def test_a_gzip_bomb_is_not_inflated_and_a_huge_body_is_not_read(gateway: 
         close_with_callback(gateway, "bomb", bomb_url)
         close_with_callback(gateway, "huge", huge_url)
         assert await deliverer(gateway).deliver_due() == 2  # a 200 is a 200, whatever follows it
-    (head, _), = bomb_wire.requests
+    ((head, _),) = bomb_wire.requests
     assert headers_of(head)["accept-encoding"] == "identity"
     # It stopped reading and hung up: of 300 MB the receiver got rid of only what the
     # loopback socket buffers hold (a few MB), never the rest.

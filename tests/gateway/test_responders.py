@@ -134,9 +134,7 @@ def test_an_operators_cancel_is_closed_by_operator(gateway: Gateway) -> None:
     assert gateway.get(replaced).closed_by is None  # a replaced ask was closed by no one's message
 
 
-def test_the_who_fields_are_in_the_asks_json_and_its_callback(
-    gateway: Gateway, store_location: StoreLocation
-) -> None:
+def test_the_who_fields_are_in_the_asks_json_and_its_callback(gateway: Gateway, store_location: StoreLocation) -> None:
     ask_id = gateway.ask("c-json", "Deploy?", ["Deploy", "Hold"], responders=["U_ALICE"], callback_url=HOOK).ask_id
     gateway.handle("c-json", "2", sender="U_ALICE")
     shown = ask_to_dict(gateway.get(ask_id or ""))

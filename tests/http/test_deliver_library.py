@@ -43,9 +43,7 @@ def park_two(gateway: Gateway, receiver: Receiver) -> None:
     assert gateway.handle("answered", "1").kind is ReplyKind.SELECTED
 
 
-def test_a_library_gateway_with_deliver_sends_answered_and_expired_callbacks(
-    database: Any, receiver: Receiver
-) -> None:
+def test_a_library_gateway_with_deliver_sends_answered_and_expired_callbacks(database: Any, receiver: Receiver) -> None:
     with Gateway(store=database.open(), deliver=True) as gateway:
         park_two(gateway, receiver)
         wait_until(lambda: len(statuses(receiver)) == 2, 20, "both callbacks")

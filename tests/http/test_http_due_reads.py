@@ -71,9 +71,7 @@ def test_an_ask_nobody_reads_is_expired_at_its_ttl_and_its_callback_sent(
         assert client.post(messages_path(conv), json={"text": "1"}).json()["kind"] == "pass"
 
 
-def test_a_miss_moves_the_due_read_later(
-    database: Any, start_server: Any, receiver: Receiver, conv: str
-) -> None:
+def test_a_miss_moves_the_due_read_later(database: Any, start_server: Any, receiver: Receiver, conv: str) -> None:
     server = start_server(database, extra_env=LOOPBACK_RECEIVERS)
     ask_id, parked_at = park(server, conv, receiver)
     time.sleep(1.5)  # real time: the server's own clock runs on towards the TTL before the miss

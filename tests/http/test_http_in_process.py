@@ -132,7 +132,12 @@ async def test_a_failed_callback_backs_off_and_is_retried_with_the_same_key(
     await http.post("/v1/conversations/cbr/messages", json={"text": "a"})
     hook = Hook(500, 500, 200)
     deliverer = OutboxDeliverer(
-        gateway.store, clock, client=hook.client(), base_delay=10, max_delay=25, random=lambda: 0.0  # no jitter
+        gateway.store,
+        clock,
+        client=hook.client(),
+        base_delay=10,
+        max_delay=25,
+        random=lambda: 0.0,  # no jitter
     )
     assert await deliverer.deliver_due() == 0 and len(hook.requests) == 1
     assert await deliverer.deliver_due() == 0 and len(hook.requests) == 1  # not due before its backoff

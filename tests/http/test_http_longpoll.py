@@ -100,9 +100,7 @@ def test_long_polls_past_the_thread_limit_hold_no_thread(served: Server) -> None
     async def scenario() -> tuple[list[httpx.Response], float]:
         limits = httpx.Limits(max_connections=MANY_WAITERS + 5)
         async with httpx.AsyncClient(base_url=served.url, timeout=90, limits=limits) as client:
-            polls = [
-                asyncio.create_task(client.get(f"/v1/asks/{ask_id}", params={"wait": 40})) for ask_id in ask_ids
-            ]
+            polls = [asyncio.create_task(client.get(f"/v1/asks/{ask_id}", params={"wait": 40})) for ask_id in ask_ids]
             await asyncio.sleep(1.5)
             assert not any(poll.done() for poll in polls), "a long-poll returned while its ask was open"
             started = time.monotonic()

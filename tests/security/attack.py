@@ -46,7 +46,6 @@ TOKEN_TABLE: dict[str, tuple[list[str], str]] = {
 }
 
 
-
 def clean_env(**extra: str) -> dict[str, str]:
     """This environment without any PARKGATE_ setting, plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PARKGATE_")}

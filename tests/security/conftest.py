@@ -66,9 +66,7 @@ def tokens_file(tmp_path: Path) -> NamedTokens:
     lines = []
     for name, (scopes, extra) in TOKEN_TABLE.items():
         scope_list = ", ".join(f'"{scope}"' for scope in scopes)
-        lines.append(
-            f'[[token]]\nname = "{name}"\nsha256 = "{digest(tokens[name])}"\nscopes = [{scope_list}]\n{extra}'
-        )
+        lines.append(f'[[token]]\nname = "{name}"\nsha256 = "{digest(tokens[name])}"\nscopes = [{scope_list}]\n{extra}')
     path = tmp_path / "tokens.toml"
     path.write_text("\n".join(lines), encoding="utf-8")
     return NamedTokens(path, tokens)

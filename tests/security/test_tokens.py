@@ -28,9 +28,13 @@ def client(server: Any, token: str) -> httpx.Client:
 def test_each_scope_does_its_part_and_nothing_else(launch: Any, database: Any, tokens_file: NamedTokens) -> None:
     server = launch(database, extra_env=tokens_file.env())
     tokens = tokens_file.tokens
-    with client(server, tokens["agent"]) as agent, client(server, tokens["chat-surface"]) as chat, client(
-        server, tokens["auditor"]
-    ) as auditor, client(server, tokens["operator"]) as operator, client(server, tokens["other-agent"]) as other:
+    with (
+        client(server, tokens["agent"]) as agent,
+        client(server, tokens["chat-surface"]) as chat,
+        client(server, tokens["auditor"]) as auditor,
+        client(server, tokens["operator"]) as operator,
+        client(server, tokens["other-agent"]) as other,
+    ):
         parked = agent.post("/v1/asks", json={"conversation_id": "t-1", "prompt": "Go?", "options": ["Go", "Stop"]})
         assert parked.status_code == 201, parked.text
         ask_id = parked.json()["ask_id"]
@@ -74,9 +78,11 @@ def test_each_scope_does_its_part_and_nothing_else(launch: Any, database: Any, t
 
 def test_a_token_at_its_cap_gets_429_and_parks_nothing(launch: Any, database: Any, tokens_file: NamedTokens) -> None:
     server = launch(database, extra_env=tokens_file.env())
-    with client(server, tokens_file.tokens["agent"]) as agent, client(
-        server, tokens_file.tokens["other-agent"]
-    ) as other, client(server, tokens_file.tokens["chat-surface"]) as chat:
+    with (
+        client(server, tokens_file.tokens["agent"]) as agent,
+        client(server, tokens_file.tokens["other-agent"]) as other,
+        client(server, tokens_file.tokens["chat-surface"]) as chat,
+    ):
         for n in range(3):  # the agent's max_open_asks
             assert agent.post("/v1/asks", json={"conversation_id": f"cap-{n}", "prompt": "Q?"}).status_code == 201
         before = snapshot(database)
@@ -97,9 +103,10 @@ def test_a_token_at_its_cap_gets_429_and_parks_nothing(launch: Any, database: An
 
 def test_a_rate_limited_token_gets_429_with_retry_after(launch: Any, database: Any, tokens_file: NamedTokens) -> None:
     server = launch(database, extra_env=tokens_file.env())
-    with client(server, tokens_file.tokens["chatty"]) as chatty, client(
-        server, tokens_file.tokens["auditor"]
-    ) as auditor:
+    with (
+        client(server, tokens_file.tokens["chatty"]) as chatty,
+        client(server, tokens_file.tokens["auditor"]) as auditor,
+    ):
         began = time.monotonic()
         statuses = [chatty.get("/v1/workflows") for _ in range(40)]
         elapsed = time.monotonic() - began

@@ -119,9 +119,7 @@ def _pg_explain(conn: psycopg.Connection[Any], statement: str, params: tuple[Any
     return "\n".join(row[0] for row in conn.execute(("EXPLAIN " + statement).encode(), params))
 
 
-def _explain(
-    cursor: Any, dialect: Dialect, explain: Any, transaction: Callable[[Any, Dialect], Any]
-) -> dict[str, str]:
+def _explain(cursor: Any, dialect: Dialect, explain: Any, transaction: Callable[[Any, Dialect], Any]) -> dict[str, str]:
     plans: dict[str, str] = {}
     for purpose, read in {
         "open ask of a conversation": lambda tx: tx.open_ask("conv-500"),
