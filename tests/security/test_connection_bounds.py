@@ -13,7 +13,6 @@ once), so these tests wait in real time; the head timeouts are set short to keep
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import threading
 import time
