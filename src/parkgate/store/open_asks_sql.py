@@ -10,7 +10,7 @@ from typing import Any
 from parkgate.core.model import Ask, CallbackStatus
 from parkgate.store.base import AskGauges
 from parkgate.store.dialect import ASK_COLUMNS, Dialect
-from parkgate.store.outbox_sql import SqlOutbox
+from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
 from parkgate.store.sql import Runner, ask_from_row
 
 
@@ -91,3 +91,24 @@ class SqlOpenAsks:
         cursor = self._run.query("SELECT min(due_at) FROM asks WHERE status = 'open' AND due_at IS NOT NULL")
         earliest = cursor.fetchone()[0]
         return self._run.dialect.decode_due(earliest) if earliest is not None else None
+
+
+class SqlTables:
+    """The tables beside a message's of an engine's transaction (:class:`~parkgate.store.base.Transaction`):
+    each an interface made on use over the transaction, which runs its SQL."""
+
+    @property
+    def asks(self: Runner) -> SqlOpenAsks:
+        return SqlOpenAsks(self)
+
+    @property
+    def outbox(self: Runner) -> SqlOutbox:
+        return SqlOutbox(self)
+
+    @property
+    def follow_ups(self: Runner) -> SqlFollowUps:
+        return SqlFollowUps(self)
+
+    @property
+    def heartbeats(self: Runner) -> SqlHeartbeats:
+        return SqlHeartbeats(self)

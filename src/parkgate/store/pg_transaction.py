@@ -17,8 +17,7 @@ from psycopg_pool import ConnectionPool
 from parkgate.core.model import Ask, Run
 from parkgate.store import sql
 from parkgate.store.dialect import Dialect
-from parkgate.store.open_asks_sql import SqlOpenAsks
-from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
+from parkgate.store.open_asks_sql import SqlTables
 from parkgate.store.pg_connection import ConnectionHandles, translate_error
 from parkgate.store.sql import Guesses, RecentOpenAsks, Statement
 from parkgate.store.writes import AskStep, NewAsk, StoredReply, Writes
@@ -42,7 +41,7 @@ DIALECT = Dialect(
 CONVERSATION_LOCK_CLASS = 0x70617263  # "parc"
 
 
-class PostgresTransaction:
+class PostgresTransaction(SqlTables):
     """Reads a conversation's open ask only after taking that conversation's lock.
 
     ``FOR UPDATE`` alone does not serialise: a transaction blocked on the row re-checks
@@ -77,22 +76,6 @@ class PostgresTransaction:
         self._claim_sent = False
         #: The writes held back behind a claim not sent yet.
         self._held: Writes | None = None
-
-    @property
-    def asks(self) -> SqlOpenAsks:
-        return SqlOpenAsks(self)
-
-    @property
-    def outbox(self) -> SqlOutbox:
-        return SqlOutbox(self)
-
-    @property
-    def follow_ups(self) -> SqlFollowUps:
-        return SqlFollowUps(self)
-
-    @property
-    def heartbeats(self) -> SqlHeartbeats:
-        return SqlHeartbeats(self)
 
     # -- reads -----------------------------------------------------------------------
     def open_ask(self, conversation_id: str) -> Ask | None:

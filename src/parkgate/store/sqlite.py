@@ -36,8 +36,7 @@ from parkgate.store.base import (
     retry_after_guess,
 )
 from parkgate.store.dialect import MUTABLE_ASK_SET, Dialect
-from parkgate.store.open_asks_sql import SqlOpenAsks
-from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
+from parkgate.store.open_asks_sql import SqlTables
 from parkgate.store.sql import DEFAULT_SIZE, Guesses, RecentOpenAsks
 from parkgate.store.sqlite_file import (
     busy,
@@ -95,7 +94,7 @@ class _StaleGuess(Exception):
     """The conversation was not as this process remembered it: retry with a real read."""
 
 
-class SQLiteTransaction:
+class SQLiteTransaction(SqlTables):
     """One transaction, begun at its first statement, that may decide from memory.
 
     ``BEGIN IMMEDIATE`` is sent just before the first statement of a unit that writes,
@@ -146,22 +145,6 @@ class SQLiteTransaction:
     def send(self, statement: str, params: Sequence[Any] = ()) -> None:
         """Run a statement whose result nobody reads."""
         self.query(statement, params)
-
-    @property
-    def asks(self) -> SqlOpenAsks:
-        return SqlOpenAsks(self)
-
-    @property
-    def outbox(self) -> SqlOutbox:
-        return SqlOutbox(self)
-
-    @property
-    def follow_ups(self) -> SqlFollowUps:
-        return SqlFollowUps(self)
-
-    @property
-    def heartbeats(self) -> SqlHeartbeats:
-        return SqlHeartbeats(self)
 
     # -- reads -------------------------------------------------------------------------
     def open_ask(self, conversation_id: str) -> Ask | None:
