@@ -7,11 +7,12 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from parkgate.core.model import Ask, CallbackStatus
+from parkgate.core.model import Ask, CallbackStatus, Run
 from parkgate.store.base import AskGauges
 from parkgate.store.dialect import ASK_COLUMNS, Dialect
 from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
-from parkgate.store.sql import Runner, ask_from_row
+from parkgate.store.sql import Runner, ask_from_row, read_ask
+from parkgate.store.sql_inserts import read_reply, read_run
 
 
 @cache
@@ -94,8 +95,18 @@ class SqlOpenAsks:
 
 
 class SqlTables:
-    """The tables beside a message's of an engine's transaction (:class:`~parkgate.store.base.Transaction`):
-    each an interface made on use over the transaction, which runs its SQL."""
+    """What an engine's SQL transaction (:class:`~parkgate.store.base.Transaction`) shares
+    with the other engine: the reads by id, and the tables beside a message's, each an
+    interface made on use over the transaction, which runs its SQL."""
+
+    def ask(self: Runner, ask_id: str) -> Ask | None:
+        return read_ask(self, ask_id)
+
+    def run(self: Runner, run_id: str) -> Run | None:
+        return read_run(self, run_id)
+
+    def reply_for(self: Runner, conversation_id: str, message_id: str) -> str | None:
+        return read_reply(self, conversation_id, message_id)
 
     @property
     def asks(self: Runner) -> SqlOpenAsks:

@@ -99,15 +99,6 @@ class PostgresTransaction(SqlTables):
             self.guesses.states[conversation_id] = found
         return earlier, found
 
-    def ask(self, ask_id: str) -> Ask | None:
-        return sql.read_ask(self, ask_id)
-
-    def run(self, run_id: str) -> Run | None:
-        return sql.read_run(self, run_id)
-
-    def reply_for(self, conversation_id: str, message_id: str) -> str | None:
-        return sql.read_reply(self, conversation_id, message_id)
-
     def _guessed(self, conversation_id: str, message_id: str | None, known: Ask | None) -> None:
         self._claim = (
             conversation_id,
