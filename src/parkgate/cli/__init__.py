@@ -32,6 +32,7 @@ from __future__ import annotations
 import click
 
 from parkgate.cli.asks import asks, parse_duration
+from parkgate.cli.audit import audit
 from parkgate.cli.chat import CHAT_RESTART, chat, format_hours
 from parkgate.cli.doorcheck import DOORCHECK_EXIT, DOORCHECK_INPUTS, doorcheck, doorcheck_verdict
 from parkgate.cli.maintenance import migrate, prove
@@ -53,6 +54,7 @@ main.add_command(asks)
 main.add_command(doorcheck)
 main.add_command(migrate)
 main.add_command(prove)
+main.add_command(audit)
 
 __all__ = [
     "CHAT_RESTART",

@@ -13,14 +13,14 @@ import click
 
 from parkgate.cli.stores import gateway_session
 from parkgate.client import Client, ErrorResponse, UnexpectedResponse, Unreachable
+from parkgate.core.door import DOOR_EXIT, door_verdict
 from parkgate.core.kinds import ReplyKind
-from parkgate.core.phrases import CANCEL_WORD
 from parkgate.display import json_line, visible_text
 from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError
 
 #: The four non-answers the door check sends before its exit word.
 DOORCHECK_INPUTS = ("pick the right diagram", "did it run?", "huh", "what")
-DOORCHECK_EXIT = CANCEL_WORD
+DOORCHECK_EXIT = DOOR_EXIT
 
 #: The command's option for each argument of :class:`~parkgate.client.Client` its errors may name.
 _CLIENT_OPTIONS = {"base_url": "--url", "token": "--token"}
@@ -37,18 +37,15 @@ def _doorcheck_lines(send: Callable[[str], dict[str, Any]]) -> Iterator[Line]:
 
 
 def doorcheck_verdict(lines: list[Line]) -> str | None:
-    """``None`` when the door works, else what is wrong with the replies."""
+    """``None`` when the door works, else what is wrong with the replies: the judgement
+    of :func:`~parkgate.core.door.door_verdict`, and the exit's reply is ``cancelled``."""
     kinds = [line["kind"] for line in lines]
     if any(kind not in {known.value for known in ReplyKind} for kind in kinds):
         return f"a reply has no known kind: {kinds}"
-    misses = kinds[: len(DOORCHECK_INPUTS)]
-    if any(kind == ReplyKind.PASS.value for kind in misses):
-        return "a non-answer was passed on (it would reach a model)"
-    if misses[0] in set(misses[2:4]):
-        return f"the reply never changed shape by the 3rd/4th non-answer: {misses}"
-    if lines[-1]["parked"] or kinds[-1] != ReplyKind.CANCELLED.value:
+    problem = door_verdict(lines, misses=len(DOORCHECK_INPUTS))
+    if problem is None and kinds[-1] != ReplyKind.CANCELLED.value:
         return f"'{DOORCHECK_EXIT}' did not leave: last reply {kinds[-1]}, parked={lines[-1]['parked']}"
-    return None
+    return problem
 
 
 @click.command()

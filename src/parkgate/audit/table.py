@@ -1,0 +1,92 @@
+"""The clock check on a table of your own: the write-up's query, on SQLite or PostgreSQL.
+
+::
+
+    SELECT <shown columns>, <asked_at> FROM <table>
+    WHERE <answered_at> IS NULL          -- or: WHERE (<your open-where SQL>)
+    ORDER BY <asked_at> ASC
+
+Every name is quoted as an identifier (:func:`~parkgate.audit.readonly.quote_identifier`);
+the only SQL of the caller's that runs is an ``open_where`` fragment they pass
+explicitly, inside a read-only transaction, so it can read but never write. Hours open
+are counted here, from the values read, the same on both engines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from parkgate.audit.clock import Parked, as_utc, shorten
+from parkgate.audit.readonly import quote_identifier, read_only
+from parkgate.errors import InputError
+
+
+def open_rows_sql(
+    table: str,
+    asked_at: str,
+    *,
+    answered_at: str | None = None,
+    open_where: str | None = None,
+    show: Sequence[str] = (),
+) -> str:
+    """The query for ``table``'s open rows, oldest first.
+
+    Args:
+        table: The table (``schema.table`` for one in another schema).
+        asked_at: The column that says when a row was asked.
+        answered_at: The column that stays NULL while a row is open; or else
+        open_where: A SQL condition that holds for the open rows (run as written).
+        show: Columns to show beside ``asked_at`` (default: every column).
+
+    Returns:
+        The ``SELECT`` statement.
+
+    Raises:
+        InputError: Neither or both of ``answered_at`` and ``open_where`` given.
+    """
+    if (answered_at is None) == (open_where is None):
+        raise InputError("give one of answered_at (a column NULL while open) or open_where (a SQL condition)")
+    columns = ", ".join(quote_identifier(name) for name in show) if show else "*"
+    where = f"{quote_identifier(answered_at)} IS NULL" if answered_at is not None else f"({open_where})"
+    stamp = quote_identifier(asked_at)
+    return f"SELECT {columns}, {stamp} FROM {quote_identifier(table)} WHERE {where} ORDER BY {stamp} ASC"
+
+
+def parked_rows(
+    url: str,
+    table: str,
+    asked_at: str,
+    *,
+    answered_at: str | None = None,
+    open_where: str | None = None,
+    show: Sequence[str] = (),
+) -> list[Parked]:
+    """The open rows of ``table`` in the database at ``url``, read in a read-only transaction.
+
+    Args:
+        url: ``sqlite:///file.db`` (or a path) or ``postgresql://...``.
+        table: As for :func:`open_rows_sql`.
+        asked_at: As for :func:`open_rows_sql`.
+        answered_at: As for :func:`open_rows_sql`.
+        open_where: As for :func:`open_rows_sql`.
+        show: As for :func:`open_rows_sql`.
+
+    Returns:
+        One :class:`~parkgate.audit.clock.Parked` a row: its shown columns, shortened.
+
+    Raises:
+        StoreError: The database is missing or out of reach, the query fails, or an
+            ``asked_at`` value is not a timestamp.
+        InputError: As for :func:`open_rows_sql`.
+    """
+    statement = open_rows_sql(table, asked_at, answered_at=answered_at, open_where=open_where, show=show)
+    with read_only(url) as reader:
+        rows = reader.rows(statement)
+        names = reader.columns()[:-1]
+    return [
+        Parked(
+            {name: shorten(value) for name, value in zip(names, row[:-1], strict=True) if name != asked_at},
+            as_utc(row[-1], f"{asked_at} value"),
+        )
+        for row in rows
+    ]
