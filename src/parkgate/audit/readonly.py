@@ -56,15 +56,21 @@ def _postgres_error() -> type[Exception]:
     return psycopg.Error
 
 
-def quote_identifier(name: str) -> str:
-    """``name`` as a quoted SQL identifier (``"a""b"``), the same on both engines; a dot
-    separates a schema from a table (``audit.pending_asks``)."""
+def quote_identifier(name: str, engine: str) -> str:
+    """``name`` as a quoted SQL identifier; a dot separates a schema from a table
+    (``audit.pending_asks``).
+
+    PostgreSQL quotes with ``"``. SQLite quotes with backticks: it reads a ``"``-quoted
+    name that is no column as a string, so a misspelt column would match nothing
+    instead of failing.
+    """
     parts = name.split(".")
     if not all(part.strip() for part in parts):
         raise StoreError(f"{name!r} is not a table or column name")
     if any("\x00" in part for part in parts):
         raise StoreError(f"{name!r} holds a NUL character")
-    return ".".join('"' + part.replace('"', '""') + '"' for part in parts)
+    mark = "`" if engine == "sqlite" else '"'
+    return ".".join(mark + part.replace(mark, mark * 2) + mark for part in parts)
 
 
 @contextmanager

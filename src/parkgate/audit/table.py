@@ -22,6 +22,7 @@ from parkgate.errors import InputError
 
 
 def open_rows_sql(
+    engine: str,
     table: str,
     asked_at: str,
     *,
@@ -32,6 +33,7 @@ def open_rows_sql(
     """The query for ``table``'s open rows, oldest first.
 
     Args:
+        engine: ``sqlite`` or ``postgres``: how names are quoted.
         table: The table (``schema.table`` for one in another schema).
         asked_at: The column that says when a row was asked.
         answered_at: The column that stays NULL while a row is open; or else
@@ -46,10 +48,10 @@ def open_rows_sql(
     """
     if (answered_at is None) == (open_where is None):
         raise InputError("give one of answered_at (a column NULL while open) or open_where (a SQL condition)")
-    columns = ", ".join(quote_identifier(name) for name in show) if show else "*"
-    where = f"{quote_identifier(answered_at)} IS NULL" if answered_at is not None else f"({open_where})"
-    stamp = quote_identifier(asked_at)
-    return f"SELECT {columns}, {stamp} FROM {quote_identifier(table)} WHERE {where} ORDER BY {stamp} ASC"
+    columns = ", ".join(quote_identifier(name, engine) for name in show) if show else "*"
+    where = f"{quote_identifier(answered_at, engine)} IS NULL" if answered_at is not None else f"({open_where})"
+    stamp = quote_identifier(asked_at, engine)
+    return f"SELECT {columns}, {stamp} FROM {quote_identifier(table, engine)} WHERE {where} ORDER BY {stamp} ASC"
 
 
 def parked_rows(
@@ -79,8 +81,10 @@ def parked_rows(
             ``asked_at`` value is not a timestamp.
         InputError: As for :func:`open_rows_sql`.
     """
-    statement = open_rows_sql(table, asked_at, answered_at=answered_at, open_where=open_where, show=show)
     with read_only(url) as reader:
+        statement = open_rows_sql(
+            reader.engine, table, asked_at, answered_at=answered_at, open_where=open_where, show=show
+        )
         rows = reader.rows(statement)
         names = reader.columns()[:-1]
     return [
