@@ -68,16 +68,22 @@ def filled(value: Any, values: Mapping[str, str]) -> Any:
     return value
 
 
+def path_steps(path: str) -> list[tuple[str, str]]:
+    """A path's steps, ``(name, "")`` or ``("", index)``; :class:`InputError` for one that
+    is not names and ``[index]`` steps (see :func:`pick`)."""
+    path = path.strip().removeprefix("$")
+    if not _PATH.fullmatch(path):
+        raise InputError(f"{path!r} is not a path like reply.text or messages[0].content")
+    return [(name, index) for name, index in _STEP.findall(path)]
+
+
 def pick(answer: Any, path: str) -> Any:
     """The value at ``path`` in a JSON answer, or ``None`` where there is none.
 
     A path is names and ``[index]`` steps, ``$`` (or an empty path) the whole answer:
     ``text``, ``reply.text``, ``$.messages[0].content``.
     """
-    path = path.strip().removeprefix("$")
-    if not _PATH.fullmatch(path):
-        raise InputError(f"{path!r} is not a path like reply.text or messages[0].content")
-    for name, index in _STEP.findall(path):
+    for name, index in path_steps(path):
         if name and isinstance(answer, Mapping):
             answer = answer.get(name, _MISSING)
         elif index and isinstance(answer, list) and int(index) < len(answer):
@@ -148,6 +154,8 @@ def http_sender(
     import httpx
 
     template = body_template(body)
+    for path in (reply_path, parked_path):  # a bad path is refused before anything is sent
+        path_steps(path)
     target = fill(url, {"text": "", "conversation": quote(conversation, safe="")})
     with httpx.Client(timeout=REQUEST_TIMEOUT_SECONDS, headers=dict(headers or {})) as client:
 
@@ -199,6 +207,8 @@ def python_sender(
     Yields:
         The sender; every coroutine runs on one event loop, closed at the end.
     """
+    for path in (reply_path, parked_path):  # a bad path is refused before anything is sent
+        path_steps(path)
     loop = asyncio.new_event_loop()
 
     def call(function: Callable[..., Any], *args: Any) -> Any:
