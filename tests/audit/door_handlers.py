@@ -39,3 +39,10 @@ def handle_reply(conversation: str, text: str) -> dict[str, Any]:
 def scold(conversation: str, text: str) -> dict[str, Any]:
     """A strict matcher with no door: the same scold for every message, parked for ever."""
     return {"text": "That did not match any option.", "parked": True}
+
+
+def crash(conversation: str, text: str) -> str:
+    """A handler that fails on the third message."""
+    if text == "help":
+        raise KeyError("no handler for help")
+    return f"No match for {text}."

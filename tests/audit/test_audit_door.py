@@ -136,6 +136,7 @@ def test_an_answer_without_the_parked_flag_cannot_pass(endpoint: Any) -> None:
         (["--url", "http://127.0.0.1:9/chat", "--body", '{"t": 1}'], 'no "{text}"'),
         (["--url", "http://127.0.0.1:9/chat", "--reply-path", "a..b"], "not a path"),
         (["--python", "no_such_module:handle"], "cannot load"),
+        (["--python", "door_handlers:crash"], "the handler raised KeyError on 'help'"),
     ],
 )
 def test_mistakes_are_one_error_line(options: list[str], said: str) -> None:

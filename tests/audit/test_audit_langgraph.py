@@ -148,6 +148,32 @@ def test_the_clock_on_a_file_that_is_not_a_checkpointer_names_why(tmp_path: Path
     assert "Traceback" not in result.output
 
 
+def test_an_interrupt_inside_a_subgraph_is_listed_once(tmp_path: Path) -> None:
+    def ask(state: State) -> dict[str, Any]:
+        return {"approved": interrupt("inner question")}
+
+    inner = StateGraph(State)
+    inner.add_node("ask", ask)
+    inner.add_edge(START, "ask")
+    inner.add_edge("ask", END)
+    outer = StateGraph(State)
+    outer.add_node("review", inner.compile())
+    outer.add_edge(START, "review")
+    outer.add_edge("review", END)
+    connection = sqlite3.connect(tmp_path / "sub.db", check_same_thread=False)
+    outer.compile(checkpointer=SqliteSaver(connection)).invoke({}, _config("nested"))
+    connection.close()
+    result, rows = _audit(str(tmp_path / "sub.db"))
+    assert result.exit_code == 0, result.output
+    assert [(row["thread_id"], row["interrupt"]) for row in rows] == [("nested", "inner question")]
+
+
+def test_an_unreachable_postgres_is_one_error_line() -> None:
+    result = CliRunner().invoke(main, ["audit", "clock", "--langgraph", "postgresql://audit:s3cret@127.0.0.1:9/x"])
+    assert result.exit_code == 1 and result.output.startswith("Error: cannot reach the PostgreSQL database")
+    assert "s3cret" not in result.output and "Traceback" not in result.output
+
+
 def schema_url(pg_url: str, schema: str) -> str:
     """``pg_url`` with its connections' search_path set to ``schema``."""
     return f"{pg_url}{'&' if '?' in pg_url else '?'}options=-csearch_path%3D{schema}"

@@ -216,7 +216,10 @@ def python_sender(
         return loop.run_until_complete(result) if inspect.isawaitable(result) else result
 
     def send(text: str) -> Line:
-        answer = call(handle, conversation, text)
+        try:
+            answer = call(handle, conversation, text)
+        except Exception as error:  # the handler's own failure is the finding, named
+            raise InputError(f"the handler raised {type(error).__name__} on {text!r}: {error}") from None
         line: Line = (
             reply_line(text, answer, reply_path, parked_path)
             if isinstance(answer, Mapping)
