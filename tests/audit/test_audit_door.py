@@ -8,6 +8,7 @@ times, a null reply, an exit that does not leave, an HTTP error), against a real
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -203,3 +204,17 @@ def test_python_handler_with_no_door_fails() -> None:
     result, lines = _door("--python", "door_handlers:scold")
     assert result.exit_code == 1 and "never changed shape" in result.stderr
     assert [line["text"] for line in lines] == ["That did not match any option."] * len(SENT)
+
+
+def test_the_installed_command_imports_a_handler_from_the_current_directory(tmp_path: Path) -> None:
+    (tmp_path / "my_chat_bot.py").write_text("def handle(conversation, text):\n    return 'Unknown command.'\n")
+    script = Path(sys.executable).parent / "parkgate"
+    done = subprocess.run(
+        [str(script), "audit", "door", "--python", "my_chat_bot:handle"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert len(done.stdout.splitlines()) == len(SENT) and "never changed shape" in done.stderr

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import uuid
 from collections.abc import Iterator
@@ -93,6 +94,8 @@ def _sender(
 ) -> AbstractContextManager[Send]:
     """The HTTP or in-process sender the options name."""
     if python_spec is not None:
+        if os.getcwd() not in sys.path:  # the installed script's path lacks it; uvicorn adds it too
+            sys.path.insert(0, os.getcwd())
         handle = load_function(python_spec)
         is_parked = load_function(parked_spec) if parked_spec else None
         return python_sender(
