@@ -7,10 +7,9 @@ wait, oldest first, with their questions, and exits 1 past ``--older-than``. Tim
 are moved back by writing each waiting thread's latest checkpoint again, through the
 saver, with an older ``ts``.
 
-On PostgreSQL the same graph's checkpoints are written into ``PostgresSaver``'s tables
-(``checkpoints`` with a JSONB checkpoint, ``checkpoint_writes``): the
-``langgraph-checkpoint-postgres`` package is not installed here, so its layout is set
-up by :func:`postgres_saver_tables` and filled from the SQLite saver's own tuples.
+On PostgreSQL the same graph runs on a real ``PostgresSaver`` and on a real
+``ShallowPostgresSaver`` (which keeps only each thread's latest checkpoint), each set up
+in the test's own schema; the audit must leave every table exactly as it found it.
 """
 
 from __future__ import annotations
@@ -27,11 +26,13 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import WRITES_IDX_MAP
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres import PostgresSaver, ShallowPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
-from psycopg.types.json import Jsonb
+from psycopg import sql
+from psycopg.rows import dict_row
 
 from parkgate.cli import main
 
@@ -67,21 +68,8 @@ def _config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 
-def _age(saver: SqliteSaver, thread_id: str, hours: float) -> None:
-    """Write the thread's latest checkpoint again with its ``ts`` ``hours`` earlier."""
-    latest = saver.get_tuple(_config(thread_id))
-    assert latest is not None and latest.parent_config is not None
-    checkpoint = dict(latest.checkpoint)
-    checkpoint["ts"] = (datetime.fromisoformat(checkpoint["ts"]) - timedelta(hours=hours)).isoformat()
-    saver.put(latest.parent_config, checkpoint, latest.metadata, {})  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def checkpoints(tmp_path: Path) -> Iterator[Path]:
-    """A SqliteSaver file holding the four threads (the connection closed before the audit)."""
-    path = tmp_path / "checkpoints.db"
-    connection = sqlite3.connect(path, check_same_thread=False)
-    saver = SqliteSaver(connection)
+def _run_threads(saver: BaseCheckpointSaver[Any]) -> None:
+    """Run the four threads on ``saver``, answering each as :data:`THREADS` says, then age them."""
     graph = _graph(saver)
     for thread_id, (answers, hours) in THREADS.items():
         result = graph.invoke({}, _config(thread_id))
@@ -90,6 +78,24 @@ def checkpoints(tmp_path: Path) -> Iterator[Path]:
         assert ("__interrupt__" in result) == (thread_id in WAITING)
         if hours:
             _age(saver, thread_id, hours)
+
+
+def _age(saver: BaseCheckpointSaver[Any], thread_id: str, hours: float) -> None:
+    """Write the thread's latest checkpoint again with its ``ts`` ``hours`` earlier."""
+    latest = saver.get_tuple(_config(thread_id))
+    assert latest is not None
+    checkpoint = dict(latest.checkpoint)
+    checkpoint["ts"] = (datetime.fromisoformat(checkpoint["ts"]) - timedelta(hours=hours)).isoformat()
+    parent = latest.parent_config or latest.config  # a shallow saver keeps no parent
+    saver.put(parent, checkpoint, latest.metadata, {})  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def checkpoints(tmp_path: Path) -> Iterator[Path]:
+    """A SqliteSaver file holding the four threads (the connection closed before the audit)."""
+    path = tmp_path / "checkpoints.db"
+    connection = sqlite3.connect(path, check_same_thread=False)
+    _run_threads(SqliteSaver(connection))
     connection.close()
     yield path
 
@@ -179,53 +185,36 @@ def schema_url(pg_url: str, schema: str) -> str:
     return f"{pg_url}{'&' if '?' in pg_url else '?'}options=-csearch_path%3D{schema}"
 
 
-def postgres_saver_tables(connection: psycopg.Connection[Any]) -> None:
-    """The tables ``PostgresSaver`` reads and writes, with its column names and types."""
-    connection.execute(
-        "CREATE TABLE checkpoints (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL DEFAULT '', "
-        "checkpoint_id TEXT NOT NULL, parent_checkpoint_id TEXT, type TEXT, checkpoint JSONB NOT NULL, "
-        "metadata JSONB NOT NULL DEFAULT '{}', PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id))"
-    )
-    connection.execute(
-        "CREATE TABLE checkpoint_writes (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL DEFAULT '', "
-        "checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL, task_path TEXT NOT NULL DEFAULT '', "
-        "idx INTEGER NOT NULL, channel TEXT NOT NULL, type TEXT, blob BYTEA NOT NULL, "
-        "PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx))"
-    )
-
-
-def _copy_to_postgres(path: Path, connection: psycopg.Connection[Any]) -> None:
-    """Every checkpoint and pending write of the SQLite saver, as ``PostgresSaver`` stores them."""
-    saver = SqliteSaver(sqlite3.connect(path, check_same_thread=False))
-    for thread_id in THREADS:
-        for saved in saver.list(_config(thread_id)):
-            ids = saved.config["configurable"]
-            parent = (saved.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-            stored = {key: value for key, value in saved.checkpoint.items() if key != "channel_values"}
-            connection.execute(
-                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-                "checkpoint, metadata) VALUES (%s, %s, %s, %s, %s, %s)",
-                (thread_id, ids["checkpoint_ns"], ids["checkpoint_id"], parent, Jsonb(stored), Jsonb(saved.metadata)),
+def _table_digest(connection: psycopg.Connection[Any]) -> dict[str, tuple[int, str | None]]:
+    """Every table of the schema: its row count and a digest of all its rows."""
+    listed = connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+    tables = [row[0] for row in listed]
+    digest = {}
+    for table in tables:
+        row = connection.execute(
+            sql.SQL("SELECT count(*), md5(string_agg(t::text, ',' ORDER BY t::text)) FROM {} t").format(
+                sql.Identifier(table)
             )
-            for position, (task_id, channel, value) in enumerate(saved.pending_writes or []):
-                kind, blob = saver.serde.dumps_typed(value)
-                connection.execute(
-                    "INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, "
-                    "channel, type, blob) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                    (thread_id, ids["checkpoint_ns"], ids["checkpoint_id"], task_id,
-                     WRITES_IDX_MAP.get(channel, position), channel, kind, blob),
-                )  # fmt: skip
-    saver.conn.close()
+        ).fetchone()
+        assert row is not None
+        digest[table] = (row[0], row[1])
+    return digest
 
 
-def test_the_clock_reads_postgres_saver_tables_read_only(checkpoints: Path, pg_url: str, pg_schema: str) -> None:
-    with psycopg.connect(schema_url(pg_url, pg_schema), autocommit=True) as connection:
-        postgres_saver_tables(connection)
-        _copy_to_postgres(checkpoints, connection)
-        result, rows = _audit(schema_url(pg_url, pg_schema), "--older-than", "6h")
+@pytest.mark.parametrize("saver_class", [PostgresSaver, ShallowPostgresSaver])
+@pytest.mark.filterwarnings("ignore:ShallowPostgresSaver is deprecated:DeprecationWarning")
+def test_the_clock_reads_a_postgres_saver_read_only(saver_class: type[Any], pg_url: str, pg_schema: str) -> None:
+    url = schema_url(pg_url, pg_schema)
+    with psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as connection:
+        saver = saver_class(connection)
+        saver.setup()
+        _run_threads(saver)
+    with psycopg.connect(url, autocommit=True) as connection:
+        before = _table_digest(connection)
+        assert before["checkpoints"][0] > 0 and before["checkpoint_writes"][0] > 0
+        result, rows = _audit(url, "--older-than", "6h")
         assert result.exit_code == 1, result.output
         _check_rows(rows)
-        counts = connection.execute(
-            "SELECT (SELECT count(*) FROM checkpoints), (SELECT count(*) FROM checkpoint_writes)"
-        ).fetchone()
-        assert counts is not None and counts[0] > 0 and counts[1] > 0
+        assert [row["overdue"] for row in rows] == [True, True, False]
+        assert "3 parked" in result.stderr and "2 older than 6h" in result.stderr and "oldest 30.0" in result.stderr
+        assert _table_digest(connection) == before  # read, never written

@@ -1,4 +1,5 @@
-"""The clock check on a LangGraph checkpointer's tables (``SqliteSaver``, ``PostgresSaver``).
+"""The clock check on a LangGraph checkpointer's tables (``SqliteSaver``, ``PostgresSaver``,
+``ShallowPostgresSaver``).
 
 A thread is parked when its latest checkpoint in the root namespace has pending writes
 to the ``__interrupt__`` channel from a task with no ``__resume__`` write: the graph
@@ -8,9 +9,11 @@ transaction (:mod:`~parkgate.audit.readonly`); the values are decoded with LangG
 own serializer, so reading needs ``langgraph`` installed (``parkgate[adapters]``).
 
 The layouts read: ``SqliteSaver`` keeps ``checkpoints`` (``checkpoint`` a serialized
-BLOB with its ``type``) and ``writes`` (``value``); ``PostgresSaver`` keeps
-``checkpoints`` (``checkpoint`` JSONB) and ``checkpoint_writes`` (``blob``). Both key a
-write by ``thread_id``, ``checkpoint_ns``, ``checkpoint_id``, ``task_id`` and ``idx``.
+BLOB with its ``type``) and ``writes`` (``value``); ``PostgresSaver`` and
+``ShallowPostgresSaver`` keep ``checkpoints`` (``checkpoint`` JSONB, holding its ``id``
+and ``ts``; the shallow one has no ``checkpoint_id`` column and one row a thread) and
+``checkpoint_writes`` (``blob``). All key a write by ``thread_id``, ``checkpoint_ns``,
+``checkpoint_id``, ``task_id`` and ``idx``.
 """
 
 from __future__ import annotations
@@ -26,18 +29,24 @@ from parkgate.errors import MissingExtra, StoreError
 INTERRUPT = "__interrupt__"
 RESUME = "__resume__"
 
-#: Each engine's table of pending writes and its value column, and how a checkpoint's ``ts`` is read.
+#: Each engine's table of pending writes and its value column, how a checkpoint's id is
+#: read (``ShallowPostgresSaver`` keeps it only inside the JSONB), and how its ``ts`` is read.
 _LAYOUTS = {
-    "sqlite": ("writes", "value", "SELECT type, checkpoint FROM checkpoints"),
-    "postgres": ("checkpoint_writes", "blob", "SELECT NULL, checkpoint ->> 'ts' FROM checkpoints"),
+    "sqlite": ("writes", "value", "checkpoint_id", "SELECT type, checkpoint FROM checkpoints"),
+    "postgres": (
+        "checkpoint_writes",
+        "blob",
+        "checkpoint ->> 'id'",
+        "SELECT NULL, checkpoint ->> 'ts' FROM checkpoints",
+    ),
 }
 
 
-def _pending_sql(writes: str, value: str) -> str:
+def _pending_sql(writes: str, value: str, id_sql: str) -> str:
     """The interrupt and resume writes on each thread's latest root checkpoint."""
     return f"""
         WITH latest AS (
-            SELECT thread_id, MAX(checkpoint_id) AS checkpoint_id
+            SELECT thread_id, MAX({id_sql}) AS checkpoint_id
             FROM checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id
         )
         SELECT w.thread_id, w.checkpoint_id, w.task_id, w.channel, w.type, w.{value}
@@ -81,9 +90,9 @@ def parked_threads(url: str) -> list[Parked]:
     """
     loads = _serializer()
     with read_only(url) as reader:
-        writes, value, checkpoint_sql = _LAYOUTS[reader.engine]
+        writes, value, id_sql, checkpoint_sql = _LAYOUTS[reader.engine]
         try:
-            found = reader.rows(_pending_sql(writes, value))
+            found = reader.rows(_pending_sql(writes, value, id_sql))
         except StoreError as error:
             raise StoreError(f"not a LangGraph checkpointer's tables ({error})") from None
         resumed = {(row[0], row[1], row[2]) for row in found if row[3] == RESUME}
@@ -91,7 +100,8 @@ def parked_threads(url: str) -> list[Parked]:
         for thread_id, checkpoint_id, task_id, channel, kind, blob in found:
             if channel == INTERRUPT and (thread_id, checkpoint_id, task_id) not in resumed:
                 interrupts[(thread_id, checkpoint_id)].extend(_interrupt_values(loads((kind, bytes(blob)))))
-        return [_parked(reader, checkpoint_sql, key, values, loads) for key, values in interrupts.items()]
+        where = f"{checkpoint_sql} WHERE thread_id = ? AND checkpoint_ns = '' AND {id_sql} = ?"
+        return [_parked(reader, where, key, values, loads) for key, values in interrupts.items()]
 
 
 def _parked(
@@ -99,7 +109,7 @@ def _parked(
 ) -> Parked:
     """One thread's row, stamped with its checkpoint's ``ts``."""
     thread_id = key[0]
-    rows = reader.rows(checkpoint_sql + " WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?", key)
+    rows = reader.rows(checkpoint_sql, key)
     kind, stored = rows[0]
     ts = stored if kind is None else loads((kind, bytes(stored)))["ts"]
     value = values[0] if len(values) == 1 else values
