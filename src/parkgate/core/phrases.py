@@ -107,6 +107,9 @@ EXPECT_ITEMS_AT_MOST = "the numbers or names of at most {high} of the options, s
 BOOLEAN_YES = "Yes"
 BOOLEAN_NO = "No"
 FORM_FIELD_PROMPT = "{message}\n\n{label} ({position} of {count})"
+# An MCP tool result whose ask closed with no answer and no reply text (the reply is a pass).
+MCP_DISMISSED = "Expired: the person closed the form without answering."
+MCP_EXPIRED = "Expired: nobody answered in time."
 # Shown when a text answer is exactly a bare control word: taken as data, door named.
 TEXT_CONTROL_WORD_TAKEN = 'Got it: took "{answer}" as your answer. (To drop a question, type /cancel.)'
 # Rendering pieces.
