@@ -27,7 +27,7 @@ from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.model import Ask, Reply
 from parkgate.core.phrases import MCP_DISMISSED, MCP_EXPIRED
 from parkgate.core.stopping_point import AskSpec
-from parkgate.errors import AskAlreadyOpen, InputError
+from parkgate.errors import AskAlreadyOpen, InputError, UnknownAsk
 from parkgate.gateway import Gateway
 
 #: The key of the one input request the tool's input-required round carries.
@@ -87,8 +87,8 @@ async def ask_and_apply(
     outcome saying why: no ask is left open behind an error.
     """
     try:
-        ask = await run_async(gateway, park_once(conversation_id, spec))
-    except InputError as error:  # AskAlreadyOpen is one: another question is open there
+        ask = await _parked(gateway, ctx, conversation_id, spec)
+    except (InputError, UnknownAsk) as error:  # AskAlreadyOpen is one: another question is open there
         raise ToolError(str(error)) from None
     try:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -112,16 +112,33 @@ async def ask_and_apply(
         raise
 
 
+async def _parked(gateway: AsyncGateway, ctx: Context, conversation_id: str, spec: AskSpec) -> Ask:
+    """The ask this call is about: in a later round of the input-required flow, the one
+    its first round parked (named by ``request_state``, so an answer that comes back
+    after the ask closed finds it closed, never a new question); else parked now."""
+    state = ctx.request_state if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else None
+    if not state:
+        return await run_async(gateway, park_once(conversation_id, spec))
+    ask = await gateway.get(state)
+    if ask.conversation_id != conversation_id or AskSpec(ask.kind, ask.prompt, ask.options) != spec:
+        raise InputError(f"request_state names ask {state}, which is not this question")
+    return ask
+
+
 async def _input_required_round(gateway: AsyncGateway, ctx: Context, ask: Ask) -> dict[str, Any] | InputRequiredResult:
     answer = (ctx.input_responses or {}).get(INPUT_KEY)
     if answer is None:
-        return InputRequiredResult(input_requests={INPUT_KEY: ElicitRequest(params=elicit_params(ask))})
+        return InputRequiredResult(input_requests={INPUT_KEY: _request(ask)}, request_state=ask.id)
     if not isinstance(answer, ElicitResult):
         raise InputError(f"the answer to {INPUT_KEY!r} is not an elicitation result")
     reply = await aapply_elicit_result(gateway, ask.id, answer)
     if reply.parked:  # a bounce: ask again, saying why
-        return InputRequiredResult(input_requests={INPUT_KEY: ElicitRequest(params=elicit_params(ask, reply.text))})
+        return InputRequiredResult(input_requests={INPUT_KEY: _request(ask, reply.text)}, request_state=ask.id)
     return await _outcome(gateway, reply)
+
+
+def _request(ask: Ask, message: str | None = None) -> ElicitRequest:
+    return ElicitRequest(params=elicit_params(ask, message))
 
 
 def build_example_server(gateway: Gateway | AsyncGateway, *, name: str = "parkgate") -> MCPServer:
