@@ -147,6 +147,10 @@ HITL_PROMPT = "Run {tool}{position}?\n{description}"
 HITL_POSITION = " ({number} of {count})"
 HITL_ARGUMENTS = "Arguments: {arguments}"
 HITL_RESPOND_PROMPT = "What should {tool} answer instead of running?"
+HITL_REASON_PROMPT = "Why not run {tool}? The agent is told your reason; type {none} to give none."
+HITL_NO_REASON = "-"
+# Who rejected a tool call, in the reason the agent's model is told.
+HITL_REJECTED_BY = "rejected by {sender}"
 # The reason a "reject" decision gives the agent's model when the person's side closed
 # without a decision (the middleware says "User rejected the tool call ... with reason: ...").
 HITL_CANCELLED = "the approval request was cancelled, so the tool was not run"

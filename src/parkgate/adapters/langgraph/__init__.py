@@ -22,6 +22,7 @@ try:
         pending_interrupts,
         thread_id,
     )
+    from parkgate.adapters.langgraph.toolreview import ToolReview
     from parkgate.core.stopping_point import AskSpec
 except ModuleNotFoundError as missing:  # the one line that says what to install
     raise MissingExtra(__name__, missing) from None
@@ -44,6 +45,7 @@ __all__ = [
     "GraphKeepsAsking",
     "NotThisGraph",
     "ParkgateInterrupts",
+    "ToolReview",
     "pending_interrupts",
     "spec_from_payload",
     "thread_id",

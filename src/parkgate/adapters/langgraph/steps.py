@@ -34,6 +34,7 @@ from parkgate.adapters.langgraph.threads import (
     thread_config,
     thread_id,
 )
+from parkgate.adapters.langgraph.toolreview import ToolReviews
 from parkgate.core.kinds import RunOutcome, RunStatus
 from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError, RunStillAsking
@@ -50,10 +51,17 @@ def log_refused(thread: str | None, refused: InputError) -> None:
 class ThreadSteps:
     """The steps that follow a thread's asks up: park its questions, resume it, close its run."""
 
-    def __init__(self, ttl: timedelta | None, lease: timedelta, value_of: Callable[[Answer], Any]) -> None:
+    def __init__(
+        self,
+        ttl: timedelta | None,
+        lease: timedelta,
+        value_of: Callable[[Answer], Any],
+        reviews: ToolReviews | None = None,
+    ) -> None:
         self.ttl = ttl
         self.lease = lease
         self.value_of = value_of
+        self.reviews = reviews or ToolReviews({})
 
     def follow_up(self, graph: Graph, ask: Ask, base: RunnableConfig | None) -> Steps[Outcome | None]:
         """Resume the thread a closed ask belongs to, or park its next question.
@@ -206,8 +214,9 @@ class ThreadSteps:
     ) -> Steps[Reply]:
         """Park ``question`` for the thread, its record (graph, thread, answers so far) in its context."""
         record = Record(graph_name(graph), thread_id(snapshot.config), question.key, tuple(answers))
-        payload = question.payload
+        payload = self.reviews.apply(question)
         ttl = timedelta(seconds=payload.ttl_seconds) if payload.ttl_seconds is not None else self.ttl
+        who = {"responders": list(payload.responders), "quorum": payload.quorum} if payload.responders else {}
         reply: Reply = yield common.ask_call(
             conversation_id,
             payload.spec,
@@ -217,6 +226,7 @@ class ThreadSteps:
             phase=node_of(snapshot, question.interrupt_id),
             context={**(payload.context or {}), CONTEXT_KEY: record.to_json()},
             follow_up=True,
+            **who,
         )
         return reply
 
