@@ -25,7 +25,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
 from parkgate import AskStatus, Gateway, InputError, ManualClock, ReplyKind, StoppingPointError
-from parkgate.adapters.langgraph import Closed, ParkgateInterrupts, ToolReview
+from parkgate.adapters.langgraph import ApprovedBy, Closed, ParkgateInterrupts, ToolReview
 from parkgate.core import phrases as P
 from parkgate.core.kinds import AskKind
 
@@ -215,3 +215,29 @@ def test_park_refuses_a_thread_the_graph_never_ran(gateway: Gateway, saver: Sqli
     with pytest.raises(InputError, match="no checkpoint"):
         ParkgateInterrupts(gateway).park(Agent(saver, CONFIG).graph, CONFIG, "chat-1")
     assert gateway.open_asks() == []
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+def test_the_result_of_an_approved_call_says_who_approved_it(gateway: Gateway, saver: SqliteSaver, mode: Any) -> None:
+    agent = Agent(saver, CONFIG, mode, more=(ApprovedBy(),))
+    bridge = ParkgateInterrupts(gateway)
+    start_agent(bridge, agent)
+    bridge.drive(agent.graph, CONFIG, "chat-1", "1", sender="U_ALICE")  # approve the email
+    bridge.drive(agent.graph, CONFIG, "chat-1", "1")  # approve the deletion, with no sender
+    assert bridge.follow_up(agent.graph) == 0 and agent.graph.get_state(CONFIG).next == ()
+    results = {message.name: message for message in agent.tool_messages()}
+    assert results["send_email"].content == "sent to ops@example.com"
+    assert results["send_email"].response_metadata["approved_by"] == "U_ALICE"
+    assert "approved_by" not in results["delete_file"].response_metadata  # nobody named: nothing claimed
+
+
+def test_without_approved_by_the_tools_results_are_as_the_tools_return_them(
+    gateway: Gateway, saver: SqliteSaver
+) -> None:
+    agent = Agent(saver, CONFIG)
+    bridge = ParkgateInterrupts(gateway)
+    start_agent(bridge, agent)
+    bridge.drive(agent.graph, CONFIG, "chat-1", "1", sender="U_ALICE")
+    bridge.drive(agent.graph, CONFIG, "chat-1", "1", sender="U_ALICE")
+    results = {message.name: message for message in agent.tool_messages()}
+    assert all("approved_by" not in message.response_metadata for message in results.values())

@@ -10,6 +10,7 @@ How it behaves, and why: docs/adapters/langgraph.md.
 from parkgate.errors import MissingExtra
 
 try:
+    from parkgate.adapters.langgraph.approvals import ApprovedBy
     from parkgate.adapters.langgraph.bridge import DEFAULT_LEASE, ParkgateInterrupts
     from parkgate.adapters.langgraph.questions import CHECKPOINT_TYPES, UNASKABLE, Closed, parse_payload
     from parkgate.adapters.langgraph.threads import (
@@ -39,6 +40,7 @@ __all__ = [
     "INTERRUPT_KEY",
     "MAX_CLOSED_RESUMES",
     "UNASKABLE",
+    "ApprovedBy",
     "Closed",
     "Drive",
     "Graph",

@@ -7,7 +7,7 @@ or the asyncio driver of :class:`~parkgate.adapters.langgraph.ParkgateInterrupts
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -17,6 +17,7 @@ from langgraph.types import Command, StateSnapshot
 from parkgate.adapters import common
 from parkgate.adapters.effects import Steps, call
 from parkgate.adapters.langgraph import interrupts, review
+from parkgate.adapters.langgraph.approvals import approvals, with_approvals
 from parkgate.adapters.langgraph.questions import CONTEXT_KEY, UNASKABLE, Answer, Closed, Question, answer_of
 from parkgate.adapters.langgraph.threads import (
     MAX_CLOSED_RESUMES,
@@ -106,7 +107,9 @@ class ThreadSteps:
             except InputError as refused:
                 return (yield from self.unaskable(config, ask.conversation_id, ask.run_id, snapshot, refused))
             resume = interrupts.resume_values(pending, answers, self.value_of)
-            output = yield Invoke(Command(resume=resume), config)
+            values = snapshot.values if isinstance(snapshot.values, Mapping) else {}
+            approved = approvals(pending, answers, values.get("messages") or [])  # for ApprovedBy
+            output = yield Invoke(Command(resume=resume), with_approvals(config, approved))
             after = yield GetState(config)
         outcome = yield from self.settle(graph, config, ask.conversation_id, ask.run_id, after)
         return Outcome(True, output, outcome.asked, outcome.finished, outcome.refused)
