@@ -4,8 +4,9 @@
 
 ``create_agent`` runs with a scripted chat model (``langchain_core``'s fake model, so no
 provider is needed) that asks to send an email and to delete a file. The middleware
-interrupts before either runs; the person approves the email and rejects the deletion in
-the chat; the agent is resumed once with both decisions. ``STORE_URL`` is as in
+interrupts before either runs; the person (U_ALICE) approves the email and rejects the
+deletion in the chat, saying why; the agent is resumed once with both decisions, the
+rejection carrying her reason and her name. ``STORE_URL`` is as in
 ``langgraph_approval.py``.
 """
 
@@ -75,8 +76,9 @@ def main(folder: Path, store_url: str) -> None:
 
     request = {"messages": [{"role": "user", "content": "Announce and tidy up."}]}
     print(bridge.start(agent, request, config, "chat-1").text)
-    print(bridge.drive(agent, config, "chat-1", "1").text)  # approve the email; the deletion is asked next
-    last = bridge.drive(agent, config, "chat-1", "2")  # reject the deletion: the agent runs on
+    print(bridge.drive(agent, config, "chat-1", "1", sender="U_ALICE").text)  # approve the email
+    print(bridge.drive(agent, config, "chat-1", "2", sender="U_ALICE").text)  # reject the deletion: asked why
+    last = bridge.drive(agent, config, "chat-1", "The auditors still need it.", sender="U_ALICE")  # runs on
     print(last.text)
     for message in agent.get_state(config).values["messages"]:
         if isinstance(message, ToolMessage):

@@ -309,9 +309,9 @@ class AsyncGateway:
         """An operator's cancel, ``outcome`` saying why (:meth:`Gateway.cancel`)."""
         return await offload(self.sync.cancel, ask_id, outcome=outcome)
 
-    async def expire(self, ask_id: str) -> Ask:
-        """Close an open ask as ``expired`` now (:meth:`Gateway.expire`)."""
-        return await offload(self.sync.expire, ask_id)
+    async def expire(self, ask_id: str, *, outcome: str = "expired") -> Ask:
+        """Close an open ask as ``expired`` now, ``outcome`` saying why (:meth:`Gateway.expire`)."""
+        return await offload(self.sync.expire, ask_id, outcome=outcome)
 
     async def open_asks(
         self,

@@ -29,7 +29,11 @@ class Agent:
     """An agent whose model asks to send an email and delete a file, then sums up."""
 
     def __init__(
-        self, checkpointer: Any, config: RunnableConfig, mode: Literal["batched", "per_call"] = "batched"
+        self,
+        checkpointer: Any,
+        config: RunnableConfig,
+        mode: Literal["batched", "per_call"] = "batched",
+        more: tuple[Any, ...] = (),
     ) -> None:
         self.ran: list[str] = []
         self.config = config
@@ -60,7 +64,7 @@ class Agent:
         self.graph = create_agent(
             scripted_model(calls),
             tools=[send_email, delete_file],
-            middleware=[review],
+            middleware=[review, *more],  # ``more``: middleware beside the review (ApprovedBy)
             checkpointer=checkpointer,
             name="ops",
         )

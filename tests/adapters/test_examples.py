@@ -43,6 +43,10 @@ def test_the_langchain_review_example(store_location: StoreLocation) -> None:
     assert lines[0] == "Run send_email (1 of 2)?"
     assert "Selected 2. Reject" in lines
     assert "send_email: sent to ops@example.com" in lines
-    assert any(line.startswith("delete_file: User rejected the tool call") for line in lines)
+    assert "Why not run delete_file? The agent is told your reason; type - to give none." in lines
+    assert (
+        "delete_file: User rejected the tool call for `delete_file` with reason: "
+        "The auditors still need it. (rejected by U_ALICE)"
+    ) in lines
     assert lines[-1] == "agent: All done."
     assert store_location.raw_query("SELECT count(*) FROM asks WHERE status = 'open'") == [(0,)]

@@ -66,7 +66,11 @@ def test_each_tool_call_is_a_menu_and_the_agent_resumes_once_with_the_decisions(
     assert "delete_file" in second.prompt and "Deleting is forever." in second.prompt
     assert "/tmp/report.txt" in second.prompt
 
-    two = bridge.drive(agent.graph, CONFIG, "chat-1", "reject")
+    rejected = bridge.drive(agent.graph, CONFIG, "chat-1", "reject")
+    assert rejected.reply.kind is ReplyKind.SELECTED and not rejected.resumed  # asked why next
+    [why] = gateway.open_asks()
+    assert why.kind is AskKind.TEXT and why.prompt == P.HITL_REASON_PROMPT.format(tool="delete_file", none="-")
+    two = bridge.drive(agent.graph, CONFIG, "chat-1", "-")  # no reason
     assert two.resumed and two.finished
     assert agent.ran == ["send_email ops@example.com"]  # the approved call ran, the rejected did not
     results = {message.name: message for message in agent.tool_messages()}

@@ -10,6 +10,7 @@ person answers through parkgate). Stores: SQLite and PostgreSQL (the ``store`` f
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -40,6 +41,7 @@ from pydantic import TypeAdapter
 from parkgate import AskStatus, Gateway, InputError, ManualClock, Reply, ReplyKind, StoppingPointError
 from parkgate.adapters.mcp import (
     ABANDONED,
+    DISMISSED,
     INVALID_ANSWER,
     ParkgateElicitation,
     apply_elicit_result,
@@ -188,12 +190,41 @@ def test_decline_cancels_and_cancel_expires_now(gateway: Gateway) -> None:
     passed = apply_elicit_result(gateway, dismissed, ElicitResult(action="cancel"))
     assert passed.kind is ReplyKind.PASS and passed.expired_ask_id == dismissed
     assert gateway.get(declined).status is AskStatus.CANCELLED and gateway.get(dismissed).status is AskStatus.EXPIRED
-    for run_id, outcome in (("run-c1", "cancelled"), ("run-c2", "expired")):
+    for run_id, outcome in (("run-c1", "cancelled"), ("run-c2", DISMISSED)):
         run = gateway.run(run_id)
         assert run is not None and (run.status, run.outcome) == ("complete", outcome)
     assert apply_elicit_result(gateway, declined, ElicitResult(action="decline")).kind is ReplyKind.CANCELLED
     with pytest.raises(InputError, match="already cancelled"):
         apply_elicit_result(gateway, declined, ElicitResult(action="accept", content={"choice": "Class"}))
+
+
+def test_a_dismissed_form_is_no_ttl_expiry_in_the_metrics_or_the_logs(
+    gateway: Gateway, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    dismissed, lapsed = park_choice(gateway, "c-dismissed"), park_choice(gateway, "c-lapsed")
+    with caplog.at_level(logging.INFO, logger="parkgate"):
+        apply_elicit_result(gateway, dismissed, ElicitResult(action="cancel"))
+        assert not [record for record in caplog.records if "ask_expired" in record.getMessage()]
+        clock.advance(PAST_TTL)
+        passed = apply_elicit_result(gateway, lapsed, ElicitResult(action="accept", content={"choice": "Class"}))
+    assert passed.kind is ReplyKind.PASS and passed.expired_ask_id == lapsed  # the TTL ran out first
+    assert (gateway.get(dismissed).status, gateway.get(dismissed).outcome) == (AskStatus.EXPIRED, DISMISSED)
+    assert (gateway.get(lapsed).status, gateway.get(lapsed).outcome) == (AskStatus.EXPIRED, "expired")
+    [logged] = [record for record in caplog.records if "ask_expired" in record.getMessage()]
+    assert lapsed in logged.getMessage()
+    closed = partial(gateway.metrics.registry.get_sample_value, "parkgate_asks_closed_total")
+    assert closed({"outcome": DISMISSED, "surface": gateway.metrics.surface}) == 1
+    assert closed({"outcome": "expired", "surface": gateway.metrics.surface}) == 1
+
+
+def test_an_accept_is_the_senders_message_on_an_ask_with_responders(gateway: Gateway) -> None:
+    ask_id = gateway.ask("c1", "Deploy?", ["Deploy", "Hold"], responders=["U_ALICE"]).ask_id or ""
+    accept = ElicitResult(action="accept", content={"choice": "Deploy"})
+    assert apply_elicit_result(gateway, ask_id, accept).kind is ReplyKind.NOT_YOURS
+    assert apply_elicit_result(gateway, ask_id, accept, sender="U_BOB").kind is ReplyKind.NOT_YOURS
+    assert gateway.get(ask_id).is_open
+    assert apply_elicit_result(gateway, ask_id, accept, sender="U_ALICE").kind is ReplyKind.SELECTED
+    assert gateway.get(ask_id).answered_by == "U_ALICE"
 
 
 def test_a_redelivered_result_returns_the_first_reply(gateway: Gateway) -> None:
@@ -255,6 +286,16 @@ def test_every_shape_of_the_restricted_schema_reads_as_an_ask() -> None:
     assert single.spec.prompt == "Deploy to production?"
 
 
+def test_a_one_field_form_keeps_its_fields_title_and_description_in_the_prompt() -> None:
+    titled = {**ENV, "title": "Environment", "description": "Where it runs"}
+    assert read_form(form("Deploy the web service", {"env": titled})).fields[0].spec.prompt == (
+        "Deploy the web service\n\nEnvironment\nWhere it runs"
+    )
+    assert read_form(form("", {"env": titled})).fields[0].spec.prompt == "Environment\nWhere it runs"
+    same = {"type": "boolean", "title": "Deploy now?"}
+    assert read_form(form("Deploy now?", {"confirm": same})).fields[0].spec.prompt == "Deploy now?"
+
+
 def test_every_multi_select_of_the_restricted_schema_reads_as_a_several_options_ask() -> None:
     primitive: TypeAdapter[Any] = TypeAdapter(PrimitiveSchemaDefinition)
     props: dict[str, Any] = {
@@ -314,7 +355,7 @@ def form_server() -> Any:
 class Person:
     """The person in a parkgate conversation: answers each question shown with a script."""
 
-    def __init__(self, gateway: Gateway, conversation: str, *lines: str) -> None:
+    def __init__(self, gateway: Gateway, conversation: str, *lines: str | tuple[str, str]) -> None:
         self.gateway, self.conversation, self.lines = gateway, conversation, list(lines)
         self.asked: list[Reply] = []
         self.replies: list[Reply] = []
@@ -329,7 +370,10 @@ class Person:
             await self.shown.wait()
             self.shown = anyio.Event()
             while self.lines:
-                reply = await anyio.to_thread.run_sync(self.gateway.handle, self.conversation, self.lines.pop(0))
+                line = self.lines.pop(0)
+                sender, text = line if isinstance(line, tuple) else (None, line)  # a (sender, text) pair
+                handle = partial(self.gateway.handle, self.conversation, text, sender=sender)
+                reply = await anyio.to_thread.run_sync(handle)
                 self.replies.append(reply)
                 if not reply.parked:
                     break
@@ -376,6 +420,28 @@ async def test_a_titled_choice_is_answered_in_the_chat_and_reaches_the_server(ga
     assert ask.answer == "Staging"
     run = gateway.run(ask.run_id)
     assert run is not None and (run.status, run.outcome) == ("complete", "done")  # accepted: the run is finished
+
+
+async def test_a_form_for_responders_is_answered_only_by_them(gateway: Gateway) -> None:
+    person = Person(gateway, "chat-who", ("U_MALLORY", "2"), "2", ("U_BOB", "1"), ("U_ALICE", "2"), ("U_BOB", "2"))
+    callback = ParkgateElicitation(
+        gateway, "chat-who", on_asked=person.on_asked, responders=["U_ALICE", "U_BOB"], quorum=2
+    )
+    result = await elicit(callback, "Deploy to which environment?", schema_of({"env": ENV}), person.answer)
+    assert result == {"action": "accept", "content": {"env": "stg"}}
+    assert [reply.kind for reply in person.replies] == [
+        ReplyKind.NOT_YOURS,
+        ReplyKind.NOT_YOURS,  # no sender
+        ReplyKind.VOTED,
+        ReplyKind.VOTED,
+        ReplyKind.SELECTED,  # U_BOB changed his vote: two agree
+    ]
+    ask = gateway.get(person.asked[0].ask_id or "")
+    assert (ask.answer, ask.answered_by, [vote.sender for vote in ask.votes]) == (
+        "Staging",
+        "U_BOB",
+        ["U_ALICE", "U_BOB"],
+    )
 
 
 async def test_confirm_is_a_yes_no_choice_answered_true_or_false(gateway: Gateway) -> None:
@@ -601,7 +667,10 @@ async def test_a_client_in_the_input_required_flow_answers_the_example_deploy_fo
 
 # -- parkgate's example server, as a subprocess on stdio --------------------------------------------
 def location_env(location: StoreLocation) -> dict[str, str]:
+    """The server's store, and the test's own ``PYTHONPATH`` (the sources under test)."""
     env = {"PARKGATE_DB": location.url}
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     if location.schema is not None:
         env["PARKGATE_PG_SCHEMA"] = location.schema
     return env
@@ -648,6 +717,7 @@ async def test_the_example_server_parks_elicits_and_applies_the_selection(
     )
     out = result.structured_content
     assert not result.is_error and out["kind"] == "selected" and out["answer"] == "Class" and out["option_index"] == 2
+    assert (out["status"], out["outcome"]) == ("answered", "selected")
     [params] = client.seen
     assert isinstance(params, ElicitRequestFormParams)
     assert params.requested_schema["properties"]["choice"]["enum"] == OPTIONS
@@ -676,11 +746,42 @@ async def test_the_example_server_maps_decline_and_cancel(ask_server: StdioServe
     decline, cancel = ScriptedClient(ElicitResult(action="decline")), ScriptedClient(ElicitResult(action="cancel"))
     declined = await ask_person(ask_server, decline, "legacy", conversation_id="c-1", question="Why?")
     assert declined.structured_content["kind"] == "cancelled"
+    assert (declined.structured_content["status"], declined.structured_content["outcome"]) == ("cancelled", "cancelled")
     assert declined.structured_content["text"] == P.TEXT_CANCELLED  # "Why?" is a text question
     dismissed = await ask_person(ask_server, cancel, "legacy", conversation_id="c-2", question="Why?")
-    assert dismissed.structured_content["kind"] == "pass"
-    assert seen.get(dismissed.structured_content["ask_id"]).status is AskStatus.EXPIRED
+    out = dismissed.structured_content
+    # The model reads "expired", and why: never a bare pass.
+    assert (out["kind"], out["status"], out["outcome"], out["text"]) == ("pass", "expired", DISMISSED, P.MCP_DISMISSED)
+    ask = seen.get(out["ask_id"])
+    assert (ask.status, ask.outcome) == (AskStatus.EXPIRED, DISMISSED)
     assert seen.open_asks() == []
+
+
+class LapsingClient(ScriptedClient):
+    """A client whose dialog stays open past the ask's TTL, then answers: the TTL ran out first."""
+
+    def __init__(self, seen: Gateway, result: ElicitResult) -> None:
+        super().__init__(result)
+        self.gateway = seen
+
+    async def __call__(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        for ask in self.gateway.open_asks():
+            self.gateway.expire(ask.id)  # what the TTL does to an ask nobody answered in time
+        return await super().__call__(context, params)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_example_server_says_expired_when_the_dialog_lapsed(
+    ask_server: StdioServerParameters, seen: Gateway, mode: str
+) -> None:
+    """An answer that comes back after the TTL closed the ask finds it expired (in the
+    input-required flow too: the retry names the ask its first round parked)."""
+    client = LapsingClient(seen, ElicitResult(action="accept", content={"choice": "Class"}))
+    result = await ask_person(ask_server, client, mode, conversation_id="c1", question="Which?", options=OPTIONS)
+    out = result.structured_content
+    assert (out["kind"], out["status"], out["outcome"], out["text"]) == ("pass", "expired", "expired", P.MCP_EXPIRED)
+    assert out["answer"] is None and seen.open_asks() == []
+    assert len(client.seen) == 1  # asked once; no second question was parked for the late answer
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -51,7 +51,8 @@ def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
 
     Reads without closing anything, and exits 1 if any open ask is older than its
     TTL (a row the readers should have expired), listed or not: --older-than narrows
-    the listing, never the check.
+    the listing, never the check. Asks with responders are listed again below, with
+    who may answer, how many must agree and each responder's current vote.
     """
     minimum = parse_duration(older_than) if older_than else None
     with gateway_session(db_url, reading=True) as gateway:
@@ -65,6 +66,8 @@ def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
         else:
             console = Console()
             console.print(_asks_table(found, now, shown_url(db_url)))
+            if any(ask.responders for ask in found):
+                console.print(_who_table(found))
             shown = f"{len(found)} open" if minimum is None else f"{len(found)} of {len(everything)} open listed"
             console.print(f"{shown}, {len(overdue)} past their TTL")
     if overdue:
@@ -106,5 +109,26 @@ def _asks_table(found: list[Ask], now: datetime, where: str) -> Table:
             str(ask.mismatches),
             Text("past TTL", style="red") if ask.is_expired(now) else "open",
             _where_asked(ask),
+        )
+    return table
+
+
+def _who_table(found: list[Ask]) -> Table:
+    """The listed asks that have responders: who may answer, how many must agree, and each
+    responder's current vote (``sender: number. label``), the names and votes folding."""
+    table = Table(title="who may answer", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("ask", no_wrap=True)
+    table.add_column("responders", overflow="fold", ratio=1)
+    table.add_column("quorum", justify="right", no_wrap=True)
+    table.add_column("votes", overflow="fold", ratio=1)
+    for ask in found:
+        if not ask.responders:
+            continue
+        votes = "\n".join(f"{visible_id(v.sender)}: {v.option_index}. {visible_text(v.answer)}" for v in ask.votes)
+        table.add_row(
+            Text(visible_id(ask.id[:12])),
+            Text(", ".join(visible_id(name) for name in ask.responders)),
+            f"{ask.quorum} of {len(ask.responders)}",
+            Text(votes) if votes else Text("none yet", style="dim"),
         )
     return table

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from parkgate.checks import check_sender
 from parkgate.cli.stores import db_option, gateway_session
 from parkgate.core import phrases
 from parkgate.core.kinds import ReplyKind
@@ -29,6 +30,8 @@ _KIND_STYLES = {
     ReplyKind.CANCELLED: "magenta",
     ReplyKind.SELECTED: "green",
     ReplyKind.ANSWERED: "green",
+    ReplyKind.NOT_YOURS: "red",
+    ReplyKind.VOTED: "blue",
 }
 
 
@@ -62,14 +65,14 @@ def _start_demo(out: Console, gateway: Gateway, conversation_id: str) -> None:
     _print_reply(out, reply)
 
 
-def _answer(out: Console, gateway: Gateway, conversation_id: str, line: bytes) -> None:
-    """Hand one typed line to the gateway and print what comes back.
+def _answer(out: Console, gateway: Gateway, conversation_id: str, line: bytes, sender: str | None) -> None:
+    """Hand one typed line (from ``sender``) to the gateway and print what comes back.
 
     A line the gateway passes on goes to the stand-in model (after the expiry notice,
     when the line found the open ask expired, with that ask's own TTL).
     """
     try:
-        reply = gateway.handle(conversation_id, line)
+        reply = gateway.handle(conversation_id, line, sender=sender)
     except InputError as error:
         out.print(Text(visible_text(CHAT_REFUSED.format(error=error)), style="red"))
         return
@@ -85,15 +88,32 @@ def _answer(out: Console, gateway: Gateway, conversation_id: str, line: bytes) -
         out.print(Text(phrases.CHAT_AGAIN.format(restart=CHAT_RESTART), style="dim"), highlight=False)
 
 
+def _sender_option(context: click.Context, parameter: click.Parameter, value: str | None) -> str | None:
+    """``--as``, checked as every sender is (refused before anything is read or written)."""
+    try:
+        return check_sender(value)
+    except InputError as error:
+        raise click.BadParameter(str(error)) from None
+
+
 @click.command()
 @db_option
 @click.option("--conversation", default=None, help="Conversation id (default: a new one).")
-def chat(db_url: str, conversation: str | None) -> None:
+@click.option(
+    "--as",
+    "sender",
+    default=None,
+    callback=_sender_option,
+    help="Who is typing (a user id, an email): every message is sent from this sender.",
+)
+def chat(db_url: str, conversation: str | None, sender: str | None) -> None:
     """Talk to the demo workflow (which UML diagram? -> describe it -> PlantUML).
 
     Replies to a parked ask never reach the model; anything else goes to a stand-in
     model that says it is one. Type /start to run the demo again (while a question is
-    open, /start says how to leave it first); Ctrl-D to leave.
+    open, /start says how to leave it first); Ctrl-D to leave. With --as NAME every
+    line is NAME's message: on an ask for other responders it is ``not_yours``, and on
+    a quorum ask a selection is NAME's vote.
     """
     out = Console(highlight=False)
     conversation_id = conversation or f"chat-{uuid.uuid4().hex[:8]}"
@@ -110,4 +130,4 @@ def chat(db_url: str, conversation: str | None) -> None:
             if line.strip() == CHAT_RESTART.encode():
                 _start_demo(out, gateway, conversation_id)
             else:
-                _answer(out, gateway, conversation_id, line)
+                _answer(out, gateway, conversation_id, line, sender)

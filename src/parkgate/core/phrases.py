@@ -107,6 +107,9 @@ EXPECT_ITEMS_AT_MOST = "the numbers or names of at most {high} of the options, s
 BOOLEAN_YES = "Yes"
 BOOLEAN_NO = "No"
 FORM_FIELD_PROMPT = "{message}\n\n{label} ({position} of {count})"
+# An MCP tool result whose ask closed with no answer and no reply text (the reply is a pass).
+MCP_DISMISSED = "Expired: the person closed the form without answering."
+MCP_EXPIRED = "Expired: nobody answered in time."
 # Shown when a text answer is exactly a bare control word: taken as data, door named.
 TEXT_CONTROL_WORD_TAKEN = 'Got it: took "{answer}" as your answer. (To drop a question, type /cancel.)'
 # Rendering pieces.
@@ -144,6 +147,10 @@ HITL_PROMPT = "Run {tool}{position}?\n{description}"
 HITL_POSITION = " ({number} of {count})"
 HITL_ARGUMENTS = "Arguments: {arguments}"
 HITL_RESPOND_PROMPT = "What should {tool} answer instead of running?"
+HITL_REASON_PROMPT = "Why not run {tool}? The agent is told your reason; type {none} to give none."
+HITL_NO_REASON = "-"
+# Who rejected a tool call, in the reason the agent's model is told.
+HITL_REJECTED_BY = "rejected by {sender}"
 # The reason a "reject" decision gives the agent's model when the person's side closed
 # without a decision (the middleware says "User rejected the tool call ... with reason: ...").
 HITL_CANCELLED = "the approval request was cancelled, so the tool was not run"

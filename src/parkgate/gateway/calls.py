@@ -337,16 +337,17 @@ class Gateway(MessageCalls, ReadCalls, RunCalls):
 
         return self._close_open_ask(ask_id, close)
 
-    def expire(self, ask_id: str) -> Ask:
+    def expire(self, ask_id: str, *, outcome: str = RunOutcome.EXPIRED.value) -> Ask:
         """Close an open ask as ``expired`` now, as its TTL would.
 
         The same closing as a read that finds the ask past its TTL: status and outcome
-        ``expired``, its default (if any) recorded as the answer, its run closed as
-        complete (``expired``), or left running with nothing pending when a default
-        stands in, and the callback, the metrics and one ``ask_expired`` log line.
+        ``expired``, its default (if any) the answer, its run closed as complete (``expired``),
+        or left running with nothing pending when a default stands in, and the callback, the
+        metrics and one ``ask_expired`` log line.
 
         Args:
             ask_id: The ask to expire.
+            outcome: Why nobody answered; another (``"dismissed"``) is counted as it, unlogged.
 
         Returns:
             The ask as it is now; one already closed is returned unchanged.
@@ -354,7 +355,8 @@ class Gateway(MessageCalls, ReadCalls, RunCalls):
         Raises:
             UnknownAsk: No ask has this id.
         """
-        return self._close_open_ask(ask_id, self._runs.expire)
+        check_id(outcome, "outcome")
+        return self._close_open_ask(ask_id, lambda plan, ask, now: self._runs.expire(plan, ask, now, outcome))
 
     def _close_open_ask(self, ask_id: str, close: Callable[[WritePlan, Ask, datetime], Ask]) -> Ask:
         """Read ``ask_id`` and, while it is open, ``close`` it, in one transaction."""

@@ -184,14 +184,19 @@ class RunLifeCycle:
         expiry = machine.on_read(ask, now)
         return ask if expiry is None else self._record_expiry(plan, ask, expiry.ask, now)
 
-    def expire(self, plan: WritePlan, ask: Ask, now: datetime) -> Ask:
-        """Close open ``ask`` as expired now, as its TTL would."""
-        return self._record_expiry(plan, ask, machine.expire(ask, now).ask, now)
+    def expire(self, plan: WritePlan, ask: Ask, now: datetime, outcome: str = RunOutcome.EXPIRED.value) -> Ask:
+        """Close open ``ask`` as expired now, as its TTL would; another ``outcome`` (a
+        dismissed dialog, say) is recorded on the ask and its run in place of ``expired``."""
+        expired = machine.expire(ask, now).ask.evolve(outcome=outcome)
+        return self._record_expiry(plan, ask, expired, now)
 
     def _record_expiry(self, plan: WritePlan, ask: Ask, expired: Ask, now: datetime) -> Ask:
         # A default stands in for the answer: the run goes on, as after an answer.
-        change = ended(ask.run_id, RunOutcome.EXPIRED.value, now) if ask.default is None else goes_on(ask.run_id, now)
-        plan.close(AskStep(expired, change), idle_minutes=ask.idle_minutes(now))
+        outcome = expired.outcome or RunOutcome.EXPIRED.value
+        change = ended(ask.run_id, outcome, now) if ask.default is None else goes_on(ask.run_id, now)
+        # Only the TTL's own expiry is an expiry in the logs (the ``ask_expired`` line).
+        idle = ask.idle_minutes(now) if outcome == RunOutcome.EXPIRED.value else None
+        plan.close(AskStep(expired, change), idle_minutes=idle)
         return expired
 
     def cancel(self, plan: WritePlan, ask: Ask, now: datetime, outcome: str, closed_by: str | None = None) -> Ask:

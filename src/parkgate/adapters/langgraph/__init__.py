@@ -10,6 +10,7 @@ How it behaves, and why: docs/adapters/langgraph.md.
 from parkgate.errors import MissingExtra
 
 try:
+    from parkgate.adapters.langgraph.approvals import ApprovedBy
     from parkgate.adapters.langgraph.bridge import DEFAULT_LEASE, ParkgateInterrupts
     from parkgate.adapters.langgraph.questions import CHECKPOINT_TYPES, UNASKABLE, Closed, parse_payload
     from parkgate.adapters.langgraph.threads import (
@@ -22,6 +23,7 @@ try:
         pending_interrupts,
         thread_id,
     )
+    from parkgate.adapters.langgraph.toolreview import ToolReview
     from parkgate.core.stopping_point import AskSpec
 except ModuleNotFoundError as missing:  # the one line that says what to install
     raise MissingExtra(__name__, missing) from None
@@ -38,12 +40,14 @@ __all__ = [
     "INTERRUPT_KEY",
     "MAX_CLOSED_RESUMES",
     "UNASKABLE",
+    "ApprovedBy",
     "Closed",
     "Drive",
     "Graph",
     "GraphKeepsAsking",
     "NotThisGraph",
     "ParkgateInterrupts",
+    "ToolReview",
     "pending_interrupts",
     "spec_from_payload",
     "thread_id",

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from functools import partial
 from typing import Any, TypeVar
@@ -20,6 +20,7 @@ from parkgate.adapters.langgraph.calls import BridgeSteps
 from parkgate.adapters.langgraph.questions import Answer
 from parkgate.adapters.langgraph.steps import log
 from parkgate.adapters.langgraph.threads import Drive, Graph, allow_closed, aperform, graph_name, perform
+from parkgate.adapters.langgraph.toolreview import ToolReview, ToolReviews
 from parkgate.async_gateway import AsyncGateway
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Reply
@@ -54,9 +55,13 @@ class ParkgateInterrupts:
         resume_with: Turns an answer into the value ``interrupt()`` returns (default:
             ``reply.answer``, the option's label or the text as given).
         lease: How long a resume may take before another waiter may take it over.
+        tools: For LangChain's ``HumanInTheLoopMiddleware``: how the review of each
+            tool's calls is asked, by tool name (:class:`ToolReview`: its TTL, who may
+            decide and how many must agree).
 
     Raises:
-        InputError: ``gateway`` is neither a Gateway nor an AsyncGateway.
+        InputError: ``gateway`` is neither a Gateway nor an AsyncGateway, or a tool's
+            review has a bad TTL, responders or quorum.
     """
 
     def __init__(
@@ -66,6 +71,7 @@ class ParkgateInterrupts:
         ttl: timedelta | None = None,
         resume_with: Callable[[Reply], Any] = _answer,
         lease: timedelta = DEFAULT_LEASE,
+        tools: Mapping[str, ToolReview] | None = None,
     ) -> None:
         if isinstance(gateway, AsyncGateway):
             self.gateway, self.async_gateway = gateway.sync, gateway
@@ -76,10 +82,11 @@ class ParkgateInterrupts:
         self.ttl = ttl
         self.resume_with = resume_with
         self.lease = lease
+        self.reviews = ToolReviews(tools or {})
 
     @property
     def _steps(self) -> BridgeSteps:
-        return BridgeSteps(self.ttl, self.lease, self._value_of)
+        return BridgeSteps(self.ttl, self.lease, self._value_of, self.reviews)
 
     # -- sync ----------------------------------------------------------------------------
     def start(
@@ -110,6 +117,36 @@ class ParkgateInterrupts:
         """
         return self._run(graph, self._steps.start(graph, graph_input, config, conversation_id, replace))
 
+    def park(self, graph: Graph, config: RunnableConfig, conversation_id: str, *, replace: bool = False) -> Drive:
+        """Park the question of a thread the application ran itself, without running it.
+
+        For an application that runs the graph on its own (``graph.stream`` to show
+        tokens as they come) and then hands the interrupted thread to the bridge: its
+        pending interrupts are parked as :meth:`start` parks them after its run, in a new
+        run of the thread, and the node is not run again. From then on :meth:`drive` and
+        the watcher resume it. A thread whose question is parked already gets that
+        ``asked`` reply back; one with nothing pending gives ``pass`` and ``finished``::
+
+            for chunk in graph.stream(inputs, config, stream_mode="updates"):
+                show(chunk)
+            drive = bridge.park(graph, config, "chat-1")
+
+        Args:
+            graph: The compiled graph, with a checkpointer.
+            config: The thread's config (``configurable.thread_id``).
+            conversation_id: Where the questions are parked.
+            replace: Cancel another thread's ask open in the conversation instead of
+                refusing.
+
+        Returns:
+            The ``asked`` reply of the question parked, and what became of the thread.
+
+        Raises:
+            AskAlreadyOpen: Another thread's ask is open in the conversation.
+            InputError: The thread has no checkpoint (the graph never ran on it).
+        """
+        return self._run(graph, self._steps.park(graph, config, conversation_id, replace))
+
     def drive(
         self,
         graph: Graph,
@@ -118,6 +155,7 @@ class ParkgateInterrupts:
         text: str | bytes,
         *,
         message_id: str | None = None,
+        sender: str | None = None,
     ) -> Drive:
         """Handle one message from the person and resume the thread the ask belongs to.
 
@@ -133,6 +171,8 @@ class ParkgateInterrupts:
             conversation_id: The conversation the message arrived in.
             text: What the person wrote.
             message_id: The message's id on its surface, for redeliveries.
+            sender: Who wrote it (:meth:`Gateway.handle`): on an ask with responders,
+                anyone else's message is ``not_yours`` and resumes nothing.
 
         Returns:
             The gateway's reply and what became of the thread.
@@ -140,7 +180,7 @@ class ParkgateInterrupts:
         Raises:
             NotThisGraph: The ask belongs to another graph; nothing changes.
         """
-        return self._run(graph, self._steps.drive(graph, config, conversation_id, text, message_id))
+        return self._run(graph, self._steps.drive(graph, config, conversation_id, text, message_id, sender))
 
     def follow_up(self, graph: Graph, *, config: RunnableConfig | None = None) -> int:
         """Resume every thread of ``graph`` whose ask closed and was not followed up.
@@ -200,6 +240,12 @@ class ParkgateInterrupts:
         """:meth:`start` for asyncio code (``ainvoke``, and the :class:`AsyncGateway`)."""
         return await self._arun(graph, self._steps.start(graph, graph_input, config, conversation_id, replace))
 
+    async def apark(
+        self, graph: Graph, config: RunnableConfig, conversation_id: str, *, replace: bool = False
+    ) -> Drive:
+        """:meth:`park` for asyncio code (``astream``, and the :class:`AsyncGateway`)."""
+        return await self._arun(graph, self._steps.park(graph, config, conversation_id, replace))
+
     async def adrive(
         self,
         graph: Graph,
@@ -208,9 +254,10 @@ class ParkgateInterrupts:
         text: str | bytes,
         *,
         message_id: str | None = None,
+        sender: str | None = None,
     ) -> Drive:
         """:meth:`drive` for asyncio code (``ainvoke``, and the :class:`AsyncGateway`)."""
-        return await self._arun(graph, self._steps.drive(graph, config, conversation_id, text, message_id))
+        return await self._arun(graph, self._steps.drive(graph, config, conversation_id, text, message_id, sender))
 
     async def afollow_up(self, graph: Graph, *, config: RunnableConfig | None = None) -> int:
         """:meth:`follow_up` for asyncio code."""

@@ -26,7 +26,7 @@ from parkgate.adapters.langgraph.threads import (
 )
 from parkgate.core.kinds import ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, Reply
-from parkgate.errors import AskAlreadyOpen
+from parkgate.errors import AskAlreadyOpen, InputError
 from parkgate.gateway import asked_reply
 
 #: Closed asks read per pass of the watcher.
@@ -58,6 +58,33 @@ class BridgeSteps(ThreadSteps):
         reply = outcome.asked if outcome.asked is not None else common.pass_reply()
         return Drive(reply, output=output, asked=outcome.asked, finished=outcome.finished)
 
+    def park(self, graph: Graph, config: RunnableConfig, conversation_id: str, replace: bool) -> Steps[Drive]:
+        """A thread the application ran itself: its pending interrupts parked as :meth:`start`
+        parks them after its invoke, without running the graph. Its question parked
+        already is left as it is (the same ``asked`` reply comes back)."""
+        thread = thread_id(config)
+        snapshot: StateSnapshot = yield GetState(thread_config(config, thread))
+        if not has_checkpoint(snapshot):
+            raise InputError(f"thread {thread!r} has no checkpoint: run the graph on it first")
+        parked: Ask | None = yield call("parked", conversation_id)
+        record = Record.of(parked) if parked is not None else None
+        pending = {item.id for item in snapshot.interrupts}
+        mine = record is not None and (record.graph, record.thread, record.question[0] in pending) == (
+            graph_name(graph),
+            thread,
+            True,
+        )
+        if parked is not None and mine:  # its question is parked already
+            return Drive(asked_reply(parked), asked=asked_reply(parked))
+        yield from self._clear_conversation(graph, thread, config, conversation_id, replace)
+        run_id = yield from self._new_run_id(thread, (snapshot.metadata or {}).get(RUN_KEY))
+        here = thread_config(config, thread, run_id)
+        outcome = yield from self.settle(graph, here, conversation_id, run_id, snapshot)
+        if outcome.refused is not None:
+            raise outcome.refused
+        reply = outcome.asked if outcome.asked is not None else common.pass_reply()
+        return Drive(reply, asked=outcome.asked, finished=outcome.finished)
+
     def _clear_conversation(
         self, graph: Graph, thread: str, config: RunnableConfig, conversation_id: str, replace: bool
     ) -> Steps[None]:
@@ -78,12 +105,18 @@ class BridgeSteps(ThreadSteps):
                 log_refused(record.thread if record else None, replaced.refused)
 
     def drive(
-        self, graph: Graph, config: RunnableConfig, conversation_id: str, text: str | bytes, message_id: str | None
+        self,
+        graph: Graph,
+        config: RunnableConfig,
+        conversation_id: str,
+        text: str | bytes,
+        message_id: str | None,
+        sender: str | None = None,
     ) -> Steps[Drive]:
         parked: Ask | None = yield call("parked", conversation_id)
         if parked is not None:
             yield from self._check_owner(graph, config, conversation_id, parked)
-        reply: Reply = yield call("handle", conversation_id, text, message_id)
+        reply: Reply = yield call("handle", conversation_id, text, message_id, sender=sender)
         closed_id = reply.ask_id if reply.kind in _CLOSING else reply.expired_ask_id
         if closed_id is None:
             return Drive(reply)

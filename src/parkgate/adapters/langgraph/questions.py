@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from parkgate.adapters.common import option_position
-from parkgate.checks import MAX_CONTEXT_BYTES, check_default, check_duration
+from parkgate.checks import MAX_CONTEXT_BYTES, check_default, check_duration, check_quorum, check_responders
 from parkgate.core import stopping_point
 from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.model import Ask
@@ -75,6 +75,9 @@ class Payload:
     default: str | None = None
     #: The payload's other keys, kept with the ask as its context (JSON values).
     context: dict[str, Any] | None = None
+    #: Who may answer (empty: anyone), and how many of them must agree.
+    responders: tuple[str, ...] = ()
+    quorum: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +107,8 @@ class Answer:
     kind: AskKind
     answer: str
     option_index: int | None
+    #: The sender whose message gave the answer (``None``: no sender, or a default).
+    by: str | None = None
 
     @property
     def key(self) -> QuestionKey:
@@ -118,6 +123,7 @@ class Answer:
             "kind": self.kind.value,
             "answer": self.answer,
             "option_index": self.option_index,
+            "by": self.by,
         }
 
     @classmethod
@@ -130,6 +136,7 @@ class Answer:
             AskKind(data["kind"]),
             str(data["answer"]),
             None if data.get("option_index") is None else int(data["option_index"]),
+            None if data.get("by") is None else str(data["by"]),
         )
 
 
@@ -144,7 +151,7 @@ def answer_of(ask: Ask, question_key: QuestionKey) -> Answer | None:
     if index is None and ask.kind is AskKind.CHOICE:
         index = option_position(ask.options, ask.answer)  # a default stands in for a selection
     interrupt_id, item, part = question_key
-    return Answer(interrupt_id, item, part, ask.id, ask.kind, ask.answer, index)
+    return Answer(interrupt_id, item, part, ask.id, ask.kind, ask.answer, index, ask.answered_by)
 
 
 def parse_payload(value: object) -> Payload:
@@ -152,9 +159,10 @@ def parse_payload(value: object) -> Payload:
 
     - a mapping: the text under ``prompt`` or ``question`` (else ``description``), the
       options under ``options`` or ``choices`` (a choice when given, so an empty list is
-      refused), ``kind`` (``"choice"`` / ``"text"``), ``ttl_seconds`` (this ask's TTL)
-      and ``default`` (the answer it takes if it expires); every other key is kept with
-      the ask as context;
+      refused), ``kind`` (``"choice"`` / ``"text"``), ``ttl_seconds`` (this ask's TTL),
+      ``default`` (the answer it takes if it expires), ``responders`` (who may answer)
+      and ``quorum`` (how many of them must agree); every other key is kept with the
+      ask as context;
     - a string with a ``[[ask]] ... [[/ask]]`` marker: that stopping point;
     - any other string: a free-text question;
     - an :class:`~parkgate.AskSpec`.
@@ -182,6 +190,7 @@ def _from_mapping(data: Mapping[Any, Any]) -> Payload:
     kind = extras.pop("kind", None)
     ttl = _ttl(extras.pop("ttl_seconds", None))
     default = extras.pop("default", None)
+    responders, quorum = extras.pop("responders", None), extras.pop("quorum", None)
     if prompt is None:
         raise StoppingPointError(f"an interrupt payload needs its text under {' or '.join(PROMPT_KEYS)}")
     if options is not None and kind is None:
@@ -191,9 +200,13 @@ def _from_mapping(data: Mapping[Any, Any]) -> Payload:
         raise StoppingPointError(f"the payload key {CONTEXT_KEY!r} is the adapter's own; name it otherwise")
     try:
         default = check_default(spec, default)
+        who = check_responders(responders)
+        agree = check_quorum(quorum, who)
     except InputError as error:
         raise StoppingPointError(f"an interrupt payload's {error}") from None
-    return Payload(spec, ttl, default, payload_context(extras))
+    if agree > 1 and spec.kind is AskKind.TEXT:
+        raise StoppingPointError(f"an interrupt payload's quorum of {agree} is for a choice, not a text question")
+    return Payload(spec, ttl, default, payload_context(extras), who, agree)
 
 
 def _one_of(data: dict[str, Any], keys: Sequence[str]) -> Any:

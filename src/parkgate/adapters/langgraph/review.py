@@ -2,7 +2,8 @@
 
 Pure: no gateway, no graph. A request (``action_requests`` and ``review_configs``) is one
 choice per tool call among the allowed decisions a chat can give (Approve, Reject,
-Respond; Respond then asks for the text), resumed once with ``{"decisions": [...]}``.
+Respond; Respond then asks for the text, Reject for the reason the agent is told),
+resumed once with ``{"decisions": [...]}``.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from parkgate.adapters.langgraph import percall
 from parkgate.adapters.langgraph.questions import Answer, Payload, Question, QuestionKey, payload_context
+from parkgate.adapters.langgraph.toolreview import DECISION, REASON, RESPOND
 from parkgate.core import phrases as P
 from parkgate.core import stopping_point
 from parkgate.core.kinds import AskKind
 from parkgate.core.stopping_point import StoppingPointError
 
-DECISION = "decision"
-RESPOND = "respond"
 #: Tool arguments longer than this (as JSON) are cut in the prompt (the context keeps them).
 ARGUMENTS_SHOWN_CHARS = 1500
 #: The decisions a person gives in a chat, each with the label of its option.
@@ -70,21 +70,32 @@ def review_question(interrupt_id: str, value: Mapping[str, Any], item: int, part
     action, allowed = actions[item]
     tool = str(action["name"])
     args = action.get("args") or {}
-    if part == RESPOND:
-        spec = stopping_point.make_spec(AskKind.TEXT, P.HITL_RESPOND_PROMPT.format(tool=tool))
-        return Question(interrupt_id, item, part, Payload(spec, context={"tool": tool, "args": args}))
+    if part in (RESPOND, REASON):
+        prompt = P.HITL_RESPOND_PROMPT if part == RESPOND else P.HITL_REASON_PROMPT
+        spec = stopping_point.make_spec(AskKind.TEXT, prompt.format(tool=tool, none=P.HITL_NO_REASON))
+        default = P.HITL_NO_REASON if part == REASON else None  # a reason nobody gives is no reason
+        return Question(interrupt_id, item, part, Payload(spec, default=default, context={"tool": tool, "args": args}))
     labels = [label for decision, label in CHAT_DECISIONS if decision in allowed]
-    description = str(action.get("description") or "")
     arguments = json.dumps(args, ensure_ascii=False, default=str, sort_keys=True)
     if len(arguments) > ARGUMENTS_SHOWN_CHARS:
         arguments = arguments[:ARGUMENTS_SHOWN_CHARS] + "…"
-    if str(args) not in description:  # the middleware's own description already shows them
-        description = "\n".join(line for line in (description, P.HITL_ARGUMENTS.format(arguments=arguments)) if line)
+    description = "\n".join(part for part in (_described(action), P.HITL_ARGUMENTS.format(arguments=arguments)) if part)
     position = P.HITL_POSITION.format(number=item + 1, count=len(actions)) if len(actions) > 1 else ""
     prompt = P.HITL_PROMPT.format(tool=tool, position=position, description=description).strip()
     spec = stopping_point.make_spec(AskKind.CHOICE, prompt, labels)
     context = payload_context({"tool": tool, "args": args, "description": action.get("description")})
     return Question(interrupt_id, item, part, Payload(spec, context=context))
+
+
+def _described(action: Mapping[str, Any]) -> str:
+    """The tool call's description without the lines that repeat its tool and arguments
+    in another format (the middleware's default shows them as Python, ``Args: {...}``,
+    or as indented JSON): the prompt shows the arguments once, as JSON."""
+    tool, args = str(action["name"]), action.get("args") or {}
+    description = str(action.get("description") or "")
+    for repeated in (f"Args: {args}", f"Arguments:\n{json.dumps(args, indent=2)}", f"Tool: {tool}"):
+        description = description.replace(repeated, "")
+    return "\n".join(line for line in description.strip().splitlines() if line.strip())
 
 
 def next_review_question(
@@ -95,8 +106,9 @@ def next_review_question(
         decided = done.get((interrupt_id, item, DECISION))
         if decided is None:
             return review_question(interrupt_id, value, item, DECISION)
-        if decided.answer == P.HITL_RESPOND and (interrupt_id, item, RESPOND) not in done:
-            return review_question(interrupt_id, value, item, RESPOND)
+        follow = {P.HITL_RESPOND: RESPOND, P.HITL_REJECT: REASON}.get(decided.answer)
+        if follow is not None and (interrupt_id, item, follow) not in done:
+            return review_question(interrupt_id, value, item, follow)
     return None
 
 
@@ -107,12 +119,16 @@ def decisions(interrupt_id: str, value: Mapping[str, Any], done: Mapping[Questio
 
 
 def _decision(done: Mapping[QuestionKey, Answer], interrupt_id: str, item: int) -> dict[str, Any]:
-    chosen = done[(interrupt_id, item, DECISION)].answer
-    if chosen == P.HITL_APPROVE:
+    decided = done[(interrupt_id, item, DECISION)]
+    if decided.answer == P.HITL_APPROVE:
         return {"type": "approve"}
-    if chosen == P.HITL_RESPOND:
+    if decided.answer == P.HITL_RESPOND:
         return {"type": "respond", "message": done[(interrupt_id, item, RESPOND)].answer}
-    return {"type": "reject"}
+    given = done.get((interrupt_id, item, REASON))
+    reason = given.answer.strip() if given is not None and given.answer.strip() != P.HITL_NO_REASON else ""
+    by = P.HITL_REJECTED_BY.format(sender=decided.by) if decided.by else ""
+    message = f"{reason} ({by})" if reason and by else reason or by
+    return {"type": "reject", "message": message} if message else {"type": "reject"}
 
 
 def rejects_all(value: Mapping[str, Any]) -> bool:

@@ -7,7 +7,7 @@ or the asyncio driver of :class:`~parkgate.adapters.langgraph.ParkgateInterrupts
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -17,6 +17,7 @@ from langgraph.types import Command, StateSnapshot
 from parkgate.adapters import common
 from parkgate.adapters.effects import Steps, call
 from parkgate.adapters.langgraph import interrupts, review
+from parkgate.adapters.langgraph.approvals import approvals, with_approvals
 from parkgate.adapters.langgraph.questions import CONTEXT_KEY, UNASKABLE, Answer, Closed, Question, answer_of
 from parkgate.adapters.langgraph.threads import (
     MAX_CLOSED_RESUMES,
@@ -34,6 +35,7 @@ from parkgate.adapters.langgraph.threads import (
     thread_config,
     thread_id,
 )
+from parkgate.adapters.langgraph.toolreview import ToolReviews
 from parkgate.core.kinds import RunOutcome, RunStatus
 from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError, RunStillAsking
@@ -50,10 +52,17 @@ def log_refused(thread: str | None, refused: InputError) -> None:
 class ThreadSteps:
     """The steps that follow a thread's asks up: park its questions, resume it, close its run."""
 
-    def __init__(self, ttl: timedelta | None, lease: timedelta, value_of: Callable[[Answer], Any]) -> None:
+    def __init__(
+        self,
+        ttl: timedelta | None,
+        lease: timedelta,
+        value_of: Callable[[Answer], Any],
+        reviews: ToolReviews | None = None,
+    ) -> None:
         self.ttl = ttl
         self.lease = lease
         self.value_of = value_of
+        self.reviews = reviews or ToolReviews({})
 
     def follow_up(self, graph: Graph, ask: Ask, base: RunnableConfig | None) -> Steps[Outcome | None]:
         """Resume the thread a closed ask belongs to, or park its next question.
@@ -98,7 +107,9 @@ class ThreadSteps:
             except InputError as refused:
                 return (yield from self.unaskable(config, ask.conversation_id, ask.run_id, snapshot, refused))
             resume = interrupts.resume_values(pending, answers, self.value_of)
-            output = yield Invoke(Command(resume=resume), config)
+            values = snapshot.values if isinstance(snapshot.values, Mapping) else {}
+            approved = approvals(pending, answers, values.get("messages") or [])  # for ApprovedBy
+            output = yield Invoke(Command(resume=resume), with_approvals(config, approved))
             after = yield GetState(config)
         outcome = yield from self.settle(graph, config, ask.conversation_id, ask.run_id, after)
         return Outcome(True, output, outcome.asked, outcome.finished, outcome.refused)
@@ -206,8 +217,9 @@ class ThreadSteps:
     ) -> Steps[Reply]:
         """Park ``question`` for the thread, its record (graph, thread, answers so far) in its context."""
         record = Record(graph_name(graph), thread_id(snapshot.config), question.key, tuple(answers))
-        payload = question.payload
+        payload = self.reviews.apply(question)
         ttl = timedelta(seconds=payload.ttl_seconds) if payload.ttl_seconds is not None else self.ttl
+        who = {"responders": list(payload.responders), "quorum": payload.quorum} if payload.responders else {}
         reply: Reply = yield common.ask_call(
             conversation_id,
             payload.spec,
@@ -217,6 +229,7 @@ class ThreadSteps:
             phase=node_of(snapshot, question.interrupt_id),
             context={**(payload.context or {}), CONTEXT_KEY: record.to_json()},
             follow_up=True,
+            **who,
         )
         return reply
 

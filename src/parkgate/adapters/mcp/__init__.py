@@ -1,6 +1,7 @@
 """MCP elicitation through parkgate (needs ``mcp`` 2.x: ``pip install 'parkgate[adapters]'``).
 
-accept / decline / cancel map onto selected-or-answered / cancelled / expired, both ways:
+accept / decline / cancel map onto selected-or-answered / cancelled / expired, both ways
+(a dismissed form's ask closes as ``expired`` with outcome ``dismissed``):
 :class:`ParkgateElicitation` lets a person answer a server's form in a parkgate
 conversation; :func:`requested_schema`, :func:`apply_elicit_result` and
 :func:`build_example_server` let a server park its question and the client answer it.
@@ -26,6 +27,7 @@ try:
         ACCEPT,
         CANCEL,
         DECLINE,
+        DISMISSED,
         DONE,
         ElicitAction,
         ElicitContent,
@@ -45,6 +47,7 @@ __all__ = [
     "CANCEL",
     "CHOICE_FIELD",
     "DECLINE",
+    "DISMISSED",
     "DONE",
     "INVALID_ANSWER",
     "ElicitAction",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Any
 
 import anyio
 from mcp.client.session import ClientRequestContext
@@ -48,8 +49,12 @@ class ParkgateElicitation:
       one expires (its TTL, or ``timeout`` seconds for the whole form: an ask still
       open then is expired on the spot, as its TTL would);
     - an ``INVALID_PARAMS`` error, parking nothing, for a form parkgate cannot ask (URL
-      mode, a multi-select, a shape outside the spec), naming the field, or when the
-      conversation already has an open ask (unless ``replace``).
+      mode, a shape outside the spec), naming the field, or when the conversation
+      already has an open ask (unless ``replace``).
+
+    With ``responders``, only their messages answer the form's questions (anyone
+    else's is ``not_yours``); with ``quorum`` too, a choice field is selected once that
+    many of them agree (a form with a text field takes quorum 1 only: refused as above).
 
     When the MCP side abandons the elicitation (the callback is cancelled: the server
     cancelled its request, the session closed, the server process died), the open ask
@@ -65,6 +70,8 @@ class ParkgateElicitation:
         replace: Cancel an ask already open in the conversation instead of refusing.
         timeout: Seconds for the whole form, after which an open question expires.
         on_asked: Called with each ``asked`` reply, so the surface shows the question.
+        responders: Who may answer the form's questions (distinct senders); anyone by default.
+        quorum: How many responders must pick the same option (1 by default).
     """
 
     def __init__(
@@ -76,6 +83,8 @@ class ParkgateElicitation:
         replace: bool = False,
         timeout: float | None = None,
         on_asked: Notify | None = None,
+        responders: list[str] | None = None,
+        quorum: int | None = None,
     ) -> None:
         self.gateway = gateway if isinstance(gateway, AsyncGateway) else AsyncGateway(gateway)
         self.conversation_id = conversation_id
@@ -83,6 +92,8 @@ class ParkgateElicitation:
         self.replace = replace
         self.timeout = timeout
         self.on_asked = on_asked
+        self.responders = responders
+        self.quorum = quorum
 
     async def __call__(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         """Park the form's fields one by one, wait for the person, and answer the server."""
@@ -136,7 +147,9 @@ class ParkgateElicitation:
             await self.gateway.finish_run(run_id, ABANDONED)
 
     async def _park(self, field: FormField, run_id: str, *, replace: bool) -> Reply:
-        options = {"run_id": run_id, "ttl": self.ttl, "replace": replace, "default": field.default}
+        options: dict[str, Any] = {"run_id": run_id, "ttl": self.ttl, "replace": replace, "default": field.default}
+        if self.responders is not None:
+            options.update(responders=self.responders, quorum=self.quorum)
         asking = ask_call(self.conversation_id, field.spec, expect=field.expect, **options)
         reply: Reply = await run_async(self.gateway, single(asking))
         return reply

@@ -105,7 +105,7 @@ def read_form(params: ElicitRequestFormParams) -> ElicitationForm:
         label = str(prop.get("title") or name)
         described = str(prop.get("description") or "").strip()
         if count == 1:
-            prompt = message or described or label
+            prompt = _single_prompt(message, str(prop.get("title") or ""), described)
         else:
             prompt = P.FORM_FIELD_PROMPT.format(message=message, label=label, position=position, count=count)
             if described and described != label:
@@ -116,6 +116,17 @@ def read_form(params: ElicitRequestFormParams) -> ElicitationForm:
             text = str(error)
             raise StoppingPointError(text if text.startswith("field ") else f"field {name!r}: {text}") from None
     return ElicitationForm(message, tuple(fields))
+
+
+def _single_prompt(message: str, title: str, described: str) -> str:
+    """A one-field form's question: the message, then the field's title and description
+    where they say more than it (a form's only field keeps its title)."""
+    prompt = message
+    if title and title != message:
+        prompt = f"{prompt}\n\n{title}" if prompt else title
+    if described and described not in (message, title):
+        prompt = f"{prompt}\n{described}" if prompt else described
+    return prompt
 
 
 def _field(name: str, prop: Mapping[str, Any], prompt: str) -> FormField:

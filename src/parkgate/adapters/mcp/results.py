@@ -4,6 +4,8 @@
 - ``decline`` <-> ``cancelled`` (a cancel word, an operator's cancel);
 - ``cancel`` <-> ``expired`` (nobody answered: the form was dismissed, or the ask
   outlived its TTL; an expired ask's default answer does not make it an ``accept``).
+  A dismissed form closes its ask as ``expired`` with outcome :data:`DISMISSED`, so the
+  logs and metrics never count it as a TTL that ran out.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ DONE = "done"
 #: request was cancelled (a timeout, say), the session closed, or the other process is
 #: gone. Nobody would receive an answer, so the ask closes at once.
 ABANDONED = "abandoned"
+#: The outcome of an ask whose form the MCP client dismissed (``cancel``): status
+#: ``expired`` (nobody answered), but no TTL ran out.
+DISMISSED = "dismissed"
 
 
 def to_elicit_result(outcome: Reply | Ask, field: FormField | None = None) -> ElicitResult | None:
@@ -139,18 +144,21 @@ def _closed_ask_reply(ask: Ask, action: str) -> Reply:
     raise InputError(f"ask {ask.id} is already {ask.status.value}")
 
 
-def _apply_open(ask: Ask, result: ElicitResult, field: str | None, message_id: str | None) -> Steps[Reply]:
+def _apply_open(
+    ask: Ask, result: ElicitResult, field: str | None, message_id: str | None, sender: str | None
+) -> Steps[Reply]:
     """Apply a client's result to the open ``ask`` (see :func:`apply_elicit_result`)."""
     action = result.action
     if action == ACCEPT:
-        reply: Reply = yield call("handle", ask.conversation_id, reply_text(ask, result.content, field), message_id)
+        text = reply_text(ask, result.content, field)
+        reply: Reply = yield call("handle", ask.conversation_id, text, message_id, sender=sender)
         if reply.kind in (ReplyKind.SELECTED, ReplyKind.ANSWERED) and reply.next_ask is None and reply.run_id:
             yield call("finish_run", reply.run_id, DONE)
         return reply
     if action == DECLINE:
         return closed_reply((yield call("cancel", ask.id)))
     if action == CANCEL:
-        return closed_reply((yield call("expire", ask.id)))
+        return closed_reply((yield call("expire", ask.id, outcome=DISMISSED)))
     raise InputError(f"unknown elicitation action {action!r}")
 
 
@@ -161,6 +169,7 @@ def apply_elicit_result(
     *,
     field: str | None = None,
     message_id: str | None = None,
+    sender: str | None = None,
 ) -> Reply:
     """Apply an MCP client's answer to a parked ask; the reply says what it did.
 
@@ -172,8 +181,9 @@ def apply_elicit_result(
       for raises :class:`~parkgate.InputError` and leaves the ask as it was.
     - ``decline``: the ask is closed as ``cancelled`` and its run completed; the reply
       is ``cancelled``.
-    - ``cancel``: the ask is closed as ``expired`` now, as its TTL would close it
-      (:meth:`Gateway.expire`); the reply is ``pass`` with ``expired_ask_id``.
+    - ``cancel``: the ask is closed as ``expired`` now, as its TTL would close it, with
+      outcome :data:`DISMISSED` (:meth:`Gateway.expire`; counted as ``dismissed`` in the
+      metrics, no ``ask_expired`` log line); the reply is ``pass`` with ``expired_ask_id``.
 
     An ask past its TTL is closed as ``expired`` by this read and the reply is ``pass``
     with ``expired_ask_id``; so is any result for an ask already expired. A
@@ -188,6 +198,8 @@ def apply_elicit_result(
         result: The MCP client's ``ElicitResult``.
         field: The form field, when it is not the default ``choice``/``answer``.
         message_id: The result's id: applied again, the first reply comes back.
+        sender: Who answered (an ``accept`` is their message): on an ask with
+            responders, anyone else's answer is ``not_yours`` and leaves it open.
 
     Returns:
         What the gateway did, by kind.
@@ -199,15 +211,15 @@ def apply_elicit_result(
     ask = gateway.get(ask_id)
     if not ask.is_open:
         return _earlier_reply(gateway, ask, message_id) or _closed_ask_reply(ask, result.action)
-    return run_sync(gateway, _apply_open(ask, result, field, message_id))
+    return run_sync(gateway, _apply_open(ask, result, field, message_id, sender))
 
 
 async def aapply_elicit_result(
-    gateway: AsyncGateway, ask_id: str, result: ElicitResult, *, field: str | None = None
+    gateway: AsyncGateway, ask_id: str, result: ElicitResult, *, field: str | None = None, sender: str | None = None
 ) -> Reply:
     """:func:`apply_elicit_result` for asyncio code, on an :class:`AsyncGateway` (no
     ``message_id``: a result applied twice is refused as for an ask closed otherwise)."""
     ask = await gateway.get(ask_id)
     if not ask.is_open:
         return _closed_ask_reply(ask, result.action)
-    return await run_async(gateway, _apply_open(ask, result, field, None))
+    return await run_async(gateway, _apply_open(ask, result, field, None, sender))

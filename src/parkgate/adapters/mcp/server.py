@@ -20,13 +20,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from parkgate.adapters.common import ask_call
 from parkgate.adapters.effects import Steps, call, run_async
 from parkgate.adapters.mcp.forms import elicit_params
-from parkgate.adapters.mcp.results import ABANDONED, aapply_elicit_result
+from parkgate.adapters.mcp.results import ABANDONED, DISMISSED, aapply_elicit_result
 from parkgate.async_gateway import AsyncGateway
 from parkgate.core import stopping_point
-from parkgate.core.kinds import AskKind
+from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.model import Ask, Reply
+from parkgate.core.phrases import MCP_DISMISSED, MCP_EXPIRED
 from parkgate.core.stopping_point import AskSpec
-from parkgate.errors import AskAlreadyOpen, InputError
+from parkgate.errors import AskAlreadyOpen, InputError, UnknownAsk
 from parkgate.gateway import Gateway
 
 #: The key of the one input request the tool's input-required round carries.
@@ -52,14 +53,27 @@ def park_once(conversation_id: str, spec: AskSpec) -> Steps[Ask]:
     return parked
 
 
-def _outcome(reply: Reply) -> dict[str, Any]:
+async def _outcome(gateway: AsyncGateway, reply: Reply) -> dict[str, Any]:
+    """The tool's result: the reply, and how its ask closed (``status`` and ``outcome``),
+    so a model reads ``expired`` or ``cancelled`` where the reply itself is a bare ``pass``."""
+    ask_id = reply.ask_id or reply.expired_ask_id
+    ask = await gateway.get(ask_id) if ask_id is not None else None
     return {
         "kind": reply.kind.value,
+        "status": ask.status.value if ask is not None else None,
+        "outcome": ask.outcome if ask is not None else None,
         "answer": reply.answer,
         "option_index": reply.option_index,
-        "ask_id": reply.ask_id or reply.expired_ask_id,
-        "text": reply.text,
+        "ask_id": ask_id,
+        "text": reply.text or _closed_line(ask),
     }
+
+
+def _closed_line(ask: Ask | None) -> str:
+    """What a result with no reply text says: how the ask closed without an answer."""
+    if ask is None or ask.status is not AskStatus.EXPIRED:
+        return ""
+    return MCP_DISMISSED if ask.outcome == DISMISSED else MCP_EXPIRED
 
 
 async def ask_and_apply(
@@ -73,8 +87,8 @@ async def ask_and_apply(
     outcome saying why: no ask is left open behind an error.
     """
     try:
-        ask = await run_async(gateway, park_once(conversation_id, spec))
-    except InputError as error:  # AskAlreadyOpen is one: another question is open there
+        ask = await _parked(gateway, ctx, conversation_id, spec)
+    except (InputError, UnknownAsk) as error:  # AskAlreadyOpen is one: another question is open there
         raise ToolError(str(error)) from None
     try:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -86,7 +100,7 @@ async def ask_and_apply(
             )
             reply = await aapply_elicit_result(gateway, ask.id, result)
             if not reply.parked:
-                return _outcome(reply)
+                return await _outcome(gateway, reply)
             message = reply.text  # the retry line, with the question
     except InputError as error:
         with anyio.CancelScope(shield=True):
@@ -98,16 +112,33 @@ async def ask_and_apply(
         raise
 
 
+async def _parked(gateway: AsyncGateway, ctx: Context, conversation_id: str, spec: AskSpec) -> Ask:
+    """The ask this call is about: in a later round of the input-required flow, the one
+    its first round parked (named by ``request_state``, so an answer that comes back
+    after the ask closed finds it closed, never a new question); else parked now."""
+    state = ctx.request_state if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else None
+    if not state:
+        return await run_async(gateway, park_once(conversation_id, spec))
+    ask = await gateway.get(state)
+    if ask.conversation_id != conversation_id or AskSpec(ask.kind, ask.prompt, ask.options) != spec:
+        raise InputError(f"request_state names ask {state}, which is not this question")
+    return ask
+
+
 async def _input_required_round(gateway: AsyncGateway, ctx: Context, ask: Ask) -> dict[str, Any] | InputRequiredResult:
     answer = (ctx.input_responses or {}).get(INPUT_KEY)
     if answer is None:
-        return InputRequiredResult(input_requests={INPUT_KEY: ElicitRequest(params=elicit_params(ask))})
+        return InputRequiredResult(input_requests={INPUT_KEY: _request(ask)}, request_state=ask.id)
     if not isinstance(answer, ElicitResult):
         raise InputError(f"the answer to {INPUT_KEY!r} is not an elicitation result")
     reply = await aapply_elicit_result(gateway, ask.id, answer)
     if reply.parked:  # a bounce: ask again, saying why
-        return InputRequiredResult(input_requests={INPUT_KEY: ElicitRequest(params=elicit_params(ask, reply.text))})
-    return _outcome(reply)
+        return InputRequiredResult(input_requests={INPUT_KEY: _request(ask, reply.text)}, request_state=ask.id)
+    return await _outcome(gateway, reply)
+
+
+def _request(ask: Ask, message: str | None = None) -> ElicitRequest:
+    return ElicitRequest(params=elicit_params(ask, message))
 
 
 def build_example_server(gateway: Gateway | AsyncGateway, *, name: str = "parkgate") -> MCPServer:
@@ -118,8 +149,11 @@ def build_example_server(gateway: Gateway | AsyncGateway, *, name: str = "parkga
     client and applies it (:func:`~parkgate.adapters.mcp.apply_elicit_result`, which
     checks it: a value that is no option, a missing field or a wrong type is refused).
     It returns the reply's ``kind``, ``answer``, ``option_index``, ``ask_id`` and
-    ``text``; content the form did not ask for is a tool error, and its ask is closed
-    (``cancelled``, outcome ``invalid_answer``). Run it on stdio with
+    ``text``, with the ask's ``status`` and ``outcome``: an answer is ``answered``, a
+    decline ``cancelled``, and a dismissed form (``cancel``) or a lapsed TTL
+    ``expired`` (outcome ``dismissed`` or ``expired``), its ``text`` saying so where
+    the reply is a bare ``pass``. Content the form did not ask for is a tool error, and
+    its ask is closed (``cancelled``, outcome ``invalid_answer``). Run it on stdio with
     ``build_example_server(Gateway(url)).run()`` (``examples/mcp_ask_server.py``).
 
     Args:

@@ -125,7 +125,7 @@
     $("asks-empty").hidden = data.asks.length > 0 || page > 1;
     $("asks").hidden = data.asks.length === 0;
     if ($("status").className === "error") setStatus("");
-    const shown = JSON.stringify(data.asks.map((ask) => [ask.ask_id, ask.mismatches, ask.hours_open]));
+    const shown = JSON.stringify(data.asks.map((ask) => [ask.ask_id, ask.mismatches, ask.hours_open, ask.votes]));
     if (shown === paging.shown) return; // nothing changed: the rows (and focus) stay as they are
     paging.shown = shown;
     const body = $("asks-body");
@@ -159,6 +159,7 @@
       kind.textContent = "free text";
       question.appendChild(kind);
     }
+    if (ask.responders && ask.responders.length > 0) question.append(...whoLines(ask));
     if (ask.context && Object.keys(ask.context).length > 0) {
       const context = document.createElement("div");
       context.className = "context";
@@ -177,6 +178,26 @@
     button.addEventListener("click", () => cancelAsk(ask, button));
     actions.appendChild(button);
     return row;
+  }
+
+  // Who may answer an ask, how many must agree, and each responder's current vote.
+  function whoLines(ask) {
+    const names = ask.responders.map(visibleId).join(", ");
+    const responders = document.createElement("div");
+    responders.className = "options responders";
+    responders.textContent = "For " + names + (ask.quorum > 1 ? " · " + ask.quorum + " of " + ask.responders.length + " must agree" : "");
+    const votes = document.createElement("div");
+    votes.className = "options votes";
+    const cast = (ask.votes || []).map((vote) => visibleId(vote.sender) + ": " + vote.option_index + ". " + visibleText(vote.answer));
+    votes.textContent = "Votes: " + (cast.length ? cast.join("; ") : "none yet");
+    return ask.quorum > 1 || cast.length ? [responders, votes] : [responders];
+  }
+
+  // Who closed an ask, as the server keeps it: "answered by U_ALICE", "closed by operator".
+  function closedByNote(ask) {
+    if (ask.answered_by) return "answered by " + visibleId(ask.answered_by);
+    if (ask.closed_by) return "closed by " + visibleId(ask.closed_by);
+    return "";
   }
 
   function nextPage() {
@@ -236,7 +257,7 @@
     what.className = "failed-what";
     what.textContent =
       visibleId(ask.conversation_id) + ": " + ask.status + " — " + ask.callback.attempts + " attempts, last: " +
-      visibleText(ask.callback.last_error || "");
+      visibleText(ask.callback.last_error || "") + (closedByNote(ask) ? " · " + closedByNote(ask) : "");
     const button = document.createElement("button");
     button.type = "button";
     button.className = "retry";
@@ -314,6 +335,17 @@
     }
   }
 
+  // The replies that close their ask: the chat notes who the server says closed it.
+  const CLOSING = ["selected", "answered", "cancelled"];
+
+  async function closedBy(askId) {
+    try {
+      return closedByNote(await api("GET", "/v1/asks/" + encodeURIComponent(askId)));
+    } catch (error) {
+      return "";
+    }
+  }
+
   async function showReply(reply, said) {
     let text = reply.text;
     if (reply.kind === "pass") {
@@ -326,6 +358,10 @@
     chat.parked[conversation()] = reply.parked;
     const notes = [reply.parked ? "parked" : "not parked"];
     if (reply.next_ask) notes.push("next: " + reply.next_ask.kind);
+    if (CLOSING.includes(reply.kind) && reply.ask_id) {
+      const by = await closedBy(reply.ask_id);
+      if (by) notes.push(by);
+    }
     logLine("gate", reply.kind, text, notes.join(" · "));
   }
 
@@ -365,10 +401,12 @@
       return;
     }
     input.value = "";
-    logLine("you", "", text);
+    // Who is typing, sent with each message: on an ask with responders only theirs count.
+    const sender = $("chat-sender").value.trim();
+    logLine("you", "", text, sender ? "as " + visibleId(sender) : "");
     try {
       const path = "/v1/conversations/" + encodeURIComponent(conversation()) + "/messages";
-      await showReply(await api("POST", path, { text }), text);
+      await showReply(await api("POST", path, sender ? { text, sender } : { text }), text);
     } catch (error) {
       setStatus(error.message, true);
     }
