@@ -134,7 +134,7 @@ async def test_an_expiry_found_by_the_next_message_returns_the_resumed_output(
     clock.advance(timedelta(minutes=31))
     turn = await approvals.handle("c1", "1")
     assert turn.reply.kind is ReplyKind.PASS and turn.reply.expired_ask_id is not None
-    assert turn.final_output == "No decision: the question expired after 0.5 h; the tool did not run"
+    assert turn.final_output == "No decision: the question expired after 30 min; the tool did not run"
     assert ops.ran == []
 
 

@@ -148,5 +148,13 @@ def decision_of(ask: Ask, arguments: str) -> Decision:
 def closed_message(ask: Ask) -> str:
     """Why a call was not run when its ask closed without an answer."""
     if ask.status is AskStatus.EXPIRED:
-        return P.AGENT_EXPIRED.format(hours=format_hours(ask.ttl_seconds))
+        return P.AGENT_EXPIRED.format(duration=duration_text(ask.ttl_seconds))
     return P.AGENT_CANCELLED
+
+
+def duration_text(seconds: float) -> str:
+    """A TTL as a person writes it: ``6 h``, ``30 min``, ``45 s`` (hours from an hour up)."""
+    if seconds >= 3600:
+        return f"{format_hours(seconds)} h"
+    value, unit = (seconds / 60, "min") if seconds >= 60 else (seconds, "s")
+    return f"{value:.2f}".rstrip("0").rstrip(".") + f" {unit}"
