@@ -6,9 +6,8 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
+from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
-from pydantic_ai.run import AgentRunResult
 
 from parkgate.adapters.approvals import DEFAULT_LEASE, AgentStep, Kept, ToolApprovals, ToolCall
 from parkgate.async_gateway import AsyncGateway
