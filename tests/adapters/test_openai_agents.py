@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +12,7 @@ import pytest
 from agents import Agent, RunConfig, function_tool
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
-from parkgate import Gateway, ManualClock, ReplyKind
+from parkgate import AskAlreadyOpen, Gateway, ManualClock, ReplyKind
 from parkgate.adapters.openai_agents import AgentApprovals
 from parkgate.core import phrases as P
 
@@ -59,6 +61,15 @@ def tool_outputs(model_input: Any) -> list[str]:
 
 def approvals_for(gateway: Gateway, ops: Ops, **options: Any) -> AgentApprovals:
     return AgentApprovals(gateway, ops.agent, OFFLINE, **options)
+
+
+async def eventually(check: Callable[[], bool], what: str) -> None:
+    """Wait for the watcher task to have done ``what`` (polls; asserts no timing)."""
+    for _ in range(3000):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never happened: {what}")
 
 
 def kept_states(location: StoreLocation) -> int:
@@ -185,3 +196,31 @@ def test_the_sync_wrappers_run_and_handle(gateway: Gateway) -> None:
     approvals = approvals_for(gateway, ops)
     assert approvals.run_sync("c1", "deploy prod").reply.kind is ReplyKind.ASKED
     assert approvals.handle_sync("c1", "1").final_output == "deployed prod"
+
+
+async def test_a_run_where_another_ask_is_open_raises_and_keeps_nothing(
+    gateway: Gateway, store_location: StoreLocation
+) -> None:
+    gateway.ask("c1", "Lunch?", ["Yes", "No"])
+    ops = Ops()
+    with pytest.raises(AskAlreadyOpen):
+        await approvals_for(gateway, ops).run("c1", "deploy prod")
+    assert kept_states(store_location) == 0 and ops.ran == []
+
+
+async def test_an_operator_cancel_is_resumed_by_the_watcher_once(gateway: Gateway, reopen: Reopen) -> None:
+    ops = Ops()
+    approvals = approvals_for(gateway, ops)
+    turn = await approvals.run("c1", "deploy prod")
+    operator = reopen()  # the console's process
+    try:
+        operator.cancel(turn.reply.ask_id or "")
+    finally:
+        operator.close()
+    watcher = asyncio.create_task(approvals.watch())
+    try:
+        await eventually(lambda: ops.model.remaining_steps == 4, "the watcher resumed the run")
+    finally:
+        watcher.cancel()
+    assert ops.ran == [] and ops.last_outputs == [P.AGENT_CANCELLED]
+    assert await approvals.follow_up() == 0

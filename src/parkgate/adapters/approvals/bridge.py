@@ -163,7 +163,10 @@ class ToolApprovals:
         try:
             while True:
                 wake.clear()
-                await self.follow_up()
+                try:
+                    await self.follow_up()
+                except Exception:
+                    log.exception("following up the approvals of agent %r failed", self.driver.name)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(FALLBACK_READ_SECONDS):
                         await wake.wait()
@@ -192,7 +195,10 @@ class ToolApprovals:
         try:
             while not stop.is_set():
                 wake.clear()
-                self.follow_up_sync()
+                try:
+                    self.follow_up_sync()
+                except Exception:
+                    log.exception("following up the approvals of agent %r failed", self.driver.name)
                 deadline = time.monotonic() + FALLBACK_READ_SECONDS
                 while not wake.is_set() and not stop.is_set() and time.monotonic() < deadline:
                     wake.wait(STOP_CHECK_SECONDS)
@@ -242,7 +248,12 @@ class ToolApprovals:
                 await self._keep(run_id, None)
             run_id = uuid.uuid4().hex  # a closed run is never reopened: the next approvals get a new one
         await self._keep(run_id, Kept(step.state, tuple(call.call_id for call in step.calls)))
-        asked = await self._ask(conversation_id, run_id, step.calls, step.calls[0])
+        try:
+            asked = await self._ask(conversation_id, run_id, step.calls, step.calls[0])
+        except Exception:
+            if not await self._running(run_id):  # the run was never made: keep nothing for it
+                await self._keep(run_id, None)
+            raise
         return Turn(reply or asked, step.result, asked=asked)
 
     async def _ask(self, conversation_id: str, run_id: str, calls: Sequence[ToolCall], call: ToolCall) -> Reply:
