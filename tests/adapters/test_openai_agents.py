@@ -12,7 +12,7 @@ import pytest
 from agents import Agent, RunConfig, function_tool
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
-from parkgate import AskAlreadyOpen, Gateway, ManualClock, ReplyKind
+from parkgate import AskAlreadyOpen, Gateway, InputError, ManualClock, ReplyKind
 from parkgate.adapters.openai_agents import AgentApprovals
 from parkgate.core import phrases as P
 
@@ -224,3 +224,15 @@ async def test_an_operator_cancel_is_resumed_by_the_watcher_once(gateway: Gatewa
         watcher.cancel()
     assert ops.ran == [] and ops.last_outputs == [P.AGENT_CANCELLED]
     assert await approvals.follow_up() == 0
+
+
+@pytest.mark.parametrize("store_location", ["sqlite"], indirect=True)
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [({"quorum": 2}, "quorum needs responders"), ({"responders": []}, "responders is empty"), ({"ttl": 0}, "ttl")],
+)
+def test_bad_options_are_refused_before_anything_runs(gateway: Gateway, options: dict[str, Any], says: str) -> None:
+    ops = Ops()
+    with pytest.raises(InputError, match=says):
+        approvals_for(gateway, ops, **options)
+    assert ops.model.calls == ()

@@ -27,7 +27,7 @@ from parkgate.adapters.approvals.records import (
 )
 from parkgate.adapters.approvals.turns import AgentDriver, AgentStep, Turn
 from parkgate.async_gateway import AsyncGateway, offload
-from parkgate.checks import check_duration, check_id
+from parkgate.checks import check_duration, check_id, check_quorum, check_responders
 from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError, RunStillAsking
@@ -81,8 +81,9 @@ class ToolApprovals:
             raise InputError(f"gateway must be a Gateway or an AsyncGateway, not {type(gateway).__name__}")
         self.driver = driver
         self.ttl = check_duration(ttl, "ttl") if ttl is not None else None
-        self.responders = list(responders) if responders is not None else None
-        self.quorum = quorum
+        checked = check_responders(list(responders) if responders is not None else None)
+        self.responders = list(checked) or None
+        self.quorum = check_quorum(quorum if quorum != 1 else None, checked)
         self.lease = lease
 
     # -- the calls -----------------------------------------------------------------------
