@@ -13,7 +13,7 @@ from agents import Agent, RunConfig, function_tool
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
 from parkgate import AskAlreadyOpen, Gateway, InputError, ManualClock, ReplyKind
-from parkgate.adapters.openai_agents import AgentApprovals
+from parkgate.adapters.openai_agents import DEFAULT_LEASE, AgentApprovals
 from parkgate.core import phrases as P
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ class Ops:
     def __init__(self, *targets: str) -> None:
         self.targets = targets or ("prod",)
         self.ran: list[str] = []
+        self.fail_next = False
         self.model = ScriptedModel([ModelStep.respond(self.respond) for _ in range(6)])
 
         @function_tool(needs_approval=True)
@@ -40,6 +41,9 @@ class Ops:
         self.agent = Agent(name="ops", model=self.model, tools=[deploy])
 
     def respond(self, call: ModelCall) -> Any:
+        if self.fail_next:
+            self.fail_next = False
+            return RuntimeError("the model is down")
         outputs = tool_outputs(call.input)
         if outputs:
             return [assistant_message(" | ".join(outputs))]
@@ -236,3 +240,18 @@ def test_bad_options_are_refused_before_anything_runs(gateway: Gateway, options:
     with pytest.raises(InputError, match=says):
         approvals_for(gateway, ops, **options)
     assert ops.model.calls == ()
+
+
+async def test_a_resume_that_fails_midway_is_never_run_again(
+    gateway: Gateway, clock: ManualClock, store_location: StoreLocation
+) -> None:
+    ops = Ops()
+    approvals = approvals_for(gateway, ops)
+    await approvals.run("c1", "deploy prod")
+    ops.fail_next = True  # the tool runs, then the model call after it fails
+    with pytest.raises(RuntimeError, match="the model is down"):
+        await approvals.handle("c1", "1")
+    assert ops.ran == ["prod"] and kept_states(store_location) == 0
+    clock.advance(DEFAULT_LEASE + timedelta(seconds=1))  # the failed resumer's claim runs out
+    assert await approvals.follow_up() == 0
+    assert ops.ran == ["prod"]  # at most once: the approved tool never runs twice

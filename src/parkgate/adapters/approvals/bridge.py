@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -220,7 +220,7 @@ class ToolApprovals:
         await self.gateway.follow_up_done(ask.id)
         return turn
 
-    async def _decide(self, ask: Ask, data: Any, kept: Kept, reply: Reply | None) -> Turn:
+    async def _decide(self, ask: Ask, data: Mapping[str, Any], kept: Kept, reply: Reply | None) -> Turn:
         assert ask.run_id is not None
         calls = await self.driver.pending(kept)
         if ask.status is AskStatus.ANSWERED:
@@ -235,6 +235,9 @@ class ToolApprovals:
             await self._keep(ask.run_id, kept)
             asked = await self._ask(ask.conversation_id, ask.run_id, calls, left[0])
             return Turn(reply or asked, asked=asked)
+        # At most once: the state is dropped before the agent runs on, so a resumer that dies
+        # mid-run leaves nothing for the next claimer to resume (and run a tool) again.
+        await self._keep(ask.run_id, None)
         step = await self.driver.resume(kept)
         return await self._settle(ask.conversation_id, ask.run_id, step, reply)
 
