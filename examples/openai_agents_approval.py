@@ -1,5 +1,5 @@
 """OpenAI Agents SDK tool approvals parked through parkgate: approved, cancelled, resumed
-by another process, and cancelled by an operator while a watcher runs.
+by another process, and cancelled by an operator, then followed up as a watcher does.
 
     python examples/openai_agents_approval.py [STORE_URL]
 
@@ -76,14 +76,12 @@ async def main(store_url: str) -> None:
     approvals = AgentApprovals(gateway, build_agent(), OFFLINE)
     print("agent:", (await approvals.handle("chat-2", "1")).final_output)
 
-    # 4. An operator cancels from the console (another call path): the watcher resumes the run.
-    watcher = asyncio.create_task(approvals.watch())
+    # 4. An operator cancels from the console (another call path): a watcher's pass resumes
+    # the run (approvals.watch(), run as a task, makes one on every close).
     asked = await approvals.run("chat-3", "Deploy the cache to production")
     gateway.cancel(asked.reply.ask_id or "")
-    while "cache" not in said:
-        await asyncio.sleep(0.01)  # the watcher resumes it at once
+    print("followed up:", await approvals.follow_up())
     print("agent:", said["cache"])
-    watcher.cancel()
     gateway.close()
 
 

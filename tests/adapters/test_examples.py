@@ -57,8 +57,9 @@ def test_the_openai_agents_approval_example(store_location: StoreLocation) -> No
         "agent: Deploy result: api is live",
         cancelled,
         "agent: Deploy result: db is live",  # resumed by the second process
-        cancelled,  # the operator's cancel, resumed by the watcher
+        cancelled,  # the operator's cancel, resumed by the watcher's pass
     ]
+    assert "followed up: 1" in lines
     assert store_location.raw_query("SELECT count(*) FROM asks WHERE status = 'open'") == [(0,)]
     assert store_location.raw_query("SELECT count(*) FROM runs WHERE status = 'running'") == [(0,)]
     assert store_location.raw_query("SELECT count(*) FROM agent_states") == [(0,)]

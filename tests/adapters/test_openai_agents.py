@@ -76,6 +76,10 @@ async def eventually(check: Callable[[], bool], what: str) -> None:
     raise AssertionError(f"never happened: {what}")
 
 
+def pending_follow_ups(location: StoreLocation) -> int:
+    return int(location.raw_query("SELECT count(*) FROM follow_ups WHERE done_at IS NULL")[0][0])
+
+
 def kept_states(location: StoreLocation) -> int:
     return int(location.raw_query("SELECT count(*) FROM agent_states")[0][0])
 
@@ -212,7 +216,9 @@ async def test_a_run_where_another_ask_is_open_raises_and_keeps_nothing(
     assert kept_states(store_location) == 0 and ops.ran == []
 
 
-async def test_an_operator_cancel_is_resumed_by_the_watcher_once(gateway: Gateway, reopen: Reopen) -> None:
+async def test_an_operator_cancel_is_resumed_by_the_watcher_once(
+    gateway: Gateway, reopen: Reopen, store_location: StoreLocation
+) -> None:
     ops = Ops()
     approvals = approvals_for(gateway, ops)
     turn = await approvals.run("c1", "deploy prod")
@@ -223,10 +229,10 @@ async def test_an_operator_cancel_is_resumed_by_the_watcher_once(gateway: Gatewa
         operator.close()
     watcher = asyncio.create_task(approvals.watch())
     try:
-        await eventually(lambda: ops.model.remaining_steps == 4, "the watcher resumed the run")
+        await eventually(lambda: not pending_follow_ups(store_location), "the watcher resumed the run")
     finally:
         watcher.cancel()
-    assert ops.ran == [] and ops.last_outputs == [P.AGENT_CANCELLED]
+    assert ops.ran == [] and ops.last_outputs == [P.AGENT_CANCELLED] and ops.model.remaining_steps == 4
     assert await approvals.follow_up() == 0
 
 
