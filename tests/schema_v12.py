@@ -7,8 +7,12 @@ from parkgate.store.migrations import iter_migrations
 
 #: The asks' columns version 12 added.
 V12_COLUMNS = ("responders", "quorum", "votes", "answered_by", "closed_by")
-#: What version 12 added to both stores' tables, taken out again, and its record.
+#: What the versions after 12 added, taken out again (their records go with version 12's).
+AFTER_V12 = ("DROP TABLE agent_states",)
+#: What version 12 (and every later version) added to both stores' tables, taken out
+#: again, and its record.
 BEFORE_V12 = (
+    *AFTER_V12,
     *(f"ALTER TABLE asks DROP COLUMN {column}" for column in V12_COLUMNS),
     "DELETE FROM schema_migrations WHERE version >= 12",
 )

@@ -78,9 +78,30 @@ def _json_escaped(char: str) -> str:
     return f"\\u{0xD800 + (point >> 10):04x}\\u{0xDC00 + (point & 0x3FF):04x}"
 
 
+def format_hours(seconds: float) -> str:
+    """Hours as a person writes them: ``6``, ``0.5``, ``2.25`` (never ``6.0``).
+
+    Two decimals at most from a tenth of an hour up; two significant digits below it
+    (``0.025`` for 90 seconds), so a short TTL never shows as ``0``.
+    """
+    hours = seconds / 3600
+    if hours >= 0.1:
+        return f"{hours:.2f}".rstrip("0").rstrip(".")
+    return f"{hours:.2g}"
+
+
 def hidden_ranges() -> list[list[int]]:
     """:data:`HIDDEN_RANGES` as JSON lists, for the console's page."""
     return [[first, last] for first, last in HIDDEN_RANGES]
 
 
-__all__ = ["HIDDEN_RANGES", "escaped", "hidden_ranges", "is_hidden", "json_line", "visible_id", "visible_text"]
+__all__ = [
+    "HIDDEN_RANGES",
+    "escaped",
+    "format_hours",
+    "hidden_ranges",
+    "is_hidden",
+    "json_line",
+    "visible_id",
+    "visible_text",
+]

@@ -50,3 +50,34 @@ def test_the_langchain_review_example(store_location: StoreLocation) -> None:
     ) in lines
     assert lines[-1] == "agent: All done."
     assert store_location.raw_query("SELECT count(*) FROM asks WHERE status = 'open'") == [(0,)]
+
+
+def test_the_openai_agents_approval_example(store_location: StoreLocation) -> None:
+    lines = run_example("openai_agents_approval.py", store_location)
+    assert lines[:2] == ["Run deploy?", 'Arguments: {"service": "api"}']
+    assert "Selected 1. Approve" in lines and "Dropped the menu, nothing ran." in lines
+    cancelled = "agent: Deploy result: No decision: the question was cancelled; the tool did not run"
+    assert [line for line in lines if line.startswith("agent:")] == [
+        "agent: Deploy result: api is live",
+        cancelled,
+        "agent: Deploy result: db is live",  # resumed by the second process
+        cancelled,  # the operator's cancel, resumed by the watcher's pass
+    ]
+    assert "followed up: 1" in lines
+    assert store_location.raw_query("SELECT count(*) FROM asks WHERE status = 'open'") == [(0,)]
+    assert store_location.raw_query("SELECT count(*) FROM runs WHERE status = 'running'") == [(0,)]
+    assert store_location.raw_query("SELECT count(*) FROM agent_states") == [(0,)]
+
+
+def test_the_pydantic_ai_approval_example(store_location: StoreLocation) -> None:
+    lines = run_example("pydantic_ai_approval.py", store_location)
+    assert lines[:2] == ["Run deploy?", 'Arguments: {"service": "api"}']
+    assert [line for line in lines if line.startswith("agent:")] == [
+        "agent: Deploy result: api is live",
+        "agent: Deploy result: Rejected: the person chose Reject; the tool did not run",
+        "agent: Deploy result: db is live",
+        "agent: Deploy result: No decision: the question expired after 1 s; the tool did not run",
+    ]
+    assert store_location.raw_query("SELECT count(*) FROM asks WHERE status = 'open'") == [(0,)]
+    assert store_location.raw_query("SELECT count(*) FROM runs WHERE status = 'running'") == [(0,)]
+    assert store_location.raw_query("SELECT count(*) FROM agent_states") == [(0,)]

@@ -33,12 +33,13 @@ import click
 
 from parkgate.cli.asks import asks, parse_duration
 from parkgate.cli.audit import audit
-from parkgate.cli.chat import CHAT_RESTART, chat, format_hours
+from parkgate.cli.chat import CHAT_RESTART, chat
 from parkgate.cli.doorcheck import DOORCHECK_EXIT, DOORCHECK_INPUTS, doorcheck, doorcheck_verdict
 from parkgate.cli.maintenance import migrate, prove
 from parkgate.cli.serve import check_can_listen, deliver, serve
 from parkgate.cli.stores import db_option, shown_url
 from parkgate.client.wire import path_segment
+from parkgate.display import format_hours
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

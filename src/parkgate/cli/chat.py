@@ -16,7 +16,7 @@ from parkgate.core import phrases
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Reply
 from parkgate.core.phrases import CHAT_REFUSED, CHAT_STILL_PARKED
-from parkgate.display import visible_text
+from parkgate.display import format_hours, visible_text
 from parkgate.errors import AskAlreadyOpen, InputError
 from parkgate.gateway import Gateway
 
@@ -33,18 +33,6 @@ _KIND_STYLES = {
     ReplyKind.NOT_YOURS: "red",
     ReplyKind.VOTED: "blue",
 }
-
-
-def format_hours(seconds: float) -> str:
-    """Hours as a person writes them: ``6``, ``0.5``, ``2.25`` (never ``6.0``).
-
-    Two decimals at most from a tenth of an hour up; two significant digits below it
-    (``0.025`` for 90 seconds), so a short TTL never shows as ``0``.
-    """
-    hours = seconds / 3600
-    if hours >= 0.1:
-        return f"{hours:.2f}".rstrip("0").rstrip(".")
-    return f"{hours:.2g}"
 
 
 def _print_reply(out: Console, reply: Reply) -> None:

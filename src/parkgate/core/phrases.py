@@ -158,3 +158,9 @@ HITL_EXPIRED = "nobody answered the approval request before it expired, so the t
 HITL_UNASKABLE = "the approval request could not be put to a person ({reason}), so the tool was not run"
 # The tool message parkgate writes for a tool call whose tool allows no "reject" (as a reject writes it).
 HITL_NOT_RUN = "The tool call for `{tool}` was not approved: {reason}"
+# What the OpenAI Agents and Pydantic AI adapters tell the agent's model about a tool
+# call that was not approved: the person's Reject, a cancel (a cancel word or an
+# operator's), an expiry ({duration}: the ask's TTL, "6 h", "30 min", "45 s").
+AGENT_REJECTED = "Rejected: the person chose Reject; the tool did not run"
+AGENT_CANCELLED = "No decision: the question was cancelled; the tool did not run"
+AGENT_EXPIRED = "No decision: the question expired after {duration}; the tool did not run"

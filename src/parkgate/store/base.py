@@ -257,6 +257,22 @@ class Heartbeats(Protocol):
         ...
 
 
+class AgentStates(Protocol):
+    """An agent SDK's serialised run state, kept with its run until the agent finishes."""
+
+    def keep(self, run_id: str, state: str, now: datetime) -> None:
+        """Keep ``state`` for ``run_id``, replacing what was kept."""
+        ...
+
+    def kept(self, run_id: str) -> str | None:
+        """The state kept for ``run_id`` (``None``: none)."""
+        ...
+
+    def forget(self, run_id: str) -> None:
+        """Remove the state kept for ``run_id``, if any."""
+        ...
+
+
 class Transaction(MessageTransaction, Protocol):
     """One transaction: a message's reads and writes, and the other tables' interfaces,
     all committed together."""
@@ -279,6 +295,11 @@ class Transaction(MessageTransaction, Protocol):
     @property
     def heartbeats(self) -> Heartbeats:
         """The deliverers' heartbeats."""
+        ...
+
+    @property
+    def agent_states(self) -> AgentStates:
+        """The agent SDKs' run states."""
         ...
 
 

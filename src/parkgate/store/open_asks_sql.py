@@ -8,6 +8,7 @@ from functools import cache
 from typing import Any
 
 from parkgate.core.model import Ask, CallbackStatus, Run
+from parkgate.store.agent_states_sql import SqlAgentStates
 from parkgate.store.base import AskGauges
 from parkgate.store.dialect import ASK_COLUMNS, Dialect
 from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
@@ -123,3 +124,7 @@ class SqlTables:
     @property
     def heartbeats(self: Runner) -> SqlHeartbeats:
         return SqlHeartbeats(self)
+
+    @property
+    def agent_states(self: Runner) -> SqlAgentStates:
+        return SqlAgentStates(self)

@@ -1,0 +1,315 @@
+"""The bridge both agent SDK adapters share: :class:`ToolApprovals` parks each tool call
+waiting for approval as an ask, keeps the SDK's state with the run in the store, and
+resumes the agent once, with every decision of its turn, whoever closed the last ask."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Coroutine, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from parkgate.adapters import common
+from parkgate.adapters.approvals.records import (
+    Kept,
+    ToolCall,
+    decision_of,
+    digest,
+    question,
+    record,
+    record_of,
+    undecided,
+)
+from parkgate.adapters.approvals.turns import AgentDriver, AgentStep, Turn
+from parkgate.async_gateway import AsyncGateway, offload
+from parkgate.checks import check_duration, check_id, check_quorum, check_responders
+from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
+from parkgate.core.model import Ask, Reply
+from parkgate.errors import InputError, RunStillAsking
+from parkgate.gateway import Gateway
+from parkgate.signal import FALLBACK_READ_SECONDS, Change
+
+T = TypeVar("T")
+log = logging.getLogger("parkgate.agents")
+
+#: How long a claimed follow-up is left to its claimer before another may take it over.
+DEFAULT_LEASE = timedelta(hours=1)
+#: Closed asks read per pass of the watcher.
+FOLLOW_UP_BATCH = 100
+#: How often a sync watcher with a ``stop`` event looks at it while idle.
+STOP_CHECK_SECONDS = 0.2
+_WAKING = frozenset({Change.CLOSED, Change.COMMITTED, Change.ANY})
+_CLOSING = frozenset({ReplyKind.SELECTED, ReplyKind.CANCELLED})
+
+
+class ToolApprovals:
+    """Parks an agent's tool approvals in a gateway and resumes the agent (see
+    docs/adapters/openai-agents.md and docs/adapters/pydantic-ai.md).
+
+    Args:
+        gateway: A :class:`Gateway` or an :class:`AsyncGateway`.
+        driver: The SDK's side: starts, reads and resumes the agent.
+        ttl: Every approval's TTL; the gateway's by default.
+        responders: Who may answer (senders); anyone when left out.
+        quorum: How many responders must pick the same option.
+        lease: How long a resume may take before another waiter may take it over.
+
+    Raises:
+        InputError: ``gateway`` is neither a Gateway nor an AsyncGateway, or an option is bad.
+    """
+
+    def __init__(
+        self,
+        gateway: Gateway | AsyncGateway,
+        driver: AgentDriver,
+        *,
+        ttl: timedelta | float | None = None,
+        responders: Sequence[str] | None = None,
+        quorum: int = 1,
+        lease: timedelta = DEFAULT_LEASE,
+    ) -> None:
+        if isinstance(gateway, AsyncGateway):
+            self.gateway = gateway
+        elif isinstance(gateway, Gateway):
+            self.gateway = AsyncGateway(gateway)
+        else:
+            raise InputError(f"gateway must be a Gateway or an AsyncGateway, not {type(gateway).__name__}")
+        self.driver = driver
+        self.ttl = check_duration(ttl, "ttl") if ttl is not None else None
+        checked = check_responders(list(responders) if responders is not None else None)
+        self.responders = list(checked) or None
+        self.quorum = check_quorum(quorum if quorum != 1 else None, checked)
+        self.lease = lease
+
+    # -- the calls -----------------------------------------------------------------------
+    async def run(self, conversation_id: str, agent_input: Any) -> Turn:
+        """Run the agent on ``agent_input`` for ``conversation_id`` and park its first approval.
+
+        Args:
+            conversation_id: Where the approvals are parked.
+            agent_input: The agent's input, as its SDK takes it.
+
+        Returns:
+            ``asked`` with the first approval, or ``pass`` with the final output when the
+            agent finished without one.
+
+        Raises:
+            AskAlreadyOpen: Another ask is open in the conversation (the agent ran; nothing
+                was parked or kept).
+        """
+        check_id(conversation_id, "conversation_id")
+        step = await self.driver.start(agent_input)
+        return await self._settle(conversation_id, None, step, None)
+
+    async def handle(
+        self, conversation_id: str, text: str | bytes, message_id: str | None = None, sender: str | None = None
+    ) -> Turn:
+        """Handle one message from the person; resume the agent when it closes an approval.
+
+        The message goes through :meth:`Gateway.handle <parkgate.Gateway.handle>`. A reply
+        that closes an approval (a selection, a cancel, an expiry found on this read)
+        decides its tool call; once every call of the turn is decided the agent is resumed
+        here, and its next approval parked or its final output returned.
+
+        Args:
+            conversation_id: The conversation the message arrived in.
+            text: What the person wrote.
+            message_id: The message's id on its surface, for redeliveries.
+            sender: Who wrote it (checked against the responders; kept as ``answered_by``).
+
+        Returns:
+            The gateway's reply, and what the agent did.
+        """
+        reply = await self.gateway.handle(conversation_id, text, message_id, sender)
+        closed_id = reply.ask_id if reply.kind in _CLOSING else reply.expired_ask_id
+        if closed_id is None:
+            return Turn(reply)
+        ask = await self.gateway.get(closed_id)
+        turn = await self._follow_up(ask, reply)
+        return turn if turn is not None else Turn(reply)
+
+    async def follow_up(self) -> int:
+        """Resume every run of this agent whose approval closed and was not followed up
+        (one pass of :meth:`watch`).
+
+        Returns:
+            How many closed approvals were followed up.
+        """
+        count = 0
+        for ask in await self.gateway.closed_follow_ups(FOLLOW_UP_BATCH):
+            try:
+                count += await self._follow_up(ask, None) is not None
+            except Exception:
+                log.exception("resuming the agent run of ask %s failed; it is tried again later", ask.id)
+        return count
+
+    async def watch(self) -> None:
+        """Follow up closed approvals until cancelled: a pass at once, then one whenever an
+        ask closes (here or in another process, a due read's expiry among them), and at
+        least every :data:`~parkgate.signal.FALLBACK_READ_SECONDS`. Run it as a task."""
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+
+        def heard(change: Change, ask_id: str | None) -> None:
+            if change in _WAKING:
+                with contextlib.suppress(RuntimeError):  # the loop is closing
+                    loop.call_soon_threadsafe(wake.set)
+
+        remove = self.gateway.sync.signal.listen(heard)
+        try:
+            while True:
+                wake.clear()
+                try:
+                    await self.follow_up()
+                except Exception:
+                    log.exception("following up the approvals of agent %r failed", self.driver.name)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(FALLBACK_READ_SECONDS):
+                        await wake.wait()
+        finally:
+            remove()
+
+    # -- sync ----------------------------------------------------------------------------
+    def run_sync(self, conversation_id: str, agent_input: Any) -> Turn:
+        """:meth:`run` from code with no running event loop."""
+        return _blocking(self.run(conversation_id, agent_input))
+
+    def handle_sync(
+        self, conversation_id: str, text: str | bytes, message_id: str | None = None, sender: str | None = None
+    ) -> Turn:
+        """:meth:`handle` from code with no running event loop."""
+        return _blocking(self.handle(conversation_id, text, message_id, sender))
+
+    def follow_up_sync(self) -> int:
+        """:meth:`follow_up` from code with no running event loop."""
+        return _blocking(self.follow_up())
+
+    def watch_sync(self, stop: threading.Event) -> None:
+        """:meth:`watch` in a thread of its own, until ``stop`` is set."""
+        wake = threading.Event()
+        remove = self.gateway.sync.signal.listen(lambda change, ask_id: wake.set() if change in _WAKING else None)
+        try:
+            while not stop.is_set():
+                wake.clear()
+                try:
+                    self.follow_up_sync()
+                except Exception:
+                    log.exception("following up the approvals of agent %r failed", self.driver.name)
+                deadline = time.monotonic() + FALLBACK_READ_SECONDS
+                while not wake.is_set() and not stop.is_set() and time.monotonic() < deadline:
+                    wake.wait(STOP_CHECK_SECONDS)
+        finally:
+            remove()
+
+    # -- following up ----------------------------------------------------------------------
+    async def _follow_up(self, ask: Ask, reply: Reply | None) -> Turn | None:
+        """Decide the call of a closed approval and resume the agent when the turn is decided;
+        ``None`` when the ask is not this agent's, or another waiter has its follow-up."""
+        data = record_of(ask, self.driver.sdk, self.driver.name)
+        if data is None or ask.run_id is None or ask.is_open:
+            return None
+        if not await self.gateway.claim_follow_up(ask.id, self.lease):
+            return None
+        kept = await self._kept(ask.run_id)
+        turn = None if kept is None else await self._decide(ask, data, kept, reply)
+        await self.gateway.follow_up_done(ask.id)
+        return turn
+
+    async def _decide(self, ask: Ask, data: Mapping[str, Any], kept: Kept, reply: Reply | None) -> Turn:
+        assert ask.run_id is not None
+        calls = await self.driver.pending(kept)
+        if ask.status is AskStatus.ANSWERED:
+            call = next((call for call in calls if call.call_id == data["call_id"]), None)
+            if call is not None and digest(call.arguments) == data.get("digest"):
+                kept = kept.deciding(call.call_id, decision_of(ask, call.arguments))
+        else:  # nobody decided: every call of the turn still waiting is rejected, saying why
+            for call in undecided(calls, kept.decisions):
+                kept = kept.deciding(call.call_id, decision_of(ask, call.arguments))
+        left = undecided(calls, kept.decisions)
+        if left:
+            await self._keep(ask.run_id, kept)
+            asked = await self._ask(ask.conversation_id, ask.run_id, calls, left[0])
+            return Turn(reply or asked, asked=asked)
+        # At most once: the state is dropped before the agent runs on, so a resumer that dies
+        # mid-run leaves nothing for the next claimer to resume (and run a tool) again.
+        await self._keep(ask.run_id, None)
+        step = await self.driver.resume(kept)
+        return await self._settle(ask.conversation_id, ask.run_id, step, reply)
+
+    async def _settle(self, conversation_id: str, run_id: str | None, step: AgentStep, reply: Reply | None) -> Turn:
+        """After the agent ran: park its first approval, or close its run."""
+        if not step.calls:
+            if run_id is not None:
+                await self._close_run(run_id)
+            return Turn(reply or common.pass_reply(), step.result, step.final_output, finished=True)
+        if run_id is None or not await self._running(run_id):
+            if run_id is not None:
+                await self._keep(run_id, None)
+            run_id = uuid.uuid4().hex  # a closed run is never reopened: the next approvals get a new one
+        await self._keep(run_id, Kept(step.state, tuple(call.call_id for call in step.calls)))
+        try:
+            asked = await self._ask(conversation_id, run_id, step.calls, step.calls[0])
+        except Exception:
+            if not await self._running(run_id):  # the run was never made: keep nothing for it
+                await self._keep(run_id, None)
+            raise
+        return Turn(reply or asked, step.result, asked=asked)
+
+    async def _ask(self, conversation_id: str, run_id: str, calls: Sequence[ToolCall], call: ToolCall) -> Reply:
+        spec = question(call, calls.index(call) + 1, len(calls))
+        context = record(self.driver.sdk, self.driver.name, call)
+        return await self.gateway.ask(
+            conversation_id,
+            spec.prompt,
+            list(spec.options),
+            kind=spec.kind,
+            run_id=run_id,
+            ttl=self.ttl,
+            responders=self.responders,
+            quorum=self.quorum if self.quorum != 1 else None,
+            context=context,
+            follow_up=True,
+        )
+
+    async def _running(self, run_id: str) -> bool:
+        run = await self.gateway.run(run_id)
+        return run is not None and run.status == RunStatus.RUNNING
+
+    async def _close_run(self, run_id: str) -> None:
+        """The agent finished: forget its state and close its run as ``done`` if still running."""
+        await self._keep(run_id, None)
+        if not await self._running(run_id):
+            return
+        try:
+            await self.gateway.finish_run(run_id, RunOutcome.DONE.value)
+        except RunStillAsking as still:  # an approval the agent no longer waits on
+            await self.gateway.cancel(still.ask_id)
+
+    # -- the kept state --------------------------------------------------------------------
+    async def _keep(self, run_id: str, kept: Kept | None) -> None:
+        await offload(self._keep_now, run_id, kept)
+
+    def _keep_now(self, run_id: str, kept: Kept | None) -> None:
+        gateway = self.gateway.sync
+        with gateway.store.transaction() as tx:
+            if kept is None:
+                tx.agent_states.forget(run_id)
+            else:
+                tx.agent_states.keep(run_id, kept.to_text(), gateway.clock.now())
+
+    async def _kept(self, run_id: str) -> Kept | None:
+        return await offload(self._kept_now, run_id)
+
+    def _kept_now(self, run_id: str) -> Kept | None:
+        with self.gateway.sync.store.transaction() as tx:
+            text = tx.agent_states.kept(run_id)
+        return Kept.from_text(text) if text is not None else None
+
+
+def _blocking(work: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(work)
