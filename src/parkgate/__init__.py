@@ -49,7 +49,7 @@ from parkgate.gateway import DEFAULT_TTL, Gateway, ask_to_dict
 from parkgate.metrics import Metrics
 from parkgate.signal import Change, CloseSignal, Waiter
 from parkgate.store import Intent, Store, Transaction, open_store
-from parkgate.store.base import AskGauges, Callback, FollowUps, Heartbeats, OpenAsks, Outbox, Watcher
+from parkgate.store.base import AskGauges, AskKeys, Callback, FollowUps, Heartbeats, OpenAsks, Outbox, Watcher
 from parkgate.store.writes import AskStep, NewAsk, Writes
 from parkgate.workflow import Phase, Workflow
 
@@ -61,6 +61,7 @@ __all__ = [
     "AskAlreadyOpen",
     "AskFields",
     "AskGauges",
+    "AskKeys",
     "AskKind",
     "AskOptions",
     "AskSpec",

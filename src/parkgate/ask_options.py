@@ -12,7 +12,7 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 | :class:`OwnedRunFields` | ``owner`` | ``Gateway.start`` |
 | :class:`ParkFields` | ``ttl``, ``callback_url`` | ``Client.ask_from_text`` |
 | :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
-| :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``Client.ask``, ``POST /v1/asks`` |
+| :class:`PromptFields` | ``default``, ``expect``, ``context``, ``key`` | ``Client.ask``, ``POST /v1/asks`` |
 | :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up`` | ``Gateway.ask`` |
 
 The HTTP client sends no ``owner`` (the server records its token's name), and the JSON
@@ -96,6 +96,8 @@ class PromptFields(ParkFields, total=False):
     expect: Expect | str | Mapping[str, Any] | None
     #: A JSON object of at most 16 KiB, kept and shown with the ask.
     context: Mapping[str, Any] | None
+    #: An idempotency key: a park with a key the owner parked before returns that ask.
+    key: str | None
 
 
 class AskFields(PromptFields, OwnedParkFields, total=False):
@@ -143,6 +145,7 @@ class AskOptions:
     follow_up: bool = False
     responders: tuple[str, ...] = ()
     quorum: int = 1
+    key: str | None = None
 
     @classmethod
     def checked(cls, given: Mapping[str, object], fields: type = AskFields, call: str = "ask") -> AskOptions:
@@ -176,6 +179,7 @@ class AskOptions:
         default = given.get("default")
         responders = check_responders(given.get("responders"))
         quorum = check_quorum(given.get("quorum"), responders)
+        key = check_optional_id(given.get("key"), "key")
         return cls(
             run_id=run_id,
             ttl=checked_ttl,
@@ -190,6 +194,7 @@ class AskOptions:
             follow_up=follow_up,
             responders=responders,
             quorum=quorum,
+            key=key,
         )
 
     def fitted(self, spec: AskSpec) -> AskOptions:

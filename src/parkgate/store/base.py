@@ -137,12 +137,18 @@ class OpenAsks(Protocol):
     """The reads of the open asks as a whole: the audit, the gauges, the due reads."""
 
     def open_asks(
-        self, limit: int | None = None, *, after: tuple[datetime, str] | None = None, owner: str | None = None
+        self,
+        limit: int | None = None,
+        *,
+        after: tuple[datetime, str] | None = None,
+        owner: str | None = None,
+        conversation_id: str | None = None,
     ) -> list[Ask]:
         """Open asks, oldest first (ordered by ``asked_at`` then id, on the partial index).
 
         ``after`` (an ask's ``(asked_at, id)``) starts the list after that ask: a page's
-        last ask gives the next page. ``owner`` keeps only the asks parked by that owner.
+        last ask gives the next page. ``owner`` keeps only the asks parked by that owner,
+        ``conversation_id`` only that conversation's (read on its index: at most one).
         """
         ...
 
@@ -257,6 +263,19 @@ class Heartbeats(Protocol):
         ...
 
 
+class AskKeys(Protocol):
+    """The idempotency keys of parks: which ask an owner's key parked."""
+
+    def ask_for_key(self, owner: str | None, key: str) -> str | None:
+        """The id of the ask ``owner`` parked with ``key`` (``None``: none yet)."""
+        ...
+
+    def record_key(self, owner: str | None, key: str, ask_id: str) -> None:
+        """Record that ``owner``'s ``key`` parked ``ask_id``; the same key twice is a
+        :class:`StoreConflict` at the latest on commit (the unit is retried and finds it)."""
+        ...
+
+
 class Transaction(MessageTransaction, Protocol):
     """One transaction: a message's reads and writes, and the other tables' interfaces,
     all committed together."""
@@ -279,6 +298,11 @@ class Transaction(MessageTransaction, Protocol):
     @property
     def heartbeats(self) -> Heartbeats:
         """The deliverers' heartbeats."""
+        ...
+
+    @property
+    def keys(self) -> AskKeys:
+        """The idempotency keys of parks."""
         ...
 
 
