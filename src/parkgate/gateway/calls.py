@@ -31,6 +31,7 @@ from parkgate.core import machine, stopping_point
 from parkgate.core.kinds import OPERATOR, AskKind, RunOutcome
 from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError
+from parkgate.gateway.approval import ApprovalCalls
 from parkgate.gateway.closing import CloseReport, pause_before_reading
 from parkgate.gateway.messages import MessageCalls, UnitRunner
 from parkgate.gateway.parking import Park
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 DEFAULT_TTL = timedelta(hours=6)
 
 
-class Gateway(MessageCalls, ReadCalls, RunCalls):
+class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls):
     """Parks asks, matches replies, and closes every ask it finds past its TTL.
 
     Args:
