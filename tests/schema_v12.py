@@ -7,8 +7,10 @@ from parkgate.store.migrations import iter_migrations
 
 #: The asks' columns version 12 added.
 V12_COLUMNS = ("responders", "quorum", "votes", "answered_by", "closed_by")
-#: What version 12 added to both stores' tables, taken out again, and its record.
+#: What versions 12 and later added to both stores, taken out again, and their records
+#: (version 15's table of idempotency keys included).
 BEFORE_V12 = (
+    "DROP TABLE ask_keys",
     *(f"ALTER TABLE asks DROP COLUMN {column}" for column in V12_COLUMNS),
     "DELETE FROM schema_migrations WHERE version >= 12",
 )
