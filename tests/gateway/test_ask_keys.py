@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 import pytest
@@ -73,3 +74,22 @@ def test_a_bad_key_is_refused_before_anything_is_written(gateway: Gateway) -> No
     with pytest.raises(InputError, match="key"):
         gateway.ask("c-key", "Deploy?", ["Yes", "No"], key="")
     assert gateway.parked("c-key") is None
+
+
+def test_two_processes_racing_on_one_key_park_one_ask(gateway: Gateway, reopen: Reopen) -> None:
+    other = reopen()  # a second process on the same database
+    start = threading.Barrier(2)
+    replies: list[str | None] = []
+
+    def park(on: Gateway, conversation: str) -> None:
+        start.wait()
+        replies.append(on.ask(conversation, "Deploy?", ["Yes", "No"], key="raced").ask_id)
+
+    threads = [threading.Thread(target=park, args=args) for args in ((gateway, "c-one"), (other, "c-two"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    other.close()
+    assert len(replies) == 2 and replies[0] == replies[1]
+    assert len(gateway.open_asks()) == 1
