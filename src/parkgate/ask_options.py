@@ -10,9 +10,9 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 | --- | --- | --- |
 | :class:`RunFields` | ``run_id``, ``replace``, ``responders``, ``quorum`` | ``Client.start`` |
 | :class:`OwnedRunFields` | ``owner`` | ``Gateway.start`` |
-| :class:`ParkFields` | ``ttl``, ``callback_url`` | ``Client.ask_from_text`` |
+| :class:`ParkFields` | ``ttl``, ``callback_url``, ``key`` | ``Client.ask_from_text`` |
 | :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
-| :class:`PromptFields` | ``default``, ``expect``, ``context``, ``key`` | ``Client.ask``, ``POST /v1/asks`` |
+| :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``Client.ask``, ``POST /v1/asks`` |
 | :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up`` | ``Gateway.ask`` |
 
 The HTTP client sends no ``owner`` (the server records its token's name), and the JSON
@@ -81,6 +81,8 @@ class ParkFields(RunFields, total=False):
     ttl: timedelta | float | None
     #: Where the ask's JSON is posted, signed, when it closes (something waits on it).
     callback_url: str | None
+    #: An idempotency key: a park with a key the owner parked before returns that ask.
+    key: str | None
 
 
 class OwnedParkFields(ParkFields, OwnedRunFields, total=False):
@@ -96,8 +98,6 @@ class PromptFields(ParkFields, total=False):
     expect: Expect | str | Mapping[str, Any] | None
     #: A JSON object of at most 16 KiB, kept and shown with the ask.
     context: Mapping[str, Any] | None
-    #: An idempotency key: a park with a key the owner parked before returns that ask.
-    key: str | None
 
 
 class AskFields(PromptFields, OwnedParkFields, total=False):

@@ -93,3 +93,12 @@ def test_two_processes_racing_on_one_key_park_one_ask(gateway: Gateway, reopen: 
     other.close()
     assert len(replies) == 2 and replies[0] == replies[1]
     assert len(gateway.open_asks()) == 1
+
+
+def test_a_skills_marked_output_parks_once_with_a_key(gateway: Gateway) -> None:
+    output = "Before I go on:\n[[ask text]]\nWhich branch?\n[[/ask]]"
+    first = gateway.ask_from_text("c-skill", output, key="skill/branch")
+    assert gateway.ask_from_text("c-skill", output, key="skill/branch").ask_id == first.ask_id
+    gateway.handle("c-skill", "main")
+    again = gateway.ask_from_text("c-skill", output, key="skill/branch")
+    assert (again.ask_id, again.parked, again.answer) == (first.ask_id, False, "main")

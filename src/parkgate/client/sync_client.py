@@ -100,7 +100,9 @@ class Client:
             **fields: ``run_id``, ``ttl`` (a timedelta or seconds), ``replace``,
                 ``callback_url`` (gets the ask's JSON when it closes), ``default`` (recorded
                 as the answer if the ask expires), ``expect`` (the form a text ask's answer
-                must take) and ``context`` (a JSON object kept and shown with the ask), as
+                must take), ``context`` (a JSON object kept and shown with the ask) and
+                ``key`` (an idempotency key: a park with a key this token parked before
+                returns that ask, ``parked`` false once it closed), as
                 :class:`~parkgate.ask_options.PromptFields` types them.
 
         Returns:
@@ -118,7 +120,7 @@ class Client:
         Args:
             conversation_id: The conversation to park in.
             skill_output: Text holding one stopping point.
-            **fields: ``run_id``, ``ttl``, ``replace`` and ``callback_url``, as in :meth:`ask`
+            **fields: ``run_id``, ``ttl``, ``replace``, ``callback_url`` and ``key``, as in :meth:`ask`
                 (:class:`~parkgate.ask_options.ParkFields`).
 
         Returns:

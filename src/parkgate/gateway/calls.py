@@ -232,7 +232,7 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls):
             conversation_id: The conversation to park in.
             skill_output: Text holding one stopping point, or exactly its JSON form.
             **fields: :meth:`ask`'s ``run_id``, ``ttl``, ``replace``, ``callback_url``,
-                ``owner``, ``responders`` and ``quorum``
+                ``key``, ``owner``, ``responders`` and ``quorum``
                 (:class:`~parkgate.ask_options.OwnedParkFields`), checked the same way,
                 also when there is no marker.
 
