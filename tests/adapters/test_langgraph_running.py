@@ -17,8 +17,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
-from parkgate import Gateway, ManualClock
+from parkgate import Gateway, InputError, ManualClock
 from parkgate.adapters.langgraph import Closed, ParkgateInterrupts
+from parkgate.client import Client
 from parkgate.signal import Change
 from polling import until
 
@@ -101,3 +102,8 @@ def test_a_watch_beside_a_deliverer_says_nothing(
 def _beat(gateway: Gateway) -> Any:
     with gateway.store.transaction() as tx:
         return tx.heartbeats.last_beat()
+
+
+def test_an_http_client_is_refused_with_what_to_do_instead() -> None:
+    with Client("http://127.0.0.1:9") as client, pytest.raises(InputError, match=r"key=.*docs/keys\.md"):
+        ParkgateInterrupts(client)  # type: ignore[arg-type]

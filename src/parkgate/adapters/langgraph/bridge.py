@@ -42,6 +42,18 @@ def _answer(reply: Reply) -> Any:
     return reply.answer
 
 
+def _not_a_gateway(given: object) -> str:
+    """Why ``given`` cannot back a bridge; for an HTTP client, what to do instead."""
+    named = type(given).__name__
+    if named in ("Client", "AsyncClient"):
+        return (
+            f"gateway must be a Gateway or an AsyncGateway, not a {named}: the bridge follows asks up through "
+            "the store. Over HTTP, a node asks with client.ask(..., key=...) and waits with client.wait "
+            "(docs/keys.md): a restarted node then finds its own question and its answer"
+        )
+    return f"gateway must be a Gateway or an AsyncGateway, not {named}"
+
+
 class ParkgateInterrupts:
     """Parks a LangGraph thread's ``interrupt()`` payloads in a gateway and resumes the thread.
 
@@ -74,7 +86,7 @@ class ParkgateInterrupts:
         elif isinstance(gateway, Gateway):
             self.gateway, self.async_gateway = gateway, AsyncGateway(gateway)
         else:
-            raise InputError(f"gateway must be a Gateway or an AsyncGateway, not {type(gateway).__name__}")
+            raise InputError(_not_a_gateway(gateway))
         self.ttl = ttl
         self.resume_with = resume_with
         self.lease = lease
