@@ -42,7 +42,12 @@ PageSize = Annotated[int, Query(ge=1, le=MAX_PAGE_ASKS)]
     responses=documented(
         409,
         *V1_ERRORS,
-        extra={200: {"model": ReplyOut, "description": "skill_output held no marker: nothing parked (pass)"}},
+        extra={
+            200: {
+                "model": ReplyOut,
+                "description": "nothing parked: skill_output held no marker (pass), or the key's ask has closed",
+            }
+        },
     ),
 )
 @needs(Scope.PARK)
@@ -50,6 +55,9 @@ async def park_ask(
     body: AskIn, gateway: GatewayDep, caller: CallerDep, cap: OpenAskCapDep, settings: SettingsDep
 ) -> Response:
     """Park a question in a conversation; 409 if one is open there (unless ``replace``).
+
+    With a ``key`` this token parked before, nothing is parked: the answer is that ask's
+    reply, 201 while it is open and 200 once it has closed (``parked`` false).
 
     With named tokens a caller reaches only its own asks and runs: another owner's open
     ask in the conversation is a 409 ``conversation_busy`` (without its id, ``replace`` or
