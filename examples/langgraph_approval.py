@@ -15,7 +15,6 @@ import os
 import sqlite3
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any, TypedDict
@@ -59,35 +58,32 @@ def build(checkpointer: Any) -> Any:
 def main(folder: Path, store_url: str) -> None:
     checkpoints = sqlite3.connect(folder / "checkpoints.db", check_same_thread=False)
     graph = build(SqliteSaver(checkpoints))
-    gateway = Gateway(store=open_deployed_store(store_url), deliver=True)  # the deliverer makes the due reads
+    gateway = Gateway(store=open_deployed_store(store_url))
     bridge = ParkgateInterrupts(gateway)
+    # A deliverer (the due reads that close unanswered asks on time) and the watcher (which
+    # resumes a thread whose ask closed elsewhere) run for the block, and stop on its exit.
+    with bridge.running(graph):
+        # 1. Asked, a miss, then an answer: the thread runs on.
+        config = {"configurable": {"thread_id": "deploy-api"}}
+        print(bridge.start(graph, {"service": "api"}, config, "chat-1").text)
+        print(bridge.drive(graph, config, "chat-1", "maybe").text)
+        step = bridge.drive(graph, config, "chat-1", "1")
+        print(step.text)
+        print("api:", graph.get_state(config).values["status"])
 
-    # 1. Asked, a miss, then an answer: the thread runs on.
-    config = {"configurable": {"thread_id": "deploy-api"}}
-    print(bridge.start(graph, {"service": "api"}, config, "chat-1").text)
-    print(bridge.drive(graph, config, "chat-1", "maybe").text)
-    step = bridge.drive(graph, config, "chat-1", "1")
-    print(step.text)
-    print("api:", graph.get_state(config).values["status"])
+        # 2. The person cancels: the thread is resumed with Closed in the same call.
+        config = {"configurable": {"thread_id": "deploy-web"}}
+        bridge.start(graph, {"service": "web"}, config, "chat-1")
+        print(bridge.drive(graph, config, "chat-1", "/cancel").text)
+        print("web:", graph.get_state(config).values["status"])
 
-    # 2. The person cancels: the thread is resumed with Closed in the same call.
-    config = {"configurable": {"thread_id": "deploy-web"}}
-    bridge.start(graph, {"service": "web"}, config, "chat-1")
-    print(bridge.drive(graph, config, "chat-1", "/cancel").text)
-    print("web:", graph.get_state(config).values["status"])
-
-    # 3. An operator cancels from the console (another call path): the watcher resumes the thread.
-    stop = threading.Event()
-    watcher = threading.Thread(target=bridge.watch, args=(graph,), kwargs={"stop": stop}, daemon=True)
-    watcher.start()
-    config = {"configurable": {"thread_id": "deploy-db"}}
-    asked = bridge.start(graph, {"service": "db"}, config, "chat-2")
-    gateway.cancel(asked.reply.ask_id or "")
-    while graph.get_state(config).next:  # the watcher resumes it at once
-        time.sleep(0.01)
-    print("db:", graph.get_state(config).values["status"])
-    stop.set()
-    watcher.join()
+        # 3. An operator cancels from the console (another call path): the watcher resumes the thread.
+        config = {"configurable": {"thread_id": "deploy-db"}}
+        asked = bridge.start(graph, {"service": "db"}, config, "chat-2")
+        gateway.cancel(asked.reply.ask_id or "")
+        while graph.get_state(config).next:  # the watcher resumes it at once
+            time.sleep(0.01)
+        print("db:", graph.get_state(config).values["status"])
     gateway.close()
     checkpoints.close()
 

@@ -8,7 +8,7 @@ from parkgate.store.migrations import iter_migrations
 #: The asks' columns version 12 added.
 V12_COLUMNS = ("responders", "quorum", "votes", "answered_by", "closed_by")
 #: What the versions after 12 added, taken out again (their records go with version 12's).
-AFTER_V12 = ("DROP TABLE agent_states",)
+AFTER_V12 = ("DROP TABLE agent_states", "DROP TABLE ask_keys")
 #: What version 12 (and every later version) added to both stores' tables, taken out
 #: again, and its record.
 BEFORE_V12 = (

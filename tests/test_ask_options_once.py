@@ -49,6 +49,7 @@ EVERY_OPTION: dict[str, Any] = {
     "follow_up": True,
     "responders": ["U_ALICE", "U_BOB"],
     "quorum": 2,
+    "key": "run-1/approve",
 }
 
 

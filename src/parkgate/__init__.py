@@ -33,6 +33,7 @@ from parkgate.errors import (
     InputError,
     MissingExtra,
     ParkgateError,
+    Rejected,
     RunClosed,
     RunStillAsking,
     SchemaMissing,
@@ -49,7 +50,17 @@ from parkgate.gateway import DEFAULT_TTL, Gateway, ask_to_dict
 from parkgate.metrics import Metrics
 from parkgate.signal import Change, CloseSignal, Waiter
 from parkgate.store import Intent, Store, Transaction, open_store
-from parkgate.store.base import AgentStates, AskGauges, Callback, FollowUps, Heartbeats, OpenAsks, Outbox, Watcher
+from parkgate.store.base import (
+    AgentStates,
+    AskGauges,
+    AskKeys,
+    Callback,
+    FollowUps,
+    Heartbeats,
+    OpenAsks,
+    Outbox,
+    Watcher,
+)
 from parkgate.store.writes import AskStep, NewAsk, Writes
 from parkgate.workflow import Phase, Workflow
 
@@ -62,6 +73,7 @@ __all__ = [
     "AskAlreadyOpen",
     "AskFields",
     "AskGauges",
+    "AskKeys",
     "AskKind",
     "AskOptions",
     "AskSpec",
@@ -99,6 +111,7 @@ __all__ = [
     "ParkgateError",
     "Phase",
     "PromptFields",
+    "Rejected",
     "Reply",
     "ReplyKind",
     "Run",

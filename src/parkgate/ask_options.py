@@ -10,7 +10,7 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 | --- | --- | --- |
 | :class:`RunFields` | ``run_id``, ``replace``, ``responders``, ``quorum`` | ``Client.start`` |
 | :class:`OwnedRunFields` | ``owner`` | ``Gateway.start`` |
-| :class:`ParkFields` | ``ttl``, ``callback_url`` | ``Client.ask_from_text`` |
+| :class:`ParkFields` | ``ttl``, ``callback_url``, ``key`` | ``Client.ask_from_text`` |
 | :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
 | :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``Client.ask``, ``POST /v1/asks`` |
 | :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up`` | ``Gateway.ask`` |
@@ -81,6 +81,8 @@ class ParkFields(RunFields, total=False):
     ttl: timedelta | float | None
     #: Where the ask's JSON is posted, signed, when it closes (something waits on it).
     callback_url: str | None
+    #: An idempotency key: a park with a key the owner parked before returns that ask.
+    key: str | None
 
 
 class OwnedParkFields(ParkFields, OwnedRunFields, total=False):
@@ -143,6 +145,7 @@ class AskOptions:
     follow_up: bool = False
     responders: tuple[str, ...] = ()
     quorum: int = 1
+    key: str | None = None
 
     @classmethod
     def checked(cls, given: Mapping[str, object], fields: type = AskFields, call: str = "ask") -> AskOptions:
@@ -176,6 +179,7 @@ class AskOptions:
         default = given.get("default")
         responders = check_responders(given.get("responders"))
         quorum = check_quorum(given.get("quorum"), responders)
+        key = check_optional_id(given.get("key"), "key")
         return cls(
             run_id=run_id,
             ttl=checked_ttl,
@@ -190,6 +194,7 @@ class AskOptions:
             follow_up=follow_up,
             responders=responders,
             quorum=quorum,
+            key=key,
         )
 
     def fitted(self, spec: AskSpec) -> AskOptions:

@@ -319,9 +319,10 @@ class AsyncGateway:
         *,
         after: Ask | tuple[datetime, str] | None = None,
         owner: str | None = None,
+        conversation_id: str | None = None,
     ) -> list[Ask]:
         """Open asks, oldest first, closing any past their TTL (:meth:`Gateway.open_asks`)."""
-        return await offload(self.sync.open_asks, limit, after=after, owner=owner)
+        return await offload(self.sync.open_asks, limit, after=after, owner=owner, conversation_id=conversation_id)
 
     async def count_open_asks(self, owner: str | None = None) -> int:
         """How many asks are open, all or ``owner``'s (:meth:`Gateway.count_open_asks`)."""

@@ -25,6 +25,7 @@ its nearest listed base. The tree, drawn as httpx draws its own::
       x TooManyLongPolls ..................... 429 too_many_long_polls, with Retry-After
       x MissingExtra (a ModuleNotFoundError): an adapter imported without its framework
       x NotThisGraph, GraphKeepsAsking: the LangGraph adapter's refusals
+      x Rejected: a call ``requires_approval`` gates was not approved; it did not run
       x StoreError ........................... 503 store_error, with Retry-After
         + StoreUnavailable ................... 503 store_unavailable
         + StoreClosed: the Gateway is closed
@@ -253,6 +254,15 @@ class GraphKeepsAsking(ParkgateError):
             f"thread {thread!r} interrupted again each time it was resumed with Closed "
             f"({resumes} times): a node must return when interrupt() gives it a Closed"
         )
+
+
+class Rejected(ParkgateError):
+    """A gated call did not run: its approval ask closed ``outcome`` (``rejected``, ``cancelled``,
+    ``expired``, or a cancel's own outcome); ``ask_id`` is that ask."""
+
+    def __init__(self, call: str, ask_id: str, outcome: str) -> None:
+        self.ask_id, self.outcome = ask_id, outcome
+        super().__init__(f"{call} was not approved ({outcome}): it did not run")
 
 
 class StoreError(ParkgateError):

@@ -43,6 +43,9 @@ class Change(enum.Enum):
     DUE = "due"
     #: A callback was queued in the outbox.
     OUTBOX = "outbox"
+    #: An ask was parked in this process (its id comes with it): a wait for a
+    #: conversation's parked ask reads again.
+    PARKED = "parked"
     #: Another process committed something the watcher cannot name (SQLite): listeners
     #: look again; waiters are woken only by :data:`CLOSED` for their own ask.
     COMMITTED = "committed"

@@ -169,7 +169,7 @@ def test_a_failed_callback_shows_in_the_console_and_the_operator_retries_it(
         open_console(page, server, console_token)
         item = page.locator(f'li.failed-callback[data-ask-id="{parked["ask_id"]}"]')
         expect(item).to_contain_text("hooked")
-        expect(item).to_contain_text("1 attempts")
+        expect(item).to_contain_text("1 attempt, last:")
         item.locator("button.retry").click()
         expect(page.locator("#status")).to_contain_text("due again")
         callback = http.get(ask_url).json()["callback"]

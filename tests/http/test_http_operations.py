@@ -96,6 +96,7 @@ def test_the_openapi_schema_documents_the_public_contract(served_sqlite: Server)
         ("/v1/asks/{ask_id}", "get"),
         ("/v1/asks/{ask_id}/cancel", "post"),
         ("/v1/conversations/{conversation_id}/messages", "post"),
+        ("/v1/conversations/{conversation_id}", "get"),
         ("/v1/workflows/{name}/start", "post"),
         ("/healthz", "get"),
         ("/metrics", "get"),

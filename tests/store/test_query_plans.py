@@ -76,6 +76,7 @@ def _load(store: Store, rows: int = ROWS, open_every: int = OPEN_EVERY) -> None:
                 )
             )
             tx.write(Writes(reply=StoredReply(f"conv-{n}", f"msg-{n}", "{}", T0)))
+            tx.keys.record_key(f"owner-{n % 7}", f"run-{n}/approve", f"ask-{n}")
 
 
 def _plans(location: StoreLocation) -> dict[str, str]:
@@ -125,6 +126,8 @@ def _explain(cursor: Any, dialect: Dialect, explain: Any, transaction: Callable[
         "open ask of a conversation": lambda tx: tx.open_ask("conv-500"),
         "audit, oldest 100": lambda tx: tx.asks.open_asks(100),
         "audit, all": lambda tx: tx.asks.open_asks(),
+        "open asks of a conversation": lambda tx: tx.asks.open_asks(100, conversation_id="conv-500"),
+        "an ask's key": lambda tx: tx.keys.ask_for_key("owner-1", "run-42/approve"),
         "redelivery check": lambda tx: tx.reply_for("conv-500", "msg-500"),
         "message read (redelivery check and open ask in one)": lambda tx: tx.message_context("conv-500", "msg-x"),
     }.items():
@@ -151,6 +154,16 @@ def test_reads_use_their_indexes(store: Store, store_location: StoreLocation) ->
         plan = plans[audit]
         assert "asks_open_by_age" in plan, f"{audit}:\n{plan}"
         assert "Seq Scan" not in plan, f"{audit}:\n{plan}"
+
+    # A surface's look at one conversation's parked ask (GET /v1/conversations/{id}, the
+    # conversation filter of GET /v1/asks) is the conversation's index, never the whole list.
+    listed = plans["open asks of a conversation"]
+    assert "asks_open_by_conversation" in listed, listed
+    assert "Seq Scan" not in listed and "asks_open_by_age" not in listed, listed
+
+    keyed = plans["an ask's key"]
+    assert "ask_keys_pkey" in keyed or "sqlite_autoindex_ask_keys" in keyed, keyed
+    assert "Seq Scan" not in keyed, keyed
 
     redelivery = plans["redelivery check"]
     assert "Seq Scan" not in redelivery and "SCAN inbound_messages" not in redelivery, redelivery

@@ -1,4 +1,4 @@
-"""The ``parkgate`` command: serve, deliver, chat, asks, doorcheck, migrate, prove.
+"""The ``parkgate`` command: serve, deliver, chat, asks, show, cancel, doorcheck, migrate, prove.
 
 ``--db`` (or ``PARKGATE_DB``) chooses the store everywhere: ``sqlite:///parkgate.db``
 (the default), a file path, or ``postgresql://...``; with PostgreSQL,
@@ -22,7 +22,8 @@ writes each expiry's structured line (``{"event": "ask_expired", ...}``) to stde
 JSON object a line; ``asks`` only reads, so it closes (and logs) nothing.
 
 One module a command group: :mod:`~parkgate.cli.serve` (serve, deliver),
-:mod:`~parkgate.cli.chat`, :mod:`~parkgate.cli.asks`, :mod:`~parkgate.cli.doorcheck`,
+:mod:`~parkgate.cli.chat`, :mod:`~parkgate.cli.asks`, :mod:`~parkgate.cli.operate` (show,
+cancel), :mod:`~parkgate.cli.doorcheck`,
 :mod:`~parkgate.cli.maintenance` (migrate, prove); :mod:`~parkgate.cli.stores` opens
 the store each of them works on.
 """
@@ -36,6 +37,7 @@ from parkgate.cli.audit import audit
 from parkgate.cli.chat import CHAT_RESTART, chat
 from parkgate.cli.doorcheck import DOORCHECK_EXIT, DOORCHECK_INPUTS, doorcheck, doorcheck_verdict
 from parkgate.cli.maintenance import migrate, prove
+from parkgate.cli.operate import cancel, show
 from parkgate.cli.serve import check_can_listen, deliver, serve
 from parkgate.cli.stores import db_option, shown_url
 from parkgate.client.wire import path_segment
@@ -52,6 +54,8 @@ main.add_command(serve)
 main.add_command(deliver)
 main.add_command(chat)
 main.add_command(asks)
+main.add_command(show)
+main.add_command(cancel)
 main.add_command(doorcheck)
 main.add_command(migrate)
 main.add_command(prove)

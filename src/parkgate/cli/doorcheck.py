@@ -3,6 +3,7 @@ process or against a live gateway through :class:`~parkgate.client.Client`."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import tempfile
 import uuid
@@ -21,6 +22,9 @@ from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError
 #: The four non-answers the door check sends before its exit word.
 DOORCHECK_INPUTS = ("pick the right diagram", "did it run?", "huh", "what")
 DOORCHECK_EXIT = DOOR_EXIT
+#: The outcome of a door check's ask it leaves open (a check that failed or was cut off):
+#: cancelled by the check itself, so it never waits in a production gateway's list.
+DOORCHECK_OUTCOME = "doorcheck"
 
 #: The command's option for each argument of :class:`~parkgate.client.Client` its errors may name.
 _CLIENT_OPTIONS = {"base_url": "--url", "token": "--token"}
@@ -81,10 +85,13 @@ def _doorcheck_in_process(db_url: str | None, conversation_id: str) -> list[Line
     """The door check on a library gateway: ``db_url``'s store, or a temporary SQLite file."""
     with tempfile.TemporaryDirectory() as folder, gateway_session(db_url or f"sqlite:///{folder}/d.db") as gateway:
         try:
-            gateway.start(conversation_id, "uml")
+            started = gateway.start(conversation_id, "uml")
         except AskAlreadyOpen as busy:  # the transaction rolled back: nothing changed
             raise _busy(conversation_id, busy.ask_id) from None
-        return list(_doorcheck_lines(lambda text: gateway.handle(conversation_id, text).to_dict()))
+        try:
+            return list(_doorcheck_lines(lambda text: gateway.handle(conversation_id, text).to_dict()))
+        finally:
+            gateway.cancel(started.ask_id or "", outcome=DOORCHECK_OUTCOME)  # one left open; a closed one stays
 
 
 def _busy(conversation_id: str, ask_id: str | None) -> click.ClickException:
@@ -113,7 +120,7 @@ def _doorcheck_http(base: str, token: str | None, conversation_id: str) -> list[
     try:
         with client:
             try:
-                client.start(conversation_id, "uml")
+                started = client.start(conversation_id, "uml")
             except AskAlreadyOpen as busy:  # the transaction rolled back: nothing changed
                 raise _busy(conversation_id, busy.ask_id) from None
 
@@ -130,11 +137,26 @@ def _doorcheck_http(base: str, token: str | None, conversation_id: str) -> list[
                         ) from None
                     raise
 
-            return list(_doorcheck_lines(send))
+            try:
+                lines = list(_doorcheck_lines(send))
+            finally:
+                _clean_up(client, started.ask_id)
+            return lines
     except Unreachable as error:
         raise click.ClickException(f"the gateway at {base} did not answer ({error})") from None
     except ParkgateError as error:
         raise click.ClickException(_refused(base, step, error)) from None
+
+
+def _clean_up(client: Client, ask_id: str | None) -> None:
+    """Cancel the check's ask if it is still open (outcome :data:`DOORCHECK_OUTCOME`), so a
+    failed check leaves nothing parked; a token without the ``operate`` scope cannot, and
+    the ask then closes at its TTL."""
+    if ask_id is None:
+        return
+    with contextlib.suppress(ParkgateError):
+        if client.get(ask_id).is_open:
+            client.cancel(ask_id, outcome=DOORCHECK_OUTCOME)
 
 
 def _refused(base: str, what: str, error: Exception) -> str:

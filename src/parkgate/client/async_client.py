@@ -145,9 +145,25 @@ class AsyncClient:
             if not ask.is_open or time.monotonic() >= deadline:
                 return ask
 
-    async def open_asks(self, limit: int = wire.DEFAULT_PAGE_ASKS, cursor: str | None = None) -> AskPage:
+    async def open_asks(
+        self,
+        limit: int = wire.DEFAULT_PAGE_ASKS,
+        cursor: str | None = None,
+        *,
+        conversation_id: str | None = None,
+        owner: str | None = None,
+    ) -> AskPage:
         """As :meth:`Client.open_asks <parkgate.client.Client.open_asks>`."""
-        return await self._send(wire.open_asks(limit, cursor))
+        return await self._send(wire.open_asks(limit, cursor, conversation_id, owner))
+
+    async def parked(self, conversation_id: str, wait: float | timedelta = 0) -> AskView | None:
+        """As :meth:`Client.parked <parkgate.client.Client.parked>`: long-polls, awaited in turn."""
+        deadline = time.monotonic() + wait_seconds(wait)
+        while True:
+            hold = wire.next_hold(deadline - time.monotonic(), self._connection.long_poll)
+            ask = await self._send(wire.parked(conversation_id, hold))
+            if ask is not None or time.monotonic() >= deadline:
+                return ask
 
     async def iter_open_asks(self, page_size: int = wire.DEFAULT_PAGE_ASKS) -> AsyncIterator[AskView]:
         """As :meth:`Client.iter_open_asks <parkgate.client.Client.iter_open_asks>`: ``async for``."""
@@ -175,9 +191,9 @@ class AsyncClient:
         """As :meth:`Client.failed_callbacks <parkgate.client.Client.failed_callbacks>`."""
         return await self._send(wire.failed_callbacks(limit))
 
-    async def cancel(self, ask_id: str) -> AskView:
+    async def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> AskView:
         """As :meth:`Client.cancel <parkgate.client.Client.cancel>`."""
-        return await self._send(wire.cancel(ask_id))
+        return await self._send(wire.cancel(ask_id, outcome))
 
     async def finish_run(self, run_id: str, outcome: str = "done") -> Run:
         """As :meth:`Client.finish_run <parkgate.client.Client.finish_run>`."""

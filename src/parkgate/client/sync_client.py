@@ -100,7 +100,9 @@ class Client:
             **fields: ``run_id``, ``ttl`` (a timedelta or seconds), ``replace``,
                 ``callback_url`` (gets the ask's JSON when it closes), ``default`` (recorded
                 as the answer if the ask expires), ``expect`` (the form a text ask's answer
-                must take) and ``context`` (a JSON object kept and shown with the ask), as
+                must take), ``context`` (a JSON object kept and shown with the ask) and
+                ``key`` (an idempotency key: a park with a key this token parked before
+                returns that ask, ``parked`` false once it closed), as
                 :class:`~parkgate.ask_options.PromptFields` types them.
 
         Returns:
@@ -118,7 +120,7 @@ class Client:
         Args:
             conversation_id: The conversation to park in.
             skill_output: Text holding one stopping point.
-            **fields: ``run_id``, ``ttl``, ``replace`` and ``callback_url``, as in :meth:`ask`
+            **fields: ``run_id``, ``ttl``, ``replace``, ``callback_url`` and ``key``, as in :meth:`ask`
                 (:class:`~parkgate.ask_options.ParkFields`).
 
         Returns:
@@ -206,17 +208,44 @@ class Client:
             if not ask.is_open or time.monotonic() >= deadline:
                 return ask
 
-    def open_asks(self, limit: int = wire.DEFAULT_PAGE_ASKS, cursor: str | None = None) -> AskPage:
+    def open_asks(
+        self,
+        limit: int = wire.DEFAULT_PAGE_ASKS,
+        cursor: str | None = None,
+        *,
+        conversation_id: str | None = None,
+        owner: str | None = None,
+    ) -> AskPage:
         """One page of open asks, oldest first, each with ``hours_open``.
 
         Args:
             limit: The most asks on the page (at most 1,000).
             cursor: The ``next`` of the page before; ``None`` for the first page.
+            conversation_id: Only this conversation's open ask (at most one).
+            owner: Only the asks the token of this name parked.
 
         Returns:
             The page: its asks, and the cursor of the next page (``None`` after the last).
         """
-        return self._send(wire.open_asks(limit, cursor))
+        return self._send(wire.open_asks(limit, cursor, conversation_id, owner))
+
+    def parked(self, conversation_id: str, wait: float | timedelta = 0) -> AskView | None:
+        """The conversation's open ask (``GET /v1/conversations/{id}``), as a surface looks for it.
+
+        Args:
+            conversation_id: The conversation to look at.
+            wait: How long to wait while nothing is parked there (a timedelta or seconds;
+                long-polls of at most ``long_poll`` seconds each); 0 reads once.
+
+        Returns:
+            The open ask, or ``None`` when nothing is parked (still, once ``wait`` passed).
+        """
+        deadline = time.monotonic() + wait_seconds(wait)
+        while True:
+            hold = wire.next_hold(deadline - time.monotonic(), self._connection.long_poll)
+            ask = self._send(wire.parked(conversation_id, hold))
+            if ask is not None or time.monotonic() >= deadline:
+                return ask
 
     def iter_open_asks(self, page_size: int = wire.DEFAULT_PAGE_ASKS) -> Iterator[AskView]:
         """Every open ask, oldest first, read a page at a time as it is consumed.
@@ -269,11 +298,13 @@ class Client:
         return self._send(wire.failed_callbacks(limit))
 
     # -- operating -------------------------------------------------------------------------
-    def cancel(self, ask_id: str) -> AskView:
+    def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> AskView:
         """An operator's cancel: the ask closes as ``cancelled``.
 
         Args:
             ask_id: The ask to cancel.
+            outcome: An id-like string recorded on the ask and its run that says why
+                (``abandoned``, say), as :meth:`Gateway.cancel <parkgate.Gateway.cancel>` takes.
 
         Returns:
             The ask as it is now (a closed one comes back as it was).
@@ -281,7 +312,7 @@ class Client:
         Raises:
             UnknownAsk: No ask has this id.
         """
-        return self._send(wire.cancel(ask_id))
+        return self._send(wire.cancel(ask_id, outcome))
 
     def finish_run(self, run_id: str, outcome: str = "done") -> Run:
         """Mark a run complete once the work after its last answer is done.

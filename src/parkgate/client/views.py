@@ -63,6 +63,11 @@ class AskView:
         """Whether the ask is still open."""
         return self.status is AskStatus.OPEN
 
+    @property
+    def id(self) -> str:
+        """The ask's id (``ask_id``), by the name the library's :class:`~parkgate.Ask` gives it."""
+        return self.ask_id
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AskView:
         """The ask from its JSON object; ``KeyError``/``ValueError``/``TypeError`` if it is not one."""

@@ -255,17 +255,37 @@ def read_ask(ask_id: str, wait: float = 0.0) -> Call[AskView]:
     return Call("GET", path, AskView.from_dict, params=params, about={"ask_id": ask_id}, hold=wait)
 
 
-def open_asks(limit: int, cursor: str | None) -> Call[AskPage]:
-    """``GET /v1/asks?status=open``: one page."""
+def open_asks(
+    limit: int, cursor: str | None, conversation_id: str | None = None, owner: str | None = None
+) -> Call[AskPage]:
+    """``GET /v1/asks?status=open``: one page, of one conversation or one owner when given."""
     params: dict[str, str | int] = {"status": "open", "limit": limit}
     if cursor is not None:
         params["cursor"] = cursor
+    if conversation_id is not None:
+        params["conversation_id"] = check_id(conversation_id, "conversation_id")
+    if owner is not None:
+        params["owner"] = check_id(owner, "owner")
     return Call("GET", "v1/asks", AskPage.from_dict, params=params)
 
 
-def cancel(ask_id: str) -> Call[AskView]:
-    """``POST /v1/asks/{ask_id}/cancel``."""
-    return Call("POST", f"v1/asks/{_segment(ask_id, 'ask_id')}/cancel", AskView.from_dict, about={"ask_id": ask_id})
+def parked(conversation_id: str, wait: float = 0.0) -> Call[AskView | None]:
+    """``GET /v1/conversations/{conversation_id}``, held up to ``wait`` seconds until an ask is parked."""
+    params = {"wait": f"{wait:.3f}"} if wait > 0 else None
+    path = f"v1/conversations/{_segment(conversation_id, 'conversation_id')}"
+    return Call("GET", path, _parked_ask, params=params, about={"conversation_id": conversation_id}, hold=wait)
+
+
+def _parked_ask(data: Mapping[str, Any]) -> AskView | None:
+    ask = data["ask"]
+    return None if ask is None else AskView.from_dict(ask)
+
+
+def cancel(ask_id: str, outcome: str | None = None) -> Call[AskView]:
+    """``POST /v1/asks/{ask_id}/cancel``, with the ``outcome`` to record when given."""
+    body = None if outcome is None else _json({"outcome": check_id(outcome, "outcome")})
+    path = f"v1/asks/{_segment(ask_id, 'ask_id')}/cancel"
+    return Call("POST", path, AskView.from_dict, body, about={"ask_id": ask_id})
 
 
 def retry_callback(ask_id: str) -> Call[AskView]:

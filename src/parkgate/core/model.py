@@ -95,6 +95,11 @@ class Ask:
         return self.status is AskStatus.OPEN
 
     @property
+    def ask_id(self) -> str:
+        """The ask's id (``id``), by the name its JSON and the client's ``AskView`` give it."""
+        return self.id
+
+    @property
     def due_at(self) -> datetime:
         """When the ask falls due: the first moment after which a read closes it as expired."""
         return self.last_touched + _ttl_of(self.ttl_seconds)
@@ -161,6 +166,16 @@ class Run:
     #: Who started it (the HTTP token's name; ``None`` for the library or a server
     #: without named tokens): only its owner parks in it.
     owner: str | None = None
+
+    @property
+    def run_id(self) -> str:
+        """The run's id (``id``), by the name its JSON gives it."""
+        return self.id
+
+    @property
+    def answers(self) -> dict[str, Any]:
+        """A workflow's answers so far, by phase (the run's ``context``; ``answers`` in its JSON)."""
+        return self.context
 
 
 class CallbackStatus(enum.Enum):

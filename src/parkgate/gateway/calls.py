@@ -31,8 +31,10 @@ from parkgate.core import machine, stopping_point
 from parkgate.core.kinds import OPERATOR, AskKind, RunOutcome
 from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError
+from parkgate.gateway.approval import ApprovalCalls
 from parkgate.gateway.closing import CloseReport, pause_before_reading
 from parkgate.gateway.messages import MessageCalls, UnitRunner
+from parkgate.gateway.parking import Park
 from parkgate.gateway.reads import ReadCalls
 from parkgate.gateway.run_calls import RunCalls
 from parkgate.gateway.runs import RunLifeCycle, WritePlan, new_id, new_run, pass_reply
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
 DEFAULT_TTL = timedelta(hours=6)
 
 
-class Gateway(MessageCalls, ReadCalls, RunCalls):
+class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls):
     """Parks asks, matches replies, and closes every ask it finds past its TTL.
 
     Args:
@@ -200,6 +202,9 @@ class Gateway(MessageCalls, ReadCalls, RunCalls):
             quorum (int | None): How many responders must pick the same option to select
                 it (1 by default; at most ``len(responders)``; a text ask takes 1 only).
                 Until then each responder's pick is a vote (``voted``).
+            key (str | None): An idempotency key (an id such as ``"run-42/approve"``): a
+                park with a key this owner parked before parks nothing and returns that
+                ask's reply (``parked`` false once it closed; ``wait`` gives its outcome).
 
         Returns:
             The ``asked`` reply, with the menu or question to show and the new ask's id.
@@ -227,7 +232,7 @@ class Gateway(MessageCalls, ReadCalls, RunCalls):
             conversation_id: The conversation to park in.
             skill_output: Text holding one stopping point, or exactly its JSON form.
             **fields: :meth:`ask`'s ``run_id``, ``ttl``, ``replace``, ``callback_url``,
-                ``owner``, ``responders`` and ``quorum``
+                ``key``, ``owner``, ``responders`` and ``quorum``
                 (:class:`~parkgate.ask_options.OwnedParkFields`), checked the same way,
                 also when there is no marker.
 
@@ -295,23 +300,13 @@ class Gateway(MessageCalls, ReadCalls, RunCalls):
 
     def _park(self, conversation_id: str, spec: stopping_point.AskSpec, options: AskOptions) -> Reply:
         """Park ``spec`` with ``options``; every argument has been checked by the caller."""
-        now = self.clock.now()
-        owner = options.owner
-        run_id = options.run_id or new_id()
-
-        def body(tx: Transaction, plan: WritePlan) -> Reply:
-            # The run is checked before the conversation is cleared: a run that takes no new
-            # ask refuses the park before anything is read as closed. A new run id needs no read.
-            given = options.run_id is not None
-            joined = self._runs.joined_run(tx, run_id, conversation_id, owner, now) if given else None
-            self._runs.clear_for_new_ask(tx, plan, conversation_id, options.replace, now, owner)
-            run = joined or new_run(run_id, conversation_id, now, owner=owner)
-            ask = self._runs.new_ask(run, spec, now, options)
-            return self._runs.park(plan, run, ask, now, options.follow_up)
-
-        reply = self._counted(self._units.run(body))
-        if options.watched:  # the earliest due time may be this one now
-            self.signal.changed(Change.DUE, reply.ask_id)
+        park = Park(self._runs, conversation_id, spec, options, self.clock.now())
+        reply = self._units.run(park)
+        if park.fresh:
+            self._counted(reply)
+            self.signal.changed(Change.PARKED, reply.ask_id)
+            if options.watched:  # the earliest due time may be this one now
+                self.signal.changed(Change.DUE, reply.ask_id)
         return reply
 
     def cancel(self, ask_id: str, *, outcome: str = RunOutcome.CANCELLED.value) -> Ask:

@@ -59,6 +59,7 @@ class ReadCalls:
         *,
         after: Ask | tuple[datetime, str] | None = None,
         owner: str | None = None,
+        conversation_id: str | None = None,
     ) -> list[Ask]:
         """Open asks, oldest first (by ``asked_at``, then id). Any found past its TTL is
         closed on this read.
@@ -68,18 +69,20 @@ class ReadCalls:
             after: An ask, open or not, or its ``(asked_at, id)``: the list starts after it
                 in that order, so the last ask of one page gives the next.
             owner: Only the asks this owner parked.
+            conversation_id: Only this conversation's open ask (at most one).
 
         Returns:
             The open asks, none of them past its TTL.
         """
         check_limit(limit)
         check_optional_id(owner, "owner")
+        check_optional_id(conversation_id, "conversation_id")
         position = _place(after)
         now = self.clock.now()
 
         def body(tx: Transaction, plan: WritePlan) -> list[Ask]:
             while True:
-                found = tx.asks.open_asks(limit, after=position, owner=owner)
+                found = tx.asks.open_asks(limit, after=position, owner=owner, conversation_id=conversation_id)
                 stale = [ask for ask in found if ask.is_expired(now)]
                 for ask in stale:
                     # The list is read unlocked: re-read each one locked, since a racing

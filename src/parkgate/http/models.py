@@ -146,6 +146,9 @@ class AskIn(_Body):
     )
     responders: Responders = None
     quorum: Quorum = None
+    key: Id | None = Field(
+        default=None, description="An idempotency key: a park with a key this owner parked before returns that ask."
+    )
 
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:
@@ -193,6 +196,13 @@ class StartIn(_Body):
     replace: Flag = False
     responders: Responders = None
     quorum: Quorum = None
+
+
+class CancelIn(_Body):
+    """An operator's cancel: the outcome recorded on the ask and its run (``cancelled``
+    when left out), such as ``abandoned`` when whoever waited for the answer is gone."""
+
+    outcome: Id = "cancelled"
 
 
 class FinishIn(_Body):
@@ -312,6 +322,13 @@ class RunOut(BaseModel):
     owner: str | None = Field(
         default=None, description="The name of the token that started it (null without named tokens)."
     )
+
+
+class ConversationOut(BaseModel):
+    """A conversation as a surface sees it: its open ask, ``null`` when nothing is parked."""
+
+    conversation_id: str
+    ask: AskOut | None = None
 
 
 class AskListOut(BaseModel):

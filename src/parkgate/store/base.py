@@ -31,6 +31,8 @@ from parkgate.errors import StoreClosed as StoreClosed
 from parkgate.errors import StoreConflict as StoreConflict
 from parkgate.errors import StoreError as StoreError
 from parkgate.errors import StoreUnavailable as StoreUnavailable
+from parkgate.store.tables import AgentStates as AgentStates
+from parkgate.store.tables import AskKeys as AskKeys
 from parkgate.store.writes import Writes
 
 
@@ -137,12 +139,18 @@ class OpenAsks(Protocol):
     """The reads of the open asks as a whole: the audit, the gauges, the due reads."""
 
     def open_asks(
-        self, limit: int | None = None, *, after: tuple[datetime, str] | None = None, owner: str | None = None
+        self,
+        limit: int | None = None,
+        *,
+        after: tuple[datetime, str] | None = None,
+        owner: str | None = None,
+        conversation_id: str | None = None,
     ) -> list[Ask]:
         """Open asks, oldest first (ordered by ``asked_at`` then id, on the partial index).
 
         ``after`` (an ask's ``(asked_at, id)``) starts the list after that ask: a page's
-        last ask gives the next page. ``owner`` keeps only the asks parked by that owner.
+        last ask gives the next page. ``owner`` keeps only the asks parked by that owner,
+        ``conversation_id`` only that conversation's (read on its index: at most one).
         """
         ...
 
@@ -257,22 +265,6 @@ class Heartbeats(Protocol):
         ...
 
 
-class AgentStates(Protocol):
-    """An agent SDK's serialised run state, kept with its run until the agent finishes."""
-
-    def keep(self, run_id: str, state: str, now: datetime) -> None:
-        """Keep ``state`` for ``run_id``, replacing what was kept."""
-        ...
-
-    def kept(self, run_id: str) -> str | None:
-        """The state kept for ``run_id`` (``None``: none)."""
-        ...
-
-    def forget(self, run_id: str) -> None:
-        """Remove the state kept for ``run_id``, if any."""
-        ...
-
-
 class Transaction(MessageTransaction, Protocol):
     """One transaction: a message's reads and writes, and the other tables' interfaces,
     all committed together."""
@@ -300,6 +292,11 @@ class Transaction(MessageTransaction, Protocol):
     @property
     def agent_states(self) -> AgentStates:
         """The agent SDKs' run states."""
+        ...
+
+    @property
+    def keys(self) -> AskKeys:
+        """The idempotency keys of parks."""
         ...
 
 

@@ -44,11 +44,19 @@ class SqlOpenAsks:
         self._run = runner
 
     def open_asks(
-        self, limit: int | None = None, *, after: tuple[datetime, str] | None = None, owner: str | None = None
+        self,
+        limit: int | None = None,
+        *,
+        after: tuple[datetime, str] | None = None,
+        owner: str | None = None,
+        conversation_id: str | None = None,
     ) -> list[Ask]:
         dialect = self._run.dialect
         conditions = ["status = 'open'"]
         params: list[Any] = []
+        if conversation_id is not None:
+            conditions.append("conversation_id = ?")
+            params.append(conversation_id)
         if after is not None:
             conditions.append("(asked_at > ? OR (asked_at = ? AND id > ?))")
             stamp = dialect.encode_time(after[0])
@@ -95,6 +103,22 @@ class SqlOpenAsks:
         return self._run.dialect.decode_due(earliest) if earliest is not None else None
 
 
+class SqlAskKeys:
+    """:class:`~parkgate.store.base.AskKeys` on an engine's transaction (``owner`` ``None`` stored as ``''``)."""
+
+    __slots__ = ("_run",)
+
+    def __init__(self, runner: Runner) -> None:
+        self._run = runner
+
+    def ask_for_key(self, owner: str | None, key: str) -> str | None:
+        row = self._run.query("SELECT ask_id FROM ask_keys WHERE owner = ? AND key = ?", (owner or "", key)).fetchone()
+        return str(row[0]) if row else None
+
+    def record_key(self, owner: str | None, key: str, ask_id: str) -> None:
+        self._run.send("INSERT INTO ask_keys (owner, key, ask_id) VALUES (?, ?, ?)", (owner or "", key, ask_id))
+
+
 class SqlTables:
     """What an engine's SQL transaction (:class:`~parkgate.store.base.Transaction`) shares
     with the other engine: the reads by id, and the tables beside a message's, each an
@@ -128,3 +152,7 @@ class SqlTables:
     @property
     def agent_states(self: Runner) -> SqlAgentStates:
         return SqlAgentStates(self)
+
+    @property
+    def keys(self: Runner) -> SqlAskKeys:
+        return SqlAskKeys(self)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import timedelta
 from functools import partial
 from typing import Any, TypeVar
@@ -21,6 +22,7 @@ from parkgate.adapters.langgraph.questions import Answer
 from parkgate.adapters.langgraph.steps import log
 from parkgate.adapters.langgraph.threads import Drive, Graph, allow_closed, aperform, graph_name, perform
 from parkgate.adapters.langgraph.toolreview import ToolReview, ToolReviews
+from parkgate.adapters.langgraph.watching import warn_without_deliverer
 from parkgate.async_gateway import AsyncGateway
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Reply
@@ -39,6 +41,18 @@ _WAKING = frozenset({Change.CLOSED, Change.COMMITTED, Change.ANY})
 
 def _answer(reply: Reply) -> Any:
     return reply.answer
+
+
+def _not_a_gateway(given: object) -> str:
+    """Why ``given`` cannot back a bridge; for an HTTP client, what to do instead."""
+    named = type(given).__name__
+    if named in ("Client", "AsyncClient"):
+        return (
+            f"gateway must be a Gateway or an AsyncGateway, not a {named}: the bridge follows asks up through "
+            "the store. Over HTTP, a node asks with client.ask(..., key=...) and waits with client.wait "
+            "(docs/keys.md): a restarted node then finds its own question and its answer"
+        )
+    return f"gateway must be a Gateway or an AsyncGateway, not {named}"
 
 
 class ParkgateInterrupts:
@@ -78,11 +92,31 @@ class ParkgateInterrupts:
         elif isinstance(gateway, Gateway):
             self.gateway, self.async_gateway = gateway, AsyncGateway(gateway)
         else:
-            raise InputError(f"gateway must be a Gateway or an AsyncGateway, not {type(gateway).__name__}")
+            raise InputError(_not_a_gateway(gateway))
         self.ttl = ttl
         self.resume_with = resume_with
         self.lease = lease
         self.reviews = ToolReviews(tools or {})
+        # The conversations a drive of this bridge is handling now: its watcher leaves their
+        # closed asks to that drive, which resumes the thread and reports what it did.
+        self._driven: collections.Counter[str] = collections.Counter()
+        self._driven_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def _driving(self, conversation_id: str) -> Iterator[None]:
+        with self._driven_lock:
+            self._driven[conversation_id] += 1
+        try:
+            yield
+        finally:
+            with self._driven_lock:
+                self._driven[conversation_id] -= 1
+                if not self._driven[conversation_id]:
+                    del self._driven[conversation_id]
+
+    def _is_driven(self, conversation_id: str) -> bool:
+        with self._driven_lock:
+            return conversation_id in self._driven
 
     @property
     def _steps(self) -> BridgeSteps:
@@ -180,7 +214,8 @@ class ParkgateInterrupts:
         Raises:
             NotThisGraph: The ask belongs to another graph; nothing changes.
         """
-        return self._run(graph, self._steps.drive(graph, config, conversation_id, text, message_id, sender))
+        with self._driving(conversation_id):
+            return self._run(graph, self._steps.drive(graph, config, conversation_id, text, message_id, sender))
 
     def follow_up(self, graph: Graph, *, config: RunnableConfig | None = None) -> int:
         """Resume every thread of ``graph`` whose ask closed and was not followed up.
@@ -195,14 +230,51 @@ class ParkgateInterrupts:
         Returns:
             How many threads were resumed.
         """
-        return self._run(graph, self._steps.follow_up_all(graph, config))
+        return self._run(graph, self._steps.follow_up_all(graph, config, self._is_driven))
+
+    @contextlib.contextmanager
+    def running(self, graph: Graph, *, config: RunnableConfig | None = None) -> Iterator[None]:
+        """Run a deliverer and the watcher of ``graph`` for the ``with`` block; both stop on exit::
+
+            with bridge.running(graph):
+                bridge.start(graph, {"service": "api"}, config, "chat-1")
+                ...
+
+        The deliverer makes the due reads that close asks nobody answers (so their threads
+        are resumed with :class:`Closed` on time) and sends callbacks; a gateway that
+        already delivers (``deliver=True``) keeps its own and gets no second one.
+
+        Args:
+            graph: The compiled graph whose threads the watcher resumes.
+            config: As for :meth:`follow_up`.
+
+        Yields:
+            Nothing: the block runs while both do.
+        """
+        from parkgate.gateway.delivering import start_thread  # loads httpx: only when delivering
+
+        deliverer = None if self.gateway.deliverer_health is not None else start_thread(self.gateway)
+        stop = threading.Event()
+        watcher = threading.Thread(
+            target=self._watch, args=(graph, config, stop, False), name="parkgate-graph-watcher", daemon=True
+        )
+        watcher.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            watcher.join()
+            if deliverer is not None:
+                deliverer.stop()
 
     def watch(self, graph: Graph, *, config: RunnableConfig | None = None, stop: threading.Event | None = None) -> None:
         """Follow up closed asks of ``graph`` until ``stop`` is set (run it in a thread).
 
         A pass at once, then one whenever the close signal says an ask closed (here or in
         another process), and at least every :data:`~parkgate.signal.FALLBACK_READ_SECONDS`.
-        Expiries reach it through a deliverer's due read. A failed pass is logged::
+        Expiries reach it only through a deliverer's due read: with no deliverer running
+        on the database, the watch logs one warning saying so (:meth:`running` runs both).
+        A failed pass is logged::
 
             stop = threading.Event()
             threading.Thread(target=bridge.watch, args=(graph,), kwargs={"stop": stop}, daemon=True).start()
@@ -212,6 +284,13 @@ class ParkgateInterrupts:
             config: As for :meth:`follow_up`.
             stop: Set it to end the watch; without it the watch runs for good.
         """
+        self._watch(graph, config, stop, True)
+
+    def _watch(
+        self, graph: Graph, config: RunnableConfig | None, stop: threading.Event | None, check_deliverer: bool
+    ) -> None:
+        if check_deliverer:
+            warn_without_deliverer(self.gateway, graph_name(graph))
         wake = threading.Event()
         remove = self.gateway.signal.listen(lambda change, ask_id: wake.set() if change in _WAKING else None)
         try:
@@ -257,17 +336,21 @@ class ParkgateInterrupts:
         sender: str | None = None,
     ) -> Drive:
         """:meth:`drive` for asyncio code (``ainvoke``, and the :class:`AsyncGateway`)."""
-        return await self._arun(graph, self._steps.drive(graph, config, conversation_id, text, message_id, sender))
+        with self._driving(conversation_id):
+            return await self._arun(graph, self._steps.drive(graph, config, conversation_id, text, message_id, sender))
 
     async def afollow_up(self, graph: Graph, *, config: RunnableConfig | None = None) -> int:
         """:meth:`follow_up` for asyncio code."""
-        return await self._arun(graph, self._steps.follow_up_all(graph, config))
+        return await self._arun(graph, self._steps.follow_up_all(graph, config, self._is_driven))
 
     async def awatch(self, graph: Graph, *, config: RunnableConfig | None = None) -> None:
         """:meth:`watch` for asyncio code: run it as a task; cancel the task to stop it::
 
         watcher = asyncio.create_task(bridge.awatch(graph))
+
+        Like :meth:`watch`, it logs one warning when no deliverer runs on the database.
         """
+        await asyncio.to_thread(warn_without_deliverer, self.gateway, graph_name(graph))
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
 

@@ -3,6 +3,7 @@ as step generators, over the follow-up steps of :mod:`.steps`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -141,10 +142,16 @@ class BridgeSteps(ThreadSteps):
         if record.question[0] not in {item.id for item in owner.interrupts}:
             yield from self.drop(parked)
 
-    def follow_up_all(self, graph: Graph, config: RunnableConfig | None) -> Steps[int]:
+    def follow_up_all(
+        self, graph: Graph, config: RunnableConfig | None, busy: Callable[[str], bool] = lambda conversation: False
+    ) -> Steps[int]:
+        """Resume the threads of closed asks, leaving those of a conversation ``busy`` says a
+        ``drive`` of this bridge is handling (it resumes that thread itself)."""
         count = 0
         asks: list[Ask] = yield call("closed_follow_ups", FOLLOW_UP_BATCH)
         for ask in asks:
+            if busy(ask.conversation_id):
+                continue
             try:
                 outcome = yield from self.follow_up(graph, ask, config)
             except Exception:

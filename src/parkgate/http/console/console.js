@@ -249,6 +249,11 @@
     $("failed-list").replaceChildren(...data.asks.map(failedItem));
   }
 
+  // "1 attempt", "3 attempts".
+  function attemptsText(count) {
+    return count + (count === 1 ? " attempt" : " attempts");
+  }
+
   function failedItem(ask) {
     const item = document.createElement("li");
     item.className = "failed-callback";
@@ -256,7 +261,7 @@
     const what = document.createElement("div");
     what.className = "failed-what";
     what.textContent =
-      visibleId(ask.conversation_id) + ": " + ask.status + " — " + ask.callback.attempts + " attempts, last: " +
+      visibleId(ask.conversation_id) + ": " + ask.status + " — " + attemptsText(ask.callback.attempts) + ", last: " +
       visibleText(ask.callback.last_error || "") + (closedByNote(ask) ? " · " + closedByNote(ask) : "");
     const button = document.createElement("button");
     button.type = "button";

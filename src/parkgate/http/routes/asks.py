@@ -9,7 +9,7 @@ from fastapi.responses import Response
 
 from parkgate.ask_options import ParkFields, PromptFields
 from parkgate.async_gateway import AsyncGateway, wait_for_close
-from parkgate.checks import MAX_WAIT_SECONDS
+from parkgate.checks import MAX_ID_CHARS, MAX_WAIT_SECONDS
 from parkgate.core.model import Reply
 from parkgate.errors import UnknownAsk
 from parkgate.fence import check_callback_url
@@ -19,6 +19,7 @@ from parkgate.http.models import (
     AskIn,
     AskListOut,
     AskOut,
+    CancelIn,
     OpenStatus,
     ReplyOut,
     SafeJSONResponse,
@@ -41,7 +42,12 @@ PageSize = Annotated[int, Query(ge=1, le=MAX_PAGE_ASKS)]
     responses=documented(
         409,
         *V1_ERRORS,
-        extra={200: {"model": ReplyOut, "description": "skill_output held no marker: nothing parked (pass)"}},
+        extra={
+            200: {
+                "model": ReplyOut,
+                "description": "nothing parked: skill_output held no marker (pass), or the key's ask has closed",
+            }
+        },
     ),
 )
 @needs(Scope.PARK)
@@ -49,6 +55,9 @@ async def park_ask(
     body: AskIn, gateway: GatewayDep, caller: CallerDep, cap: OpenAskCapDep, settings: SettingsDep
 ) -> Response:
     """Park a question in a conversation; 409 if one is open there (unless ``replace``).
+
+    With a ``key`` this token parked before, nothing is parked: the answer is that ask's
+    reply, 201 while it is open and 200 once it has closed (``parked`` false).
 
     With named tokens a caller reaches only its own asks and runs: another owner's open
     ask in the conversation is a 409 ``conversation_busy`` (without its id, ``replace`` or
@@ -84,11 +93,19 @@ async def list_asks(
     cursor: Annotated[
         str | None, Query(max_length=MAX_CURSOR_CHARS, description="The 'next' of the page before.")
     ] = None,
+    conversation_id: Annotated[
+        str | None, Query(min_length=1, max_length=MAX_ID_CHARS, description="Only this conversation's open ask.")
+    ] = None,
+    owner: Annotated[
+        str | None, Query(min_length=1, max_length=MAX_ID_CHARS, description="Only the asks this token name parked.")
+    ] = None,
 ) -> Response:
     """Open asks across conversations, oldest first, with ``hours_open``: ``limit`` a page
-    (default 100, at most 1,000), and ``next``, the ``cursor`` of the following page."""
+    (default 100, at most 1,000), and ``next``, the ``cursor`` of the following page.
+    ``conversation_id`` and ``owner`` keep to one conversation's ask (read on its index)
+    and to the asks one token parked."""
     after = None if cursor is None else decode_cursor(cursor)
-    asks = await gateway.open_asks(limit + 1, after=after)
+    asks = await gateway.open_asks(limit + 1, after=after, owner=owner, conversation_id=conversation_id)
     now = gateway.sync.clock.now()
     following = encode_cursor(asks[limit - 1]) if len(asks) > limit else None
     return SafeJSONResponse({"asks": await asks_json(gateway, asks[:limit], now), "next": following})
@@ -125,9 +142,14 @@ async def get_ask(
 
 @router.post("/v1/asks/{ask_id}/cancel", response_model=AskOut, responses=documented(404, *V1_ERRORS))
 @needs(Scope.OPERATE)
-async def cancel_ask(ask_id: str, gateway: GatewayDep) -> Response:
-    """An operator's cancel: the ask closes as ``cancelled`` (a closed one is returned as it is)."""
-    return await ask_response(gateway, await gateway.cancel(ask_id))
+async def cancel_ask(ask_id: str, gateway: GatewayDep, body: CancelIn | None = None) -> Response:
+    """An operator's cancel: the ask closes as ``cancelled`` (a closed one is returned as it is).
+
+    The body's ``outcome`` (``cancelled`` when there is no body) is recorded on the ask and
+    its run: say ``abandoned`` when whoever waited for the answer is gone.
+    """
+    outcome = body.outcome if body is not None else CancelIn().outcome
+    return await ask_response(gateway, await gateway.cancel(ask_id, outcome=outcome))
 
 
 @router.get("/v1/callbacks/failed", response_model=AskListOut, responses=documented(*V1_ERRORS))

@@ -1,4 +1,5 @@
-"""``/v1/conversations``: one inbound message, matched against the conversation's parked ask.
+"""``/v1/conversations``: one inbound message, matched against the conversation's parked
+ask, and what is parked there (read now, or waited for).
 
 The route reads its gateway from the app's state rather than through a dependency: a
 message is the hot path, and FastAPI resolves a dependency on every request.
@@ -6,18 +7,34 @@ message is the hot path, and FastAPI resolves a dependency on every request.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
+from starlette.convertors import PathConvertor, register_url_convertor
 
 from parkgate.async_gateway import AsyncGateway
+from parkgate.checks import MAX_WAIT_SECONDS
 from parkgate.http import codes
+from parkgate.http.dependencies import GatewayDep, LongPollsDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.guard import CALLER_STATE
-from parkgate.http.models import MessageIn, ReplyOut, reply_response
-from parkgate.http.responses import error_response
+from parkgate.http.models import ConversationOut, MessageIn, ReplyOut, SafeJSONResponse, reply_response
+from parkgate.http.parked import parked_now, wait_for_parked
+from parkgate.http.responses import asks_json, error_response
 from parkgate.http.tokens import Caller, Scope, needs
 
 router = APIRouter(tags=["conversations"])
+
+
+class ConversationPath(PathConvertor):
+    """A conversation id that may hold ``/`` (as ``:path`` does), but not one ending in
+    ``/messages``: that path is the messages route's, which allows only POST."""
+
+    regex = ".*(?<!/messages)"
+
+
+register_url_convertor("conversation", ConversationPath())
 
 
 @router.post(
@@ -42,3 +59,31 @@ async def post_message(conversation_id: str, body: MessageIn, request: Request) 
             )
         sender = bound
     return reply_response(await gateway.handle(conversation_id, body.text, body.message_id, sender))
+
+
+@router.get(
+    "/v1/conversations/{conversation_id:conversation}", response_model=ConversationOut, responses=documented(*V1_ERRORS)
+)
+@needs(Scope.READ)
+async def get_conversation(
+    request: Request,
+    conversation_id: str,
+    gateway: GatewayDep,
+    polls: LongPollsDep,
+    wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)] = 0,
+) -> Response:
+    """The conversation's open ask (``ask``; ``null`` when nothing is parked there).
+
+    ``?wait=S`` (S <= 60) holds the request while nothing is parked, until an ask is or S
+    pass: a surface learns of a question as it is parked. The read is the conversation's
+    own (on its index), never a scan of the open asks; an ask found past its TTL is closed
+    by it and not shown. A wait counts as a long-poll (429 ``too_many_long_polls`` past
+    the server's cap).
+    """
+    if not wait:
+        ask = await parked_now(gateway, conversation_id)
+    else:
+        async with polls.admit() as turns:
+            ask = await wait_for_parked(gateway, conversation_id, wait, give_up=request.is_disconnected, turns=turns)
+    shown = None if ask is None else (await asks_json(gateway, [ask]))[0]
+    return SafeJSONResponse({"conversation_id": conversation_id, "ask": shown})

@@ -1,0 +1,36 @@
+"""The watcher's one warning: a watch with no deliverer on its database waits for expiries
+that nobody reads, so threads whose asks lapse are never resumed."""
+
+from __future__ import annotations
+
+from parkgate.adapters.langgraph.steps import log
+from parkgate.gateway import Gateway
+from parkgate.heartbeat import is_fresh
+
+#: What the warning says; ``%r`` is the graph's name, ``%s`` the store's URL.
+NO_DELIVERER = (
+    "watching graph %r with no deliverer running on %s: an ask nobody answers is never closed as expired, "
+    "so its thread is never resumed. Run one: `with bridge.running(graph):`, Gateway(..., deliver=True), "
+    "`parkgate deliver --db URL` or `parkgate serve`"
+)
+
+
+def deliverer_runs(gateway: Gateway) -> bool:
+    """Whether a deliverer runs on ``gateway``'s database: its own, or another process's
+    whose heartbeat is fresh. A store that cannot be read counts as delivering (no warning)."""
+    if gateway.delivering or gateway.deliverer_health is not None:
+        return True
+    try:
+        with gateway.store.transaction() as tx:
+            last = tx.heartbeats.last_beat()
+    except Exception:  # a warning must never stop the watch
+        return True
+    return is_fresh(last, gateway.clock.now())
+
+
+def warn_without_deliverer(gateway: Gateway, graph: str) -> bool:
+    """Log :data:`NO_DELIVERER` once when no deliverer runs; whether it was logged."""
+    if deliverer_runs(gateway):
+        return False
+    log.warning(NO_DELIVERER, graph, gateway.store.url)
+    return True

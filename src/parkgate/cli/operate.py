@@ -1,0 +1,98 @@
+"""``parkgate show ID`` and ``parkgate cancel ID``: an operator's look at one ask, and cancel.
+
+``ID`` is an ask's whole id, or the start of an open ask's id as ``parkgate asks`` prints
+it (its first 12 characters, or any start of at least :data:`MIN_PREFIX` characters). A
+start that several open asks share is refused, naming them: nothing is cancelled on a guess.
+"""
+
+from __future__ import annotations
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from parkgate.cli.stores import db_option, gateway_session
+from parkgate.core.kinds import RunOutcome
+from parkgate.core.model import Ask
+from parkgate.display import json_line, visible_id, visible_text
+from parkgate.errors import UnknownAsk
+from parkgate.gateway import Gateway, ask_to_dict
+
+#: The shortest start of an id taken for an open ask's whole id.
+MIN_PREFIX = 4
+#: How many of the asks an ambiguous start matches the error names.
+AMBIGUOUS_SHOWN = 5
+
+
+def resolve(gateway: Gateway, given: str) -> Ask:
+    """The ask ``given`` names: its whole id, else the one open ask whose id starts with it.
+
+    A read by whole id closes an ask past its TTL as ``expired``, as every read does.
+
+    Raises:
+        click.ClickException: No ask has that id and no open ask's id starts with it, or
+            several do (they are named).
+    """
+    try:
+        return gateway.get(given)
+    except UnknownAsk:
+        pass
+    if len(given) < MIN_PREFIX:
+        raise click.ClickException(f"no ask has the id {visible_id(given)!r} (give at least {MIN_PREFIX} characters)")
+    found = [ask for ask in gateway.audit() if ask.id.startswith(given)]
+    if not found:
+        raise click.ClickException(f"no ask has the id {visible_id(given)!r}, and no open ask's id starts with it")
+    if len(found) > 1:
+        named = ", ".join(visible_id(ask.id) for ask in found[:AMBIGUOUS_SHOWN])
+        more = f" and {len(found) - AMBIGUOUS_SHOWN} more" if len(found) > AMBIGUOUS_SHOWN else ""
+        raise click.ClickException(
+            f"{len(found)} open asks have ids starting {visible_id(given)!r} ({named}{more}): give more of the id"
+        )
+    return gateway.get(found[0].id)
+
+
+@click.command()
+@db_option
+@click.argument("ask_id")
+@click.option("--json", "as_json", is_flag=True, help="The ask's JSON object on one line instead of a table.")
+def show(db_url: str, ask_id: str, as_json: bool) -> None:
+    """Show one ask: ASK_ID whole, or the start of an open ask's id as `parkgate asks` prints it."""
+    with gateway_session(db_url, reading=True) as gateway:
+        ask = resolve(gateway, ask_id)
+        shown = ask_to_dict(ask, gateway.clock.now() if ask.is_open else None)
+    if as_json:
+        click.echo(json_line(shown))
+        return
+    table = Table(title=Text(f"ask {visible_id(ask.id)}"), box=box.SIMPLE, show_header=False, pad_edge=False)
+    table.add_column("field", no_wrap=True, style="bold")
+    table.add_column("value", overflow="fold")
+    for field, value in shown.items():
+        if value is None or value == [] or field == "ask_id":
+            continue
+        table.add_row(field, Text(visible_text(value if isinstance(value, str) else json_line(value))))
+    Console().print(table)
+
+
+@click.command()
+@db_option
+@click.argument("ask_id")
+@click.option(
+    "--outcome",
+    default=RunOutcome.CANCELLED.value,
+    show_default=True,
+    help="Recorded on the ask and its run: why it was cancelled (abandoned, say).",
+)
+def cancel(db_url: str, ask_id: str, outcome: str) -> None:
+    """Cancel an open ask as an operator: ASK_ID whole, or the start of its id as `parkgate asks` prints it.
+
+    An ask already closed is left as it is (and said so); exit 0 either way.
+    """
+    with gateway_session(db_url) as gateway:
+        ask = resolve(gateway, ask_id)
+        if not ask.is_open:
+            click.echo(f"ask {visible_id(ask.id)} was already {ask.status.value} ({visible_text(ask.outcome)})")
+            return
+        closed = gateway.cancel(ask.id, outcome=outcome)
+    click.echo(f"cancelled ask {visible_id(closed.id)} in {visible_id(closed.conversation_id)} ({closed.outcome})")
