@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import threading
 import time
@@ -22,7 +21,7 @@ from parkgate.adapters.langgraph.questions import Answer
 from parkgate.adapters.langgraph.steps import log
 from parkgate.adapters.langgraph.threads import Drive, Graph, allow_closed, aperform, graph_name, perform
 from parkgate.adapters.langgraph.toolreview import ToolReview, ToolReviews
-from parkgate.adapters.langgraph.watching import warn_without_deliverer
+from parkgate.adapters.langgraph.watching import DrivenConversations, warn_without_deliverer
 from parkgate.async_gateway import AsyncGateway
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Reply
@@ -99,24 +98,7 @@ class ParkgateInterrupts:
         self.reviews = ToolReviews(tools or {})
         # The conversations a drive of this bridge is handling now: its watcher leaves their
         # closed asks to that drive, which resumes the thread and reports what it did.
-        self._driven: collections.Counter[str] = collections.Counter()
-        self._driven_lock = threading.Lock()
-
-    @contextlib.contextmanager
-    def _driving(self, conversation_id: str) -> Iterator[None]:
-        with self._driven_lock:
-            self._driven[conversation_id] += 1
-        try:
-            yield
-        finally:
-            with self._driven_lock:
-                self._driven[conversation_id] -= 1
-                if not self._driven[conversation_id]:
-                    del self._driven[conversation_id]
-
-    def _is_driven(self, conversation_id: str) -> bool:
-        with self._driven_lock:
-            return conversation_id in self._driven
+        self._driven = DrivenConversations()
 
     @property
     def _steps(self) -> BridgeSteps:
@@ -214,7 +196,7 @@ class ParkgateInterrupts:
         Raises:
             NotThisGraph: The ask belongs to another graph; nothing changes.
         """
-        with self._driving(conversation_id):
+        with self._driven.driving(conversation_id):
             return self._run(graph, self._steps.drive(graph, config, conversation_id, text, message_id, sender))
 
     def follow_up(self, graph: Graph, *, config: RunnableConfig | None = None) -> int:
@@ -230,7 +212,7 @@ class ParkgateInterrupts:
         Returns:
             How many threads were resumed.
         """
-        return self._run(graph, self._steps.follow_up_all(graph, config, self._is_driven))
+        return self._run(graph, self._steps.follow_up_all(graph, config, self._driven.__contains__))
 
     @contextlib.contextmanager
     def running(self, graph: Graph, *, config: RunnableConfig | None = None) -> Iterator[None]:
@@ -336,12 +318,12 @@ class ParkgateInterrupts:
         sender: str | None = None,
     ) -> Drive:
         """:meth:`drive` for asyncio code (``ainvoke``, and the :class:`AsyncGateway`)."""
-        with self._driving(conversation_id):
+        with self._driven.driving(conversation_id):
             return await self._arun(graph, self._steps.drive(graph, config, conversation_id, text, message_id, sender))
 
     async def afollow_up(self, graph: Graph, *, config: RunnableConfig | None = None) -> int:
         """:meth:`follow_up` for asyncio code."""
-        return await self._arun(graph, self._steps.follow_up_all(graph, config, self._is_driven))
+        return await self._arun(graph, self._steps.follow_up_all(graph, config, self._driven.__contains__))
 
     async def awatch(self, graph: Graph, *, config: RunnableConfig | None = None) -> None:
         """:meth:`watch` for asyncio code: run it as a task; cancel the task to stop it::

@@ -1,7 +1,14 @@
-"""The watcher's one warning: a watch with no deliverer on its database waits for expiries
-that nobody reads, so threads whose asks lapse are never resumed."""
+"""What a bridge's watcher needs beside its loop: the one warning (a watch with no
+deliverer on its database waits for expiries that nobody reads, so threads whose asks
+lapse are never resumed), and the conversations a drive is handling now (the watcher
+leaves their closed asks to that drive)."""
 
 from __future__ import annotations
+
+import collections
+import contextlib
+import threading
+from collections.abc import Iterator
 
 from parkgate.adapters.langgraph.steps import log
 from parkgate.gateway import Gateway
@@ -34,3 +41,30 @@ def warn_without_deliverer(gateway: Gateway, graph: str) -> bool:
         return False
     log.warning(NO_DELIVERER, graph, gateway.store.url)
     return True
+
+
+class DrivenConversations:
+    """The conversations a bridge's drives are handling now, counted across threads: a
+    closed ask in one of them is resumed by its drive, which reports what it did, and the
+    watcher leaves it alone."""
+
+    def __init__(self) -> None:
+        self._counts: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def driving(self, conversation_id: str) -> Iterator[None]:
+        """Count ``conversation_id`` as driven while the block runs."""
+        with self._lock:
+            self._counts[conversation_id] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._counts[conversation_id] -= 1
+                if not self._counts[conversation_id]:
+                    del self._counts[conversation_id]
+
+    def __contains__(self, conversation_id: object) -> bool:
+        with self._lock:
+            return conversation_id in self._counts
