@@ -28,7 +28,7 @@ from .outcome import COMPARED_FIELDS, Outcome, pure_outcome, refused_outcome, vo
 from .properties import differs, oracle_for, verify
 
 #: How many cases run at once on a PostgreSQL store (SQLite serialises writers anyway).
-SERVER_WORKERS = 4
+SERVER_WORKERS = 8
 #: What a case sends to build up its mismatch count.
 JUNK: dict[AskKind, str] = {AskKind.CHOICE: "not an option", AskKind.TEXT: ""}
 
