@@ -70,14 +70,16 @@ def run_share(store: Store, share: list[Unit], run_tag: str, escalate_after: int
                 (number, case, None, [f"{case.describe()} [store]: set-up raised {error!r}"]) for number, case in unit
             )
             continue
-        for number, case in unit:
+        for position, (number, case) in enumerate(unit):
             try:
                 outcome, more = run_case(gateway, clock, case, conversation_id, ask_id, escalate_after)
-            except Exception as error:  # report the case; go on with the others
+            except Exception as error:  # report the case; go on with the other units
                 done.append(
                     (number, case, None, [f"{case.describe()} [store]: raised {type(error).__name__}: {error}"])
                 )
-                break  # the unit's conversation is in an unknown state
+                # The unit's conversation is in an unknown state: its later cases are not run.
+                done.extend((n, c, None, [f"{c.describe()} [store]: not run"]) for n, c in unit[position + 1 :])
+                break
             found += more
             found.extend(f"{failure} [store]" for failure in verify(case, outcome, escalate_after))
             done.append((number, case, outcome, found))
