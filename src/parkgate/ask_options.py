@@ -199,17 +199,23 @@ class AskOptions:
 
     def fitted(self, spec: AskSpec) -> AskOptions:
         """These options for the question ``spec``: a choice's ``default`` as its option's
-        label, ``expect`` only for a text ask, with a ``default`` of its form, and a
-        ``quorum`` above 1 only for a choice ask.
+        label, ``expect`` only for a text ask, with a ``default`` of its form, a ``quorum``
+        above 1 only for a choice ask, and the responders and quorum a stopping point
+        names when these options name none.
 
         Raises:
             InputError: ``default`` is not one of the options or not of the form, a
-                choice ask has an ``expect``, or a text ask a quorum above 1.
+                choice ask has an ``expect``, a text ask a quorum above 1, or the
+                stopping point names a responder that is not a usable sender.
         """
-        if spec.kind is AskKind.TEXT and self.quorum > 1:
-            raise InputError(f"quorum of {self.quorum} is for choice asks: a text ask takes quorum 1")
-        default = check_default(spec, self.default)
-        return dataclasses.replace(self, default=default, expect=check_expect(spec, self.expect, default))
+        who = self
+        if not self.responders and spec.responders:  # the caller's responders, when given, decide
+            responders = check_responders(list(spec.responders))
+            who = dataclasses.replace(self, responders=responders, quorum=check_quorum(spec.quorum, responders))
+        if spec.kind is AskKind.TEXT and who.quorum > 1:
+            raise InputError(f"quorum of {who.quorum} is for choice asks: a text ask takes quorum 1")
+        default = check_default(spec, who.default)
+        return dataclasses.replace(who, default=default, expect=check_expect(spec, who.expect, default))
 
 
 def _callback_url(value: object) -> str | None:

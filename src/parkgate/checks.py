@@ -218,6 +218,9 @@ def check_workflow(workflow: object) -> Workflow:
     """A :class:`~parkgate.workflow.Workflow`."""
     if not isinstance(workflow, Workflow):
         raise InputError(f"workflow must be a parkgate Workflow, not {type(workflow).__name__}")
+    for phase in workflow.phases:  # a phase's responders are senders like any others
+        if phase.responders:
+            check_responders(list(phase.responders))
     return workflow
 
 

@@ -12,7 +12,13 @@ A workflow is data plus two small functions, so its progress can live in the sto
         finish=lambda answers: f"@startuml\\n' {answers['describe']}\\n@enduml",
     )
 
-Phases run in order unless a phase's ``then`` picks the next one by name. A workflow
+Phases run in order unless a phase's ``then`` picks the next one by name.
+
+Who answers a workflow's phases is said in one place. Either the start names it
+(``start(..., responders=[...], quorum=k)``): every phase is for those responders; or
+the phases do (``Phase(..., responders=("U_LEAD",), quorum=1)``): a phase that names
+responders is for them, with its own quorum, and a phase that names none is anyone's.
+A start that names responders for a workflow whose phases name them is refused. A workflow
 defined wrong (no phases, a name twice), or a ``then`` that names a phase the workflow
 does not have, raises :class:`~parkgate.errors.InputError`: the message that reached it
 is refused, and nothing is written.
@@ -53,9 +59,14 @@ class Phase:
         options: The choices of a choice phase; none makes it a text phase.
         then: Picks the next phase by name (or ``None`` to finish) from the answers so
             far; without it the next phase in order follows.
+        responders: Who may answer this phase (distinct senders, as a stopping point
+            names them); none leaves it to the start's responders, or to anyone when
+            another phase names responders.
+        quorum: How many of this phase's responders must agree on one option (1 by
+            default; above 1 only for a choice phase, and only with ``responders``).
 
     Raises:
-        StoppingPointError: The prompt or options cannot be parked.
+        StoppingPointError: The prompt, options, responders or quorum cannot be parked.
     """
 
     name: str
@@ -63,9 +74,13 @@ class Phase:
     options: tuple[str, ...] = ()
     #: Name of the next phase (or ``None`` to finish), chosen from the answers so far.
     then: Callable[[Answers], str | None] | None = None
+    responders: tuple[str, ...] = ()
+    quorum: int = 1
 
     def __post_init__(self) -> None:
-        make_spec(self.kind, self.prompt, self.options)
+        quorum = None if not self.responders and self.quorum == 1 else self.quorum  # the default: not named
+        spec = make_spec(self.kind, self.prompt, self.options, self.responders or None, quorum)
+        object.__setattr__(self, "responders", spec.responders)
 
     @property
     def kind(self) -> AskKind:
@@ -133,6 +148,11 @@ class Workflow:
         if len(by_name) != len(self.phases):
             raise InputError(f"workflow {self.name!r} repeats a phase name")
         object.__setattr__(self, "_by_name", by_name)
+
+    @property
+    def names_responders(self) -> bool:
+        """Whether the phases say who answers them (so the start may not)."""
+        return any(phase.responders for phase in self.phases)
 
     @property
     def first(self) -> Phase:

@@ -59,8 +59,25 @@ def _ratio(adversarial: Callable[[int], str], length: int) -> float:
     return _cost(adversarial(length)) / _cost(_ordinary(length))
 
 
-_PREFIXES = st.sampled_from(["1.", "1)", "1 -", "1. a", "1)\tb", "", " ", "\t1 - x", "[[ask", "[[ask choice"])
-_FRAGMENTS = st.sampled_from([" ", "\t", "  ", ".", ")", "-", " -", "1", "a", "\r\n", "\r", "\u3000", "\u00a0", "]]"])
+_PREFIXES = st.sampled_from(
+    [
+        "1.",
+        "1)",
+        "1 -",
+        "1. a",
+        "1)\tb",
+        "",
+        " ",
+        "\t1 - x",
+        "[[ask",
+        "[[ask choice",
+        "[[ask for=",
+        "[[ask text quorum=",
+    ]
+)
+_FRAGMENTS = st.sampled_from(
+    [" ", "\t", "  ", ".", ")", "-", " -", "1", "a", "\r\n", "\r", "\u3000", "\u00a0", "]]", " for=a", "quorum=1 ", ","]
+)
 _SUFFIXES = st.sampled_from(["", "b", ".", "1.", "]]", " ", "\r\n2. c"])
 _LENGTHS = st.sampled_from([60_000, MAX_SKILL_OUTPUT_CHARS - 100])
 
@@ -86,6 +103,17 @@ def test_the_60000_space_option_line_costs_what_an_ordinary_output_does() -> Non
 
     assert spaced(60_000).count(" ") >= 59_900
     assert _ratio(spaced, 60_000) < SAME_LENGTH_FACTOR
+
+
+def test_a_marker_line_of_endless_attributes_costs_what_an_ordinary_output_does() -> None:
+    # The marker's own line: responders without end, or attributes that never close.
+    for prefix, unit, suffix in (
+        ("[[ask for=", "U_A,", "]]"),
+        ("[[ask", " for=a quorum=1", ""),
+        ("[[ask ", " ", "x]]"),
+    ):
+        ratio = _ratio(lambda size, p=prefix, u=unit, s=suffix: p + u * (size // len(u)) + s, 60_000)
+        assert ratio < SAME_LENGTH_FACTOR, f"{prefix!r} + {unit!r}... + {suffix!r}: {ratio:.1f}x"
 
 
 def test_four_times_the_input_costs_about_four_times_the_time() -> None:

@@ -2,8 +2,13 @@
 :class:`parkgate.Gateway` on a temporary SQLite file, checked against a small model; and
 the same through two gateways taking turns on one SQLite file and on one PostgreSQL schema.
 
+Asks are anyone's, two responders' (quorum 1) or three responders' with a quorum of 2,
+and every message comes from one of the sender classes: no sender, a responder, a
+non-responder, a second responder.
+
 Invariants, after every step:
-- every reply has a :class:`ReplyKind`, and it is the kind the matching rules predict;
+- every reply has a :class:`ReplyKind`, and it is the kind the matching rules predict
+  for its sender (``not_yours`` for anyone an ask is not for, ``voted`` short of a quorum);
 - after a cancel word (only the slash form in a text ask) the conversation is unparked:
   the next message is ``pass``;
 - once ``now`` passes an ask's TTL, the next read returns ``pass`` with
@@ -11,7 +16,9 @@ Invariants, after every step:
 - no input that is not an exact selection ever selects;
 - a model spy, fed every ``pass`` the way a caller would route it, is never called
   while an ask is open and unexpired;
-- the open asks in the file are exactly the model's (so a restart loses nothing).
+- the open asks in the file are exactly the model's (so a restart loses nothing), with
+  the model's mismatch count, ``last_touched`` and votes: a ``not_yours`` message
+  touches nothing.
 """
 
 from __future__ import annotations
@@ -57,6 +64,11 @@ LABEL_POOL = (
     "Exit",
     "quit it",
 )
+#: The sender classes: no sender, a responder, a non-responder, a second responder.
+RESPONDER, SECOND, THIRD, OTHER = "U_ALICE", "U_BOB", "U_CAROL", "U_MALLORY"
+SENDERS = st.sampled_from([None, RESPONDER, OTHER, SECOND])
+#: Who may answer: anyone, two responders (quorum 1), three responders with a quorum of 2.
+WHO: tuple[tuple[tuple[str, ...], int], ...] = (((), 1), ((RESPONDER, SECOND), 1), ((RESPONDER, SECOND, THIRD), 2))
 NEAR_MISSES = ("0", "01", "1.0", "-1", "+1", "1e0", "01x", "02", "２", "٢", "1 2", "//cancel", "/ cancel", "/ menu")
 SAFE_TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=20)
 
@@ -72,14 +84,26 @@ class ModelAsk:
     ttl: timedelta
     mismatches: int
     default: str | None
+    responders: tuple[str, ...] = ()
+    quorum: int = 1
+    votes: tuple[tuple[str, int], ...] = ()
 
     def expired(self, now: datetime) -> bool:
         return oracle.is_expired(self.last_touched, self.ttl, now)
 
 
-def predict(ask: ModelAsk, text: str) -> Expected:
-    """What the matching rules say ``text`` does to ``ask``: the shared oracle's verdict."""
-    return oracle.expected(ask.options, text, mismatches=ask.mismatches, escalate_after=ESCALATE_AFTER)
+def predict(ask: ModelAsk, text: str, sender: str | None) -> Expected:
+    """What the matching rules say ``text`` from ``sender`` does to ``ask``: the shared oracle's verdict."""
+    return oracle.expected(
+        ask.options,
+        text,
+        mismatches=ask.mismatches,
+        escalate_after=ESCALATE_AFTER,
+        responders=ask.responders,
+        quorum=ask.quorum,
+        votes=ask.votes,
+        sender=sender,
+    )
 
 
 def _label_variant(label: str, how: int) -> str:
@@ -98,7 +122,7 @@ class GatewayMachine(RuleBasedStateMachine):
         self.model: dict[str, ModelAsk] = {}
         #: Every ``pass`` a caller would hand to a model: (conversation, text, ask open and unexpired?).
         self.model_spy: list[tuple[str, str, bool]] = []
-        self.delivered: list[tuple[str, str, str, Reply]] = []
+        self.delivered: list[tuple[str, str, str, str | None, Reply]] = []
 
     def _open(self) -> Gateway:
         return Gateway(self.url, ttl=GATEWAY_TTL, clock=self.clock, escalate_after=ESCALATE_AFTER)
@@ -130,7 +154,7 @@ class GatewayMachine(RuleBasedStateMachine):
         labels=st.lists(st.sampled_from(LABEL_POOL), min_size=2, max_size=4, unique_by=oracle.normalise),
     )
     def first_ask(self, conversation: str, labels: list[str]) -> None:
-        self.park_choice(conversation, labels, None, False, False)
+        self.park_choice(conversation, labels, None, False, False, 0)
 
     @rule(
         conversation=st.sampled_from(CONVERSATIONS),
@@ -138,21 +162,29 @@ class GatewayMachine(RuleBasedStateMachine):
         default_at=st.none() | st.integers(0, 4),
         short_ttl=st.booleans(),
         replace_open=st.booleans(),
+        who=st.integers(0, len(WHO) - 1),
     )
     def park_choice(
-        self, conversation: str, labels: list[str], default_at: int | None, short_ttl: bool, replace_open: bool
+        self,
+        conversation: str,
+        labels: list[str],
+        default_at: int | None,
+        short_ttl: bool,
+        replace_open: bool,
+        who: int,
     ) -> None:
         default = labels[default_at % len(labels)] if default_at is not None else None
-        self._park(conversation, AskKind.CHOICE, tuple(labels), default, short_ttl, replace_open)
+        self._park(conversation, AskKind.CHOICE, tuple(labels), default, short_ttl, replace_open, WHO[who])
 
     @rule(
         conversation=st.sampled_from(CONVERSATIONS),
         default=st.none() | st.sampled_from(["no answer given", "cancel"]),
         short_ttl=st.booleans(),
         replace_open=st.booleans(),
+        who=st.integers(0, 1),  # a text ask takes quorum 1 only
     )
-    def park_text(self, conversation: str, default: str | None, short_ttl: bool, replace_open: bool) -> None:
-        self._park(conversation, AskKind.TEXT, (), default, short_ttl, replace_open)
+    def park_text(self, conversation: str, default: str | None, short_ttl: bool, replace_open: bool, who: int) -> None:
+        self._park(conversation, AskKind.TEXT, (), default, short_ttl, replace_open, WHO[who])
 
     def _park(
         self,
@@ -162,17 +194,37 @@ class GatewayMachine(RuleBasedStateMachine):
         default: str | None,
         short_ttl: bool,
         replace_open: bool,
+        who: tuple[tuple[str, ...], int],
     ) -> None:
         ttl = SHORT_TTL if short_ttl else None
         prompt = "Which one?" if kind is AskKind.CHOICE else "Describe the change."
         existing = self.model.get(conversation)
         live = existing is not None and not existing.expired(self.now)
+        responders, quorum = who
+        listed, needed = (list(responders), quorum) if responders else (None, None)
         if live and not replace_open:
             with pytest.raises(AskAlreadyOpen):
-                self.gateway.ask(conversation, prompt, list(options) or None, kind=kind, ttl=ttl, default=default)
+                self.gateway.ask(
+                    conversation,
+                    prompt,
+                    list(options) or None,
+                    kind=kind,
+                    ttl=ttl,
+                    default=default,
+                    responders=listed,
+                    quorum=needed,
+                )
             return
         reply = self.gateway.ask(
-            conversation, prompt, list(options) or None, kind=kind, ttl=ttl, default=default, replace=replace_open
+            conversation,
+            prompt,
+            list(options) or None,
+            kind=kind,
+            ttl=ttl,
+            default=default,
+            replace=replace_open,
+            responders=listed,
+            quorum=needed,
         )
         self._route(conversation, prompt, reply)
         assert reply.kind is ReplyKind.ASKED and reply.parked and reply.ask_id
@@ -187,30 +239,34 @@ class GatewayMachine(RuleBasedStateMachine):
                 assert old.status is AskStatus.CANCELLED and old.outcome == "replaced"
             else:
                 self._check_expired(existing)
-        self.model[conversation] = ModelAsk(reply.ask_id, kind, options, self.now, ttl or GATEWAY_TTL, 0, default)
+        self.model[conversation] = ModelAsk(
+            reply.ask_id, kind, options, self.now, ttl or GATEWAY_TTL, 0, default, responders, quorum
+        )
 
     # Sending is split by what is sent, so that runs of misses (escalation), menus between
     # misses and cancel words reach every ask often enough within 30 steps.
-    @rule(conversation=st.sampled_from(CONVERSATIONS), data=st.data(), with_id=st.booleans())
-    def send_anything(self, conversation: str, data: st.DataObject, with_id: bool) -> None:
-        self._send(conversation, data.draw(self._inputs(self.model.get(conversation)), label="input"), with_id)
+    @rule(conversation=st.sampled_from(CONVERSATIONS), data=st.data(), with_id=st.booleans(), sender=SENDERS)
+    def send_anything(self, conversation: str, data: st.DataObject, with_id: bool, sender: str | None) -> None:
+        text = data.draw(self._inputs(self.model.get(conversation)), label="input")
+        self._send(conversation, text, with_id, sender)
 
-    @rule(conversation=st.sampled_from(CONVERSATIONS), data=st.data())
-    def send_non_answer(self, conversation: str, data: st.DataObject) -> None:
+    @rule(conversation=st.sampled_from(CONVERSATIONS), data=st.data(), sender=SENDERS)
+    def send_non_answer(self, conversation: str, data: st.DataObject, sender: str | None) -> None:
         text = data.draw(st.one_of(st.sampled_from(NEAR_MISSES), SAFE_TEXT, st.sampled_from(["", " ", "huh"])))
-        self._send(conversation, text, False)
+        self._send(conversation, text, False, sender)
 
     @rule(
         conversation=st.sampled_from(CONVERSATIONS),
         prefix=st.sampled_from(["", "", "/", "/", "//", "/ "]),
         word=st.sampled_from(sorted(CONTROL_WORDS)),
         shout=st.booleans(),
+        sender=SENDERS,
     )
-    def send_control_word(self, conversation: str, prefix: str, word: str, shout: bool) -> None:
-        self._send(conversation, prefix + (word.upper() if shout else word), False)
+    def send_control_word(self, conversation: str, prefix: str, word: str, shout: bool, sender: str | None) -> None:
+        self._send(conversation, prefix + (word.upper() if shout else word), False, sender)
 
-    @rule(conversation=st.sampled_from(CONVERSATIONS), data=st.data())
-    def send_selection(self, conversation: str, data: st.DataObject) -> None:
+    @rule(conversation=st.sampled_from(CONVERSATIONS), data=st.data(), sender=SENDERS)
+    def send_selection(self, conversation: str, data: st.DataObject, sender: str | None) -> None:
         ask = self.model.get(conversation)
         if ask is None or not ask.options:
             text = data.draw(st.sampled_from(["1", "A description of the change.", "Yes"]))
@@ -218,16 +274,16 @@ class GatewayMachine(RuleBasedStateMachine):
             exact = st.integers(1, len(ask.options)).map(str)
             label = st.tuples(st.sampled_from(ask.options), st.integers(0, 4)).map(lambda t: _label_variant(*t))
             text = data.draw(st.one_of(exact, label))
-        self._send(conversation, text, False)
+        self._send(conversation, text, False, sender)
 
-    def _send(self, conversation: str, text: str, with_id: bool) -> None:
+    def _send(self, conversation: str, text: str, with_id: bool, sender: str | None = None) -> None:
         ask = self.model.get(conversation)
         message_id = uuid.uuid4().hex if with_id else None
-        reply = self.gateway.handle(conversation, text, message_id=message_id)
+        reply = self.gateway.handle(conversation, text, message_id=message_id, sender=sender)
         self._route(conversation, text, reply)
         if message_id is not None:
-            self.delivered.append((conversation, message_id, text, reply))
-        self._check_reply(conversation, ask, text, reply)
+            self.delivered.append((conversation, message_id, text, sender, reply))
+        self._check_reply(conversation, ask, text, sender, reply)
 
     def _inputs(self, ask: ModelAsk | None) -> st.SearchStrategy[str]:
         words = sorted(CONTROL_WORDS)
@@ -244,7 +300,9 @@ class GatewayMachine(RuleBasedStateMachine):
         partial = st.sampled_from(ask.options).map(lambda s: s[:-1] if len(s) > 1 else s + "s")
         return st.one_of(exact, label, out_of_range, partial, *common)
 
-    def _check_reply(self, conversation: str, ask: ModelAsk | None, text: str, reply: Reply) -> None:
+    def _check_reply(
+        self, conversation: str, ask: ModelAsk | None, text: str, sender: str | None, reply: Reply
+    ) -> None:
         if ask is None:
             assert reply.kind is ReplyKind.PASS and not reply.parked and reply.expired_ask_id is None
             return
@@ -254,10 +312,11 @@ class GatewayMachine(RuleBasedStateMachine):
             del self.model[conversation]
             self._check_expired(ask)
             return
-        expected = predict(ask, text)
+        expected = predict(ask, text, sender)
         if reply.kind is ReplyKind.SELECTED:
             assert expected.kind is ReplyKind.SELECTED, f"{text!r} is not an exact selection of {ask.options}"
-        assert reply.kind is expected.kind, f"{text!r} to {ask.kind} {ask.options}: {reply.kind}, not {expected.kind}"
+        got = f"{text!r} from {sender} to {ask.kind} {ask.options} for {ask.responders}: {reply.kind}"
+        assert reply.kind is expected.kind, f"{got}, not {expected.kind}"
         assert reply.ask_id == ask.ask_id
         if expected.kind in (ReplyKind.SELECTED, ReplyKind.ANSWERED, ReplyKind.CANCELLED):
             assert not reply.parked
@@ -267,14 +326,19 @@ class GatewayMachine(RuleBasedStateMachine):
             assert stored.status is (
                 AskStatus.CANCELLED if expected.kind is ReplyKind.CANCELLED else AskStatus.ANSWERED
             )
+            assert (stored.answered_by, stored.closed_by) == (expected.answered_by, expected.closed_by)
+            assert [(vote.sender, vote.option_index) for vote in stored.votes] == list(expected.votes)
             if expected.kind is ReplyKind.CANCELLED:
-                after = self.gateway.handle(conversation, "anything else?")
+                after = self.gateway.handle(conversation, "anything else?", sender=sender)
                 self._route(conversation, "anything else?", after)
                 assert after.kind is ReplyKind.PASS and not after.parked and after.expired_ask_id is None
-        else:
+        elif expected.kind is ReplyKind.NOT_YOURS:
+            assert reply.parked and all(responder in reply.text for responder in ask.responders)
+        else:  # a miss, a re-show or a vote: the ask stays open, touched
             assert reply.parked
-            misses = ask.mismatches + (0 if expected.kind is ReplyKind.RESHOWN else 1)
-            self.model[conversation] = replace(ask, last_touched=self.now, mismatches=misses)
+            self.model[conversation] = replace(
+                ask, last_touched=self.now, mismatches=expected.mismatches, votes=expected.votes
+            )
 
     @rule(conversation=st.sampled_from(CONVERSATIONS), text=SAFE_TEXT)
     def send_nul(self, conversation: str, text: str) -> None:
@@ -287,8 +351,8 @@ class GatewayMachine(RuleBasedStateMachine):
         """The same message id again returns the first reply and changes nothing."""
         if not self.delivered:
             return
-        conversation, message_id, text, first = self.delivered[pick % len(self.delivered)]
-        again = self.gateway.handle(conversation, text, message_id=message_id)
+        conversation, message_id, text, sender, first = self.delivered[pick % len(self.delivered)]
+        again = self.gateway.handle(conversation, text, message_id=message_id, sender=sender)
         assert again == first
 
     @rule(seconds=st.one_of(st.sampled_from([1, 30, 59, 60, 61, 599, 600, 601]), st.integers(0, 1200)))
@@ -326,6 +390,8 @@ class GatewayMachine(RuleBasedStateMachine):
             assert ask.mismatches == expected.mismatches, f"stored {ask.mismatches} misses, expected {expected}"
             assert ask.last_touched == expected.last_touched, f"stored last_touched {ask.last_touched}, {expected}"
             assert ask.kind is expected.kind and ask.options == expected.options
+            assert (ask.responders, ask.quorum) == (expected.responders, expected.quorum)
+            assert [(vote.sender, vote.option_index) for vote in ask.votes] == list(expected.votes)
 
 
 GatewayMachine.TestCase.settings = settings(
@@ -371,13 +437,15 @@ class TwoProcesses(GatewayMachine):
     def switch_process(self, which: int) -> None:
         self.gateway = self.pair[which]
 
-    @rule(conversation=st.sampled_from(CONVERSATIONS), data=st.data(), with_id=st.booleans())
-    def send_through_the_other_process(self, conversation: str, data: st.DataObject, with_id: bool) -> None:
+    @rule(conversation=st.sampled_from(CONVERSATIONS), data=st.data(), with_id=st.booleans(), sender=SENDERS)
+    def send_through_the_other_process(
+        self, conversation: str, data: st.DataObject, with_id: bool, sender: str | None
+    ) -> None:
         """One message through the other gateway: this one's memory of the conversation goes stale."""
         here = self.gateway
         self.gateway = self.pair[1] if here is self.pair[0] else self.pair[0]
         try:
-            self.send_anything(conversation, data, with_id)
+            self.send_anything(conversation, data, with_id, sender)
         finally:
             self.gateway = here
 

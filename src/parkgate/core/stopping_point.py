@@ -9,7 +9,8 @@ Syntax (inside any free text; one marker per output)::
     2. Class
     [[/ask]]
 
-``[[ask text]]`` opens a free-text question (no options). Options are numbered
+``[[ask text]]`` opens a free-text question (no options). ``[[ask for=U_ALICE,U_BOB
+quorum=2]]`` names who may answer and how many must agree (:mod:`.marker_who`). Options are numbered
 ``1.``, ``1)`` or ``1 -``; blank lines, CRLF and trailing spaces are tolerated. The
 option list is the trailing run of numbered lines and must count 1..n with no gap,
 no duplicate number or label, and no empty label: anything else is a
@@ -17,7 +18,8 @@ no duplicate number or label, and no empty label: anything else is a
 
 A byte order mark (U+FEFF) before a marker is tolerated like whitespace.
 
-Structured input is accepted too: ``{"prompt": ..., "options": [...], "kind": ...}``,
+Structured input is accepted too: ``{"prompt": ..., "options": [...], "kind": ...}``
+(with ``"responders"`` and ``"quorum"`` if it names who may answer),
 through :func:`from_json`, or as a skill's whole output (:func:`find` takes an output
 that is exactly such a JSON object as its stopping point; other JSON is prose).
 
@@ -38,7 +40,9 @@ from functools import lru_cache
 from typing import Any
 
 from parkgate.core.kinds import AskKind
+from parkgate.core.marker_who import ATTRIBUTES, checked_who, parse_attributes, render_attributes, who_from_json
 from parkgate.core.menu import normalise
+from parkgate.core.option_lines import numbering_problem, option_line, option_number
 from parkgate.errors import StoppingPointError as StoppingPointError
 
 MAX_OPTIONS = 50
@@ -51,23 +55,8 @@ MAX_JSON_CHARS = 1024 * 1024
 
 # A byte order mark counts as blank around a marker: producers that concatenate files or
 # streams leave one at the start of the output (or of a line).
-_OPEN = re.compile(r"^[\s\ufeff]*\[\[ask(?:\s+(choice|text))?\s*\]\][\s\ufeff]*$", re.IGNORECASE)
+_OPEN = re.compile(r"^[\s\ufeff]*\[\[ask(?:\s+(choice|text))?" + ATTRIBUTES + r"\s*\]\][\s\ufeff]*$", re.IGNORECASE)
 _CLOSE = re.compile(r"^[\s\ufeff]*\[\[/ask\]\][\s\ufeff]*$", re.IGNORECASE)
-# An option line's head: its number and separator. The label is the rest, stripped with
-# str.strip() (the same whitespace as ``\s``). No quantifier here can overlap its neighbour
-# (spaces, digits, separator), and the head is matched only at the line's start, so one
-# line costs time linear in its length; a lazy label followed by ``\s*$`` would rescan the
-# rest of the line from every character of a long run of spaces (quadratic in the line).
-_OPTION_HEAD = re.compile(r"\s*(\d+)\s*[.)-]")
-
-
-def _option_line(line: str) -> tuple[str, str] | None:
-    """The digits and the label (stripped, maybe empty) of a numbered option line, or
-    ``None`` when ``line`` is not one. Linear in the line's length."""
-    head = _OPTION_HEAD.match(line)
-    if head is None:
-        return None
-    return head.group(1), line[head.end() :].strip()
 
 
 def is_marker_line(line: str) -> bool:
@@ -77,7 +66,7 @@ def is_marker_line(line: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class AskSpec:
-    """What a stopping point asks: its kind, prompt and (for a choice) options.
+    """What a stopping point asks: its kind, prompt, (for a choice) options, and who may answer.
 
     Building one validates and canonicalises it exactly as :func:`make_spec` does
     (``kind`` may be given as a string, ``options`` as any list or tuple of strings):
@@ -87,20 +76,24 @@ class AskSpec:
     kind: AskKind
     prompt: str
     options: tuple[str, ...] = ()
+    #: Who may answer (none: anyone), and how many of them must agree on one option.
+    responders: tuple[str, ...] = ()
+    quorum: int = 1
 
     def __post_init__(self) -> None:
-        canonical = make_spec(self.kind, self.prompt, self.options)
-        object.__setattr__(self, "kind", canonical.kind)
-        object.__setattr__(self, "prompt", canonical.prompt)
-        object.__setattr__(self, "options", canonical.options)
+        quorum = None if not self.responders and self.quorum == 1 else self.quorum  # the default: anyone's
+        canonical = make_spec(self.kind, self.prompt, self.options, self.responders or None, quorum)
+        for name in ("kind", "prompt", "options", "responders", "quorum"):
+            object.__setattr__(self, name, getattr(canonical, name))
 
 
-def _trusted(kind: AskKind, prompt: str, options: tuple[str, ...]) -> AskSpec:
+def _trusted(kind: AskKind, prompt: str, options: tuple[str, ...], who: tuple[tuple[str, ...], int]) -> AskSpec:
     """An AskSpec from values :func:`_make_spec` has just validated: no second check."""
     spec = object.__new__(AskSpec)
-    object.__setattr__(spec, "kind", kind)
-    object.__setattr__(spec, "prompt", prompt)
-    object.__setattr__(spec, "options", options)
+    for name, value in zip(
+        ("kind", "prompt", "options", "responders", "quorum"), (kind, prompt, options, *who), strict=True
+    ):
+        object.__setattr__(spec, name, value)
     return spec
 
 
@@ -124,11 +117,18 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None = None) -> AskSpec:
+def make_spec(
+    kind: AskKind | str,
+    prompt: str,
+    options: Sequence[str] | None = None,
+    responders: Sequence[str] | None = None,
+    quorum: int | None = None,
+) -> AskSpec:
     """Validate and canonicalise an ask. Raises :class:`StoppingPointError`.
 
     ``options`` is ``None`` or a sequence of strings (a list or tuple): a string, bytes,
     a mapping, a set or an iterator is refused, not read one item at a time.
+    ``responders`` and ``quorum`` are who may answer (:func:`.marker_who.checked_who`).
     """
     if options is None:
         labels: tuple[str, ...] = ()
@@ -136,37 +136,43 @@ def make_spec(kind: AskKind | str, prompt: str, options: Sequence[str] | None = 
         raise StoppingPointError(f"options must be a list or tuple of strings, not {type(options).__name__}")
     else:
         labels = tuple(options)  # a tuple is itself: no copy on the hot path
+    names = tuple(responders) if isinstance(responders, list) else responders
     try:
-        return _make_spec_once(kind, prompt, labels)
+        return _make_spec_once(kind, prompt, labels, names, quorum)
     except TypeError:  # something unhashable: validated uncached, which names what is wrong
-        return _make_spec(kind, prompt, labels)
+        return _make_spec(kind, prompt, labels, names, quorum)
 
 
 @lru_cache(maxsize=256)
-def _make_spec_once(kind: AskKind | str, prompt: str, options: tuple[str, ...]) -> AskSpec:
+def _make_spec_once(
+    kind: AskKind | str, prompt: str, options: tuple[str, ...], responders: Sequence[str] | None, quorum: int | None
+) -> AskSpec:
     # Pure, and a run asks the same few questions again and again: validate each once.
     # (Errors are not cached: lru_cache keeps only returned values.)
-    return _make_spec(kind, prompt, options)
+    return _make_spec(kind, prompt, options, responders, quorum)
 
 
-def _make_spec(kind: AskKind | str, prompt: str, options: tuple[str, ...]) -> AskSpec:
-    """The checked spec: its kind, its canonical prompt and its tidied labels."""
+def _make_spec(
+    kind: AskKind | str, prompt: str, options: tuple[str, ...], responders: Sequence[str] | None, quorum: int | None
+) -> AskSpec:
+    """The checked spec: its kind, its canonical prompt, its tidied labels and who may answer."""
     try:
         ask_kind = AskKind(kind)
     except ValueError:
         raise StoppingPointError(f"kind must be 'choice' or 'text', not {kind!r}") from None
     text = _checked_prompt(prompt)
+    who = checked_who(ask_kind, responders, quorum)
     if ask_kind is AskKind.TEXT:
         if options:
             raise StoppingPointError("a text ask takes no options")
-        return _trusted(ask_kind, text, ())
+        return _trusted(ask_kind, text, (), who)
     if not options:
         raise StoppingPointError("a choice ask needs at least one option")
     if len(options) > MAX_OPTIONS:
         raise StoppingPointError(f"{len(options)} options; the limit is {MAX_OPTIONS}")
-    if _option_line(text.split("\n")[-1]) is not None:
+    if option_line(text.split("\n")[-1]) is not None:
         raise StoppingPointError("the prompt's last line looks like a numbered option")
-    return _trusted(ask_kind, text, _checked_labels(options))
+    return _trusted(ask_kind, text, _checked_labels(options), who)
 
 
 def _checked_prompt(prompt: object) -> str:
@@ -217,7 +223,7 @@ def _checked_labels(options: tuple[str, ...]) -> tuple[str, ...]:
 
 def render(spec: AskSpec) -> str:
     """The marker text for ``spec`` (the canonical form ``parse`` reads back)."""
-    head = "[[ask text]]" if spec.kind == AskKind.TEXT else "[[ask]]"
+    head = f"[[ask{' text' if spec.kind == AskKind.TEXT else ''}{render_attributes(spec.responders, spec.quorum)}]]"
     body = [spec.prompt]
     if spec.options:
         body.append("")
@@ -229,7 +235,7 @@ def find(output: str) -> AskSpec | None:
     """The stopping point in a skill's free output, or ``None`` when it has none."""
     lines = output.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     start: int | None = None
-    kind = AskKind.CHOICE
+    kind, who = AskKind.CHOICE, ""
     body: list[tuple[int, str]] = []
     found: AskSpec | None = None
     for number, line in enumerate(lines, start=1):
@@ -239,11 +245,12 @@ def find(output: str) -> AskSpec | None:
                 if found is not None:
                     raise StoppingPointError("a second stopping point; only one is allowed", number)
                 start, kind, body = number, AskKind((opened.group(1) or "choice").lower()), []
+                who = opened.group("who")
             elif _CLOSE.match(line):
                 raise StoppingPointError("[[/ask]] without an opening [[ask]]", number)
             continue
         if _CLOSE.match(line):
-            found = _from_lines(kind, body, start)
+            found = _from_lines(kind, body, start, who)
             start = None
         elif _OPEN.match(line):
             raise StoppingPointError("[[ask]] inside another [[ask]]", number)
@@ -254,7 +261,7 @@ def find(output: str) -> AskSpec | None:
     return found if found is not None else _structured(output)
 
 
-_STRUCTURED_FIELDS = frozenset({"prompt", "options", "kind"})
+_STRUCTURED_FIELDS = frozenset({"prompt", "options", "kind", "responders", "quorum"})
 
 
 def _structured(output: str) -> AskSpec | None:
@@ -280,16 +287,21 @@ def parse(output: str) -> AskSpec:
     return spec
 
 
-def _from_lines(kind: AskKind, body: list[tuple[int, str]], start: int) -> AskSpec:
+def _from_lines(kind: AskKind, body: list[tuple[int, str]], start: int, who: str) -> AskSpec:
+    try:
+        responders, quorum = parse_attributes(who)
+        checked_who(kind, responders, quorum)  # a marker's own mistake is named at its line
+    except StoppingPointError as error:
+        raise StoppingPointError(str(error), start) from None
     if kind is AskKind.TEXT:
-        return _checked(kind, "\n".join(line for _, line in body), [], start)
+        return _checked(kind, "\n".join(line for _, line in body), [], start, (responders, quorum))
     # The option list is the trailing run of numbered lines (blank lines allowed).
     cut = len(body)
     for index in range(len(body) - 1, -1, -1):
         line = body[index][1]
         if not line.strip():
             continue
-        if _option_line(line) is not None:
+        if option_line(line) is not None:
             cut = index
         else:
             break
@@ -299,51 +311,36 @@ def _from_lines(kind: AskKind, body: list[tuple[int, str]], start: int) -> AskSp
         raise StoppingPointError("a choice stopping point has no numbered options", start)
     labels: list[str] = []
     for expected, (number, line) in enumerate(option_lines, start=1):
-        found = _option_line(line)
+        found = option_line(line)
         assert found is not None
         digits, label = found
-        given = _option_number(digits)
+        given = option_number(digits)
         if given != expected:
-            raise StoppingPointError(_numbering_problem(digits, given, expected), number)
+            raise StoppingPointError(numbering_problem(digits, given, expected), number)
         if not label:
             raise StoppingPointError(f"option {given} has no label", number)
         labels.append(label)
     line_of = {position: number for position, (number, _) in enumerate(option_lines, start=1)}
     try:
-        return make_spec(kind, "\n".join(prompt_lines), labels)
+        return make_spec(kind, "\n".join(prompt_lines), labels, responders, quorum)
     except StoppingPointError as error:
         position = re.match(r"option (\d+)", str(error))
         at = line_of.get(int(position.group(1))) if position else start
         raise StoppingPointError(str(error), at) from None
 
 
-def _option_number(digits: str) -> int | None:
-    """The number an option line gives, or ``None`` when it is far too long to be one
-    (``int()`` refuses more than 4,300 digits with a plain ``ValueError``)."""
-    significant = digits.lstrip("0") or "0"
-    return int(significant) if len(significant) <= 9 else None
-
-
-def _numbering_problem(digits: str, given: int | None, expected: int) -> str:
-    shown = digits if len(digits) <= 12 else digits[:12] + "..."
-    if given == 0:
-        return f"option numbered {shown}: the options are numbered from 1"
-    if given is not None and given < expected:
-        return f"option numbered {shown} repeats a number; expected {expected}"
-    if expected == 1:
-        return f"option numbered {shown} leaves a gap: the options are numbered from 1"
-    return f"option numbered {shown} leaves a gap; expected {expected}"
-
-
-def _checked(kind: AskKind, prompt: str, labels: list[str], start: int) -> AskSpec:
+def _checked(
+    kind: AskKind, prompt: str, labels: list[str], start: int, who: tuple[tuple[str, ...] | None, int | None]
+) -> AskSpec:
     try:
-        return make_spec(kind, prompt, labels)
+        return make_spec(kind, prompt, labels, *who)
     except StoppingPointError as error:
         raise StoppingPointError(str(error), start) from None
 
 
 def from_json(payload: str | bytes | Mapping[str, Any]) -> AskSpec:
-    """Structured input: ``{"prompt": str, "options": [str], "kind": "choice"|"text"}``.
+    """Structured input: ``{"prompt": str, "options": [str], "kind": "choice"|"text"}``, and
+    ``"responders": [str]`` and ``"quorum": int`` when it names who may answer.
 
     ``kind`` may be left out (or ``null``): a choice when there are options, else text.
     Given, it must be ``"choice"`` or ``"text"`` in any case. JSON text longer than
@@ -366,7 +363,7 @@ def from_json(payload: str | bytes | Mapping[str, Any]) -> AskSpec:
             raise StoppingPointError(f"not valid JSON: {error}") from None
     if not isinstance(data, Mapping):
         raise StoppingPointError("a structured stopping point must be a JSON object")
-    unknown = set(data) - {"prompt", "options", "kind"}
+    unknown = set(data) - _STRUCTURED_FIELDS
     if unknown:
         raise StoppingPointError(f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
     options = data.get("options")
@@ -379,4 +376,4 @@ def from_json(payload: str | bytes | Mapping[str, Any]) -> AskSpec:
         raise StoppingPointError(f"kind must be 'choice' or 'text', not {kind!r}")
     else:
         kind = kind.lower()
-    return make_spec(kind, data.get("prompt", ""), options)
+    return make_spec(kind, data.get("prompt", ""), options, *who_from_json(data))

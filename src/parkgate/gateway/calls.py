@@ -266,8 +266,8 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls):
             workflow: A registered workflow's name.
             **fields: ``run_id`` (the new run's id; one made when left out), ``replace``,
                 ``owner``, ``responders`` and ``quorum``, as in :meth:`ask`
-                (:class:`~parkgate.ask_options.OwnedRunFields`); every phase is for the
-                same responders (a quorum above 1 only for a workflow of choices).
+                (:class:`~parkgate.ask_options.OwnedRunFields`); every phase is for them
+                (see :mod:`parkgate.workflow` for phases that name their own).
 
         Returns:
             The ``asked`` reply of the first phase.
@@ -277,13 +277,15 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls):
             AskAlreadyOpen: An ask is open in the conversation and ``replace`` is false.
             ConversationBusy: Another owner's ask is open in the conversation.
             InputError: ``run_id`` names a run that exists already (nothing changes), or an
-                argument is not usable.
+                argument is not usable (``responders`` too, when the phases name theirs).
         """
         check_id(conversation_id, "conversation_id")
         if not isinstance(workflow, str):
             raise InputError(f"workflow must be a workflow's name (a string), not {type(workflow).__name__}")
         checked = AskOptions.checked(fields, OwnedRunFields, "start")
         flow = self._runs.workflow(workflow)
+        if checked.responders and flow.names_responders:
+            raise InputError(f"workflow {workflow!r} names who answers its phases: start it without responders")
         if checked.quorum > 1 and any(phase.kind is AskKind.TEXT for phase in flow.phases):
             raise InputError(f"quorum of {checked.quorum} is for choice asks: workflow {workflow!r} asks for text")
         run_id, owner = checked.run_id or new_id(), checked.owner

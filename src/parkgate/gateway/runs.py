@@ -283,8 +283,11 @@ class RunLifeCycle:
         return asked_reply(ask)
 
     def park_phase(self, plan: WritePlan, run: Run, phase: Phase, now: datetime, options: AskOptions) -> Reply:
-        """Park workflow ``phase`` in ``run`` with ``options`` (its owner, responders and quorum)."""
+        """Park workflow ``phase`` in ``run`` with ``options`` (its owner, responders and quorum;
+        a phase that names its own responders is for them, with its quorum)."""
         spec = stopping_point.make_spec(phase.kind, phase.prompt_for(run.context), phase.options)
+        if phase.responders:
+            options = dataclasses.replace(options, responders=phase.responders, quorum=phase.quorum)
         fitted = dataclasses.replace(options, phase=phase.name).fitted(spec)
         ask = self.new_ask(run, spec, now, fitted)
         return self.park(plan, run, ask, now)
@@ -332,7 +335,11 @@ class RunLifeCycle:
             if not output.strip():  # a finish with nothing to say still tells the person
                 output = WORKFLOW_DONE
             return with_more_text(reply, f"{reply.text}\n\n{output}", parked=False)
-        # The next phase is for the same people as the one answered.
-        who = AskOptions(owner=answered.owner, responders=answered.responders, quorum=answered.quorum)
+        # The next phase is for the same people as the one answered: the start's, unless the
+        # phases say who answers each (then one that names nobody is anyone's).
+        if flow.names_responders:
+            who = AskOptions(owner=answered.owner)
+        else:
+            who = AskOptions(owner=answered.owner, responders=answered.responders, quorum=answered.quorum)
         following_reply = self.park_phase(plan, run, following, now, who)
         return with_more_text(reply, f"{reply.text}\n\n{following_reply.text}", parked=True, next_ask=following_reply)

@@ -1,8 +1,10 @@
-"""The enumeration: every state of an open ask, and every class of input sent to it.
+"""The enumeration: every state of an open ask, and every input from every sender class.
 
 A state is an ask's kind (``choice`` or ``text``), whether a label collides with a
-control word, its mismatch count (0 to N+2) and whether it has expired. One (state,
-input) pair is a :class:`Case`: one transition of the machine.
+control word, who may answer it (:class:`Who`: anyone, responders with quorum 1, or
+responders with quorum 2 before and after a first vote), its mismatch count (0 to N+2)
+and whether it has expired. One (state, sender, input) triple is a :class:`Case`: one
+transition of the machine.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from parkgate.core import machine
 from parkgate.core.kinds import AskKind, AskStatus
-from parkgate.core.model import Ask
+from parkgate.core.model import Ask, Vote
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
 
 #: The moment every enumerated ask was last touched.
@@ -41,6 +43,68 @@ BLANK: tuple[str, ...] = ("", " \t\n ", "\u00a0\u3000")
 NON_TEXT: tuple[str | bytes, ...] = (b"\xff\xfe" + min(RESHOW_WORDS).encode(), "/" + min(CANCEL_WORDS) + "\x00")
 
 
+#: The responders of an ask that names them: the first two are the sender classes
+#: "a responder" and "a second responder"; the third makes a quorum of 2 one of 3.
+RESPONDER, SECOND_RESPONDER, THIRD_RESPONDER = "U_ALICE", "U_BOB", "U_CAROL"
+#: The sender class "a non-responder".
+NON_RESPONDER = "U_MALLORY"
+
+
+class Who(enum.Enum):
+    """Who may answer an enumerated ask (values are the table's wording)."""
+
+    ANYONE = "anyone"
+    RESPONDERS = "2 responders, quorum 1"
+    QUORUM = "3 responders, quorum 2"
+    QUORUM_VOTED = "quorum 2, 1 vote cast"
+
+    @property
+    def responders(self) -> tuple[str, ...]:
+        """The ask's responders (none: anyone answers)."""
+        if self is Who.ANYONE:
+            return ()
+        if self is Who.RESPONDERS:
+            return (RESPONDER, SECOND_RESPONDER)
+        return (RESPONDER, SECOND_RESPONDER, THIRD_RESPONDER)
+
+    @property
+    def quorum(self) -> int:
+        """How many responders must agree on one option."""
+        return 2 if self in (Who.QUORUM, Who.QUORUM_VOTED) else 1
+
+    @property
+    def voted(self) -> bool:
+        """The first responder has voted for option 1 (and nobody else has voted)."""
+        return self is Who.QUORUM_VOTED
+
+    def applies_to(self, kind: AskKind) -> bool:
+        """A text ask takes quorum 1 only."""
+        return kind is AskKind.CHOICE or self.quorum == 1
+
+
+class Sender(enum.Enum):
+    """The classes of sender every input comes from (values are the table's wording)."""
+
+    NONE = "no sender"
+    RESPONDER = "a responder"
+    NON_RESPONDER = "a non-responder"
+    SECOND_RESPONDER = "a second responder"
+
+    @property
+    def id(self) -> str | None:
+        """The ``sender`` a message of this class carries (the names are responders' only
+        on an ask that names responders: on anyone's ask they are just named senders)."""
+        return _SENDER_IDS[self]
+
+
+_SENDER_IDS: dict[Sender, str | None] = {
+    Sender.NONE: None,
+    Sender.RESPONDER: RESPONDER,
+    Sender.NON_RESPONDER: NON_RESPONDER,
+    Sender.SECOND_RESPONDER: SECOND_RESPONDER,
+}
+
+
 class InputClass(enum.Enum):
     """The classes of input every state receives (values are the table's wording)."""
 
@@ -57,7 +121,7 @@ class InputClass(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    """One transition: an open ask in one state, and one input sent to it."""
+    """One transition: an open ask in one state, and one input sent to it by one sender."""
 
     ask_kind: AskKind
     collision: bool
@@ -65,6 +129,8 @@ class Case:
     message: str | bytes
     mismatches: int
     expired: bool
+    who: Who = Who.ANYONE
+    sender: Sender = Sender.NONE
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -79,16 +145,23 @@ class Case:
         return CHOICE_PROMPT if self.ask_kind is AskKind.CHOICE else TEXT_PROMPT
 
     @property
-    def state(self) -> tuple[AskKind, bool, int, bool]:
-        """The state this case starts from (kind, collision, mismatches, expired)."""
-        return (self.ask_kind, self.collision, self.mismatches, self.expired)
+    def state(self) -> tuple[AskKind, bool, Who, int, bool]:
+        """The state this case starts from (kind, collision, who, mismatches, expired)."""
+        return (self.ask_kind, self.collision, self.who, self.mismatches, self.expired)
+
+    @property
+    def votes(self) -> tuple[Vote, ...]:
+        """The votes the ask holds before the input: the first responder's for option 1, or none."""
+        return (Vote(RESPONDER, 1, self.options[0], T0),) if self.who.voted else ()
 
     def describe(self) -> str:
         """A one-line name for failure messages."""
+        who = "" if self.who is Who.ANYONE and self.sender is Sender.NONE else f"for {self.who.value}, "
+        sent = "" if self.who is Who.ANYONE and self.sender is Sender.NONE else f" from {self.sender.value}"
         return (
-            f"{self.ask_kind.value} ask, collision={'yes' if self.collision else 'no'}, "
+            f"{self.ask_kind.value} ask, collision={'yes' if self.collision else 'no'}, {who}"
             f"mismatches={self.mismatches}, expired={'yes' if self.expired else 'no'}, "
-            f"input {self.input_class.value} {self.message!r}"
+            f"input {self.input_class.value} {self.message!r}{sent}"
         )
 
     def open_ask(self) -> Ask:
@@ -105,6 +178,9 @@ class Case:
             last_touched=T0,
             ttl_seconds=TTL.total_seconds(),
             mismatches=self.mismatches,
+            responders=self.who.responders,
+            quorum=self.who.quorum,
+            votes=self.votes,
         )
 
     def moment(self, last_touched: datetime) -> datetime:
@@ -141,14 +217,50 @@ def inputs(kind: AskKind, collision: bool) -> Iterator[tuple[InputClass, str | b
 
 
 def enumerate_cases(escalate_after: int = machine.DEFAULT_ESCALATE_AFTER) -> list[Case]:
-    """Every combination: kind x collision x mismatch count 0..N+2 x expired x input."""
+    """Every combination: kind x collision x who x mismatch count 0..N+2 x expired x
+    sender x input (a text ask is anyone's or its responders' with quorum 1)."""
     if escalate_after < 1:
         raise ValueError("escalate_after must be at least 1")
     cases: list[Case] = []
     for kind in (AskKind.CHOICE, AskKind.TEXT):
         for collision in (False, True):
-            for mismatches in range(escalate_after + 3):
-                for expired in (False, True):
-                    for input_class, message in inputs(kind, collision):
-                        cases.append(Case(kind, collision, input_class, message, mismatches, expired))
+            for who in (who for who in Who if who.applies_to(kind)):
+                for mismatches in range(escalate_after + 3):
+                    for expired in (False, True):
+                        for sender in Sender:
+                            for input_class, message in inputs(kind, collision):
+                                case = Case(kind, collision, input_class, message, mismatches, expired, who, sender)
+                                cases.append(case)
     return cases
+
+
+#: The inputs a store run sends from each sender class: one of each thing the door can
+#: do with a message (a digit selects, votes or answers, and a second digit votes for
+#: another option or changes a vote; a cancel word and a re-show word, with the slash
+#: that makes them control words in every ask; a blank miss; and non-text, refused).
+#: Which message an input class holds is the matcher's concern, which the store run
+#: covers input by input with no sender.
+STORE_INPUTS: tuple[tuple[InputClass, str], ...] = (
+    (InputClass.DIGIT, "1"),
+    (InputClass.DIGIT, "2"),  # on a quorum ask: a vote for another option, or a changed vote
+    (InputClass.SLASH_CONTROL, "/" + min(CANCEL_WORDS)),
+    (InputClass.SLASH_CONTROL, "/" + min(RESHOW_WORDS)),
+    (InputClass.BLANK, BLANK[0]),
+)
+
+
+def store_cases(escalate_after: int = machine.DEFAULT_ESCALATE_AFTER) -> list[Case]:
+    """The cases a store run sends: every case of an ask anyone may answer, sent with no
+    sender (the matcher's table, input by input); and for every other (who, sender)
+    pair, every state with each of :data:`STORE_INPUTS` and a non-text input (past its
+    TTL, where any text expires the ask whoever sends it: the digit and the non-text)."""
+    return [case for case in enumerate_cases(escalate_after) if _on_store(case)]
+
+
+def _on_store(case: Case) -> bool:
+    """Whether :func:`store_cases` sends ``case``."""
+    if case.who is Who.ANYONE and case.sender is Sender.NONE:
+        return True
+    if case.input_class is InputClass.NON_TEXT:
+        return case.message == NON_TEXT[0]
+    return (case.input_class, case.message) in STORE_INPUTS[: 1 if case.expired else None]

@@ -10,7 +10,10 @@ The rules, in the order they apply to one message sent to an open ask:
 
 1. Input that is not text (bytes that are not UTF-8, a NUL, a lone surrogate, more
    characters than the limit) is refused before the ask is read: it stays as it was.
-2. An ask past its TTL answers ``pass`` and closes as expired; it never selects.
+2. An ask past its TTL answers ``pass`` and closes as expired, whoever sent the
+   message; it never selects, and keeps its votes.
+2a. On an ask that names responders, a message from anyone else, or with no sender, is
+   ``not_yours`` whatever it says, and the ask stays exactly as it was.
 3. The text is normalised: Unicode NFKC, trimmed, inner whitespace folded, case folded.
 4. A control word with exactly one leading ``/`` re-shows (``/menu``, ``/options``) or
    cancels (``/cancel``, ``/exit``, ...) in every ask, before anything else.
@@ -25,6 +28,12 @@ After the step a selection or an answer closes the ask as answered and resets th
 count; a cancel closes it as cancelled and a re-show leaves it open, both keeping the
 count; a miss leaves it open with the count one higher. Text asks are taken as plain
 text asks (no expected answer form).
+
+Who did it is kept: on an ask with responders a selection is the sender's vote, which
+replaces their earlier one; it closes the ask (``selected``) only when ``quorum`` votes
+agree on the option, and is ``voted`` before that, leaving the ask open with the miss
+count reset. The sender of a selection or answer that closes the ask is its
+``answered_by``; the sender of a cancel word its ``closed_by``.
 """
 
 from __future__ import annotations
@@ -60,6 +69,12 @@ class Expected:
     mismatches: int
     answer: str | None = None
     option_index: int | None = None
+    #: Each responder's current vote after the message: (sender, option index), in the order cast.
+    votes: tuple[tuple[str, int], ...] = ()
+    answered_by: str | None = None
+    closed_by: str | None = None
+    #: The ask after the message is exactly the ask before it (refused, or ``not_yours``).
+    unchanged: bool = False
 
     @property
     def refused(self) -> bool:
@@ -106,25 +121,50 @@ def expected(
     escalate_after: int = DEFAULT_ESCALATE_AFTER,
     expired: bool = False,
     limit: int = MAX_MESSAGE_CHARS,
+    responders: Sequence[str] = (),
+    quorum: int = 1,
+    votes: Sequence[tuple[str, int]] = (),
+    sender: str | None = None,
 ) -> Expected:
-    """What ``message`` must do to an open ask with ``options`` (none: a text ask).
+    """What ``message`` from ``sender`` must do to an open ask with ``options`` (none: a text ask).
 
     ``mismatches`` is the ask's miss count before the message, ``expired`` whether the
-    message arrives after the ask's TTL.
+    message arrives after the ask's TTL. ``responders`` (none: anyone answers),
+    ``quorum`` and ``votes`` (``(sender, option index)`` pairs) are who may answer it and
+    the votes it holds.
     """
+    before = tuple(votes)
     text = as_text(message, limit)
     if text is None:
-        return Expected(None, AskStatus.OPEN, mismatches)
+        return Expected(None, AskStatus.OPEN, mismatches, votes=before, unchanged=True)
     if expired:
-        return Expected(ReplyKind.PASS, AskStatus.EXPIRED, mismatches)
+        return Expected(ReplyKind.PASS, AskStatus.EXPIRED, mismatches, votes=before)
+    if responders and sender not in responders:
+        return Expected(ReplyKind.NOT_YOURS, AskStatus.OPEN, mismatches, votes=before, unchanged=True)
     decided = _decide(tuple(options), text)
     if decided is None:
         missed = mismatches + 1
         kind = ReplyKind.ESCALATED if missed >= escalate_after else ReplyKind.RETRY
-        return Expected(kind, AskStatus.OPEN, missed)
+        return Expected(kind, AskStatus.OPEN, missed, votes=before)
     kind, answer, option_index = decided
+    if kind is ReplyKind.SELECTED and responders:
+        assert option_index is not None and sender is not None
+        cast = (*((who, index) for who, index in before if who != sender), (sender, option_index))
+        if sum(1 for _, index in cast if index == option_index) < quorum:
+            return Expected(ReplyKind.VOTED, AskStatus.OPEN, 0, votes=cast)
+        return Expected(kind, AskStatus.ANSWERED, 0, answer, option_index, votes=cast, answered_by=sender)
     status = CLOSING_STATUS.get(kind, AskStatus.OPEN)
-    return Expected(kind, status, 0 if status is AskStatus.ANSWERED else mismatches, answer, option_index)
+    closes = status is AskStatus.ANSWERED
+    return Expected(
+        kind,
+        status,
+        0 if closes else mismatches,
+        answer,
+        option_index,
+        votes=before,
+        answered_by=sender if closes else None,
+        closed_by=sender if status is AskStatus.CANCELLED else None,
+    )
 
 
 def _decide(options: tuple[str, ...], text: str) -> tuple[ReplyKind, str | None, int | None] | None:

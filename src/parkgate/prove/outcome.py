@@ -35,6 +35,11 @@ class Outcome:
     stored_answer: str | None
     stored_option_index: int | None
     unchanged: bool  # the ask after the step equals the ask before it
+    #: The stored ask's who-fields after the step: its votes as (sender, option index)
+    #: pairs in the order cast, ``answered_by`` and ``closed_by``.
+    votes: tuple[tuple[str, int], ...] = ()
+    answered_by: str | None = None
+    closed_by: str | None = None
 
     @property
     def kind_name(self) -> str:
@@ -55,7 +60,15 @@ COMPARED_FIELDS = (
     "stored_answer",
     "stored_option_index",
     "unchanged",
+    "votes",
+    "answered_by",
+    "closed_by",
 )
+
+
+def vote_pairs(ask: Ask) -> tuple[tuple[str, int], ...]:
+    """The ask's votes as an :class:`Outcome` holds them: (sender, option index) pairs."""
+    return tuple((vote.sender, vote.option_index) for vote in ask.votes)
 
 
 def refused_outcome(before: Ask, after: Ask) -> Outcome:
@@ -72,16 +85,21 @@ def refused_outcome(before: Ask, after: Ask) -> Outcome:
         stored_answer=after.answer,
         stored_option_index=after.option_index,
         unchanged=after == before,
+        votes=vote_pairs(after),
+        answered_by=after.answered_by,
+        closed_by=after.closed_by,
     )
 
 
-def pure_outcome(ask: Ask, message: str | bytes, now: datetime, escalate_after: int) -> Outcome:
+def pure_outcome(
+    ask: Ask, message: str | bytes, now: datetime, escalate_after: int, sender: str | None = None
+) -> Outcome:
     """The gateway's pipeline without a store: refuse non-text, then one machine step."""
     try:
         text = check_inbound_text(message)
     except InputError:
         return refused_outcome(ask, ask)
-    step = machine.step(ask, text, now, escalate_after)
+    step = machine.step(ask, text, now, escalate_after, sender)
     after = step.ask
     return Outcome(
         kind=step.kind,
@@ -95,4 +113,7 @@ def pure_outcome(ask: Ask, message: str | bytes, now: datetime, escalate_after: 
         stored_answer=after.answer,
         stored_option_index=after.option_index,
         unchanged=after == ask,
+        votes=vote_pairs(after),
+        answered_by=after.answered_by,
+        closed_by=after.closed_by,
     )
