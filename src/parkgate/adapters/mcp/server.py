@@ -36,6 +36,11 @@ INPUT_KEY = "parkgate_answer"
 INVALID_ANSWER = "invalid_answer"
 
 
+def spec_of(ask: Ask) -> AskSpec:
+    """The question ``ask`` asks, as a spec: its kind, prompt, options and who may answer."""
+    return AskSpec(ask.kind, ask.prompt, ask.options, tuple(ask.responders), ask.quorum)
+
+
 def park_once(conversation_id: str, spec: AskSpec) -> Steps[Ask]:
     """Park ``spec``, or take the same question already open in the conversation.
 
@@ -46,7 +51,7 @@ def park_once(conversation_id: str, spec: AskSpec) -> Steps[Ask]:
         asked: Reply = yield ask_call(conversation_id, spec)
     except AskAlreadyOpen as error:
         open_ask: Ask = yield call("get", error.ask_id)
-        if open_ask.is_open and AskSpec(open_ask.kind, open_ask.prompt, open_ask.options) == spec:
+        if open_ask.is_open and spec_of(open_ask) == spec:
             return open_ask
         raise
     parked: Ask = yield call("get", asked.ask_id or "")
@@ -120,7 +125,7 @@ async def _parked(gateway: AsyncGateway, ctx: Context, conversation_id: str, spe
     if not state:
         return await run_async(gateway, park_once(conversation_id, spec))
     ask = await gateway.get(state)
-    if ask.conversation_id != conversation_id or AskSpec(ask.kind, ask.prompt, ask.options) != spec:
+    if ask.conversation_id != conversation_id or spec_of(ask) != spec:
         raise InputError(f"request_state names ask {state}, which is not this question")
     return ask
 
