@@ -151,3 +151,7 @@ HITL_EXPIRED = "nobody answered the approval request before it expired, so the t
 HITL_UNASKABLE = "the approval request could not be put to a person ({reason}), so the tool was not run"
 # The tool message parkgate writes for a tool call whose tool allows no "reject" (as a reject writes it).
 HITL_NOT_RUN = "The tool call for `{tool}` was not approved: {reason}"
+
+# Chat channels (parkgate.channels): the two exits every posted ask carries as buttons.
+CANCEL_BUTTON = "Cancel"
+SHOW_OPTIONS_BUTTON = "Show options"

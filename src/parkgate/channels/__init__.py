@@ -1,0 +1,1 @@
+"""Chat channels: the surfaces where people answer asks (Slack, Telegram)."""

@@ -1,0 +1,57 @@
+"""The Bot API client against the recording stand-in: the URL form, the answers, the failures."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from telegram_bot_api import BOT_USERNAME, bot_api
+
+from parkgate.channels.telegram.api import BotApi, BotApiError
+
+TOKEN = "123:ABC"
+
+
+def _call(root: str, method: str, params: dict[str, Any], token: str = TOKEN) -> Any:
+    async def go() -> Any:
+        api = BotApi(token, root)
+        try:
+            return await api.call(method, params)
+        finally:
+            await api.aclose()
+
+    return asyncio.run(go())
+
+
+def test_calls_go_to_root_bot_token_method_and_return_the_result() -> None:
+    with bot_api(TOKEN) as api:
+        sent = _call(api.root, "sendMessage", {"chat_id": 42, "text": "Deploy?"})
+        edited = _call(api.root, "editMessageText", {"chat_id": 42, "message_id": sent["message_id"], "text": "Done"})
+        assert _call(api.root, "getMe", {})["username"] == BOT_USERNAME
+        assert edited["text"] == "Done"
+        assert [call.method for call in api.calls] == ["sendMessage", "editMessageText", "getMe"]
+        assert api.texts[(42, sent["message_id"])] == "Done"
+
+
+def test_an_outage_is_worth_a_retry_and_a_refusal_is_not() -> None:
+    with bot_api(TOKEN) as api:
+        api.fail("sendMessage", 1)
+        with pytest.raises(BotApiError) as outage:
+            _call(api.root, "sendMessage", {"chat_id": 42, "text": "x"})
+        assert not outage.value.permanent
+        with pytest.raises(BotApiError) as refused:
+            _call(api.root, "sendMessage", {"chat_id": 42, "text": "x"}, token="999:WRONG")
+        assert refused.value.permanent
+        with pytest.raises(BotApiError) as gone:
+            _call(api.root, "editMessageText", {"chat_id": 42, "message_id": 1, "text": "x"})
+        assert gone.value.permanent
+        assert _call(api.root, "sendMessage", {"chat_id": 42, "text": "x"})["text"] == "x"
+
+
+def test_an_unreachable_server_is_worth_a_retry() -> None:
+    with bot_api(TOKEN) as api:
+        root = api.root
+    with pytest.raises(BotApiError) as down:
+        _call(root, "sendMessage", {"chat_id": 42, "text": "x"})
+    assert not down.value.permanent
