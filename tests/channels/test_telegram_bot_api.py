@@ -9,6 +9,7 @@ import pytest
 from telegram_bot_api import BOT_USERNAME, bot_api
 
 from parkgate.channels.telegram.api import BotApi, BotApiError
+from parkgate.channels.telegram.polling import poll
 
 TOKEN = "123:ABC"
 
@@ -55,3 +56,30 @@ def test_an_unreachable_server_is_worth_a_retry() -> None:
     with pytest.raises(BotApiError) as down:
         _call(root, "sendMessage", {"chat_id": 42, "text": "x"})
     assert not down.value.permanent
+
+
+def test_long_polling_hands_every_update_over_once_and_survives_a_failing_handler() -> None:
+    seen: list[int] = []
+
+    async def go(root: str) -> int:
+        api = BotApi(TOKEN, root)
+        stop = asyncio.Event()
+
+        async def handle(update: dict[str, Any]) -> None:
+            seen.append(update["update_id"])
+            if update["update_id"] == 2:
+                raise RuntimeError("a handler's bug")
+            if len(seen) == 3:
+                stop.set()
+
+        try:
+            return await poll(api, handle, stop=stop, poll_seconds=1, retry_seconds=0.05)
+        finally:
+            await api.aclose()
+
+    with bot_api(TOKEN) as api:
+        api.fail("getUpdates", 1)  # an outage first: polling goes on after it
+        for update_id in (1, 2, 3):
+            api.queue_update({"update_id": update_id, "message": {"message_id": update_id, "date": 0, "chat": {}}})
+        assert asyncio.run(go(api.root)) == 3
+    assert seen == [1, 2, 3]
