@@ -18,6 +18,7 @@ from parkgate.ask_options import (
     RunFields,
 )
 from parkgate.async_gateway import AsyncGateway
+from parkgate.channels.base import Channel, ChannelReply, ChannelTarget, Posted
 from parkgate.clock import Clock, ManualClock, SystemClock
 from parkgate.core.expect import Expect
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunOutcome, RunStatus
@@ -28,6 +29,7 @@ from parkgate.errors import (
     AskAlreadyOpen,
     CallbackNotFailed,
     CallbackRefused,
+    ChannelJobFailed,
     ConfigurationError,
     ConversationBusy,
     InputError,
@@ -50,6 +52,7 @@ from parkgate.metrics import Metrics
 from parkgate.signal import Change, CloseSignal, Waiter
 from parkgate.store import Intent, Store, Transaction, open_store
 from parkgate.store.base import AskGauges, Callback, FollowUps, Heartbeats, OpenAsks, Outbox, Watcher
+from parkgate.store.channel_tables import ChannelJob, ChannelPost, ChannelTables
 from parkgate.store.writes import AskStep, NewAsk, Writes
 from parkgate.workflow import Phase, Workflow
 
@@ -74,6 +77,13 @@ __all__ = [
     "CallbackState",
     "CallbackStatus",
     "Change",
+    "Channel",
+    "ChannelJob",
+    "ChannelJobFailed",
+    "ChannelPost",
+    "ChannelReply",
+    "ChannelTables",
+    "ChannelTarget",
     "Clock",
     "CloseSignal",
     "ConfigurationError",
@@ -97,6 +107,7 @@ __all__ = [
     "ParkFields",
     "ParkgateError",
     "Phase",
+    "Posted",
     "PromptFields",
     "Reply",
     "ReplyKind",

@@ -25,6 +25,7 @@ its nearest listed base. The tree, drawn as httpx draws its own::
       x TooManyLongPolls ..................... 429 too_many_long_polls, with Retry-After
       x MissingExtra (a ModuleNotFoundError): an adapter imported without its framework
       x NotThisGraph, GraphKeepsAsking: the LangGraph adapter's refusals
+      x ChannelJobFailed: a channel job given up at once (kept as its row's last_error)
       x StoreError ........................... 503 store_error, with Retry-After
         + StoreUnavailable ................... 503 store_unavailable
         + StoreClosed: the Gateway is closed
@@ -253,6 +254,12 @@ class GraphKeepsAsking(ParkgateError):
             f"thread {thread!r} interrupted again each time it was resumed with Closed "
             f"({resumes} times): a node must return when interrupt() gives it a Closed"
         )
+
+
+class ChannelJobFailed(ParkgateError):
+    """A channel job that can never succeed as it is (an ask never posted, a target the
+    platform refuses for good): given up at once, kept as its ``channel_outbox`` row's
+    ``last_error`` (:mod:`parkgate.channels`); no caller sees it raised."""
 
 
 class StoreError(ParkgateError):

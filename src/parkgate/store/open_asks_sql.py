@@ -9,6 +9,7 @@ from typing import Any
 
 from parkgate.core.model import Ask, CallbackStatus, Run
 from parkgate.store.base import AskGauges
+from parkgate.store.channels_sql import SqlChannels
 from parkgate.store.dialect import ASK_COLUMNS, Dialect
 from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
 from parkgate.store.sql import Runner, ask_from_row, read_ask
@@ -123,3 +124,7 @@ class SqlTables:
     @property
     def heartbeats(self: Runner) -> SqlHeartbeats:
         return SqlHeartbeats(self)
+
+    @property
+    def channels(self: Runner) -> SqlChannels:
+        return SqlChannels(self)

@@ -15,7 +15,7 @@ from typing import Any
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from parkgate.core.phrases import CANCEL_BUTTON, CANCEL_WORD, MENU_WORD, SHOW_OPTIONS_BUTTON
+from parkgate.core.phrases import CANCEL_WORD, CHANNEL_CANCEL_BUTTON, CHANNEL_SHOW_OPTIONS_BUTTON, MENU_WORD
 
 #: Every button's data starts with this, so a press on another bot's keyboard is not read as ours.
 PREFIX = "pg"
@@ -91,8 +91,8 @@ def ask_keyboard(ask_id: str, options: tuple[str, ...] | list[str]) -> dict[str,
     ]
     rows.append(
         [
-            InlineKeyboardButton(CANCEL_BUTTON, callback_data=button_data(ask_id, CANCEL)),
-            InlineKeyboardButton(SHOW_OPTIONS_BUTTON, callback_data=button_data(ask_id, SHOW_OPTIONS)),
+            InlineKeyboardButton(CHANNEL_CANCEL_BUTTON, callback_data=button_data(ask_id, CANCEL)),
+            InlineKeyboardButton(CHANNEL_SHOW_OPTIONS_BUTTON, callback_data=button_data(ask_id, SHOW_OPTIONS)),
         ]
     )
     return InlineKeyboardMarkup(rows).to_dict()
