@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -15,14 +15,11 @@ TOKEN = "123:ABC"
 
 
 def _call(root: str, method: str, params: dict[str, Any], token: str = TOKEN) -> Any:
-    async def go() -> Any:
-        api = BotApi(token, root)
-        try:
-            return await api.call(method, params)
-        finally:
-            await api.aclose()
-
-    return asyncio.run(go())
+    api = BotApi(token, root)
+    try:
+        return api.call(method, params)
+    finally:
+        api.close()
 
 
 def test_calls_go_to_root_bot_token_method_and_return_the_result() -> None:
@@ -61,11 +58,11 @@ def test_an_unreachable_server_is_worth_a_retry() -> None:
 def test_long_polling_hands_every_update_over_once_and_survives_a_failing_handler() -> None:
     seen: list[int] = []
 
-    async def go(root: str) -> int:
+    def go(root: str) -> int:
         api = BotApi(TOKEN, root)
-        stop = asyncio.Event()
+        stop = threading.Event()
 
-        async def handle(update: dict[str, Any]) -> None:
+        def handle(update: dict[str, Any]) -> None:
             seen.append(update["update_id"])
             if update["update_id"] == 2:
                 raise RuntimeError("a handler's bug")
@@ -73,13 +70,13 @@ def test_long_polling_hands_every_update_over_once_and_survives_a_failing_handle
                 stop.set()
 
         try:
-            return await poll(api, handle, stop=stop, poll_seconds=1, retry_seconds=0.05)
+            return poll(api, handle, stop=stop, poll_seconds=1, retry_seconds=0.05)
         finally:
-            await api.aclose()
+            api.close()
 
     with bot_api(TOKEN) as api:
         api.fail("getUpdates", 1)  # an outage first: polling goes on after it
         for update_id in (1, 2, 3):
             api.queue_update({"update_id": update_id, "message": {"message_id": update_id, "date": 0, "chat": {}}})
-        assert asyncio.run(go(api.root)) == 3
+        assert go(api.root) == 3
     assert seen == [1, 2, 3]

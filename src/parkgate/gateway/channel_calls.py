@@ -99,6 +99,20 @@ class ChannelCalls:
         with self.store.transaction() as tx:
             return tx.channels.ask_in_thread(channel, thread_key)
 
+    def open_ask_under(self, channel: str, key_prefix: str) -> tuple[str, str] | None:
+        """The latest open ask posted in any thread whose key starts with ``key_prefix``, as
+        stored: how a message in a place holding several asks' threads (a Telegram chat) is routed.
+
+        Args:
+            channel: The channel's name.
+            key_prefix: The start the thread keys share, such as a chat's.
+
+        Returns:
+            ``(ask id, conversation id)``, or ``None`` when no open ask was posted there.
+        """
+        with self.store.transaction() as tx:
+            return tx.channels.open_ask_under(channel, key_prefix)
+
     def failed_channel_jobs(self, limit: int = 100) -> list[tuple[ChannelJob, str | None]]:
         """The channel jobs given up, the latest first, each with its last error.
 

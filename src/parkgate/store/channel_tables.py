@@ -52,6 +52,11 @@ class ChannelTables(Protocol):
         """``(ask id, conversation id)`` of the latest ask posted in that thread, else ``None``."""
         ...
 
+    def open_ask_under(self, channel: str, key_prefix: str) -> tuple[str, str] | None:
+        """``(ask id, conversation id)`` of the latest open ask posted in a thread whose key
+        starts with ``key_prefix`` (a place holding several threads, such as a Telegram chat), else ``None``."""
+        ...
+
     def posted(self, ask_id: str, location: str, thread_key: str | None, now: datetime) -> None:
         """Record where the platform posted ``ask_id`` (its post job succeeded)."""
         ...

@@ -1,9 +1,10 @@
 """The Bot API client: one method call is one POST to ``{root}/bot{token}/{method}``.
 
 The root is ``https://api.telegram.org`` or a self-hosted Bot API server's (a local
-stand-in in tests). Calls are made by parkgate's channel jobs, never while a reply is
-being decided, so a slow or failing Bot API delays no person and loses no update: a
-failed call raises :class:`BotApiError`, and the job is retried with backoff.
+stand-in in tests). Calls are made by parkgate's channel jobs (in the deliverer's worker
+thread, so the client is a blocking one), never while a reply is being decided, so a
+slow or failing Bot API delays no person and loses no update: a failed call raises
+:class:`BotApiError`, and the job is retried with backoff.
 """
 
 from __future__ import annotations
@@ -48,15 +49,15 @@ class BotApi:
     Args:
         token: The bot's token from BotFather.
         root: The Bot API server's root URL, without ``/bot``.
-        client: The HTTP client to use; one of its own (closed by :meth:`aclose`) by default.
+        client: The HTTP client to use; one of its own (closed by :meth:`close`) by default.
     """
 
-    def __init__(self, token: str, root: str = DEFAULT_ROOT, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(self, token: str, root: str = DEFAULT_ROOT, client: httpx.Client | None = None) -> None:
         self._base = f"{root.rstrip('/')}/bot{token}/"
-        self._client = client or httpx.AsyncClient(timeout=CALL_TIMEOUT, follow_redirects=False)
+        self._client = client or httpx.Client(timeout=CALL_TIMEOUT, follow_redirects=False)
         self._owns_client = client is None
 
-    async def call(self, method: str, params: Mapping[str, Any], timeout: float = CALL_TIMEOUT) -> Any:
+    def call(self, method: str, params: Mapping[str, Any], timeout: float = CALL_TIMEOUT) -> Any:
         """Call ``method`` with ``params`` (sent as JSON) and return its ``result``.
 
         Args:
@@ -71,7 +72,7 @@ class BotApi:
             BotApiError: The call failed; ``permanent`` says whether a retry can help.
         """
         try:
-            response = await self._client.post(self._base + method, json=dict(params), timeout=timeout)
+            response = self._client.post(self._base + method, json=dict(params), timeout=timeout)
             answer = response.json()
         except (httpx.HTTPError, ValueError) as error:
             raise BotApiError(method, f"{type(error).__name__}: {error}", permanent=False) from error
@@ -81,10 +82,10 @@ class BotApi:
             return answer.get("result")
         return _failed(method, response.status_code, answer)
 
-    async def aclose(self) -> None:
+    def close(self) -> None:
         """Close the HTTP client, when it is this object's own."""
         if self._owns_client:
-            await self._client.aclose()
+            self._client.close()
 
 
 def _failed(method: str, status: int, answer: dict[str, Any]) -> Any:

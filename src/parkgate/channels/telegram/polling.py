@@ -8,10 +8,9 @@ update confirmed all the same: one bad update never stalls the bot.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from parkgate.channels.telegram.api import CALL_TIMEOUT, POLL_SECONDS, BotApi, BotApiError
@@ -24,11 +23,11 @@ ALLOWED_UPDATES = ("message", "callback_query")
 RETRY_SECONDS = 2.0
 
 
-async def poll(
+def poll(
     api: BotApi,
-    handle: Callable[[dict[str, Any]], Awaitable[None]],
+    handle: Callable[[dict[str, Any]], object],
     *,
-    stop: asyncio.Event,
+    stop: threading.Event,
     poll_seconds: int = POLL_SECONDS,
     retry_seconds: float = RETRY_SECONDS,
 ) -> int:
@@ -49,22 +48,16 @@ async def poll(
     while not stop.is_set():
         params = {"offset": offset, "timeout": poll_seconds, "allowed_updates": list(ALLOWED_UPDATES)}
         try:
-            updates = await api.call("getUpdates", params, timeout=poll_seconds + CALL_TIMEOUT)
+            updates = api.call("getUpdates", params, timeout=poll_seconds + CALL_TIMEOUT)
         except BotApiError as error:
             log.warning("getUpdates failed: %s", error.description)
-            await _pause(stop, retry_seconds)
+            stop.wait(retry_seconds)
             continue
         for update in updates or []:
             offset = max(offset, int(update["update_id"]) + 1)
             try:
-                await handle(update)
+                handle(update)
             except Exception:  # one bad update never stalls the bot: logged, and confirmed
                 log.exception("update %s was not handled", update.get("update_id"))
             handled += 1
     return handled
-
-
-async def _pause(stop: asyncio.Event, seconds: float) -> None:
-    """Wait ``seconds``, or less when ``stop`` is set meanwhile."""
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), timeout=seconds)

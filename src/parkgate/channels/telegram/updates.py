@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from telegram import Update
+from telegram import Update, User
 
 from parkgate.errors import InputError
 
@@ -33,6 +33,8 @@ class TypedMessage:
     place: Place
     text: str
     sender: str
+    #: The sender's name (``@username``, else the first name).
+    name: str
     #: The message it replies to (Telegram's reply-to), when it replies to one.
     reply_to_message_id: int | None
 
@@ -45,6 +47,8 @@ class ButtonPress:
     callback_query_id: str
     data: str | None
     sender: str
+    #: The presser's name (``@username``, else the first name).
+    name: str
     #: The message the keyboard is on, when Telegram still has it.
     place: Place | None
     message_id: int | None
@@ -80,6 +84,7 @@ def read_update(payload: Mapping[str, Any]) -> Event | None:
         place=Place(message.chat.id, message.message_thread_id if message.is_topic_message else None),
         text=message.text,
         sender=str(message.from_user.id),
+        name=user_name(message.from_user),
         reply_to_message_id=reply_to.message_id if reply_to is not None else None,
     )
 
@@ -108,6 +113,12 @@ def _press(update_id: int, query: Any) -> ButtonPress:
         callback_query_id=query.id,
         data=query.data,
         sender=str(query.from_user.id),
+        name=user_name(query.from_user),
         place=place,
         message_id=message_id,
     )
+
+
+def user_name(user: User) -> str:
+    """A person's name as parkgate shows it: ``@username``, else the first name."""
+    return f"@{user.username}" if user.username else user.first_name
