@@ -27,6 +27,7 @@ def typed(
     text: str,
     *,
     user_id: int = 1,
+    username: str | None = None,
     thread_id: int | None = None,
     reply_to: int | None = None,
     update_id: int | None = None,
@@ -36,7 +37,7 @@ def typed(
         "message_id": next(_ids),
         "date": DATE,
         "chat": chat(chat_id),
-        "from": user(user_id),
+        "from": user(user_id, username),
         "text": text,
     }
     if text.startswith("/"):
@@ -50,14 +51,20 @@ def typed(
 
 
 def press(
-    chat_id: int, message_id: int, data: str, *, user_id: int = 1, update_id: int | None = None
+    chat_id: int,
+    message_id: int,
+    data: str,
+    *,
+    user_id: int = 1,
+    username: str | None = None,
+    update_id: int | None = None,
 ) -> dict[str, Any]:
     """An update with a callback query: ``user_id`` pressed a button on the bot's message."""
     return {
         "update_id": update_id if update_id is not None else next(_ids),
         "callback_query": {
             "id": str(next(_ids)),
-            "from": user(user_id),
+            "from": user(user_id, username),
             "chat_instance": "ci-1",
             "data": data,
             "message": {

@@ -3,7 +3,7 @@ python-telegram-bot's own parsing."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from telegram import InlineKeyboardMarkup
@@ -12,7 +12,6 @@ from telegram_updates import press, typed
 from parkgate import Gateway, ManualClock
 from parkgate.channels.telegram.buttons import ask_keyboard, button_data, read_press
 from parkgate.channels.telegram.commands import addressed_text
-from parkgate.channels.telegram.routing import PostedAsk, ask_for
 from parkgate.channels.telegram.updates import ButtonPress, Place, TypedMessage, read_update
 from parkgate.core.kinds import ReplyKind
 from parkgate.errors import InputError
@@ -22,7 +21,9 @@ ASK = "0123456789abcdef0123456789abcdef"
 
 def test_a_typed_message_names_its_place_sender_and_update() -> None:
     event = read_update(typed(-100, "2", user_id=42, thread_id=7, reply_to=55, update_id=9001))
-    assert event == TypedMessage(update_id=9001, place=Place(-100, 7), text="2", sender="42", reply_to_message_id=55)
+    assert event == TypedMessage(
+        update_id=9001, place=Place(-100, 7), text="2", sender="42", name="User 42", reply_to_message_id=55
+    )
 
 
 def test_a_button_press_names_the_message_it_is_on() -> None:
@@ -87,34 +88,3 @@ def test_the_keyboard_has_a_button_per_option_then_cancel_and_show_options() -> 
 @pytest.mark.parametrize("data", [None, "", "pg", f"pg:{ASK}", f"pg:{ASK}:0", f"pg:{ASK}:x", f"xx:{ASK}:1", "pg::1"])
 def test_data_parkgate_did_not_write_is_no_press(data: str | None) -> None:
     assert read_press(data) is None
-
-
-T = datetime(2026, 1, 5, tzinfo=UTC)
-
-
-GROUP = Place(-100)
-
-
-def _posted(ask_id: str, message_id: int, minutes: int, *, place: Place = GROUP, is_open: bool = True) -> PostedAsk:
-    return PostedAsk(ask_id, place, message_id, T + timedelta(minutes=minutes), is_open)
-
-
-def test_a_reply_goes_to_the_ask_it_replies_to_else_the_latest_open_one_in_its_place() -> None:
-    posted = [
-        _posted("old", 10, 0),
-        _posted("new", 20, 5),
-        _posted("closed", 30, 9, is_open=False),
-        _posted("topic", 40, 10, place=Place(-100, 7)),
-        _posted("elsewhere", 50, 11, place=Place(-200)),
-    ]
-
-    def routed(text_place: Place, reply_to: int | None) -> str | None:
-        return ask_for(TypedMessage(1, text_place, "1", "42", reply_to), posted)
-
-    assert routed(Place(-100), 10) == "old"
-    assert routed(Place(-100), 30) == "closed"  # never the newer one
-    assert routed(Place(-100), None) == "new"
-    assert routed(Place(-100), 999) == "new"  # a reply to a message parkgate did not post
-    assert routed(Place(-100, 7), None) == "topic"
-    assert routed(Place(-100, 8), None) is None
-    assert routed(Place(-300), None) is None

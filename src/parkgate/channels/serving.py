@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 #: Each served channel's module, and the environment variable whose presence switches it on.
 SERVED: Mapping[str, str] = {
     "parkgate.channels.slack": "PARKGATE_SLACK_BOT_TOKEN",
+    "parkgate.channels.telegram": "PARKGATE_TELEGRAM_BOT_TOKEN",
 }
 
 

@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from parkgate.channels.jobs import POSTED_REPLIES
+from parkgate.channels.lines import already_closed_line
 from parkgate.channels.telegram.buttons import read_press
 from parkgate.channels.telegram.channel import NAME, TelegramChannel
 from parkgate.channels.telegram.commands import addressed_text
 from parkgate.channels.telegram.routing import place_key, thread_key
-from parkgate.channels.telegram.texts import already_closed
 from parkgate.channels.telegram.updates import ButtonPress, TypedMessage, read_update
 from parkgate.core.kinds import ReplyKind
 from parkgate.errors import UnknownAsk
@@ -83,7 +83,7 @@ class TelegramInbound:
                     return {**answer, "text": reply.text, "show_alert": True}
                 return answer if reply.kind in POSTED_REPLIES else {**answer, "text": reply.text}
             ask = self.gateway.get(ask.id)  # it closed meanwhile
-        return {**answer, "text": already_closed(ask, self.channel.known_name), "show_alert": True}
+        return {**answer, "text": already_closed_line(ask, self.channel.known_name), "show_alert": True}
 
     def _typed(self, event: TypedMessage) -> None:
         self.channel.saw(event.sender, event.name)
