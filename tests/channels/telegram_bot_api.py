@@ -162,7 +162,13 @@ def bot_api(token: str) -> Iterator[BotApiStandIn]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request: object, client_address: object) -> None:
+            pass  # a client gone mid-request (a polling bot stopped): nothing to record
+
+    server = Server(("127.0.0.1", 0), Handler)
     state.root = f"http://127.0.0.1:{server.server_port}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -1,4 +1,4 @@
-"""The ``parkgate`` command: serve, deliver, chat, asks, doorcheck, migrate, prove.
+"""The ``parkgate`` command: serve, deliver, chat, asks, doorcheck, migrate, prove, telegram.
 
 ``--db`` (or ``PARKGATE_DB``) chooses the store everywhere: ``sqlite:///parkgate.db``
 (the default), a file path, or ``postgresql://...``; with PostgreSQL,
@@ -23,7 +23,7 @@ JSON object a line; ``asks`` only reads, so it closes (and logs) nothing.
 
 One module a command group: :mod:`~parkgate.cli.serve` (serve, deliver),
 :mod:`~parkgate.cli.chat`, :mod:`~parkgate.cli.asks`, :mod:`~parkgate.cli.doorcheck`,
-:mod:`~parkgate.cli.maintenance` (migrate, prove); :mod:`~parkgate.cli.stores` opens
+:mod:`~parkgate.cli.maintenance` (migrate, prove), :mod:`~parkgate.cli.telegram`; :mod:`~parkgate.cli.stores` opens
 the store each of them works on.
 """
 
@@ -37,6 +37,7 @@ from parkgate.cli.doorcheck import DOORCHECK_EXIT, DOORCHECK_INPUTS, doorcheck, 
 from parkgate.cli.maintenance import migrate, prove
 from parkgate.cli.serve import check_can_listen, deliver, serve
 from parkgate.cli.stores import db_option, shown_url
+from parkgate.cli.telegram import telegram
 from parkgate.client.wire import path_segment
 
 
@@ -53,6 +54,7 @@ main.add_command(asks)
 main.add_command(doorcheck)
 main.add_command(migrate)
 main.add_command(prove)
+main.add_command(telegram)
 
 __all__ = [
     "CHAT_RESTART",
