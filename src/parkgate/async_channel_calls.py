@@ -35,6 +35,10 @@ class AsyncChannelCalls:
         """Where ``ask_id`` is posted, as stored (:meth:`Gateway.channel_post`)."""
         return await offload(self.sync.channel_post, ask_id)
 
+    async def channel_posts(self, ask_ids: list[str]) -> list[ChannelPost | None]:
+        """Where each ask is posted, as stored (:meth:`Gateway.channel_posts`)."""
+        return await offload(self.sync.channel_posts, ask_ids)
+
     async def ask_in_thread(self, channel: str, thread_key: str) -> tuple[str, str] | None:
         """The latest ask posted in a thread, as stored (:meth:`Gateway.ask_in_thread`)."""
         return await offload(self.sync.ask_in_thread, channel, thread_key)

@@ -86,6 +86,21 @@ class ChannelCalls:
         with self.store.transaction() as tx:
             return tx.channels.post_of(ask_id)
 
+    def channel_posts(self, ask_ids: list[str]) -> list[ChannelPost | None]:
+        """Where each of ``ask_ids`` is posted on a channel, as stored, in their order.
+
+        Args:
+            ask_ids: The asks' ids.
+
+        Returns:
+            Each ask's post, ``None`` for one never posted.
+        """
+        if not ask_ids:
+            return []
+        with self.store.transaction() as tx:
+            found = tx.channels.posts_of(ask_ids)
+        return [found.get(ask_id) for ask_id in ask_ids]
+
     def ask_in_thread(self, channel: str, thread_key: str) -> tuple[str, str] | None:
         """The latest ask posted in a channel's thread, as stored: how a reply there is routed.
 

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from parkgate.ask_options import JSON_NAMES, MAX_CALLBACK_URL_CHARS, field_names
+from parkgate.channels.base import ChannelTarget
 from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_RESPONDERS, MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunStatus
@@ -120,6 +121,29 @@ class ExpectJSON(_Body):
     max_items: Annotated[int, Field(ge=1)] | None = Field(default=None, description="Most picked (several form).")
 
 
+class SlackTargetIn(_Body):
+    """Where ``POST /v1/asks`` posts the ask on Slack: a channel, and a thread to post in
+    (a new thread, under the ask's own message, when ``thread_ts`` is left out)."""
+
+    channel: Annotated[str, Field(min_length=1, max_length=80)] = Field(description="A channel id, such as C123.")
+    thread_ts: Annotated[str, Field(min_length=1, max_length=40)] | None = Field(
+        default=None, description="The ts of the message whose thread the ask is posted in."
+    )
+
+
+#: The channel fields of ``POST /v1/asks``: each a channel's name (:mod:`parkgate.channels`).
+CHANNEL_FIELDS = ("slack",)
+
+
+def channel_target_of(body: BaseModel) -> ChannelTarget | None:
+    """The :class:`~parkgate.channels.ChannelTarget` of the one channel field ``body`` gives."""
+    for name in CHANNEL_FIELDS:
+        value = getattr(body, name, None)
+        if isinstance(value, BaseModel):
+            return ChannelTarget(name, value.model_dump(exclude_none=True))
+    return None
+
+
 class AskIn(_Body):
     """Park a question: ``prompt`` (+ ``kind``/``options``), or ``skill_output`` with a marker.
 
@@ -146,11 +170,14 @@ class AskIn(_Body):
     )
     responders: Responders = None
     quorum: Quorum = None
+    slack: SlackTargetIn | None = Field(
+        default=None, description="Post the ask on Slack (when the server serves Slack); its JSON then has slack."
+    )
 
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:
         if self.skill_output is not None:
-            fields = ("prompt", "kind", "options", "default", "expect", "context")
+            fields = ("prompt", "kind", "options", "default", "expect", "context", *CHANNEL_FIELDS)
             given = [name for name in fields if getattr(self, name) is not None]
             if given:
                 raise ValueError(f"give either skill_output or prompt/kind/options, not both (also got {given})")
@@ -294,6 +321,9 @@ class AskOut(BaseModel):
     hours_open: float | None = None
     callback: CallbackOut | None = Field(
         default=None, description="Where its callback stands (an ask parked with a callback_url)."
+    )
+    slack: dict[str, str] | None = Field(
+        default=None, description="Where it is posted on Slack ({channel, ts}); absent until it is posted."
     )
 
 

@@ -48,6 +48,10 @@ class ChannelTables(Protocol):
         """Where ``ask_id`` is posted (``None``: it was never posted to a channel)."""
         ...
 
+    def posts_of(self, ask_ids: Collection[str]) -> dict[str, ChannelPost]:
+        """Where each of these asks is posted (those never posted are left out)."""
+        ...
+
     def ask_in_thread(self, channel: str, thread_key: str) -> tuple[str, str] | None:
         """``(ask id, conversation id)`` of the latest ask posted in that thread, else ``None``."""
         ...

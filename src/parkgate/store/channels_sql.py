@@ -36,6 +36,13 @@ class SqlChannels:
         ).fetchone()
         return ChannelPost(*row) if row else None
 
+    def posts_of(self, ask_ids: Collection[str]) -> dict[str, ChannelPost]:
+        ids, params = _in(ask_ids)
+        cursor = self._run.query(
+            f"SELECT ask_id, channel, target, location, thread_key FROM channel_posts WHERE ask_id {ids}", params
+        )
+        return {row[0]: ChannelPost(*row) for row in cursor.fetchall()}
+
     def ask_in_thread(self, channel: str, thread_key: str) -> tuple[str, str] | None:
         row = self._run.query(
             "SELECT a.id, a.conversation_id FROM channel_posts AS p JOIN asks AS a ON a.id = p.ask_id "

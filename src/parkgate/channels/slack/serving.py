@@ -84,7 +84,8 @@ class SlackEndpoint:
         self.app = app
         self.verifier = SignatureVerifier(signing_secret)
 
-    async def __call__(self, request: Request) -> Response:
+    async def handle(self, request: Request) -> Response:
+        """One request from Slack: 401 unsigned, 400 malformed, else what Bolt answers."""
         body = await request.body()
         headers: dict[str, Any] = dict(request.headers)
         if not self.verifier.is_valid_request(body, headers):
@@ -116,5 +117,5 @@ def serve(gateway: Gateway, environ: Mapping[str, str]) -> ServedChannel:
     if not token or not secret:
         raise SettingsError(f"Slack needs both {ENV_BOT_TOKEN} and {ENV_SIGNING_SECRET}")
     app = slack_app(gateway, token, secret, environ.get(ENV_API_URL, "").strip() or DEFAULT_API_URL)
-    route = Route(EVENTS_PATH, SlackEndpoint(app, secret), methods=["POST"])
+    route = Route(EVENTS_PATH, SlackEndpoint(app, secret).handle, methods=["POST"])
     return ServedChannel(gateway.channels["slack"], [route], frozenset({EVENTS_PATH}))
