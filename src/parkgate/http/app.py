@@ -11,7 +11,8 @@ Routes (the public contract; paths and field names are kept stable):
   ``limit`` and ``cursor``, answered as ``{asks, next}``), ``POST /v1/asks/{ask_id}/cancel``.
 - ``POST /v1/workflows/{name}/start``: start a registered workflow (the demo ``uml``).
 - ``/healthz``, ``/metrics`` (Prometheus), ``/openapi.json``, and the console at ``/``.
-- ``POST /slack/events`` when Slack is served (:mod:`parkgate.channels.slack`), signed by Slack.
+- ``POST /slack/events`` when Slack is served (:mod:`parkgate.channels.slack`), signed by Slack;
+  ``POST /telegram/webhook`` when Telegram is (:mod:`parkgate.channels.telegram`), with the webhook's secret.
 
 The guard (:mod:`parkgate.http.guard`) runs first: a foreign ``Host``, a cross-site
 request and a write that is not JSON are refused, and when tokens are configured
@@ -154,7 +155,8 @@ def app_from_env() -> FastAPI:
     ``PARKGATE_TOKEN``, ``PARKGATE_TOKEN_FILE`` or ``PARKGATE_TOKENS_FILE``,
     ``PARKGATE_ALLOWED_HOSTS``, ``PARKGATE_CALLBACK_ALLOW``), and the cap on long-polls
     (``PARKGATE_MAX_LONG_POLLS``), and the channels to serve (``PARKGATE_SLACK_BOT_TOKEN``
-    and ``PARKGATE_SLACK_SIGNING_SECRET``: ``POST /slack/events``); a bad one stops the start.
+    and ``PARKGATE_SLACK_SIGNING_SECRET``: ``POST /slack/events``; ``PARKGATE_TELEGRAM_BOT_TOKEN``
+    and ``PARKGATE_TELEGRAM_WEBHOOK_SECRET``: ``POST /telegram/webhook``); a bad one stops the start.
     When nothing in the process has configured logging, the ``parkgate`` records (each
     expiry's ``ask_expired`` line) go to stderr as JSON lines
     (:func:`parkgate.http.logs.ensure_stderr_logging`).

@@ -131,8 +131,17 @@ class SlackTargetIn(_Body):
     )
 
 
+class TelegramTargetIn(_Body):
+    """Where ``POST /v1/asks`` posts the ask on Telegram: a chat, and a forum topic of it."""
+
+    chat_id: int = Field(description="The chat's id (a group's is negative).")
+    message_thread_id: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="The forum topic to post in."
+    )
+
+
 #: The channel fields of ``POST /v1/asks``: each a channel's name (:mod:`parkgate.channels`).
-CHANNEL_FIELDS = ("slack",)
+CHANNEL_FIELDS = ("slack", "telegram")
 
 
 def channel_target_of(body: BaseModel) -> ChannelTarget | None:
@@ -173,6 +182,10 @@ class AskIn(_Body):
     slack: SlackTargetIn | None = Field(
         default=None, description="Post the ask on Slack (when the server serves Slack); its JSON then has slack."
     )
+    telegram: TelegramTargetIn | None = Field(
+        default=None,
+        description="Post the ask on Telegram (when the server serves Telegram); its JSON then has telegram.",
+    )
 
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:
@@ -183,6 +196,9 @@ class AskIn(_Body):
                 raise ValueError(f"give either skill_output or prompt/kind/options, not both (also got {given})")
         elif self.prompt is None:
             raise ValueError("give a prompt (with kind and options) or a skill_output holding a stopping point")
+        channels = [name for name in CHANNEL_FIELDS if getattr(self, name) is not None]
+        if len(channels) > 1:
+            raise ValueError(f"an ask is posted to one channel, not {' and '.join(channels)}")
         return self
 
 
@@ -324,6 +340,10 @@ class AskOut(BaseModel):
     )
     slack: dict[str, str] | None = Field(
         default=None, description="Where it is posted on Slack ({channel, ts}); absent until it is posted."
+    )
+    telegram: dict[str, int] | None = Field(
+        default=None,
+        description="Where it is posted on Telegram ({chat_id, message_id}); absent until it is posted.",
     )
 
 

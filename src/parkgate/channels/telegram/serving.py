@@ -75,7 +75,8 @@ class TelegramWebhook:
         self.inbound = inbound
         self._secret = secret.encode()
 
-    async def __call__(self, request: Request) -> Response:
+    async def receive(self, request: Request) -> Response:
+        """Answer one webhook request: 401 without the secret, 400 for a body that is not an update."""
         given = request.headers.get(SECRET_HEADER, "").encode("utf-8", "replace")
         if not hmac.compare_digest(given, self._secret):
             detail = f"the {SECRET_HEADER} header is missing or is not this webhook's secret"
@@ -103,5 +104,6 @@ def serve(gateway: Gateway, environ: Mapping[str, str]) -> ServedChannel:
     """
     secret = webhook_secret(environ)
     channel = channel_from_env(environ)
-    route = Route(WEBHOOK_PATH, TelegramWebhook(TelegramInbound(gateway, channel), secret), methods=["POST"])
+    endpoint = TelegramWebhook(TelegramInbound(gateway, channel), secret)
+    route = Route(WEBHOOK_PATH, endpoint.receive, methods=["POST"])
     return ServedChannel(channel, [route], frozenset({WEBHOOK_PATH}))
