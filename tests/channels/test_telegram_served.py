@@ -171,6 +171,8 @@ def test_telegram_asks_are_refused_where_telegram_is_not_served_and_the_secret_i
             body = {"conversation_id": "c", "prompt": "Deploy?", "options": ["Yes"], "telegram": {"chat_id": 1}}
             refused = client.post("/v1/asks", json=body)
             assert refused.status_code == 422 and "telegram" in refused.json()["detail"]
+            both = client.post("/v1/asks", json={**body, "slack": {"channel": "C1"}})
+            assert both.status_code == 422 and "one channel" in both.json()["detail"]
             assert client.post("/telegram/webhook", json={}).status_code == 404
     finally:
         plain.stop()

@@ -24,6 +24,8 @@ from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunStatus
 from parkgate.core.model import CallbackStatus, Reply
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS
+from parkgate.errors import InputError
+from parkgate.http.channel_targets import TelegramTargetIn
 
 #: Largest body ``POST /v1/asks`` accepts: room for a ``skill_output`` of the library's
 #: :data:`~parkgate.checks.MAX_SKILL_OUTPUT_CHARS` (256,000) characters even when a
@@ -131,26 +133,16 @@ class SlackTargetIn(_Body):
     )
 
 
-class TelegramTargetIn(_Body):
-    """Where ``POST /v1/asks`` posts the ask on Telegram: a chat, and a forum topic of it."""
-
-    chat_id: int = Field(description="The chat's id (a group's is negative).")
-    message_thread_id: Annotated[int, Field(ge=1)] | None = Field(
-        default=None, description="The forum topic to post in."
-    )
-
-
 #: The channel fields of ``POST /v1/asks``: each a channel's name (:mod:`parkgate.channels`).
 CHANNEL_FIELDS = ("slack", "telegram")
 
 
 def channel_target_of(body: BaseModel) -> ChannelTarget | None:
     """The :class:`~parkgate.channels.ChannelTarget` of the one channel field ``body`` gives."""
-    for name in CHANNEL_FIELDS:
-        value = getattr(body, name, None)
-        if isinstance(value, BaseModel):
-            return ChannelTarget(name, value.model_dump(exclude_none=True))
-    return None
+    given = [(name, value) for name in CHANNEL_FIELDS if isinstance(value := getattr(body, name, None), BaseModel)]
+    if len(given) > 1:
+        raise InputError(f"an ask is posted to one channel, not {' and '.join(name for name, _ in given)}")
+    return ChannelTarget(given[0][0], given[0][1].model_dump(exclude_none=True)) if given else None
 
 
 class AskIn(_Body):
@@ -182,10 +174,7 @@ class AskIn(_Body):
     slack: SlackTargetIn | None = Field(
         default=None, description="Post the ask on Slack (when the server serves Slack); its JSON then has slack."
     )
-    telegram: TelegramTargetIn | None = Field(
-        default=None,
-        description="Post the ask on Telegram (when the server serves Telegram); its JSON then has telegram.",
-    )
+    telegram: TelegramTargetIn | None = Field(default=None, description="Post it on Telegram; its JSON has telegram.")
 
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:
@@ -196,9 +185,6 @@ class AskIn(_Body):
                 raise ValueError(f"give either skill_output or prompt/kind/options, not both (also got {given})")
         elif self.prompt is None:
             raise ValueError("give a prompt (with kind and options) or a skill_output holding a stopping point")
-        channels = [name for name in CHANNEL_FIELDS if getattr(self, name) is not None]
-        if len(channels) > 1:
-            raise ValueError(f"an ask is posted to one channel, not {' and '.join(channels)}")
         return self
 
 
@@ -341,10 +327,7 @@ class AskOut(BaseModel):
     slack: dict[str, str] | None = Field(
         default=None, description="Where it is posted on Slack ({channel, ts}); absent until it is posted."
     )
-    telegram: dict[str, int] | None = Field(
-        default=None,
-        description="Where it is posted on Telegram ({chat_id, message_id}); absent until it is posted.",
-    )
+    telegram: dict[str, int] | None = Field(default=None, description="Its Telegram post: {chat_id, message_id}.")
 
 
 class RunOut(BaseModel):
