@@ -8,7 +8,6 @@ for the webhook, ``PARKGATE_TELEGRAM_WEBHOOK_SECRET``.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from typing import Any
@@ -17,8 +16,6 @@ import click
 
 from parkgate.cli.stores import db_option, gateway_session, shown_url
 from parkgate.errors import ParkgateError
-
-log = logging.getLogger("parkgate.telegram")
 
 
 @click.command()
@@ -68,27 +65,16 @@ def _set_webhook(api: Any, url: str, secret: str) -> None:
 
 def _poll_until_stopped(gateway: Any, channel: Any, db_url: str) -> None:
     """Poll with ``channel``'s bot into ``gateway``, its deliverer running, until Ctrl-C."""
-    from parkgate.channels.telegram.api import BotApiError
     from parkgate.channels.telegram.inbound import TelegramInbound
     from parkgate.channels.telegram.polling import poll
     from parkgate.gateway.delivering import start_thread
 
     gateway.add_channel(channel)
     inbound = TelegramInbound(gateway, channel)
-
-    def handle(update: dict[str, Any]) -> None:
-        answer = inbound.handle(update)
-        if answer is not None:  # what the webhook answers in its response, called here
-            method = answer.pop("method")
-            try:
-                channel.api.call(method, answer)
-            except BotApiError as error:
-                log.warning("%s failed: %s", method, error.description)
-
     deliverer = start_thread(gateway)
     click.echo(f"parkgate telegram: polling for the bot's updates into {shown_url(db_url)} (Ctrl-C stops)")
     try:
-        poll(channel.api, handle, stop=threading.Event())
+        poll(channel.api, inbound.handle_polled, stop=threading.Event())
     except KeyboardInterrupt:
         click.echo("parkgate telegram stopped")
     finally:

@@ -13,11 +13,13 @@ response, and the long poll makes.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from parkgate.channels.jobs import POSTED_REPLIES
 from parkgate.channels.lines import already_closed_line
+from parkgate.channels.telegram.api import BotApiError
 from parkgate.channels.telegram.buttons import read_press
 from parkgate.channels.telegram.channel import NAME, TelegramChannel
 from parkgate.channels.telegram.commands import addressed_text
@@ -28,6 +30,8 @@ from parkgate.errors import UnknownAsk
 
 if TYPE_CHECKING:
     from parkgate.gateway import Gateway
+
+log = logging.getLogger("parkgate.telegram")
 
 #: A Bot API call to make in answer to an update: ``{"method": ..., **params}``.
 Answer = dict[str, Any]
@@ -63,6 +67,25 @@ class TelegramInbound:
         if isinstance(event, TypedMessage):
             self._typed(event)
         return None
+
+    def handle_polled(self, payload: Mapping[str, Any]) -> None:
+        """:meth:`handle` for an update read by long polling: the press's answer, which a
+        webhook sends back in its response, is called on the Bot API here (a failure is logged).
+
+        Args:
+            payload: The update's JSON object, as ``getUpdates`` gives it.
+
+        Raises:
+            InputError: The payload is not an update; nothing was read or written.
+        """
+        answer = self.handle(payload)
+        if answer is None:
+            return
+        method = answer.pop("method")
+        try:
+            self.channel.api.call(method, answer)
+        except BotApiError as error:
+            log.warning("%s failed: %s", method, error.description)
 
     def _press(self, event: ButtonPress) -> Answer:
         self.channel.saw(event.sender, event.name)
