@@ -20,6 +20,7 @@ import sys
 import threading
 
 from parkgate import Ask, ChannelTarget, Gateway
+from parkgate.channels.deliver import ChannelDeliverer
 from parkgate.channels.telegram import BotApi, TelegramChannel, TelegramInbound, poll
 
 #: How long the approval stays open before it expires (and the message says so).
@@ -62,9 +63,11 @@ def main() -> None:
         start_bot(gateway, token, api_root, stop)
         try:
             ask = request_approval(gateway, chat_id)
-            print(
-                f"{ask.status.value}: {ask.answer or 'nothing ran'} (by {ask.answered_by or ask.closed_by or 'nobody'})"
-            )
+            who = ask.answered_by or ask.closed_by or "nobody"
+            print(f"{ask.status.value}: {ask.answer or 'nothing ran'} (by {who})")
+            # Before leaving, run the jobs still queued (the close's edit of the message);
+            # left queued, they would run at the next start, as they are kept in the database.
+            ChannelDeliverer(gateway.store, gateway.clock, gateway.channels).run_due()
         finally:
             stop.set()
 
