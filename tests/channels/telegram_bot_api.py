@@ -44,6 +44,7 @@ class BotApiStandIn:
     markups: dict[tuple[int, int], Any] = field(default_factory=dict)
     updates: list[dict[str, Any]] = field(default_factory=list)
     failing: dict[str, int] = field(default_factory=dict)
+    failing_with: dict[str, tuple[int, str]] = field(default_factory=dict)
     root: str = ""
     _next_message_id: int = 100
     _lock: threading.Condition = field(default_factory=threading.Condition)
@@ -53,10 +54,11 @@ class BotApiStandIn:
         with self._lock:
             return [call for call in self.calls if call.method == method]
 
-    def fail(self, method: str, times: int) -> None:
-        """Answer the next ``times`` calls of ``method`` with a 502 (an outage)."""
+    def fail(self, method: str, times: int, status: int = 502, description: str = "Bad Gateway") -> None:
+        """Answer the next ``times`` calls of ``method`` with ``status`` (a 502: an outage)."""
         with self._lock:
             self.failing[method] = times
+            self.failing_with[method] = (status, description)
 
     def queue_update(self, update: dict[str, Any]) -> None:
         """Hand ``update`` to the next ``getUpdates``."""
@@ -73,7 +75,8 @@ class BotApiStandIn:
                 self.calls.append(Call(method, params))
             if self.failing.get(method, 0) > 0:
                 self.failing[method] -= 1
-                return 502, {"ok": False, "error_code": 502, "description": "Bad Gateway"}
+                status, description = self.failing_with[method]
+                return status, {"ok": False, "error_code": status, "description": description}
             if method == "getUpdates":
                 return 200, {"ok": True, "result": self._updates(params)}
             result = self._result(method, params)

@@ -187,6 +187,16 @@ def test_an_outage_delays_the_post_and_loses_nothing(gateway: Gateway, api: BotA
     assert reply.ask_id is not None and gateway.failed_channel_jobs() == []
 
 
+def test_a_chat_that_refuses_the_bot_gives_the_post_up_at_once_visibly(gateway: Gateway, api: BotApiStandIn) -> None:
+    wire(gateway, api)
+    api.fail("sendMessage", 1, status=403, description="Forbidden: bot was kicked from the supergroup chat")
+    reply = gateway.ask("c1", "Deploy?", ["Deploy"], post_to=ChannelTarget("telegram", {"chat_id": GROUP}))
+    assert deliver(gateway) == 1
+    ((job, error),) = gateway.failed_channel_jobs()
+    assert (job.ask_id, job.job, job.attempts) == (reply.ask_id, "post", 1)
+    assert "bot was kicked" in (error or "")
+
+
 def test_a_restart_between_posting_and_pressing(gateway: Gateway, api: BotApiStandIn, reopen: Reopen) -> None:
     wire(gateway, api)
     ask_id, message_id = post(gateway, api)

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from parkgate.cli.stores import db_option, gateway_session, shown_url
-from parkgate.errors import ParkgateError
+from parkgate.errors import ChannelJobFailed, ParkgateError
 
 
 @click.command()
@@ -52,14 +52,13 @@ def telegram(db_url: str, poll: bool, webhook_url: str | None) -> None:
 
 def _set_webhook(api: Any, url: str, secret: str) -> None:
     """``setWebhook`` with the secret Telegram sends back in every update's header."""
-    from parkgate.channels.telegram.api import BotApiError
     from parkgate.channels.telegram.polling import ALLOWED_UPDATES
 
     params = {"url": url, "secret_token": secret, "allowed_updates": list(ALLOWED_UPDATES)}
     try:
         api.call("setWebhook", params)
-    except BotApiError as error:
-        raise click.ClickException(f"setWebhook failed: {error.description}") from None
+    except (ConnectionError, ChannelJobFailed) as error:
+        raise click.ClickException(f"setWebhook failed: {error}") from None
     click.echo(f"webhook set: Telegram now sends the bot's updates to {url}")
 
 

@@ -21,7 +21,7 @@ try:
 except ModuleNotFoundError as missing:  # pragma: no cover - the extra is installed in dev
     raise MissingExtra(__name__, missing, extra="telegram") from None
 
-from parkgate.channels.telegram.api import BotApi, BotApiError
+from parkgate.channels.telegram.api import BotApi
 from parkgate.channels.telegram.channel import NAME, TelegramChannel, check_target
 from parkgate.channels.telegram.inbound import TelegramInbound
 from parkgate.channels.telegram.polling import poll
@@ -43,7 +43,6 @@ __all__ = [
     "SECRET_HEADER",
     "WEBHOOK_PATH",
     "BotApi",
-    "BotApiError",
     "TelegramChannel",
     "TelegramInbound",
     "channel_from_env",

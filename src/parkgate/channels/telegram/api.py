@@ -3,8 +3,11 @@
 The root is ``https://api.telegram.org`` or a self-hosted Bot API server's (a local
 stand-in in tests). Calls are made by parkgate's channel jobs (in the deliverer's worker
 thread, so the client is a blocking one), never while a reply is being decided, so a
-slow or failing Bot API delays no person and loses no update: a failed call raises
-:class:`BotApiError`, and the job is retried with backoff.
+slow or failing Bot API delays no person and loses no update. A call that may succeed
+later (the Bot API away, a 429, a 5xx) raises :class:`ConnectionError`, and the job is
+retried with backoff; a refusal no retry can change (a 400, 401, 403 or 404: a chat that is
+gone, a bot that was removed) raises :class:`~parkgate.errors.ChannelJobFailed`, and the
+job is given up at once, kept with the Bot API's description.
 """
 
 from __future__ import annotations
@@ -14,33 +17,18 @@ from typing import Any
 
 import httpx
 
+from parkgate.errors import ChannelJobFailed
+
 #: The public Bot API's root.
 DEFAULT_ROOT = "https://api.telegram.org"
 #: One call's deadline, in seconds (connect, send, response).
 CALL_TIMEOUT = 10.0
 #: A long poll's wait on ``getUpdates``, in seconds; its call's deadline is this plus :data:`CALL_TIMEOUT`.
 POLL_SECONDS = 30
+#: The Bot API's error codes that no retry changes (a bad request, a bad token, a chat gone or forbidden).
+PERMANENT_CODES = frozenset({400, 401, 403, 404})
 #: What the Bot API answers when an edit would change nothing: the message is already as wanted.
 NOT_MODIFIED = "message is not modified"
-
-
-class BotApiError(Exception):
-    """A Bot API call that did not succeed.
-
-    Args:
-        method: The method called.
-        description: What went wrong (the Bot API's description, or the transport error).
-        permanent: Whether calling again cannot help (a 400 or 403: a chat that is gone,
-            a bot that was blocked); a 429, a 5xx or a transport error is worth a retry.
-        retry_after: The seconds a 429 asks to wait, when it says.
-    """
-
-    def __init__(self, method: str, description: str, *, permanent: bool, retry_after: float | None = None) -> None:
-        super().__init__(f"{method}: {description}")
-        self.method = method
-        self.description = description
-        self.permanent = permanent
-        self.retry_after = retry_after
 
 
 class BotApi:
@@ -69,15 +57,16 @@ class BotApi:
             The ``result`` of the answer (a message, ``True``, a list of updates, ...).
 
         Raises:
-            BotApiError: The call failed; ``permanent`` says whether a retry can help.
+            ConnectionError: The call failed, and may succeed later.
+            ChannelJobFailed: The Bot API refused it, for good.
         """
         try:
             response = self._client.post(self._base + method, json=dict(params), timeout=timeout)
             answer = response.json()
         except (httpx.HTTPError, ValueError) as error:
-            raise BotApiError(method, f"{type(error).__name__}: {error}", permanent=False) from error
+            raise ConnectionError(f"{method}: {type(error).__name__}: {error}") from error
         if not isinstance(answer, dict):
-            raise BotApiError(method, f"HTTP {response.status_code}, not a Bot API answer", permanent=False)
+            raise ConnectionError(f"{method}: HTTP {response.status_code}, not a Bot API answer")
         if answer.get("ok") is True:
             return answer.get("result")
         return _failed(method, response.status_code, answer)
@@ -89,12 +78,11 @@ class BotApi:
 
 
 def _failed(method: str, status: int, answer: dict[str, Any]) -> Any:
-    """``True`` for an edit that changes nothing; otherwise raise the call's :class:`BotApiError`."""
+    """``True`` for an edit that changes nothing; otherwise raise the call's error."""
     description = str(answer.get("description") or f"HTTP {status}")
     if NOT_MODIFIED in description:
         return True
     code = answer.get("error_code", status)
-    parameters = answer.get("parameters") or {}
-    retry_after = parameters.get("retry_after") if isinstance(parameters, dict) else None
-    permanent = isinstance(code, int) and code in (400, 401, 403, 404)
-    raise BotApiError(method, description, permanent=permanent, retry_after=float(retry_after) if retry_after else None)
+    if isinstance(code, int) and code in PERMANENT_CODES:
+        raise ChannelJobFailed(f"{method}: {description}")
+    raise ConnectionError(f"{method}: {description}")

@@ -4,7 +4,8 @@ and posts the replies shown in its chat, through the Bot API.
 Each method runs as a job of parkgate's durable channel queue (in the deliverer's worker
 thread), so a Bot API outage delays the message and loses nothing: a failed call raises
 and the job is retried with backoff; a refusal that a retry cannot change (a chat that is
-gone, a bot that was removed) gives the job up at once, kept as failed with its error.
+gone, a bot that was removed) gives the job up at once, kept as failed with its error
+(:mod:`~parkgate.channels.telegram.api` raises each as it should be taken).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from telegram import User
 
 from parkgate.channels.base import ChannelJobFailed, ChannelReply, Posted
-from parkgate.channels.telegram.api import BotApi, BotApiError
+from parkgate.channels.telegram.api import BotApi
 from parkgate.channels.telegram.buttons import ask_keyboard
 from parkgate.channels.telegram.routing import thread_key
 from parkgate.channels.telegram.texts import closed_text, open_text
@@ -80,7 +81,11 @@ class TelegramChannel:
             ``{"chat_id", "message_id"}`` (and the topic's ``message_thread_id`` when given),
             and the message's thread key.
         """
-        place = Place(int(target["chat_id"]), target.get("message_thread_id"))
+        try:
+            where = check_target(target)
+        except InputError as error:  # a target no retry can make usable
+            raise ChannelJobFailed(str(error)) from None
+        place = Place(where["chat_id"], where.get("message_thread_id"))
         params: dict[str, Any] = {
             "chat_id": place.chat_id,
             "text": open_text(ask),
@@ -88,7 +93,7 @@ class TelegramChannel:
         }
         if place.thread_id is not None:
             params["message_thread_id"] = place.thread_id
-        message = self._call("sendMessage", params)
+        message = self.api.call("sendMessage", params)
         location: dict[str, Any] = {"chat_id": place.chat_id, "message_id": int(message["message_id"])}
         if place.thread_id is not None:
             location["message_thread_id"] = place.thread_id
@@ -98,7 +103,7 @@ class TelegramChannel:
         """Edit the ask's message to its question and how it ended; the keyboard goes."""
         chat_id = location["chat_id"]
         text = closed_text(ask, lambda user_id: self._mention(chat_id, user_id))
-        self._call("editMessageText", {"chat_id": chat_id, "message_id": location["message_id"], "text": text})
+        self.api.call("editMessageText", {"chat_id": chat_id, "message_id": location["message_id"], "text": text})
 
     def reply(self, ask: Ask, location: Mapping[str, Any], reply: ChannelReply) -> None:
         """Post ``reply`` as a reply to the ask's message; ``not_yours`` goes privately to
@@ -107,9 +112,8 @@ class TelegramChannel:
             try:
                 self.api.call("sendMessage", {"chat_id": int(reply.to), "text": reply.text})
                 return
-            except BotApiError as error:
-                if not error.permanent:  # the Bot API away: retried; a refusal: said in the chat
-                    raise
+            except ChannelJobFailed:  # they never started a chat with the bot: said in the chat
+                pass
         params: dict[str, Any] = {
             "chat_id": location["chat_id"],
             "text": reply.text,
@@ -117,7 +121,7 @@ class TelegramChannel:
         }
         if location.get("message_thread_id") is not None:
             params["message_thread_id"] = location["message_thread_id"]
-        self._call("sendMessage", params)
+        self.api.call("sendMessage", params)
 
     def _mention(self, chat_id: int, user_id: str) -> str:
         """``@username`` (else the first name) of ``user_id``: as seen here, else as the chat says."""
@@ -126,9 +130,7 @@ class TelegramChannel:
             return name
         try:
             member = self.api.call("getChatMember", {"chat_id": chat_id, "user_id": int(user_id)})
-        except BotApiError as error:
-            if not error.permanent:
-                raise
+        except ChannelJobFailed:  # no longer in the chat: named by their id
             return user_id
         user = User.de_json(member.get("user") or {}, None) if isinstance(member, dict) else None
         if user is None:
@@ -136,15 +138,6 @@ class TelegramChannel:
         name = user_name(user)
         self.saw(user_id, name)
         return name
-
-    def _call(self, method: str, params: Mapping[str, Any]) -> Any:
-        """``api.call``; a refusal no retry can change gives the job up at once."""
-        try:
-            return self.api.call(method, params)
-        except BotApiError as error:
-            if error.permanent:
-                raise ChannelJobFailed(str(error)) from error
-            raise
 
 
 def check_target(where: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from parkgate.channels.jobs import POSTED_REPLIES
 from parkgate.channels.lines import already_closed_line
-from parkgate.channels.telegram.api import BotApiError
 from parkgate.channels.telegram.buttons import read_press
 from parkgate.channels.telegram.channel import NAME, TelegramChannel
 from parkgate.channels.telegram.commands import addressed_text
 from parkgate.channels.telegram.routing import place_key, thread_key
 from parkgate.channels.telegram.updates import ButtonPress, TypedMessage, read_update
 from parkgate.core.kinds import ReplyKind
-from parkgate.errors import UnknownAsk
+from parkgate.errors import ChannelJobFailed, UnknownAsk
 
 if TYPE_CHECKING:
     from parkgate.gateway import Gateway
@@ -84,8 +83,8 @@ class TelegramInbound:
         method = answer.pop("method")
         try:
             self.channel.api.call(method, answer)
-        except BotApiError as error:
-            log.warning("%s failed: %s", method, error.description)
+        except (ConnectionError, ChannelJobFailed) as error:
+            log.warning("%s", error)
 
     def _press(self, event: ButtonPress) -> Answer:
         self.channel.saw(event.sender, event.name)

@@ -13,7 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from parkgate.channels.telegram.api import CALL_TIMEOUT, POLL_SECONDS, BotApi, BotApiError
+from parkgate.channels.telegram.api import CALL_TIMEOUT, POLL_SECONDS, BotApi
+from parkgate.errors import ChannelJobFailed
 
 log = logging.getLogger("parkgate.telegram")
 
@@ -49,8 +50,8 @@ def poll(
         params = {"offset": offset, "timeout": poll_seconds, "allowed_updates": list(ALLOWED_UPDATES)}
         try:
             updates = api.call("getUpdates", params, timeout=poll_seconds + CALL_TIMEOUT)
-        except BotApiError as error:
-            log.warning("getUpdates failed: %s", error.description)
+        except (ConnectionError, ChannelJobFailed) as error:
+            log.warning("%s", error)
             stop.wait(retry_seconds)
             continue
         for update in updates or []:
