@@ -140,3 +140,12 @@ def test_a_target_that_is_not_a_json_object_is_refused_before_anything_is_writte
     with pytest.raises(InputError, match="post_to"):
         gateway.ask("c1", "Deploy?", ["Deploy"], post_to=ChannelTarget("recorder", ["room"]))  # type: ignore[arg-type]
     assert gateway.open_asks() == []
+
+
+def test_a_quorum_posts_each_vote_and_updates_the_post_once_it_is_reached(gateway: Gateway) -> None:
+    channel = RecordingChannel()
+    ask_id = posted_ask(gateway, channel, responders=["U_ALICE", "U_BOB"], quorum=2)
+    assert gateway.handle_in_channel("c1", "1", "e1", "U_ALICE", ask_id=ask_id).kind is ReplyKind.VOTED
+    assert gateway.handle_in_channel("c1", "1", "e2", "U_BOB", ask_id=ask_id).kind is ReplyKind.SELECTED
+    deliver(gateway)
+    assert [call[:3] for call in channel.calls[1:]] == [("reply", ask_id, "voted"), ("closed", ask_id, "answered")]

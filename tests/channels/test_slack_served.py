@@ -10,6 +10,9 @@ through ``slack_sdk`` to the stand-in (``PARKGATE_SLACK_API_URL``).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +23,7 @@ import pytest
 from live_server import Server
 from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, click_body, event_body, send, signed_headers
 
+from parkgate import ChannelTarget, Gateway
 from polling import until
 
 TOKEN = "secret-token"
@@ -243,3 +247,31 @@ def test_an_ask_for_slack_is_refused_where_slack_is_not_served(store_url_factory
             assert client.post("/slack/events", json={}).status_code == 404
     finally:
         plain.stop()
+
+
+def test_parkgate_deliver_posts_the_asks_a_library_gateway_parks(tmp_path: Path, slack_api: SlackWebApi) -> None:
+    url = f"sqlite:///{tmp_path / 'lib.db'}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PARKGATE_")}
+    env.update(
+        PARKGATE_SLACK_BOT_TOKEN=BOT_TOKEN,
+        PARKGATE_SLACK_SIGNING_SECRET=SIGNING_SECRET,
+        PARKGATE_SLACK_API_URL=slack_api.url,
+    )
+    with Gateway(url) as gateway:
+        asked = gateway.ask("lib-1", "Ship?", ["Ship"], post_to=ChannelTarget("slack", {"channel": "C7"}))
+        deliverer = subprocess.Popen(
+            [sys.executable, "-m", "parkgate", "deliver", "--db", url],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            (post,) = posted(slack_api)
+            assert post.args["channel"] == "C7"
+            assert asked.ask_id is not None
+            gateway.cancel(asked.ask_id)
+            (update,) = updated(slack_api)
+            assert update.args["text"] == "Dropped by an operator, nothing ran."
+        finally:
+            deliverer.terminate()
+            deliverer.wait(20)

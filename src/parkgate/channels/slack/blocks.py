@@ -23,8 +23,9 @@ MENU_ACTION = ACTION_PREFIX + "menu"
 ACTION_TEXT: dict[str, str] = {CANCEL_ACTION: "/" + P.CANCEL_WORD, MENU_ACTION: "/" + P.MENU_WORD}
 #: Slack takes at most 25 elements in an actions block: the options' buttons and the two exits.
 MAX_OPTION_BUTTONS = 23
-#: The longest text Slack shows on a button.
+#: The longest text Slack shows on a button, and in a section block.
 MAX_BUTTON_CHARS = 75
+MAX_SECTION_CHARS = 3000
 
 
 def for_slack(text: str) -> str:
@@ -70,7 +71,7 @@ def ask_blocks(ask: Ask) -> list[dict[str, Any]]:
     buttons.append(_button(P.CHANNEL_SHOW_OPTIONS_BUTTON, MENU_ACTION, ask.id))
     buttons.append(_button(P.CHANNEL_CANCEL_BUTTON, CANCEL_ACTION, ask.id, style="danger"))
     return [
-        {"type": "section", "text": {"type": "mrkdwn", "text": question_text(ask)}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": question_text(ask)[:MAX_SECTION_CHARS]}},
         {"type": "actions", "block_id": f"parkgate-{ask.id}", "elements": buttons},
     ]
 
@@ -121,6 +122,6 @@ def already_closed_line(ask: Ask) -> str:
 def closed_blocks(ask: Ask) -> list[dict[str, Any]]:
     """A closed ask: its prompt and how it ended; no buttons."""
     return [
-        {"type": "section", "text": {"type": "mrkdwn", "text": ask.prompt}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": ask.prompt[:MAX_SECTION_CHARS]}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": closed_line(ask)}]},
     ]
