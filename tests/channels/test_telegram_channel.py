@@ -108,6 +108,15 @@ def test_a_strangers_press_changes_nothing_and_is_told_privately(gateway: Gatewa
     assert [call.params["chat_id"] for call in api.of("sendMessage")[1:]] == [MALLORY, MALLORY]
 
 
+def test_a_press_whose_data_is_not_on_the_asks_message_answers_nothing(gateway: Gateway, api: BotApiStandIn) -> None:
+    inbound = wire(gateway, api)
+    ask_id, message_id = post(gateway, api)
+    for chat, message in ((GROUP, message_id + 1), (-555, message_id)):
+        answer = inbound.handle(press(chat, message, button_data(ask_id, 1), user_id=MALLORY))
+        assert answer is not None and "text" not in answer
+    assert gateway.get(ask_id).is_open and gateway.get(ask_id).mismatches == 0
+
+
 def test_show_options_posts_the_question_again_in_the_chat(gateway: Gateway, api: BotApiStandIn) -> None:
     inbound = wire(gateway, api)
     ask_id, message_id = post(gateway, api)

@@ -13,6 +13,7 @@ response, and the long poll makes.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -90,7 +91,7 @@ class TelegramInbound:
         self.channel.saw(event.sender, event.name)
         answer: Answer = {"method": "answerCallbackQuery", "callback_query_id": event.callback_query_id}
         press = read_press(event.data)
-        if press is None:
+        if press is None or not self._on_its_message(press.ask_id, event):
             return answer
         try:
             ask = self.gateway.get(press.ask_id)  # the read that closes it when past its TTL
@@ -106,6 +107,15 @@ class TelegramInbound:
                 return answer if reply.kind in POSTED_REPLIES else {**answer, "text": reply.text}
             ask = self.gateway.get(ask.id)  # it closed meanwhile
         return {**answer, "text": already_closed_line(ask, self.channel.known_name), "show_alert": True}
+
+    def _on_its_message(self, ask_id: str, event: ButtonPress) -> bool:
+        """Whether the press is on the message ``ask_id`` was posted as: data copied onto
+        another message (or another chat) answers nothing."""
+        post = self.gateway.channel_post(ask_id)
+        if post is None or post.channel != NAME or post.location is None or event.place is None:
+            return False
+        where = json.loads(post.location)
+        return bool(where.get("chat_id") == event.place.chat_id and where.get("message_id") == event.message_id)
 
     def _typed(self, event: TypedMessage) -> None:
         self.channel.saw(event.sender, event.name)
