@@ -18,6 +18,8 @@ import httpx
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 BOT_TOKEN = "xoxb-test-token"
+#: A channel the stand-in does not know: Slack answers ``channel_not_found``, for good.
+MISSING_CHANNEL = "CGONE"
 
 
 @dataclass
@@ -82,6 +84,8 @@ class SlackWebApi:
             ts = f"1712345678.{self._ts:06d}"
         if method == "auth.test":
             return {"ok": True, "user_id": "UBOT", "bot_id": "BBOT", "team_id": "T1", "team": "test"}
+        if method == "chat.postMessage" and args["channel"] == MISSING_CHANNEL:
+            return {"ok": False, "error": "channel_not_found"}
         if method == "chat.postMessage":
             return {"ok": True, "channel": args["channel"], "ts": ts, "message": {"text": args.get("text")}}
         if method == "chat.update":

@@ -21,7 +21,16 @@ from typing import Any
 import httpx
 import pytest
 from live_server import Server
-from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, click_body, event_body, send, signed_headers
+from slack_stand_in import (
+    BOT_TOKEN,
+    MISSING_CHANNEL,
+    SIGNING_SECRET,
+    SlackWebApi,
+    click_body,
+    event_body,
+    send,
+    signed_headers,
+)
 
 from parkgate import ChannelTarget, Gateway
 from polling import until
@@ -275,3 +284,16 @@ def test_parkgate_deliver_posts_the_asks_a_library_gateway_parks(tmp_path: Path,
         finally:
             deliverer.terminate()
             deliverer.wait(20)
+
+
+def test_a_post_slack_refuses_for_good_is_listed_as_failed_with_slacks_error(
+    server: Server, slack_api: SlackWebApi
+) -> None:
+    with server.client() as client:
+        ask_id = park(client, "deploy-5", slack={"channel": MISSING_CHANNEL})
+        failed = until(lambda: client.get("/v1/channels/failed").json()["jobs"], 10, "the failed post")
+        assert [(job["ask_id"], job["channel"], job["job"], job["attempts"]) for job in failed] == [
+            (ask_id, "slack", "post", 1)
+        ]
+        assert "channel_not_found" in failed[0]["last_error"]
+        assert client.get(f"/v1/asks/{ask_id}").json().get("slack") is None  # never posted
