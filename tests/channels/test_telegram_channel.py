@@ -206,6 +206,17 @@ def test_a_chat_that_refuses_the_bot_gives_the_post_up_at_once_visibly(gateway: 
     assert "bot was kicked" in (error or "")
 
 
+def test_a_target_telegram_cannot_take_is_given_up_at_once(gateway: Gateway, api: BotApiStandIn) -> None:
+    wire(gateway, api)
+    gateway.ask("c1", "Deploy?", ["Deploy"], post_to=ChannelTarget("telegram", {"chat_id": "@ops"}))
+    gateway.ask("c2", "Deploy?", ["Deploy"], post_to=ChannelTarget("telegram", {"chat": 5}))
+    deliver(gateway)
+    errors = sorted(error or "" for _, error in gateway.failed_channel_jobs())
+    assert "telegram takes chat_id and message_thread_id, not chat" in errors[0]
+    assert "telegram.chat_id must be a whole number" in errors[1]
+    assert api.calls == []
+
+
 def test_a_restart_between_posting_and_pressing(gateway: Gateway, api: BotApiStandIn, reopen: Reopen) -> None:
     wire(gateway, api)
     ask_id, message_id = post(gateway, api)
