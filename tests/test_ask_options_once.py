@@ -27,12 +27,14 @@ from parkgate.ask_options import (
     RunFields,
     field_names,
 )
+from parkgate.channels import ChannelTarget
 from parkgate.client import AsyncClient, Client, wire
 from parkgate.core.expect import Expect
-from parkgate.http.models import AskIn, StartIn, options_of
+from parkgate.http.models import CHANNEL_FIELDS, AskIn, StartIn, options_of
 
-#: The fields of a body that are not options: what is asked, and where.
-QUESTION = {"conversation_id", "prompt", "kind", "options", "skill_output"}
+#: The fields of a body that are not options: what is asked, and where (a channel's field
+#: is the library's ``post_to``, named by its channel).
+QUESTION = {"conversation_id", "prompt", "kind", "options", "skill_output", *CHANNEL_FIELDS}
 
 #: A value for every option, as a caller passes it.
 EVERY_OPTION: dict[str, Any] = {
@@ -50,6 +52,7 @@ EVERY_OPTION: dict[str, Any] = {
     "responders": ["U_ALICE", "U_BOB"],
     "quorum": 2,
     "key": "run-1/approve",
+    "post_to": ChannelTarget("slack", {"channel": "C123"}),
 }
 
 
@@ -97,7 +100,7 @@ def test_the_http_models_hold_exactly_the_options_the_clients_send() -> None:
 
 
 def test_the_library_only_options_stay_off_the_wire() -> None:
-    assert field_names(AskFields) - field_names(PromptFields) == {"owner", "phase", "watched", "follow_up"}
+    assert field_names(AskFields) - field_names(PromptFields) == {"owner", "phase", "watched", "follow_up", "post_to"}
 
 
 def test_every_option_a_client_sends_arrives_as_the_gateways_keyword() -> None:

@@ -18,6 +18,7 @@ from parkgate.ask_options import (
     RunFields,
 )
 from parkgate.async_gateway import AsyncGateway
+from parkgate.channels.base import Channel, ChannelReply, ChannelTarget, Posted
 from parkgate.clock import Clock, ManualClock, SystemClock
 from parkgate.core.expect import Expect
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunOutcome, RunStatus
@@ -28,6 +29,7 @@ from parkgate.errors import (
     AskAlreadyOpen,
     CallbackNotFailed,
     CallbackRefused,
+    ChannelJobFailed,
     ConfigurationError,
     ConversationBusy,
     InputError,
@@ -61,6 +63,7 @@ from parkgate.store.base import (
     Outbox,
     Watcher,
 )
+from parkgate.store.channel_tables import ChannelJob, ChannelPost, ChannelTables
 from parkgate.store.writes import AskStep, NewAsk, Writes
 from parkgate.workflow import Phase, Workflow
 
@@ -87,6 +90,13 @@ __all__ = [
     "CallbackState",
     "CallbackStatus",
     "Change",
+    "Channel",
+    "ChannelJob",
+    "ChannelJobFailed",
+    "ChannelPost",
+    "ChannelReply",
+    "ChannelTables",
+    "ChannelTarget",
     "Clock",
     "CloseSignal",
     "ConfigurationError",
@@ -110,6 +120,7 @@ __all__ = [
     "ParkFields",
     "ParkgateError",
     "Phase",
+    "Posted",
     "PromptFields",
     "Rejected",
     "Reply",

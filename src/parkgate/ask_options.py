@@ -13,7 +13,7 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 | :class:`ParkFields` | ``ttl``, ``callback_url``, ``key`` | ``Client.ask_from_text`` |
 | :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
 | :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``Client.ask``, ``POST /v1/asks`` |
-| :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up`` | ``Gateway.ask`` |
+| :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up``, ``post_to`` | ``Gateway.ask`` |
 
 The HTTP client sends no ``owner`` (the server records its token's name), and the JSON
 names ``ttl`` ``ttl_seconds`` (:data:`JSON_NAMES`). :meth:`AskOptions.checked` turns the
@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypedDict
 
+from parkgate.channels.base import ChannelTarget, check_target
 from parkgate.checks import (
     check_context,
     check_default,
@@ -109,6 +110,9 @@ class AskFields(PromptFields, OwnedParkFields, total=False):
     watched: bool
     #: A waiter acts on the close: the closed ask is listed until it says it is done.
     follow_up: bool
+    #: Post the ask to a channel (:mod:`parkgate.channels`): a ChannelTarget, or a
+    #: ``(channel, where)`` pair; the post is updated when it closes (implies ``watched``).
+    post_to: ChannelTarget | tuple[str, Mapping[str, Any]] | None
 
 
 #: Options whose JSON name differs from the keyword's.
@@ -146,6 +150,7 @@ class AskOptions:
     responders: tuple[str, ...] = ()
     quorum: int = 1
     key: str | None = None
+    post_to: ChannelTarget | None = None
 
     @classmethod
     def checked(cls, given: Mapping[str, object], fields: type = AskFields, call: str = "ask") -> AskOptions:
@@ -158,7 +163,7 @@ class AskOptions:
 
         Returns:
             The checked options. ``watched`` is set whenever something waits on the close
-            (a ``callback_url`` or ``follow_up``).
+            (a ``callback_url``, ``follow_up`` or ``post_to``).
 
         Raises:
             InputError: An option is not usable; the message names it.
@@ -180,6 +185,7 @@ class AskOptions:
         responders = check_responders(given.get("responders"))
         quorum = check_quorum(given.get("quorum"), responders)
         key = check_optional_id(given.get("key"), "key")
+        post_to = check_target(given.get("post_to"))
         return cls(
             run_id=run_id,
             ttl=checked_ttl,
@@ -188,13 +194,14 @@ class AskOptions:
             callback_url=callback_url,
             phase=phase,
             context=context,
-            watched=watched or follow_up or callback_url is not None,
+            watched=watched or follow_up or callback_url is not None or post_to is not None,
             owner=owner,
             expect=as_expect(given.get("expect")),
             follow_up=follow_up,
             responders=responders,
             quorum=quorum,
             key=key,
+            post_to=post_to,
         )
 
     def fitted(self, spec: AskSpec) -> AskOptions:

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
-import functools
 import inspect
-import os
-import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Any, ParamSpec, TypeVar, Unpack
+from typing import Any, Unpack
 
 from parkgate.ask_options import AskFields, OwnedParkFields, OwnedRunFields
+from parkgate.async_channel_calls import AsyncChannelCalls
 from parkgate.checks import check_flag, check_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core import machine
@@ -23,53 +19,12 @@ from parkgate.core.model import Ask, CallbackState, Reply, Run
 from parkgate.errors import InputError
 from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
 from parkgate.metrics import Metrics
+from parkgate.offload import GATEWAY_THREADS as GATEWAY_THREADS
+from parkgate.offload import offload as offload
 from parkgate.signal import Waiter
 from parkgate.store import DEFAULT_URL, Store
 from parkgate.store.base import AskGauges
 from parkgate.workflow import Workflow
-
-Params = ParamSpec("Params")
-Result = TypeVar("Result")
-
-#: Blocking gateway calls running at once in a process: as many as Starlette runs sync
-#: routes at once (anyio's default of 40 threads), so awaiting the gateway admits as much
-#: concurrency as sync routes would.
-GATEWAY_THREADS = 40
-_threads: ThreadPoolExecutor | None = None
-_threads_lock = threading.Lock()
-
-
-def _gateway_threads() -> ThreadPoolExecutor:
-    """The process's pool of :data:`GATEWAY_THREADS` threads, started on first use."""
-    global _threads
-    with _threads_lock:
-        if _threads is None:
-            _threads = ThreadPoolExecutor(max_workers=GATEWAY_THREADS, thread_name_prefix="parkgate-gateway")
-        return _threads
-
-
-def _forget_threads() -> None:
-    """In a forked child the parent's threads do not exist: the next call starts a new pool."""
-    global _threads, _threads_lock
-    _threads, _threads_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_threads)
-
-
-async def offload(call: Callable[Params, Result], *args: Params.args, **kwargs: Params.kwargs) -> Result:
-    """``call(*args, **kwargs)`` on a worker thread, awaited: how every blocking gateway call
-    (a store read or write) reaches asyncio code, so the loop never blocks on one.
-
-    The threads are one pool per process (:data:`GATEWAY_THREADS`), shared by every event
-    loop in it; the call runs in a copy of the caller's context, as with
-    :func:`asyncio.to_thread`. A cancelled caller stops waiting at once (a timeout stays
-    a timeout); a call already running goes on to its end on its thread, its result dropped.
-    """
-    context = contextvars.copy_context()
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_gateway_threads(), functools.partial(context.run, call, *args, **kwargs))
-
 
 #: Gateway's own defaults, read from its signature (so they cannot drift from it here).
 _GATEWAY_DEFAULTS: dict[str, object] = {
@@ -133,7 +88,7 @@ async def _sleep(waiter: Waiter, pause: float, give_up: Callable[[], Awaitable[b
 GIVE_UP_CHECK_SECONDS = 1.0
 
 
-class AsyncGateway:
+class AsyncGateway(AsyncChannelCalls):
     """The same gateway for asyncio code: every :class:`Gateway` call, awaited.
 
     Each call runs the sync gateway's on a worker thread (:func:`offload`; ``wait`` holds none: it waits

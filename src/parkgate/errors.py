@@ -26,6 +26,7 @@ its nearest listed base. The tree, drawn as httpx draws its own::
       x MissingExtra (a ModuleNotFoundError): an adapter imported without its framework
       x NotThisGraph, GraphKeepsAsking: the LangGraph adapter's refusals
       x Rejected: a call ``requires_approval`` gates was not approved; it did not run
+      x ChannelJobFailed: kept as a channel job's last_error (as an unsendable callback's), never raised
       x StoreError ........................... 503 store_error, with Retry-After
         + StoreUnavailable ................... 503 store_unavailable
         + StoreClosed: the Gateway is closed
@@ -41,17 +42,12 @@ its nearest listed base. The tree, drawn as httpx draws its own::
           - RateLimited 429
             · TooManyOpenAsks 429 too_many_open_asks
 
-``InputError`` is bad input, refused before anything is read or written: the parked ask
-stays as it is. An ``Unknown*`` error is an id that names nothing (or nothing of this
-caller's). ``ConfigurationError`` stops a start, never a request. ``StoreError`` is a
-database out of reach or unusable: the request may succeed once it is back. The client
-raises an error response that stands for a library error as that library exception
-(``ask_already_open`` as :class:`AskAlreadyOpen`). A callback that cannot be sent is no
-exception a caller sees: it is kept as its outbox row's ``last_error``.
-
-A :class:`~parkgate.workflow.Workflow` that is defined wrong, or whose ``then`` names a
-phase it does not have, raises :class:`InputError`: the message that reached that phase
-is refused and nothing is written.
+``InputError`` is bad input (a :class:`~parkgate.workflow.Workflow` defined wrong included),
+refused before anything is read or written: the parked ask stays as it is. An ``Unknown*``
+error is an id that names nothing (or nothing of this caller's). ``ConfigurationError``
+stops a start, never a request. ``StoreError`` is a database out of reach or unusable: the
+request may succeed once it is back. The client raises an error response that stands for a
+library error as that library exception (``ask_already_open`` as :class:`AskAlreadyOpen`).
 """
 
 from __future__ import annotations
@@ -263,6 +259,12 @@ class Rejected(ParkgateError):
     def __init__(self, call: str, ask_id: str, outcome: str) -> None:
         self.ask_id, self.outcome = ask_id, outcome
         super().__init__(f"{call} was not approved ({outcome}): it did not run")
+
+
+class ChannelJobFailed(ParkgateError):
+    """A channel job that can never succeed as it is (an ask never posted, a target the
+    platform refuses for good): given up at once, kept as its ``channel_outbox`` row's
+    ``last_error`` (:mod:`parkgate.channels`); no caller sees it raised."""
 
 
 class StoreError(ParkgateError):

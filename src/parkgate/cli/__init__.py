@@ -1,4 +1,4 @@
-"""The ``parkgate`` command: serve, deliver, chat, asks, show, cancel, doorcheck, migrate, prove.
+"""The ``parkgate`` command: serve, deliver, chat, asks, show, cancel, doorcheck, audit, migrate, prove, telegram.
 
 ``--db`` (or ``PARKGATE_DB``) chooses the store everywhere: ``sqlite:///parkgate.db``
 (the default), a file path, or ``postgresql://...``; with PostgreSQL,
@@ -23,8 +23,8 @@ JSON object a line; ``asks`` only reads, so it closes (and logs) nothing.
 
 One module a command group: :mod:`~parkgate.cli.serve` (serve, deliver),
 :mod:`~parkgate.cli.chat`, :mod:`~parkgate.cli.asks`, :mod:`~parkgate.cli.operate` (show,
-cancel), :mod:`~parkgate.cli.doorcheck`,
-:mod:`~parkgate.cli.maintenance` (migrate, prove); :mod:`~parkgate.cli.stores` opens
+cancel), :mod:`~parkgate.cli.doorcheck`, :mod:`~parkgate.cli.audit`,
+:mod:`~parkgate.cli.maintenance` (migrate, prove), :mod:`~parkgate.cli.telegram`; :mod:`~parkgate.cli.stores` opens
 the store each of them works on.
 """
 
@@ -40,6 +40,7 @@ from parkgate.cli.maintenance import migrate, prove
 from parkgate.cli.operate import cancel, show
 from parkgate.cli.serve import check_can_listen, deliver, serve
 from parkgate.cli.stores import db_option, shown_url
+from parkgate.cli.telegram import telegram
 from parkgate.client.wire import path_segment
 from parkgate.display import format_hours
 
@@ -60,6 +61,7 @@ main.add_command(doorcheck)
 main.add_command(migrate)
 main.add_command(prove)
 main.add_command(audit)
+main.add_command(telegram)
 
 __all__ = [
     "CHAT_RESTART",

@@ -4,6 +4,7 @@ callbacks with no HTTP server): the commands that run until stopped."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
 import sys
@@ -11,6 +12,7 @@ from contextlib import suppress
 
 import click
 
+from parkgate.channels.serving import served_channels
 from parkgate.cli.stores import db_option, gateway_session, shown_url
 from parkgate.gateway import Gateway
 from parkgate.http.logs import logging_to_stderr
@@ -265,8 +267,11 @@ def deliver(db_url: str) -> None:
     which closes it as expired, and the callbacks of closed asks are POSTed from the
     outbox. `parkgate serve` does the same in each worker; run this beside a library
     Gateway instead. Any number may run on one database. Ctrl-C or SIGTERM stops it.
+    The channels the environment switches on (PARKGATE_SLACK_BOT_TOKEN and
+    PARKGATE_SLACK_SIGNING_SECRET) get their asks posted and updated too.
     """
     with gateway_session(db_url, surface="deliver") as gateway:
+        served_channels(gateway, os.environ)
         click.echo(f"parkgate delivering callbacks and due reads for {shown_url(db_url)} (Ctrl-C stops)")
         asyncio.run(_deliver_until_stopped(gateway))
         click.echo("parkgate deliver stopped")

@@ -137,6 +137,38 @@ CHAT_AGAIN = "Type {restart} to run the demo again, or press Ctrl-D to leave."
 OPERATOR_CANCELLED = "An operator cancelled the open question; nothing ran."
 CONSOLE_RESTART = "the Start UML demo button"
 
+# Channels (parkgate.channels): what a posted ask's message says once it closed, and what
+# a click on a closed ask answers. {who} is the platform's mention of a person.
+CHANNEL_ANSWERED = "Answered: {answer}, by {who}"
+CHANNEL_ANSWERED_BY_NOBODY = "Answered: {answer}"
+CHANNEL_DROPPED = "Dropped by {who}, nothing ran."
+CHANNEL_DROPPED_BY_NOBODY = "Dropped, nothing ran."
+CHANNEL_OPERATOR = "an operator"
+CHANNEL_REPLACED = "Replaced by a newer question, nothing ran."
+CHANNEL_EXPIRED = "Expired after {idle}, nothing ran."
+CHANNEL_EXPIRED_DEFAULT = 'Expired after {idle}; the default "{answer}" stood in.'
+CHANNEL_ALREADY_CLOSED = "This question is already closed ({how})."
+CHANNEL_CLOSED_ANSWERED = "answered by {who}"
+CHANNEL_CLOSED_DROPPED = "dropped by {who}"
+CHANNEL_CLOSED_DROPPED_BY_NOBODY = "dropped"
+CHANNEL_CLOSED_EXPIRED = "it expired"
+# A duration in the lines above: "6 h", "90 min", "45 s".
+CHANNEL_HOURS = "{count} h"
+CHANNEL_MINUTES = "{count} min"
+CHANNEL_SECONDS = "{count} s"
+# The buttons under every posted ask besides its options.
+CHANNEL_CANCEL_BUTTON = "Cancel"
+CHANNEL_SHOW_OPTIONS_BUTTON = "Show options"
+# Slack: its composer swallows unknown slash commands (/cancel never reaches a bot), so
+# on Slack the exits are the buttons: every line naming the slash forms names them
+# instead. Each key is a line above, replaced wherever it appears in a Slack reply.
+SLACK_EXITS: dict[str, str] = {
+    EXITS_HINT: "press Show options to see the question again, or Cancel to drop it",
+    TEXT_EXITS_HINT: "press Cancel to drop this question, Show options to see it again",
+    CHOICE_MENU_FOOTER: "Press an option or reply with its number; Show options or Cancel.",
+    CHOICE_MENU_FOOTER_SLASHED: "Press an option or reply with its number; Show options or Cancel.",
+}
+
 # The LangGraph adapter's questions for LangChain's HumanInTheLoopMiddleware: one choice
 # per tool call the agent wants to run, then, for "Respond", the text that stands in for
 # the tool's result.

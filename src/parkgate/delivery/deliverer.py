@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -65,6 +65,26 @@ class DueReads(Protocol):
         ...
 
 
+class JobQueue(Protocol):
+    """Another durable queue a deliverer drives beside the callbacks (the channel jobs:
+    :class:`~parkgate.channels.deliver.ChannelDeliverer`)."""
+
+    #: Called when a pass of its jobs ends; the deliverer sets it to wake itself.
+    on_done: Callable[[], None]
+
+    async def start_due(self) -> bool:
+        """Start running its due jobs off the loop unless a pass runs; whether one started."""
+        ...
+
+    def next_job_at(self) -> datetime | None:
+        """When its earliest job is due (``None``: none, or a pass runs)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Wait for a running pass to end."""
+        ...
+
+
 class Deliverer:
     """Due reads and callback delivery on ``store``; ``await run()`` until cancelled.
 
@@ -78,6 +98,7 @@ class Deliverer:
         allow: the callback allow-list (default: ``PARKGATE_CALLBACK_ALLOW``).
         client: the HTTP client for callbacks (tests pass one with a mock transport).
         backoff: the delays between tries while passes fail (default: 1 s doubling to 5 s).
+        jobs: other queues it drives each pass, such as the channel jobs.
     """
 
     def __init__(
@@ -92,8 +113,10 @@ class Deliverer:
         allow: AllowList | None = None,
         client: httpx.AsyncClient | None = None,
         backoff: Backoff | None = None,
+        jobs: Sequence[JobQueue] = (),
     ) -> None:
         self.store = store
+        self.jobs = tuple(jobs)
         self.clock = clock
         self.signal = signal
         self.due = due
@@ -129,6 +152,8 @@ class Deliverer:
         self._on_running(True)
         self.outbox.open()
         self.outbox.on_done = wake.set  # a free slot may take the next due callback
+        for queue in self.jobs:
+            queue.on_done = wake.set  # its pass ended: more jobs may be due
         self._next_beat = 0.0  # a (re)started loop beats at once
         try:
             while True:
@@ -146,6 +171,8 @@ class Deliverer:
             remove()
             self._on_running(False)
             await self.outbox.aclose()
+            for queue in self.jobs:
+                await queue.aclose()
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self._stop_beating)
 
@@ -179,9 +206,9 @@ class Deliverer:
         deliveries end to bring it to half, and claims rows for all the free ones.
         """
         closed, started = await self._read_due_and_start()
-        next_due, next_callback, now = await asyncio.to_thread(self._next_times)
+        next_due, next_callback, next_jobs, now = await asyncio.to_thread(self._next_times)
         pause = FALLBACK_READ_SECONDS
-        for moment in (next_due, None if self.outbox.busy else next_callback):
+        for moment in (next_due, None if self.outbox.busy else next_callback, *next_jobs):
             if moment is not None:
                 pause = min(pause, (moment - now).total_seconds())
         floor = MIN_PAUSE_SECONDS if closed or started else IDLE_PAUSE_SECONDS
@@ -194,8 +221,10 @@ class Deliverer:
         them would compete with them for the store and the loop.
         """
         closed = await asyncio.to_thread(self._read_due)
-        started = await self.outbox.start_due()
-        return closed, len(started)
+        started = len(await self.outbox.start_due())
+        for queue in self.jobs:
+            started += await queue.start_due()
+        return closed, started
 
     def _read_due(self) -> int:
         total = 0
@@ -206,8 +235,9 @@ class Deliverer:
                 self.due_reads += total
                 return total
 
-    def _next_times(self) -> tuple[datetime | None, datetime | None, datetime]:
-        return self.due.next_due(), self.outbox.next_callback_at(), self.clock.now()
+    def _next_times(self) -> tuple[datetime | None, datetime | None, list[datetime | None], datetime]:
+        jobs = [queue.next_job_at() for queue in self.jobs]
+        return self.due.next_due(), self.outbox.next_callback_at(), jobs, self.clock.now()
 
     def _beat(self) -> None:
         with self.store.transaction() as tx:

@@ -11,12 +11,12 @@ only ``pass`` may be routed to a model. A message's call is in
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Unpack
 
 from parkgate.ask_options import AskFields, AskOptions, OwnedParkFields, OwnedRunFields
+from parkgate.channels.base import Channel
 from parkgate.checks import (
     MAX_SKILL_OUTPUT_CHARS,
     check_duration,
@@ -24,7 +24,6 @@ from parkgate.checks import (
     check_id,
     check_inbound_text,
     check_workflow,
-    wait_seconds,
 )
 from parkgate.clock import Clock, as_clock
 from parkgate.core import machine, stopping_point
@@ -32,7 +31,8 @@ from parkgate.core.kinds import OPERATOR, AskKind, RunOutcome
 from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError
 from parkgate.gateway.approval import ApprovalCalls
-from parkgate.gateway.closing import CloseReport, pause_before_reading
+from parkgate.gateway.channel_calls import ChannelCalls
+from parkgate.gateway.closing import CloseReport
 from parkgate.gateway.messages import MessageCalls, UnitRunner
 from parkgate.gateway.parking import Park
 from parkgate.gateway.reads import ReadCalls
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 DEFAULT_TTL = timedelta(hours=6)
 
 
-class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls):
+class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
     """Parks asks, matches replies, and closes every ask it finds past its TTL.
 
     Args:
@@ -109,6 +109,7 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls):
         #: Set while a deliverer runs on this gateway (``deliver=True``, ``parkgate serve``).
         self.delivering = False
         self._runs = RunLifeCycle(self.ttl, escalate_after, self.workflows)
+        self.channels: dict[str, Channel] = {}  # by name: whose jobs this gateway's deliverer runs
         report = CloseReport(self.store, self.clock, self.metrics, self.signal, lambda: self.delivering)
         self._units = UnitRunner(self.store, self.clock, self.metrics, report)
         self._deliverer: DelivererThread | None = None
@@ -205,6 +206,9 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls):
             key (str | None): An idempotency key (an id such as ``"run-42/approve"``): a
                 park with a key this owner parked before parks nothing and returns that
                 ask's reply (``parked`` false once it closed; ``wait`` gives its outcome).
+            post_to (ChannelTarget | None): Post the ask to a channel added with
+                :meth:`add_channel` (``ChannelTarget("slack", {"channel": "C1"})``); the
+                post is updated when the ask closes. Implies ``watched``.
 
         Returns:
             The ``asked`` reply, with the menu or question to show and the new ask's id.
@@ -365,33 +369,3 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls):
             return close(plan, ask, now) if ask.is_open else ask
 
         return self._units.run(body)
-
-    def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
-        """Block until the ask closes or ``timeout`` passes; return its state.
-
-        The wait is on the close signal (:mod:`parkgate.signal`): it wakes as soon as the
-        ask closes here or in another process, and reads the ask again when its TTL falls
-        due, so an ask nobody answers is closed as ``expired`` by this wait's own read.
-        Expiry is still decided by the injected clock.
-
-        Args:
-            ask_id: The ask to wait for.
-            timeout: A timedelta or a finite number of seconds; 0 or less reads the ask
-                once without waiting.
-
-        Returns:
-            The ask as last read: closed, or still open when ``timeout`` passed.
-
-        Raises:
-            UnknownAsk: No ask has this id.
-        """
-        check_id(ask_id, "ask_id")
-        deadline = time.monotonic() + wait_seconds(timeout)
-        with self.signal.waiting(ask_id) as waiter:
-            while True:
-                waiter.clear()  # before the read: a close after it still wakes this wait
-                ask = self.get(ask_id)
-                remaining = deadline - time.monotonic()
-                if not ask.is_open or remaining <= 0:
-                    return ask
-                waiter.wait(pause_before_reading(ask, self.clock.now(), remaining))

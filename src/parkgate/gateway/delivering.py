@@ -15,6 +15,8 @@ from typing import Protocol
 
 import httpx
 
+from parkgate.channels.base import Channel
+from parkgate.channels.deliver import ChannelDeliverer
 from parkgate.clock import Clock
 from parkgate.delivery.deliverer import Deliverer, DelivererThread
 from parkgate.delivery.health import Backoff
@@ -33,6 +35,8 @@ class Delivering(Protocol):
     metrics: Metrics
     #: Whether a deliverer runs on it (the undelivered-callback warning reads it).
     delivering: bool
+    #: The channels whose jobs it runs, by name (channels added later are run too).
+    channels: dict[str, Channel]
 
     def read_due(self, limit: int) -> int:
         """Read up to ``limit`` asks whose TTL has fallen due; return how many closed."""
@@ -50,7 +54,8 @@ def deliverer_for(
     client: httpx.AsyncClient | None = None,
     backoff: Backoff | None = None,
 ) -> Deliverer:
-    """A deliverer for ``gateway``'s store: its due reads, clock, signal and metrics.
+    """A deliverer for ``gateway``'s store: its due reads, clock, signal and metrics, and
+    the jobs of its channels.
 
     Args:
         gateway: the gateway whose asks' due reads and callbacks it makes.
@@ -76,6 +81,7 @@ def deliverer_for(
         allow=allow,
         client=client,
         backoff=backoff,
+        jobs=[ChannelDeliverer(gateway.store, gateway.clock, gateway.channels)],
     )
 
 

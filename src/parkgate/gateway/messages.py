@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from parkgate.channels.base import ChannelReply
+from parkgate.channels.jobs import POSTED_REPLIES, REPLY
 from parkgate.checks import check_id, check_inbound_text, check_sender
 from parkgate.clock import Clock
 from parkgate.core.model import Reply
@@ -36,6 +38,8 @@ class UnitRunner:
         self._clock = clock
         self._metrics = metrics
         self._report = report
+        #: Called after a commit that queued channel jobs (the deliverer's wake, once a channel is added).
+        self.on_channel_jobs: Callable[[], None] = lambda: None
 
     def run(self, body: Callable[[Transaction, WritePlan], Result]) -> Result:
         """``body``'s result, from the one try of it that committed (a conflict retries it)."""
@@ -54,6 +58,8 @@ class UnitRunner:
                 self._metrics.retry()
         if plan.closed:
             self._report.committed(plan.closed)
+        if plan.channel_jobs_written or plan.closed:  # a posted ask's close queued its update
+            self.on_channel_jobs()
         return result
 
 
@@ -87,6 +93,21 @@ class MessageCalls:
         Raises:
             InputError: Bad input, raised before anything is read or written.
         """
+        return self._message(conversation_id, text, message_id, sender)
+
+    def _message(
+        self,
+        conversation_id: str,
+        text: str | bytes,
+        message_id: str | None,
+        sender: str | None,
+        *,
+        channel_reply: bool = False,
+        only_ask: str | None = None,
+    ) -> Reply:
+        """:meth:`handle`; with ``channel_reply`` a reply shown in the thread is queued for the
+        ask's channel in the same commit, and with ``only_ask`` a message finds only that
+        ask open (another open ask in the conversation is left alone: ``pass``)."""
         check_id(conversation_id, "conversation_id")
         message = check_inbound_text(text)
         if message_id is not None:
@@ -101,7 +122,11 @@ class MessageCalls:
             replayed = earlier is not None  # set on every try: a retry may read for real
             if earlier is not None:
                 return Reply.from_json(earlier)
+            if only_ask is not None and ask is not None and ask.id != only_ask:
+                ask = None
             reply = self._runs.decide(tx, plan, ask, message, now, sender)
+            if channel_reply and reply.ask_id is not None and reply.kind in POSTED_REPLIES:
+                plan.queue_channel_job(reply.ask_id, REPLY, now, ChannelReply(reply.kind, reply.text, sender).to_json())
             if message_id is not None:
                 plan.reply = StoredReply(conversation_id, message_id, reply.to_json(), now)
             return reply

@@ -70,7 +70,7 @@ class Park:
         ask = self._runs.new_ask(run, self._spec, now, options)
         if options.key is not None:
             tx.keys.record_key(owner, options.key, ask.id)
-        return self._runs.park(plan, run, ask, now, options.follow_up)
+        return self._runs.park(plan, run, ask, now, options.follow_up, options.post_to)
 
     def _known(self, tx: Transaction, plan: WritePlan, key: str) -> Reply | None:
         """The reply for the ask ``key`` parked before (read as a read leaves it), or ``None``."""

@@ -1,16 +1,18 @@
-"""The gateway's reads and operator calls: asks by id and in lists, the due read, the
-gauges, callbacks and follow-ups. Reading an ask past its TTL closes it (see
+"""The gateway's reads and operator calls: asks by id (and the wait for one) and in
+lists, the due read, the gauges, callbacks and follow-ups. Reading an ask past its TTL closes it (see
 :func:`parkgate.core.machine.on_read`); the calls marked "as stored" close nothing."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from parkgate.checks import check_duration, check_id, check_limit, check_optional_id
+from parkgate.checks import check_duration, check_id, check_limit, check_optional_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core.model import Ask, CallbackState
 from parkgate.errors import CallbackNotFailed, InputError, UnknownAsk
+from parkgate.gateway.closing import pause_before_reading
 from parkgate.gateway.messages import UnitRunner
 from parkgate.gateway.runs import RunLifeCycle, WritePlan
 from parkgate.signal import Change, CloseSignal
@@ -46,6 +48,36 @@ class ReadCalls:
             return self._runs.read(plan, self._existing_ask(tx, ask_id), now)
 
         return self._units.run(body)
+
+    def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
+        """Block until the ask closes or ``timeout`` passes; return its state.
+
+        The wait is on the close signal (:mod:`parkgate.signal`): it wakes as soon as the
+        ask closes here or in another process, and reads the ask again when its TTL falls
+        due, so an ask nobody answers is closed as ``expired`` by this wait's own read.
+        Expiry is still decided by the injected clock.
+
+        Args:
+            ask_id: The ask to wait for.
+            timeout: A timedelta or a finite number of seconds; 0 or less reads the ask
+                once without waiting.
+
+        Returns:
+            The ask as last read: closed, or still open when ``timeout`` passed.
+
+        Raises:
+            UnknownAsk: No ask has this id.
+        """
+        check_id(ask_id, "ask_id")
+        deadline = time.monotonic() + wait_seconds(timeout)
+        with self.signal.waiting(ask_id) as waiter:
+            while True:
+                waiter.clear()  # before the read: a close after it still wakes this wait
+                ask = self.get(ask_id)
+                remaining = deadline - time.monotonic()
+                if not ask.is_open or remaining <= 0:
+                    return ask
+                waiter.wait(pause_before_reading(ask, self.clock.now(), remaining))
 
     def _existing_ask(self, tx: Transaction, ask_id: str) -> Ask:
         ask = tx.ask(ask_id)

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from parkgate.ask_options import AskOptions
+from parkgate.channels.base import ChannelTarget
+from parkgate.channels.jobs import POST, queued_job
 from parkgate.clock import Clock
 from parkgate.core import machine, stopping_point
 from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
@@ -26,7 +28,7 @@ from parkgate.fence import receiver_host
 from parkgate.gateway.closing import ClosedAsk
 from parkgate.gateway.shapes import ask_to_dict
 from parkgate.store import Transaction
-from parkgate.store.writes import AskStep, NewAsk, QueuedCallback, RunChange, StoredReply, Writes
+from parkgate.store.writes import AskStep, NewAsk, QueuedCallback, QueuedChannelJob, RunChange, StoredReply, Writes
 from parkgate.workflow import Phase, Workflow
 
 
@@ -39,8 +41,21 @@ class WritePlan:
         self.park: NewAsk | None = None
         self.reply: StoredReply | None = None
         self.closed: list[ClosedAsk] = []
+        self.channel_jobs: list[QueuedChannelJob] = []
+        #: How many channel jobs were handed to the transaction (the store drops those of unposted asks).
+        self.channel_jobs_written = 0
         #: How many of ``closed`` were written already (see :meth:`write`).
         self._queued = 0
+
+    def queue_channel_job(
+        self, ask_id: str, job: str, at: datetime, payload: str = "{}", post_to: ChannelTarget | None = None
+    ) -> None:
+        """Queue a channel job for ``ask_id`` in this unit's commit (:mod:`parkgate.channels.jobs`):
+        the one call an ask event that a channel shows goes through (a park's post, a
+        reply, a reminder). Without ``post_to`` it goes to the channel the ask was posted
+        to, and is dropped by the store for an ask never posted. (A close needs no call:
+        the store queues its update with the close.)"""
+        self.channel_jobs.append(queued_job(ask_id, job, at, payload, post_to))
 
     def close(self, step: AskStep, idle_minutes: float | None = None) -> ClosedAsk:
         """Write ``step``, which closes its ask, and report the close after commit."""
@@ -51,12 +66,16 @@ class WritePlan:
 
     def write(self, tx: Transaction, clock: Clock) -> None:
         """Hand what is planned so far to ``tx`` as one value, with the callbacks of the asks
-        it closes; the plan then starts empty (its closes stay to report)."""
+        it closes and the channel jobs queued; the plan then starts empty (its closes stay to
+        report). A posted ask's close queues its channel update in the store itself
+        (:mod:`parkgate.channels.jobs`), whichever statement closes it."""
         callbacks = self._callbacks(clock) if len(self.closed) > self._queued else ()
         self._queued = len(self.closed)
-        if self.steps or self.runs or self.park is not None or self.reply is not None or callbacks:
-            tx.write(Writes(tuple(self.steps), tuple(self.runs), self.park, self.reply, callbacks))
-            self.steps, self.runs, self.park, self.reply = [], [], None, None
+        jobs = tuple(self.channel_jobs)
+        if self.steps or self.runs or self.park is not None or self.reply is not None or callbacks or jobs:
+            tx.write(Writes(tuple(self.steps), tuple(self.runs), self.park, self.reply, callbacks, jobs))
+            self.channel_jobs_written += len(jobs)
+            self.steps, self.runs, self.park, self.reply, self.channel_jobs = [], [], None, None, []
 
     def _callbacks(self, clock: Clock) -> tuple[QueuedCallback, ...]:
         """The callbacks of the asks closed since the last write (those with a callback URL)."""
@@ -277,9 +296,19 @@ class RunLifeCycle:
             quorum=options.quorum,
         )
 
-    def park(self, plan: WritePlan, run: Run, ask: Ask, now: datetime, follow_up: bool = False) -> Reply:
-        """Park ``ask`` in ``run``, which is running with it pending."""
+    def park(
+        self,
+        plan: WritePlan,
+        run: Run,
+        ask: Ask,
+        now: datetime,
+        follow_up: bool = False,
+        post_to: ChannelTarget | None = None,
+    ) -> Reply:
+        """Park ``ask`` in ``run``, which is running with it pending (and post it to ``post_to``)."""
         plan.park = NewAsk(ask, run_with(run, now, RunStatus.RUNNING, pending_ask_id=ask.id), follow_up)
+        if post_to is not None:
+            plan.queue_channel_job(ask.id, POST, now, post_to=post_to)
         return asked_reply(ask)
 
     def park_phase(self, plan: WritePlan, run: Run, phase: Phase, now: datetime, options: AskOptions) -> Reply:

@@ -11,6 +11,8 @@ Routes (the public contract; paths and field names are kept stable):
   ``limit`` and ``cursor``, answered as ``{asks, next}``), ``POST /v1/asks/{ask_id}/cancel``.
 - ``POST /v1/workflows/{name}/start``: start a registered workflow (the demo ``uml``).
 - ``/healthz``, ``/metrics`` (Prometheus), ``/openapi.json``, and the console at ``/``.
+- ``POST /slack/events`` when Slack is served (:mod:`parkgate.channels.slack`), signed by Slack;
+  ``POST /telegram/webhook`` when Telegram is (:mod:`parkgate.channels.telegram`), with the webhook's secret.
 
 The guard (:mod:`parkgate.http.guard`) runs first: a foreign ``Host``, a cross-site
 request and a write that is not JSON are refused, and when tokens are configured
@@ -32,11 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Sequence
 
 from fastapi import FastAPI
 
 from parkgate.async_gateway import AsyncGateway
+from parkgate.channels.serving import ServedChannel, served_channels
 from parkgate.checks import MAX_WAIT_SECONDS
 from parkgate.delivery import Deliverer
 from parkgate.demo import WORKFLOWS
@@ -89,6 +93,7 @@ def create_app(
     settings: Settings | None = None,
     deliver_callbacks: bool = True,
     max_long_polls: int = DEFAULT_MAX_LONG_POLLS,
+    channels: Sequence[ServedChannel] = (),
 ) -> FastAPI:
     """The ASGI app serving ``gateway`` (or a new one on ``db_url`` with the demo workflow).
 
@@ -101,7 +106,8 @@ def create_app(
     (:mod:`parkgate.http.longpolls`); request heads over 64 KiB get 431
     (the guard's first check, :func:`parkgate.http.guard.check_head`). A gateway made here is closed on shutdown; one
     passed in belongs to the caller and is served as it was given (its workflows are
-    its own: the demo workflow is added only to a gateway made here).
+    its own: the demo workflow is added only to a gateway made here). ``channels`` are
+    mounted (their routes, verified by their own signatures: :mod:`parkgate.channels.serving`).
     """
     settings = with_token(settings or Settings(), token)
     owned = gateway is None
@@ -124,9 +130,16 @@ def create_app(
     app.state.settings = settings
     app.state.open_ask_cap = OpenAskCap(app.state.async_gateway)
     app.state.long_polls = LongPolls(max_long_polls)
+    signed = frozenset(path for served in channels for path in served.signed_paths)
     app.add_middleware(
-        GuardMiddleware, settings=settings, routes=app.router.routes, limits={("POST", "/v1/asks"): MAX_ASK_BODY_BYTES}
+        GuardMiddleware,
+        settings=settings,
+        routes=app.router.routes,
+        limits={("POST", "/v1/asks"): MAX_ASK_BODY_BYTES},
+        signed_paths=signed,
     )
+    for served in channels:
+        app.router.routes.extend(served.routes)
     add_error_handlers(app)
     add_routes(app)
     app.openapi = openapi_of(app)  # type: ignore[method-assign]
@@ -141,7 +154,9 @@ def app_from_env() -> FastAPI:
     callback allow-list (:func:`parkgate.http.settings.settings_from_env`:
     ``PARKGATE_TOKEN``, ``PARKGATE_TOKEN_FILE`` or ``PARKGATE_TOKENS_FILE``,
     ``PARKGATE_ALLOWED_HOSTS``, ``PARKGATE_CALLBACK_ALLOW``), and the cap on long-polls
-    (``PARKGATE_MAX_LONG_POLLS``); a bad one stops the start.
+    (``PARKGATE_MAX_LONG_POLLS``), and the channels to serve (``PARKGATE_SLACK_BOT_TOKEN``
+    and ``PARKGATE_SLACK_SIGNING_SECRET``: ``POST /slack/events``; ``PARKGATE_TELEGRAM_BOT_TOKEN``
+    and ``PARKGATE_TELEGRAM_WEBHOOK_SECRET``: ``POST /telegram/webhook``); a bad one stops the start.
     When nothing in the process has configured logging, the ``parkgate`` records (each
     expiry's ``ask_expired`` line) go to stderr as JSON lines
     (:func:`parkgate.http.logs.ensure_stderr_logging`).
@@ -151,7 +166,8 @@ def app_from_env() -> FastAPI:
     max_long_polls = max_long_polls_from_env()
     gateway = Gateway(store=store_from_env(), workflows=WORKFLOWS.values(), surface="http")
     try:
-        app = create_app(gateway, settings=settings, max_long_polls=max_long_polls)
+        channels = served_channels(gateway, os.environ)
+        app = create_app(gateway, settings=settings, max_long_polls=max_long_polls, channels=channels)
     except BaseException:
         gateway.close()
         raise

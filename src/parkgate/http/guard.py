@@ -19,7 +19,7 @@ head (:class:`Incoming`) and returns a :class:`~parkgate.http.responses.Refusal`
 7. ``check_scope`` (``/v1``): the caller holds the scope the route needs
    (:func:`~parkgate.http.tokens.needs`), else 403 ``missing_scope``, naming it.
 8. :func:`check_length`: a ``Content-Length`` that is not a number is a 400.
-9. :func:`check_media_type`: a write with a body must send ``application/json`` (415).
+9. :func:`check_media_type`: a write with a body sends JSON (415), but to a signed channel route.
 10. ``check_size``: a declared body over its cap is a 413, before it is read.
 
 Then the body is read: past its cap a 413, not UTF-8 a 422. Every response gets the
@@ -30,8 +30,9 @@ settings once, when it is built.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from functools import partial, update_wrapper
 from typing import Any, Protocol
 from urllib.parse import unquote_to_bytes, urlsplit
 
@@ -50,8 +51,7 @@ MAX_BODY_BYTES = 1024 * 1024
 MAX_HEAD_BYTES = 64 * 1024
 #: The fixed bytes of a request line (``  HTTP/1.1``, CRLF, the blank line's CRLF) and a header's.
 _LINE_EXTRA, _HEADER_LINE_EXTRA = len(b"  HTTP/1.1\r\n\r\n"), len(b": \r\n")
-#: The policy of every HTML page: nothing but this origin's own files; the page's inline
-#: favicon (``data:``) is the one exception.
+#: Every HTML page's policy: this origin's own files only, but for the page's inline favicon (``data:``).
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
@@ -136,6 +136,7 @@ class GuardMiddleware:
         max_body: int = MAX_BODY_BYTES,
         limits: Mapping[tuple[str, str], int] | None = None,
         limiter: RateLimiter | None = None,
+        signed_paths: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
         self.allowed_hosts = settings.allowed_hosts
@@ -154,7 +155,7 @@ class GuardMiddleware:
             self.check_rate,
             self.check_scope,
             check_length,
-            check_media_type,
+            update_wrapper(partial(check_media_type, signed=signed_paths), check_media_type),  # channels: signed
             self.check_size,
         )
 
@@ -324,9 +325,9 @@ def check_length(incoming: Incoming) -> Refusal | None:
     return None
 
 
-def check_media_type(incoming: Incoming) -> Refusal | None:
-    """Check 9: a write with a body sends JSON (415 ``unsupported_media_type``)."""
-    if incoming.method not in _WRITES:
+def check_media_type(incoming: Incoming, signed: Collection[str] = ()) -> Refusal | None:
+    """Check 9: a write with a body sends JSON (415 ``unsupported_media_type``), but to ``signed`` paths."""
+    if incoming.method not in _WRITES or incoming.path in signed:
         return None
     given = incoming.headers.get(b"content-type")
     if given is None:

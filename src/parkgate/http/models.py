@@ -23,6 +23,7 @@ from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunStatus
 from parkgate.core.model import CallbackStatus, Reply
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS
+from parkgate.http.channel_targets import CHANNEL_FIELDS, TelegramTargetIn
 
 #: Largest body ``POST /v1/asks`` accepts: room for a ``skill_output`` of the library's
 #: :data:`~parkgate.checks.MAX_SKILL_OUTPUT_CHARS` (256,000) characters even when a
@@ -120,6 +121,16 @@ class ExpectJSON(_Body):
     max_items: Annotated[int, Field(ge=1)] | None = Field(default=None, description="Most picked (several form).")
 
 
+class SlackTargetIn(_Body):
+    """Where ``POST /v1/asks`` posts the ask on Slack: a channel, and a thread to post in
+    (a new thread, under the ask's own message, when ``thread_ts`` is left out)."""
+
+    channel: Annotated[str, Field(min_length=1, max_length=80)] = Field(description="A channel id, such as C123.")
+    thread_ts: Annotated[str, Field(min_length=1, max_length=40)] | None = Field(
+        default=None, description="The ts of the message whose thread the ask is posted in."
+    )
+
+
 class AskIn(_Body):
     """Park a question: ``prompt`` (+ ``kind``/``options``), or ``skill_output`` with a marker.
 
@@ -149,11 +160,15 @@ class AskIn(_Body):
     key: Id | None = Field(
         default=None, description="An idempotency key: a park with a key this owner parked before returns that ask."
     )
+    slack: SlackTargetIn | None = Field(
+        default=None, description="Post the ask on Slack (when the server serves Slack); its JSON then has slack."
+    )
+    telegram: TelegramTargetIn | None = Field(default=None, description="Post it on Telegram; its JSON has telegram.")
 
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:
         if self.skill_output is not None:
-            fields = ("prompt", "kind", "options", "default", "expect", "context")
+            fields = ("prompt", "kind", "options", "default", "expect", "context", *CHANNEL_FIELDS)
             given = [name for name in fields if getattr(self, name) is not None]
             if given:
                 raise ValueError(f"give either skill_output or prompt/kind/options, not both (also got {given})")
@@ -305,6 +320,10 @@ class AskOut(BaseModel):
     callback: CallbackOut | None = Field(
         default=None, description="Where its callback stands (an ask parked with a callback_url)."
     )
+    slack: dict[str, str] | None = Field(
+        default=None, description="Where it is posted on Slack ({channel, ts}); absent until it is posted."
+    )
+    telegram: dict[str, int] | None = Field(default=None, description="Its Telegram post: {chat_id, message_id}.")
 
 
 class RunOut(BaseModel):

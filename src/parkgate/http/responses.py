@@ -57,11 +57,17 @@ def body_too_large(what: str, limit: int) -> Refusal:
 
 
 async def asks_json(gateway: AsyncGateway, asks: list[Ask], now: datetime | None = None) -> list[dict[str, Any]]:
-    """Asks in their public JSON shape, each with where its callback stands (if it has one);
-    ``now`` adds each one's ``hours_open``."""
+    """Asks in their public JSON shape, each with where its callback stands (if it has one)
+    and where it is posted on a channel (``"slack": {"channel", "ts"}``); ``now`` adds each
+    one's ``hours_open``."""
     with_callback = [ask.id for ask in asks if ask.callback_url]
     states = await gateway.callback_states(with_callback) if with_callback else {}
-    return [ask_to_dict(ask, now, states.get(ask.id, UNSENT) if ask.callback_url else None) for ask in asks]
+    shapes = [ask_to_dict(ask, now, states.get(ask.id, UNSENT) if ask.callback_url else None) for ask in asks]
+    if gateway.sync.channels:  # where the asks are posted: only a server that serves a channel posts any
+        for shape, post in zip(shapes, await gateway.channel_posts([ask.id for ask in asks]), strict=True):
+            if post is not None and post.location is not None:
+                shape[post.channel] = json.loads(post.location)
+    return shapes
 
 
 async def ask_response(gateway: AsyncGateway, ask: Ask) -> Response:

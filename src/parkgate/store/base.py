@@ -10,9 +10,10 @@ writes then check that the row is still so, and a failed check is a
 
 A transaction is several narrow interfaces, each a :class:`~typing.Protocol`: the reads
 and writes of one message (:class:`MessageTransaction`), the reads of the open asks
-(:class:`OpenAskReads`), the outbox (:class:`Outbox`), the follow-ups
-(:class:`FollowUps`) and the deliverers' heartbeats (:class:`Heartbeats`). An engine
-implements them by composition: its transaction holds the pieces, not a chain of bases.
+(:class:`OpenAskReads`), the outbox (:class:`Outbox`), the channel posts and jobs
+(:class:`ChannelTables`), the follow-ups (:class:`FollowUps`) and the deliverers'
+heartbeats (:class:`Heartbeats`). An engine implements them by composition: its
+transaction holds the pieces, not a chain of bases.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from parkgate.errors import StoreClosed as StoreClosed
 from parkgate.errors import StoreConflict as StoreConflict
 from parkgate.errors import StoreError as StoreError
 from parkgate.errors import StoreUnavailable as StoreUnavailable
+from parkgate.store.channel_tables import ChannelTables
 from parkgate.store.tables import AgentStates as AgentStates
 from parkgate.store.tables import AskKeys as AskKeys
 from parkgate.store.writes import Writes
@@ -282,6 +284,11 @@ class Transaction(MessageTransaction, Protocol):
     @property
     def follow_ups(self) -> FollowUps:
         """The follow-ups of closed asks."""
+        ...
+
+    @property
+    def channels(self) -> ChannelTables:
+        """The asks posted to channels and their job queue."""
         ...
 
     @property

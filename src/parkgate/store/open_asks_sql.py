@@ -10,6 +10,7 @@ from typing import Any
 from parkgate.core.model import Ask, CallbackStatus, Run
 from parkgate.store.agent_states_sql import SqlAgentStates
 from parkgate.store.base import AskGauges
+from parkgate.store.channels_sql import SqlChannels
 from parkgate.store.dialect import ASK_COLUMNS, Dialect
 from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
 from parkgate.store.sql import Runner, ask_from_row, read_ask
@@ -156,3 +157,7 @@ class SqlTables:
     @property
     def keys(self: Runner) -> SqlAskKeys:
         return SqlAskKeys(self)
+
+    @property
+    def channels(self: Runner) -> SqlChannels:
+        return SqlChannels(self)

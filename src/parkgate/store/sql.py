@@ -26,7 +26,14 @@ from parkgate.core import expect as expected_form
 from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus, Run, RunStatus, Vote, encode_votes
 from parkgate.store.dialect import MUTABLE_ASK_SET, RUN_COLUMNS, Dialect, Runner, Statement
 from parkgate.store.sql_inserts import _encode_options as _encode_options  # its cache's test reads it here
-from parkgate.store.sql_inserts import ask_insert, callback_insert, follow_up_insert, read_reply, read_run
+from parkgate.store.sql_inserts import (
+    ask_insert,
+    callback_insert,
+    channel_job_inserts,
+    follow_up_insert,
+    read_reply,
+    read_run,
+)
 from parkgate.store.writes import RunChange, StoredReply, Writes
 
 __all__ = [
@@ -220,6 +227,9 @@ def apply_writes(writes: Writes, runner: Runner, save: Callable[[Ask], None], in
         send(*reply_insert(writes.reply, dialect))
     for callback in writes.callbacks:
         send(*callback_insert(callback, dialect))
+    for job in writes.channel_jobs:
+        for statement in channel_job_inserts(job, dialect):
+            send(*statement)
 
 
 # -- the memory of open asks ------------------------------------------------------------------

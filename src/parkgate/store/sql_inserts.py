@@ -11,7 +11,7 @@ from functools import lru_cache
 from parkgate.core import expect as expected_form
 from parkgate.core.model import MENUS_REMEMBERED, Ask, Run, RunStatus, encode_votes
 from parkgate.store.dialect import ASK_COLUMNS, RUN_COLUMNS, Dialect, Runner, Statement
-from parkgate.store.writes import QueuedCallback
+from parkgate.store.writes import QueuedCallback, QueuedChannelJob
 
 _RUN_STATUSES: dict[str, RunStatus] = {member.value: member for member in RunStatus}
 
@@ -66,6 +66,31 @@ def callback_insert(callback: QueuedCallback, dialect: Dialect) -> Statement:
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
         (callback.ask_id, callback.url, callback.payload, queued_at, queued_at, callback.host, callback.owner),
     )
+
+
+def channel_job_inserts(job: QueuedChannelJob, dialect: Dialect) -> list[Statement]:
+    """A channel job's statements: with a target, the ask's post row and the job; without,
+    the job for the channel the ask was posted to (nothing when it was never posted)."""
+    queued_at = dialect.encode_time(job.at)
+    if job.channel is not None and job.target is not None:
+        return [
+            (
+                "INSERT INTO channel_posts (ask_id, channel, target) VALUES (?, ?, ?)",
+                (job.ask_id, job.channel, job.target),
+            ),
+            (
+                "INSERT INTO channel_outbox (ask_id, channel, job, payload, next_attempt_at, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (job.ask_id, job.channel, job.job, job.payload, queued_at, queued_at),
+            ),
+        ]
+    return [
+        (
+            "INSERT INTO channel_outbox (ask_id, channel, job, payload, next_attempt_at, created_at) "
+            "SELECT ask_id, channel, ?, ?, ?, ? FROM channel_posts WHERE ask_id = ?",
+            (job.job, job.payload, queued_at, queued_at, job.ask_id),
+        )
+    ]
 
 
 def follow_up_insert(ask_id: str) -> Statement:

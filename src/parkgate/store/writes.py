@@ -68,9 +68,26 @@ class QueuedCallback(NamedTuple):
     owner: str | None = None
 
 
+class QueuedChannelJob(NamedTuple):
+    """A channel job (:mod:`parkgate.channels`) queued in the same commit as the ask's event.
+
+    With ``channel`` and ``target`` (a park's post job), the ask's ``channel_posts`` row is
+    written too. Without them the job goes to the channel the ask was posted to, and is
+    queued only if it was (an ask never posted to a channel queues nothing).
+    """
+
+    ask_id: str
+    job: str
+    payload: str
+    at: datetime
+    channel: str | None = None
+    target: str | None = None
+
+
 class Writes(NamedTuple):
     """Everything one unit of work writes, applied in this order: the steps of existing
-    asks, whole runs, the new ask, the stored reply, the queued callbacks.
+    asks, whole runs, the new ask, the stored reply, the queued callbacks, the queued
+    channel jobs.
 
     The order matters once: a step that closes a conversation's open ask comes before the
     new ask parked there (a conversation has at most one open ask).
@@ -81,16 +98,17 @@ class Writes(NamedTuple):
     park: NewAsk | None = None
     reply: StoredReply | None = None
     callbacks: tuple[QueuedCallback, ...] = ()
+    channel_jobs: tuple[QueuedChannelJob, ...] = ()
 
     def usual_step(self) -> AskStep | None:
         """The one step of the usual message: an ask's new state, its run's change and the
-        stored reply, and nothing else (no whole run, no new ask, no callback)."""
-        if len(self.steps) != 1 or self.runs or self.park is not None or self.callbacks:
+        stored reply, and nothing else (no whole run, no new ask, no callback, no channel job)."""
+        if len(self.steps) != 1 or self.runs or self.park is not None or self.callbacks or self.channel_jobs:
             return None
         return self.steps[0]
 
     def lone_park(self) -> NewAsk | None:
-        """The new ask when it is all there is to write (nothing closed, no reply, no callback)."""
-        if self.steps or self.runs or self.reply is not None or self.callbacks:
+        """The new ask when it is all there is to write (nothing closed, no reply, no callback, no channel job)."""
+        if self.steps or self.runs or self.reply is not None or self.callbacks or self.channel_jobs:
             return None
         return self.park

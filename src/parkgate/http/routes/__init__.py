@@ -4,6 +4,7 @@
 - :mod:`~parkgate.http.routes.conversations`: ``/v1/conversations/{id}/messages``;
 - :mod:`~parkgate.http.routes.runs`: ``/v1/runs``;
 - :mod:`~parkgate.http.routes.workflows`: ``/v1/workflows``;
+- :mod:`~parkgate.http.routes.channels`: ``/v1/channels/failed``;
 - :mod:`~parkgate.http.routes.operations`: ``/healthz``, ``/metrics``;
 - :mod:`~parkgate.http.routes.console`: the console at ``/`` and Swagger UI at ``/docs``.
 
@@ -16,13 +17,14 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from parkgate.http.routes import asks, console, conversations, operations, runs, workflows
+from parkgate.http.routes import asks, channels, console, conversations, operations, runs, workflows
 
 ROUTERS = (
     asks.router,
     conversations.router,
     runs.router,
     workflows.router,
+    channels.router,
     operations.router,
     console.router,
 )

@@ -11,8 +11,9 @@ from parkgate.ask_options import ParkFields, PromptFields
 from parkgate.async_gateway import AsyncGateway, wait_for_close
 from parkgate.checks import MAX_ID_CHARS, MAX_WAIT_SECONDS
 from parkgate.core.model import Reply
-from parkgate.errors import UnknownAsk
+from parkgate.errors import InputError, UnknownAsk
 from parkgate.fence import check_callback_url
+from parkgate.http.channel_targets import channel_target_of
 from parkgate.http.dependencies import CallerDep, GatewayDep, LongPollsDep, OpenAskCapDep, SettingsDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.models import (
@@ -81,7 +82,12 @@ async def _park(gateway: AsyncGateway, body: AskIn, owner: str | None) -> Reply:
         return await gateway.ask_from_text(body.conversation_id, body.skill_output, owner=owner, **parked)
     assert body.prompt is not None  # AskIn takes a prompt or a skill_output
     fields = options_of(body, PromptFields)
-    return await gateway.ask(body.conversation_id, body.prompt, body.options, body.kind, owner=owner, **fields)
+    post_to = channel_target_of(body)
+    if post_to is not None and post_to.channel not in gateway.sync.channels:
+        raise InputError(f"{post_to.channel} is not served here: the server's settings do not switch it on")
+    return await gateway.ask(
+        body.conversation_id, body.prompt, body.options, body.kind, owner=owner, post_to=post_to, **fields
+    )
 
 
 @router.get("/v1/asks", response_model=AskListOut, responses=documented(*V1_ERRORS))

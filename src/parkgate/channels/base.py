@@ -1,0 +1,133 @@
+"""What a channel implements (:class:`Channel`), and the values it is handed and returns.
+
+A channel is a platform where people answer (Slack, Telegram, ...). It does three
+things, each a job of the durable queue (:mod:`parkgate.channels.jobs`), run by the
+deliverer in a thread of its own, never on a person's reply path:
+
+- :meth:`Channel.post`: post an open ask where :class:`ChannelTarget` says; return where
+  it went (:class:`Posted`: the location kept with the ask, and the thread whose replies
+  and buttons go to the ask);
+- :meth:`Channel.closed`: update the posted ask once it closed (answered, dropped,
+  expired), from the ask's final state;
+- :meth:`Channel.reply`: post a reply's text in the ask's thread (retry, escalated,
+  reshown, voted; ``not_yours`` privately to its sender where the platform allows).
+
+Inbound, a channel turns a platform event into
+:meth:`Gateway.handle_in_channel <parkgate.Gateway.handle_in_channel>` with the
+platform's user as ``sender`` and the event's id as ``message_id``. A method that raises
+is retried with backoff; :class:`ChannelJobFailed` gives the job up at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from parkgate.core.kinds import ReplyKind
+from parkgate.core.model import Ask
+from parkgate.errors import ChannelJobFailed as ChannelJobFailed
+from parkgate.errors import InputError
+
+#: The largest target a park takes, in characters of its JSON.
+MAX_TARGET_CHARS = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelTarget:
+    """Where a park posts its ask: a channel's name and that channel's JSON object.
+
+    Slack's is ``ChannelTarget("slack", {"channel": "C123", "thread_ts": "..."})``
+    (``thread_ts`` optional); over HTTP it is the ask's ``slack`` field.
+    """
+
+    channel: str
+    where: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        """The target as stored with the ask's post."""
+        return json.dumps(dict(self.where), ensure_ascii=False, sort_keys=True)
+
+
+def check_target(value: object) -> ChannelTarget | None:
+    """``value`` as a :class:`ChannelTarget` (a ``(channel, mapping)`` pair is taken too).
+
+    Raises:
+        InputError: It is not a target: a channel name that is not a short id, or a
+            ``where`` that is not a JSON object of at most :data:`MAX_TARGET_CHARS`.
+    """
+    if value is None:
+        return None
+    if isinstance(value, tuple) and len(value) == 2:
+        value = ChannelTarget(value[0], value[1])
+    if not isinstance(value, ChannelTarget):
+        raise InputError(f"post_to must be a ChannelTarget, not {type(value).__name__}")
+    if not isinstance(value.channel, str) or not value.channel.isidentifier() or len(value.channel) > 40:
+        raise InputError("post_to's channel must be a channel's name, such as 'slack'")
+    if not isinstance(value.where, Mapping):
+        raise InputError(f"post_to's where must be a JSON object, not {type(value.where).__name__}")
+    try:
+        encoded = value.to_json()
+    except (TypeError, ValueError) as error:
+        raise InputError(f"post_to's where is not JSON: {error}") from None
+    if len(encoded) > MAX_TARGET_CHARS:
+        raise InputError(f"post_to's where is over {MAX_TARGET_CHARS} characters of JSON")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """Where a channel posted an ask.
+
+    ``location`` is kept with the ask (its JSON shows it under the channel's name, such as
+    Slack's ``{"channel": "C1", "ts": "..."}``) and handed back to :meth:`Channel.closed`
+    and :meth:`Channel.reply`; ``thread_key`` names the platform thread whose replies and
+    buttons go to the ask (``None``: none is routed by thread).
+    """
+
+    location: Mapping[str, Any]
+    thread_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelReply:
+    """A reply to post in an ask's thread: its kind, its text, and who sent the message."""
+
+    kind: ReplyKind
+    text: str
+    #: The sender of the message replied to (a ``not_yours`` line goes to them alone).
+    to: str | None = None
+
+    def to_json(self) -> str:
+        """The reply job's payload."""
+        return json.dumps({"kind": self.kind.value, "text": self.text, "to": self.to}, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, payload: str) -> ChannelReply:
+        """The reply a job's payload holds."""
+        value = json.loads(payload)
+        return cls(ReplyKind(value["kind"]), str(value["text"]), value.get("to"))
+
+
+class Channel(Protocol):
+    """A platform where people answer asks: what the deliverer calls to run its jobs.
+
+    Each method runs in a worker thread, may block on the platform's API (bounded by the
+    channel's own timeout), and raises to be retried later.
+    """
+
+    #: The channel's name: the key of its targets, its jobs and its ask JSON field.
+    name: str
+
+    def post(self, ask: Ask, target: Mapping[str, Any]) -> Posted:
+        """Post open ``ask`` (its prompt, a button per option, Cancel and Show options) at ``target``."""
+        ...
+
+    def closed(self, ask: Ask, location: Mapping[str, Any]) -> None:
+        """Update the message at ``location`` to say how closed ``ask`` ended (buttons removed)."""
+        ...
+
+    def reply(self, ask: Ask, location: Mapping[str, Any], reply: ChannelReply) -> None:
+        """Post ``reply`` in the thread of ``ask``'s message at ``location``."""
+        ...

@@ -1,0 +1,165 @@
+"""The Telegram channel: posts an ask with its inline keyboard, edits it when it closes,
+and posts the replies shown in its chat, through the Bot API.
+
+Each method runs as a job of parkgate's durable channel queue (in the deliverer's worker
+thread), so a Bot API outage delays the message and loses nothing: a failed call raises
+and the job is retried with backoff; a refusal that a retry cannot change (a chat that is
+gone, a bot that was removed) gives the job up at once, kept as failed with its error
+(:mod:`~parkgate.channels.telegram.api` raises each as it should be taken).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from telegram import User
+
+from parkgate.channels.base import ChannelJobFailed, ChannelReply, Posted
+from parkgate.channels.telegram.api import BotApi
+from parkgate.channels.telegram.buttons import ask_keyboard
+from parkgate.channels.telegram.routing import thread_key
+from parkgate.channels.telegram.texts import closed_text, open_text
+from parkgate.channels.telegram.updates import Place, user_name
+from parkgate.core.kinds import ReplyKind
+from parkgate.core.model import Ask
+from parkgate.errors import InputError
+
+#: The channel's name: the key of ``post_to`` targets and of the ask JSON's field.
+NAME = "telegram"
+#: The names of people this process has seen, kept for the close lines (the latest first out).
+NAMES_KEPT = 4096
+
+
+class TelegramChannel:
+    """Parkgate's asks in Telegram chats, through one bot.
+
+    Args:
+        api: The bot's Bot API client.
+        bot_username: The bot's username, for commands addressed ``/cancel@YourBot``;
+            asked of the Bot API (``getMe``) on first need when left out.
+    """
+
+    name = NAME
+
+    def __init__(self, api: BotApi, bot_username: str | None = None) -> None:
+        self.api = api
+        self._username = bot_username.lstrip("@") if bot_username else None
+        self._names: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def bot_username(self) -> str:
+        """The bot's username (asked of the Bot API once, when it was not given)."""
+        if self._username is None:
+            self._username = str(self.api.call("getMe", {})["username"])
+        return self._username
+
+    def saw(self, user_id: str, name: str) -> None:
+        """Remember ``name`` for the person ``user_id`` (from an update's ``from``)."""
+        with self._lock:
+            self._names[user_id] = name
+            self._names.move_to_end(user_id)
+            while len(self._names) > NAMES_KEPT:
+                self._names.popitem(last=False)
+
+    def known_name(self, user_id: str) -> str:
+        """``user_id``'s name as last seen by this process, else the id itself."""
+        with self._lock:
+            return self._names.get(user_id, user_id)
+
+    def post(self, ask: Ask, target: Mapping[str, Any]) -> Posted:
+        """Send the ask's question with a button per option, Cancel and Show options.
+
+        Args:
+            ask: The open ask.
+            target: ``{"chat_id": ..., "message_thread_id": ...?}``.
+
+        Returns:
+            ``{"chat_id", "message_id"}`` (and the topic's ``message_thread_id`` when given),
+            and the message's thread key.
+        """
+        try:
+            where = check_target(target)
+        except InputError as error:  # a target no retry can make usable
+            raise ChannelJobFailed(str(error)) from None
+        place = Place(where["chat_id"], where.get("message_thread_id"))
+        params: dict[str, Any] = {
+            "chat_id": place.chat_id,
+            "text": open_text(ask),
+            "reply_markup": ask_keyboard(ask.id, ask.options),
+        }
+        if place.thread_id is not None:
+            params["message_thread_id"] = place.thread_id
+        message = self.api.call("sendMessage", params)
+        location: dict[str, Any] = {"chat_id": place.chat_id, "message_id": int(message["message_id"])}
+        if place.thread_id is not None:
+            location["message_thread_id"] = place.thread_id
+        return Posted(location, thread_key(place, location["message_id"]))
+
+    def closed(self, ask: Ask, location: Mapping[str, Any]) -> None:
+        """Edit the ask's message to its question and how it ended; the keyboard goes."""
+        chat_id = location["chat_id"]
+        text = closed_text(ask, lambda user_id: self._mention(chat_id, user_id))
+        self.api.call("editMessageText", {"chat_id": chat_id, "message_id": location["message_id"], "text": text})
+
+    def reply(self, ask: Ask, location: Mapping[str, Any], reply: ChannelReply) -> None:
+        """Post ``reply`` as a reply to the ask's message; ``not_yours`` goes privately to
+        its sender where Telegram allows (a person who started a chat with the bot), else there."""
+        if reply.kind is ReplyKind.NOT_YOURS and reply.to is not None and _is_user_id(reply.to):
+            try:
+                self.api.call("sendMessage", {"chat_id": int(reply.to), "text": reply.text})
+                return
+            except ChannelJobFailed:  # they never started a chat with the bot: said in the chat
+                pass
+        params: dict[str, Any] = {
+            "chat_id": location["chat_id"],
+            "text": reply.text,
+            "reply_parameters": {"message_id": location["message_id"], "allow_sending_without_reply": True},
+        }
+        if location.get("message_thread_id") is not None:
+            params["message_thread_id"] = location["message_thread_id"]
+        self.api.call("sendMessage", params)
+
+    def _mention(self, chat_id: int, user_id: str) -> str:
+        """``@username`` (else the first name) of ``user_id``: as seen here, else as the chat says."""
+        name = self.known_name(user_id)
+        if name != user_id or not _is_user_id(user_id):
+            return name
+        try:
+            member = self.api.call("getChatMember", {"chat_id": chat_id, "user_id": int(user_id)})
+        except ChannelJobFailed:  # no longer in the chat: named by their id
+            return user_id
+        user = User.de_json(member.get("user") or {}, None) if isinstance(member, dict) else None
+        if user is None:
+            return user_id
+        name = user_name(user)
+        self.saw(user_id, name)
+        return name
+
+
+def check_target(where: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``telegram`` target checked: ``{"chat_id": int, "message_thread_id": int?}``.
+
+    Raises:
+        InputError: ``chat_id`` is missing or not a whole number, or another key is bad.
+    """
+    unknown = set(where) - {"chat_id", "message_thread_id"}
+    if unknown:
+        raise InputError(f"telegram takes chat_id and message_thread_id, not {', '.join(sorted(unknown))}")
+    checked: dict[str, Any] = {}
+    for key in ("chat_id", "message_thread_id"):
+        value = where.get(key)
+        if value is None and key == "message_thread_id":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"telegram.{key} must be a whole number (a Telegram id)")
+        checked[key] = value
+    return checked
+
+
+def _is_user_id(sender: str) -> bool:
+    """Whether ``sender`` is a Telegram user id (what this channel sends as ``sender``)."""
+    return sender.isascii() and sender.isdigit()

@@ -1,0 +1,139 @@
+"""Telegram updates into the gateway: a button press or a typed message becomes
+:meth:`Gateway.handle_in_channel <parkgate.Gateway.handle_in_channel>`, with the Telegram
+user id as ``sender`` and the update id as ``message_id`` (a redelivered update applies once).
+
+A press is read against the ask its keyboard was posted for, never whatever is open in
+the chat now; a press on a closed ask changes nothing and answers "This question is
+already closed (answered by @alice)." A typed message goes where
+:mod:`~parkgate.channels.telegram.routing` says. What the gateway replies is posted by
+the channel's jobs; a press is answered at once by :meth:`TelegramInbound.handle`'s
+return value, a Bot API call (``answerCallbackQuery``) the webhook sends back as its
+response, and the long poll makes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from parkgate.channels.jobs import POSTED_REPLIES
+from parkgate.channels.lines import already_closed_line
+from parkgate.channels.telegram.buttons import read_press
+from parkgate.channels.telegram.channel import NAME, TelegramChannel
+from parkgate.channels.telegram.commands import addressed_text
+from parkgate.channels.telegram.routing import place_key, thread_key
+from parkgate.channels.telegram.updates import ButtonPress, TypedMessage, read_update
+from parkgate.core.kinds import ReplyKind
+from parkgate.errors import ChannelJobFailed, UnknownAsk
+
+if TYPE_CHECKING:
+    from parkgate.gateway import Gateway
+
+log = logging.getLogger("parkgate.telegram")
+
+#: A Bot API call to make in answer to an update: ``{"method": ..., **params}``.
+Answer = dict[str, Any]
+
+
+class TelegramInbound:
+    """Hands one bot's updates to a gateway.
+
+    Args:
+        gateway: The gateway that holds the asks (with ``channel`` added to it).
+        channel: The Telegram channel the asks were posted through.
+    """
+
+    def __init__(self, gateway: Gateway, channel: TelegramChannel) -> None:
+        self.gateway = gateway
+        self.channel = channel
+
+    def handle(self, payload: Mapping[str, Any]) -> Answer | None:
+        """Act on one update.
+
+        Args:
+            payload: The update's JSON object.
+
+        Returns:
+            The ``answerCallbackQuery`` call a button press is answered with, else ``None``.
+
+        Raises:
+            InputError: The payload is not an update; nothing was read or written.
+        """
+        event = read_update(payload)
+        if isinstance(event, ButtonPress):
+            return self._press(event)
+        if isinstance(event, TypedMessage):
+            self._typed(event)
+        return None
+
+    def handle_polled(self, payload: Mapping[str, Any]) -> None:
+        """:meth:`handle` for an update read by long polling: the press's answer, which a
+        webhook sends back in its response, is called on the Bot API here (a failure is logged).
+
+        Args:
+            payload: The update's JSON object, as ``getUpdates`` gives it.
+
+        Raises:
+            InputError: The payload is not an update; nothing was read or written.
+        """
+        answer = self.handle(payload)
+        if answer is None:
+            return
+        method = answer.pop("method")
+        try:
+            self.channel.api.call(method, answer)
+        except (ConnectionError, ChannelJobFailed) as error:
+            log.warning("%s", error)
+
+    def _press(self, event: ButtonPress) -> Answer:
+        self.channel.saw(event.sender, event.name)
+        answer: Answer = {"method": "answerCallbackQuery", "callback_query_id": event.callback_query_id}
+        press = read_press(event.data)
+        if press is None or not self._on_its_message(press.ask_id, event):
+            return answer
+        try:
+            ask = self.gateway.get(press.ask_id)  # the read that closes it when past its TTL
+        except UnknownAsk:
+            return answer
+        if ask.is_open:
+            reply = self.gateway.handle_in_channel(
+                ask.conversation_id, press.text, str(event.update_id), event.sender, ask_id=ask.id
+            )
+            if reply.kind is not ReplyKind.PASS:
+                if reply.kind is ReplyKind.NOT_YOURS:
+                    return {**answer, "text": reply.text, "show_alert": True}
+                return answer if reply.kind in POSTED_REPLIES else {**answer, "text": reply.text}
+            ask = self.gateway.get(ask.id)  # it closed meanwhile
+        return {**answer, "text": already_closed_line(ask, self.channel.known_name), "show_alert": True}
+
+    def _on_its_message(self, ask_id: str, event: ButtonPress) -> bool:
+        """Whether the press is on the message ``ask_id`` was posted as: data copied onto
+        another message (or another chat) answers nothing."""
+        post = self.gateway.channel_post(ask_id)
+        if post is None or post.channel != NAME or post.location is None or event.place is None:
+            return False
+        where = json.loads(post.location)
+        return bool(where.get("chat_id") == event.place.chat_id and where.get("message_id") == event.message_id)
+
+    def _typed(self, event: TypedMessage) -> None:
+        self.channel.saw(event.sender, event.name)
+        text = addressed_text(event.text, self._username_if_addressed(event.text))
+        if text is None:  # a command for another bot
+            return
+        found = None
+        if event.reply_to_message_id is not None:
+            found = self.gateway.ask_in_thread(NAME, thread_key(event.place, event.reply_to_message_id))
+        if found is None:
+            found = self.gateway.open_ask_under(NAME, place_key(event.place))
+        if found is None:
+            return
+        ask_id, conversation_id = found
+        self.gateway.handle_in_channel(conversation_id, text, str(event.update_id), event.sender, ask_id=ask_id)
+
+    def _username_if_addressed(self, text: str) -> str | None:
+        """The bot's username when ``text`` starts with a command addressed to some bot (only
+        then is it needed, and asked of the Bot API the first time)."""
+        first = text.lstrip().split(maxsplit=1)[0] if text.strip() else ""
+        return self.channel.bot_username if first.startswith("/") and "@" in first else None

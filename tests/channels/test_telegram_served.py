@@ -1,0 +1,183 @@
+"""Telegram through a real ``parkgate serve`` on loopback, against a recording Bot API
+stand-in (``PARKGATE_TELEGRAM_API_URL``), on both stores: an ask posted with its keyboard,
+presses and typed commands through ``POST /telegram/webhook`` (Telegram's JSON, parsed by
+python-telegram-bot), the webhook's secret checked, every close shown by an edit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from live_server import Server
+from telegram_bot_api import BotApiStandIn, Call, bot_api
+from telegram_updates import press, typed
+
+from parkgate.channels.telegram.buttons import CANCEL, SHOW_OPTIONS, button_data
+from polling import until
+
+TOKEN = "secret-token"
+BOT_TOKEN = "123456:TEST-bot-token"
+SECRET = "webhook-secret_1"
+GROUP = -1001
+ALICE, BOB, MALLORY = 11, 22, 33
+Factory = Any
+
+
+@pytest.fixture
+def api() -> Iterator[BotApiStandIn]:
+    with bot_api(BOT_TOKEN) as stand_in:
+        yield stand_in
+
+
+def telegram_server(location: Any, tmp_path: Path, api: BotApiStandIn) -> Server:
+    env = {
+        "PARKGATE_TELEGRAM_BOT_TOKEN": BOT_TOKEN,
+        "PARKGATE_TELEGRAM_WEBHOOK_SECRET": SECRET,
+        "PARKGATE_TELEGRAM_API_URL": api.root,
+    }
+    log = tmp_path / "server.log"
+    return Server(location.url, log, token=TOKEN, schema=location.schema, extra_env=env, via_cli=True)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def server(
+    request: pytest.FixtureRequest, store_url_factory: Factory, tmp_path: Path, api: BotApiStandIn
+) -> Iterator[Server]:
+    running = telegram_server(store_url_factory(request.param), tmp_path, api).start()
+    yield running
+    running.stop()
+
+
+def park(client: httpx.Client, conversation: str, **fields: Any) -> str:
+    body = {"conversation_id": conversation, "prompt": "Deploy to production?", "options": ["Deploy", "Hold"], **fields}
+    answer = client.post("/v1/asks", json=body)
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["ask_id"])
+
+
+def webhook(telegram: httpx.Client, update: dict[str, Any], secret: str | None = SECRET) -> httpx.Response:
+    headers = {"X-Telegram-Bot-Api-Secret-Token": secret} if secret is not None else {}
+    return telegram.post("/telegram/webhook", json=update, headers=headers)
+
+
+def calls(api: BotApiStandIn, method: str, count: int = 1) -> list[Call]:
+    return until(lambda: (found := api.of(method))[count - 1 :] and found, 10, f"{count} {method} call(s)")
+
+
+def posted_at(client: httpx.Client, ask_id: str) -> dict[str, int]:
+    return until(lambda: client.get(f"/v1/asks/{ask_id}").json().get("telegram"), 10, "the post's location")
+
+
+def test_an_ask_is_posted_with_its_keyboard_and_a_responders_press_answers_it(
+    server: Server, api: BotApiStandIn
+) -> None:
+    with server.client() as client, httpx.Client(base_url=server.url, timeout=30) as telegram:
+        ask_id = park(client, "deploy-1", telegram={"chat_id": GROUP}, responders=[str(ALICE)])
+        (sent,) = calls(api, "sendMessage")
+        keyboard = sent.params["reply_markup"]["inline_keyboard"]
+        assert [[button["text"] for button in row] for row in keyboard] == [
+            ["1. Deploy"],
+            ["2. Hold"],
+            ["Cancel", "Show options"],
+        ]
+        where = posted_at(client, ask_id)
+        assert where["chat_id"] == GROUP
+        message_id = where["message_id"]
+
+        # The wrong secret, or none: 401, and nothing changes.
+        update = press(GROUP, message_id, button_data(ask_id, 1), user_id=ALICE, username="alice")
+        assert webhook(telegram, update, secret="not-the-secret").status_code == 401
+        assert webhook(telegram, update, secret=None).status_code == 401
+        assert client.get(f"/v1/asks/{ask_id}").json()["status"] == "open"
+
+        # Someone who is not a responder: nothing changes; the alert is theirs alone.
+        stranger = webhook(telegram, press(GROUP, message_id, button_data(ask_id, 2), user_id=MALLORY))
+        assert stranger.status_code == 200
+        assert stranger.json()["method"] == "answerCallbackQuery" and stranger.json()["show_alert"] is True
+        assert str(ALICE) in stranger.json()["text"]
+        assert client.get(f"/v1/asks/{ask_id}").json()["status"] == "open"
+
+        # The responder's press answers it; Telegram's redelivery of the update applies once.
+        answered = webhook(telegram, update)
+        assert answered.status_code == 200 and answered.json()["text"] == "Selected 1. Deploy"
+        assert webhook(telegram, update).status_code == 200
+        (edit,) = calls(api, "editMessageText")
+        assert edit.params["chat_id"] == GROUP and edit.params["message_id"] == message_id
+        assert edit.params["text"].endswith("Answered: Deploy, by @alice")
+        assert "reply_markup" not in edit.params  # the keyboard is removed
+        ask = client.get(f"/v1/asks/{ask_id}").json()
+        assert (ask["status"], ask["answer"], ask["answered_by"]) == ("answered", "Deploy", str(ALICE))
+
+
+def test_cancel_typed_in_a_group_to_this_bot_drops_the_ask(server: Server, api: BotApiStandIn) -> None:
+    with server.client() as client, httpx.Client(base_url=server.url, timeout=30) as telegram:
+        ask_id = park(client, "deploy-2", telegram={"chat_id": GROUP, "message_thread_id": 5})
+        posted_at(client, ask_id)
+        assert webhook(telegram, typed(GROUP, "/cancel@SomeOtherBot", user_id=BOB, thread_id=5)).status_code == 200
+        assert webhook(telegram, typed(GROUP, "/menu", user_id=BOB, thread_id=5)).status_code == 200
+        reshown = calls(api, "sendMessage", 2)[1]
+        assert reshown.params["message_thread_id"] == 5 and "1. Deploy" in reshown.params["text"]
+        assert client.get(f"/v1/asks/{ask_id}").json()["status"] == "open"
+        cancel = typed(GROUP, "/cancel@YourBot", user_id=BOB, username="bob", thread_id=5)
+        assert webhook(telegram, cancel).status_code == 200
+        (edit,) = calls(api, "editMessageText")
+        assert edit.params["text"].endswith("Dropped by @bob, nothing ran.")
+        assert client.get(f"/v1/asks/{ask_id}").json()["closed_by"] == str(BOB)
+        assert api.of("getMe")  # the bot's username, asked once for the addressed command
+
+
+def test_an_ask_nobody_touches_is_edited_as_expired_by_the_due_read(server: Server, api: BotApiStandIn) -> None:
+    with server.client() as client:
+        ask_id = park(client, "deploy-3", telegram={"chat_id": GROUP}, ttl_seconds=1)
+        calls(api, "sendMessage")
+        started = time.monotonic()
+        (edit,) = calls(api, "editMessageText")
+        waited = time.monotonic() - started
+        assert edit.params["text"].endswith("Expired after 1 s, nothing ran.")
+        assert waited < 4, f"the expiry edit came {waited:.1f} s after the post (TTL 1 s)"
+        assert client.get(f"/v1/asks/{ask_id}").json()["status"] == "expired"
+
+
+def test_malformed_updates_are_400_and_a_chat_with_nothing_parked_is_acknowledged(
+    server: Server, api: BotApiStandIn
+) -> None:
+    with server.client() as client, httpx.Client(base_url=server.url, timeout=30) as telegram:
+        ask_id = park(client, "deploy-4", telegram={"chat_id": GROUP})
+        message_id = posted_at(client, ask_id)["message_id"]
+        headers = {"X-Telegram-Bot-Api-Secret-Token": SECRET, "Content-Type": "application/json"}
+        for body in (b"{not json", b"[]", b'{"update_id": "x"}'):
+            assert telegram.post("/telegram/webhook", content=body, headers=headers).status_code == 400
+        assert webhook(telegram, typed(-42, "1", user_id=ALICE)).status_code == 200
+        closed = webhook(telegram, press(GROUP, message_id, button_data(ask_id, CANCEL), user_id=BOB))
+        assert closed.status_code == 200 and closed.json()["text"] == "Dropped the menu, nothing ran."
+        late = webhook(telegram, press(GROUP, message_id, button_data(ask_id, SHOW_OPTIONS), user_id=ALICE))
+        assert late.json()["text"] == f"This question is already closed (dropped by User {BOB})."
+        assert client.get(f"/v1/asks/{ask_id}").json()["status"] == "cancelled"
+        assert [call.params["chat_id"] for call in api.of("sendMessage")] == [GROUP]
+
+
+def test_telegram_asks_are_refused_where_telegram_is_not_served_and_the_secret_is_required(
+    store_url_factory: Factory, tmp_path: Path, api: BotApiStandIn
+) -> None:
+    location = store_url_factory("sqlite")
+    plain = Server(location.url, tmp_path / "plain.log", token=TOKEN).start()
+    try:
+        with plain.client() as client:
+            body = {"conversation_id": "c", "prompt": "Deploy?", "options": ["Yes"], "telegram": {"chat_id": 1}}
+            refused = client.post("/v1/asks", json=body)
+            assert refused.status_code == 422 and "telegram" in refused.json()["detail"]
+            both = client.post("/v1/asks", json={**body, "slack": {"channel": "C1"}})
+            assert both.status_code == 422 and "one channel" in both.json()["detail"]
+            assert client.post("/telegram/webhook", json={}).status_code == 404
+    finally:
+        plain.stop()
+    unsafe = telegram_server(location, tmp_path, api)
+    unsafe.extra_env["PARKGATE_TELEGRAM_WEBHOOK_SECRET"] = ""
+    with pytest.raises(AssertionError, match="exited"):
+        unsafe.start()
+    assert "PARKGATE_TELEGRAM_WEBHOOK_SECRET" in unsafe.log_tail()
