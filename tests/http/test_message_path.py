@@ -23,7 +23,7 @@ import pytest
 
 import parkgate
 from parkgate import Gateway
-from parkgate import async_gateway as async_gateway_module
+from parkgate import offload as offload_module
 from parkgate.http.app import create_app
 
 PACKAGE = Path(parkgate.__file__).resolve().parent
@@ -49,7 +49,7 @@ class PathRecorder:
 def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[PathRecorder]:
     """A recorder hooked into this thread and every thread started from now on; the
     gateway's worker threads start afresh, so the hook is on them too."""
-    monkeypatch.setattr(async_gateway_module, "_threads", None)
+    monkeypatch.setattr(offload_module, "_threads", None)
     hook = PathRecorder()
     sys.setprofile(hook)
     threading.setprofile(hook)
@@ -58,7 +58,7 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[PathRecorder]:
     finally:
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
-        threads = async_gateway_module._threads
+        threads = offload_module._threads
         if threads is not None:
             threads.shutdown(wait=True)
 
@@ -99,5 +99,5 @@ def test_one_message_crosses_at_most_14_files_and_2_in_the_store(tmp_path: Path,
     # a hook that missed the worker thread would see no store file and fail here.
     layers = {name.split("/")[0] for name in files}
     assert {"http", "gateway", "core", "store"} <= layers, sorted(files)
-    assert len(files) <= MAX_FILES, sorted(files)
+    assert len(files) <= MAX_FILES, "\n".join(sorted(files))
     assert len([name for name in files if name.startswith("store/")]) <= MAX_STORE_FILES, sorted(files)
