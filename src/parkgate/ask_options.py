@@ -10,7 +10,7 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 | --- | --- | --- |
 | :class:`RunFields` | ``run_id``, ``replace``, ``responders``, ``quorum`` | ``Client.start`` |
 | :class:`OwnedRunFields` | ``owner`` | ``Gateway.start`` |
-| :class:`ParkFields` | ``ttl``, ``callback_url`` | ``Client.ask_from_text`` |
+| :class:`ParkFields` | ``ttl``, ``callback_url``, ``remind_after``, ``escalate_*`` | ``Client.ask_from_text`` |
 | :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
 | :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``Client.ask``, ``POST /v1/asks`` |
 | :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up`` | ``Gateway.ask`` |
@@ -33,6 +33,7 @@ from datetime import timedelta
 from typing import Any, TypedDict
 
 from parkgate.checks import (
+    check_before_ttl,
     check_context,
     check_default,
     check_duration,
@@ -40,6 +41,7 @@ from parkgate.checks import (
     check_flag,
     check_optional_id,
     check_quorum,
+    check_remind_after,
     check_responders,
     check_string,
 )
@@ -79,8 +81,14 @@ class ParkFields(RunFields, total=False):
 
     #: The ask's TTL (a timedelta or seconds, positive), instead of the gateway's.
     ttl: timedelta | float | None
-    #: Where the ask's JSON is posted, signed, when it closes (something waits on it).
+    #: Where the ask's events are posted, signed: its reminders, escalation and close.
     callback_url: str | None
+    #: Reminders: seconds from the last touch, or a list of such offsets (each shorter than the TTL).
+    remind_after: timedelta | float | list[timedelta | float] | tuple[timedelta | float, ...] | None
+    #: Seconds from the last touch to the escalation (shorter than the TTL).
+    escalate_after: timedelta | float | None
+    #: The responders the escalation adds (with ``escalate_after`` only).
+    escalate_to: list[str] | tuple[str, ...] | None
 
 
 class OwnedParkFields(ParkFields, OwnedRunFields, total=False):
@@ -143,6 +151,9 @@ class AskOptions:
     follow_up: bool = False
     responders: tuple[str, ...] = ()
     quorum: int = 1
+    remind_after: tuple[float, ...] = ()
+    escalate_after: float | None = None
+    escalate_to: tuple[str, ...] = ()
 
     @classmethod
     def checked(cls, given: Mapping[str, object], fields: type = AskFields, call: str = "ask") -> AskOptions:
@@ -176,6 +187,8 @@ class AskOptions:
         default = given.get("default")
         responders = check_responders(given.get("responders"))
         quorum = check_quorum(given.get("quorum"), responders)
+        remind_after, escalate_after, escalate_to = _schedule(given)
+        scheduled = bool(remind_after) or escalate_after is not None
         return cls(
             run_id=run_id,
             ttl=checked_ttl,
@@ -184,13 +197,27 @@ class AskOptions:
             callback_url=callback_url,
             phase=phase,
             context=context,
-            watched=watched or follow_up or callback_url is not None,
+            watched=watched or follow_up or callback_url is not None or scheduled,
             owner=owner,
             expect=as_expect(given.get("expect")),
             follow_up=follow_up,
             responders=responders,
             quorum=quorum,
+            remind_after=remind_after,
+            escalate_after=escalate_after,
+            escalate_to=escalate_to,
         )
+
+    def check_schedule(self, ttl: timedelta) -> None:
+        """Check that each reminder and the escalation fall due before ``ttl``, the ask's TTL.
+
+        Raises:
+            InputError: One does not; the message names it.
+        """
+        for offset in self.remind_after:
+            check_before_ttl(offset, ttl, "remind_after")
+        if self.escalate_after is not None:
+            check_before_ttl(self.escalate_after, ttl, "escalate_after")
 
     def fitted(self, spec: AskSpec) -> AskOptions:
         """These options for the question ``spec``: a choice's ``default`` as its option's
@@ -205,6 +232,18 @@ class AskOptions:
             raise InputError(f"quorum of {self.quorum} is for choice asks: a text ask takes quorum 1")
         default = check_default(spec, self.default)
         return dataclasses.replace(self, default=default, expect=check_expect(spec, self.expect, default))
+
+
+def _schedule(given: Mapping[str, object]) -> tuple[tuple[float, ...], float | None, tuple[str, ...]]:
+    """``remind_after``, ``escalate_after`` and ``escalate_to``, checked (``escalate_to``
+    only with ``escalate_after``)."""
+    remind_after = check_remind_after(given.get("remind_after"))
+    raw_escalate = given.get("escalate_after")
+    escalate_after = None if raw_escalate is None else check_duration(raw_escalate, "escalate_after").total_seconds()
+    escalate_to = check_responders(given.get("escalate_to"), "escalate_to")
+    if escalate_to and escalate_after is None:
+        raise InputError("escalate_to needs escalate_after: say when the escalation falls due")
+    return remind_after, escalate_after, escalate_to
 
 
 def _callback_url(value: object) -> str | None:

@@ -10,7 +10,6 @@ closes ends its run unless an answer (or a default) lets it go on. The plan beco
 from __future__ import annotations
 
 import dataclasses
-import json
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -18,27 +17,36 @@ from datetime import datetime, timedelta
 from parkgate.ask_options import AskOptions
 from parkgate.clock import Clock
 from parkgate.core import machine, stopping_point
-from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
+from parkgate.core.kinds import AskStatus, EventType, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, Reply, Run, Step
 from parkgate.core.phrases import PHRASES, WORKFLOW_DONE
+from parkgate.core.schedule import Fired
 from parkgate.errors import AskAlreadyOpen, ConversationBusy, InputError, RunClosed, UnknownWorkflow
-from parkgate.fence import receiver_host
 from parkgate.gateway.closing import ClosedAsk
-from parkgate.gateway.shapes import ask_to_dict
+from parkgate.gateway.events import NO_SUBSCRIBER, AskEvents
 from parkgate.store import Transaction
 from parkgate.store.writes import AskStep, NewAsk, QueuedCallback, RunChange, StoredReply, Writes
 from parkgate.workflow import Phase, Workflow
 
 
 class WritePlan:
-    """What one unit of work writes, gathered as the gateway decides, and the asks it closed."""
+    """What one unit of work writes, gathered as the gateway decides, and the asks it closed.
 
-    def __init__(self) -> None:
+    ``events`` turns each event (a park, a close, a reminder, an escalation) into the
+    callbacks it queues, written with it.
+    """
+
+    def __init__(self, events: AskEvents = NO_SUBSCRIBER) -> None:
         self.steps: list[AskStep] = []
         self.runs: list[Run] = []
         self.park: NewAsk | None = None
         self.reply: StoredReply | None = None
         self.closed: list[ClosedAsk] = []
+        #: Reminders and escalations fired and not written yet.
+        self.fired: list[Fired] = []
+        #: How many callbacks the writes so far queued (the outbox changed when any did).
+        self.callbacks_queued = 0
+        self.events = events
         #: How many of ``closed`` were written already (see :meth:`write`).
         self._queued = 0
 
@@ -50,33 +58,32 @@ class WritePlan:
         return closed
 
     def write(self, tx: Transaction, clock: Clock) -> None:
-        """Hand what is planned so far to ``tx`` as one value, with the callbacks of the asks
-        it closes; the plan then starts empty (its closes stay to report)."""
-        callbacks = self._callbacks(clock) if len(self.closed) > self._queued else ()
+        """Hand what is planned so far to ``tx`` as one value, with the callbacks of its
+        events; the plan then starts empty (its closes stay to report)."""
+        callbacks = self._callbacks(clock) if self._has_events() else ()
         self._queued = len(self.closed)
-        if self.steps or self.runs or self.park is not None or self.reply is not None or callbacks:
-            tx.write(Writes(tuple(self.steps), tuple(self.runs), self.park, self.reply, callbacks))
-            self.steps, self.runs, self.park, self.reply = [], [], None, None
+        self.callbacks_queued += len(callbacks)
+        fired = tuple(item.ask for item in self.fired)
+        if self.steps or self.runs or self.park is not None or self.reply is not None or callbacks or fired:
+            tx.write(Writes(tuple(self.steps), tuple(self.runs), self.park, self.reply, callbacks, fired))
+            self.steps, self.runs, self.park, self.reply, self.fired = [], [], None, None, []
+
+    def _has_events(self) -> bool:
+        opened = self.park is not None and self.events.events_url is not None
+        return len(self.closed) > self._queued or bool(self.fired) or opened
 
     def _callbacks(self, clock: Clock) -> tuple[QueuedCallback, ...]:
-        """The callbacks of the asks closed since the last write (those with a callback URL)."""
-        return tuple(
-            QueuedCallback(
-                item.ask.id,
-                item.ask.callback_url,
-                _payload(item.ask),
-                clock.now(),
-                host=receiver_host(item.ask.callback_url),
-                owner=item.ask.owner,
-            )
-            for item in self.closed[self._queued :]
-            if item.ask.callback_url
-        )
-
-
-def _payload(ask: Ask) -> str:
-    """A callback's body: the closed ask's public JSON."""
-    return json.dumps(ask_to_dict(ask), ensure_ascii=False)
+        """The callbacks of the events since the last write: closes, a park, reminders and escalations."""
+        now, queued = clock.now(), self.events.queued
+        callbacks = [row for item in self.closed[self._queued :] for row in queued(EventType.CLOSED, item.ask, now)]
+        if self.park is not None:
+            callbacks += queued(EventType.OPENED, self.park.ask, now)
+        for item in self.fired:
+            if item.reminded:
+                callbacks += queued(EventType.REMINDER, item.ask, now)
+            if item.escalated:
+                callbacks += queued(EventType.ESCALATED, item.ask, now)
+        return tuple(callbacks)
 
 
 def new_run(
@@ -249,7 +256,13 @@ class RunLifeCycle:
         return run
 
     def new_ask(self, run: Run, spec: stopping_point.AskSpec, now: datetime, options: AskOptions) -> Ask:
-        """A new open ask of ``spec`` in ``run``, parked now with ``options`` (checked and fitted)."""
+        """A new open ask of ``spec`` in ``run``, parked now with ``options`` (checked and fitted).
+
+        Raises:
+            InputError: A reminder or the escalation does not fall due before the TTL.
+        """
+        ttl = options.ttl or self.ttl
+        options.check_schedule(ttl)
         return Ask(
             id=new_id(),
             conversation_id=run.conversation_id,
@@ -260,7 +273,7 @@ class RunLifeCycle:
             status=AskStatus.OPEN,
             asked_at=now,
             last_touched=now,
-            ttl_seconds=(options.ttl or self.ttl).total_seconds(),
+            ttl_seconds=ttl.total_seconds(),
             phase=options.phase,
             default=options.default,
             callback_url=options.callback_url,
@@ -270,6 +283,9 @@ class RunLifeCycle:
             expect=options.expect,
             responders=options.responders,
             quorum=options.quorum,
+            remind_after=options.remind_after,
+            escalate_after=options.escalate_after,
+            escalate_to=options.escalate_to,
         )
 
     def park(self, plan: WritePlan, run: Run, ask: Ask, now: datetime, follow_up: bool = False) -> Reply:

@@ -26,7 +26,14 @@ from parkgate.core import expect as expected_form
 from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus, Run, RunStatus, Vote, encode_votes
 from parkgate.store.dialect import MUTABLE_ASK_SET, RUN_COLUMNS, Dialect, Runner, Statement
 from parkgate.store.sql_inserts import _encode_options as _encode_options  # its cache's test reads it here
-from parkgate.store.sql_inserts import ask_insert, callback_insert, follow_up_insert, read_reply, read_run
+from parkgate.store.sql_inserts import (
+    ask_insert,
+    callback_insert,
+    follow_up_insert,
+    read_reply,
+    read_run,
+    schedule_update,
+)
 from parkgate.store.writes import RunChange, StoredReply, Writes
 
 __all__ = [
@@ -112,6 +119,11 @@ def ask_from_row(row: Sequence[Any], decode: Callable[[Any], datetime]) -> Ask:
         votes=_decode_votes(row[24]) if row[24] is not None else (),
         answered_by=row[25],
         closed_by=row[26],
+        remind_after=tuple(json.loads(row[27])) if row[27] is not None else (),
+        escalate_after=row[28],
+        escalate_to=_decode_responders(row[29]) if row[29] is not None else (),
+        reminders_sent=row[30],
+        escalated_at=decode(row[31]) if row[31] is not None else None,
     )
 
 
@@ -220,6 +232,8 @@ def apply_writes(writes: Writes, runner: Runner, save: Callable[[Ask], None], in
         send(*reply_insert(writes.reply, dialect))
     for callback in writes.callbacks:
         send(*callback_insert(callback, dialect))
+    for ask in writes.fired:
+        send(*schedule_update(ask, dialect))
 
 
 # -- the memory of open asks ------------------------------------------------------------------
@@ -327,6 +341,8 @@ class Guesses:
             self.states[step.ask.conversation_id] = step.ask if step.ask.is_open else None
         if writes.park is not None:
             self.states[writes.park.ask.conversation_id] = writes.park.ask
+        for ask in writes.fired:
+            self.states[ask.conversation_id] = ask
 
     def end(self, committed: bool) -> None:
         """Remember what a committed transaction left, or mark a failed one's conversations stale."""
