@@ -49,6 +49,9 @@ EVERY_OPTION: dict[str, Any] = {
     "follow_up": True,
     "responders": ["U_ALICE", "U_BOB"],
     "quorum": 2,
+    "remind_after": [60, 120],
+    "escalate_after": 180,
+    "escalate_to": ["U_CAROL"],
 }
 
 
