@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 import os
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
