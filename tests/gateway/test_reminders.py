@@ -135,3 +135,15 @@ def test_a_schedule_that_cannot_fire_is_refused_parking_nothing(
     with pytest.raises(InputError, match=named):
         gateway.ask("c-1", "Deploy?", ["Deploy", "Hold"], ttl=60, **fields)
     assert gateway.parked("c-1") is None
+
+
+def test_an_escalation_by_another_process_is_seen_by_one_that_parked_the_ask(
+    store_location: StoreLocation, clock: ManualClock, make_gateway: Any
+) -> None:
+    parking, delivering = make_gateway(store_location, clock=clock), make_gateway(store_location, clock=clock)
+    fields: dict[str, Any] = {"responders": ["U_ALICE"], "escalate_after": 1, "escalate_to": ["U_CAROL"]}
+    parking.ask("c-1", "Deploy?", ["Deploy", "Hold"], ttl=60, **fields)
+    assert parking.handle("c-1", "1", sender="U_CAROL").kind is ReplyKind.NOT_YOURS
+    clock.advance(timedelta(seconds=1))
+    assert delivering.read_due() == 1  # the other gateway's deliverer escalates it
+    assert parking.handle("c-1", "1", sender="U_CAROL").kind is ReplyKind.SELECTED

@@ -291,6 +291,11 @@ class RecentOpenAsks:
             return
         with self._lock:
             for conversation_id, state in entries:
+                if isinstance(state, Ask) and state.escalate_after is not None and state.escalated_at is None:
+                    # An escalation may add responders from another process, and no check of
+                    # a remembered ask covers them: such an ask is read for real until it escalates.
+                    self._entries.pop(conversation_id, None)
+                    continue
                 if keep_stale and self._entries.get(conversation_id) is STALE:
                     state = STALE
                 self._entries[conversation_id] = state
