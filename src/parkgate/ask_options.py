@@ -187,7 +187,7 @@ class AskOptions:
         default = given.get("default")
         responders = check_responders(given.get("responders"))
         quorum = check_quorum(given.get("quorum"), responders)
-        remind_after, escalate_after, escalate_to = _schedule(given)
+        remind_after, escalate_after, escalate_to = checked_schedule(given)
         scheduled = bool(remind_after) or escalate_after is not None
         return cls(
             run_id=run_id,
@@ -206,6 +206,16 @@ class AskOptions:
             remind_after=remind_after,
             escalate_after=escalate_after,
             escalate_to=escalate_to,
+        )
+
+    def with_schedule(self, given: Mapping[str, object]) -> AskOptions:
+        """These options with the schedule in ``given`` (a workflow phase's), checked,
+        when it holds one; an ask with a schedule is watched (its due reads fire it)."""
+        remind_after, escalate_after, escalate_to = checked_schedule(given)
+        if not remind_after and escalate_after is None:
+            return self
+        return dataclasses.replace(
+            self, remind_after=remind_after, escalate_after=escalate_after, escalate_to=escalate_to, watched=True
         )
 
     def check_schedule(self, ttl: timedelta) -> None:
@@ -234,9 +244,13 @@ class AskOptions:
         return dataclasses.replace(self, default=default, expect=check_expect(spec, self.expect, default))
 
 
-def _schedule(given: Mapping[str, object]) -> tuple[tuple[float, ...], float | None, tuple[str, ...]]:
-    """``remind_after``, ``escalate_after`` and ``escalate_to``, checked (``escalate_to``
-    only with ``escalate_after``)."""
+def checked_schedule(given: Mapping[str, object]) -> tuple[tuple[float, ...], float | None, tuple[str, ...]]:
+    """``remind_after``, ``escalate_after`` and ``escalate_to`` in ``given``, checked
+    (``escalate_to`` only with ``escalate_after``).
+
+    Raises:
+        InputError: One is not usable; the message names it.
+    """
     remind_after = check_remind_after(given.get("remind_after"))
     raw_escalate = given.get("escalate_after")
     escalate_after = None if raw_escalate is None else check_duration(raw_escalate, "escalate_after").total_seconds()

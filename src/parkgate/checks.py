@@ -246,6 +246,11 @@ def check_workflow(workflow: object) -> Workflow:
     """A :class:`~parkgate.workflow.Workflow`."""
     if not isinstance(workflow, Workflow):
         raise InputError(f"workflow must be a parkgate Workflow, not {type(workflow).__name__}")
+    for phase in workflow.phases:
+        check_remind_after(phase.remind_after)
+        if phase.escalate_after is not None:
+            check_duration(phase.escalate_after, "escalate_after")
+        check_responders(phase.escalate_to, "escalate_to")
     return workflow
 
 

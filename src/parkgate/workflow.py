@@ -53,6 +53,10 @@ class Phase:
         options: The choices of a choice phase; none makes it a text phase.
         then: Picks the next phase by name (or ``None`` to finish) from the answers so
             far; without it the next phase in order follows.
+        remind_after: The phase's reminders: seconds from the last touch, or a list of
+            them (each shorter than the TTL; checked when the workflow is registered).
+        escalate_after: Seconds from the last touch to the phase's escalation.
+        escalate_to: The responders its escalation adds.
 
     Raises:
         StoppingPointError: The prompt or options cannot be parked.
@@ -63,6 +67,9 @@ class Phase:
     options: tuple[str, ...] = ()
     #: Name of the next phase (or ``None`` to finish), chosen from the answers so far.
     then: Callable[[Answers], str | None] | None = None
+    remind_after: float | tuple[float, ...] | None = None
+    escalate_after: float | None = None
+    escalate_to: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         make_spec(self.kind, self.prompt, self.options)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from parkgate import Gateway, InputError, ManualClock, ReplyKind
+from parkgate import Gateway, InputError, ManualClock, Phase, ReplyKind, Workflow
 from parkgate.core.model import AskStatus
 
 HOOK = "http://hooks.test/h"
@@ -147,3 +147,30 @@ def test_an_escalation_by_another_process_is_seen_by_one_that_parked_the_ask(
     clock.advance(timedelta(seconds=1))
     assert delivering.read_due() == 1  # the other gateway's deliverer escalates it
     assert parking.handle("c-1", "1", sender="U_CAROL").kind is ReplyKind.SELECTED
+
+
+def test_a_workflow_phase_carries_its_own_schedule(store: Any, clock: ManualClock) -> None:
+    flow = Workflow(
+        "release",
+        phases=[
+            Phase("approve", "Approve 1.4.2?", ("Approve", "Reject"), escalate_after=2, escalate_to=("U_CAROL",)),
+            Phase("notes", "Release notes?", remind_after=(1, 3)),
+        ],
+        finish=lambda answers: "ok",
+    )
+    gateway = Gateway(store=store, clock=clock, workflows=[flow], ttl=60)
+    started = gateway.start("c-1", "release", responders=["U_ALICE"])
+    clock.advance(timedelta(seconds=2))
+    assert gateway.read_due() == 1
+    assert gateway.get(started.ask_id or "").responders == ("U_ALICE", "U_CAROL")
+    notes = gateway.handle("c-1", "1", sender="U_CAROL").next_ask
+    assert notes is not None and notes.ask_id is not None
+    clock.advance(timedelta(seconds=1))
+    assert gateway.read_due() == 1
+    assert gateway.get(notes.ask_id).reminders_sent == 1
+
+
+def test_a_phase_schedule_that_cannot_be_used_is_refused_when_registered(gateway: Gateway) -> None:
+    flow = Workflow("bad", phases=[Phase("only", "Ok?", ("Yes",), remind_after=(1, 1))], finish=lambda a: "")
+    with pytest.raises(InputError, match="remind_after"):
+        gateway.register(flow)

@@ -296,7 +296,9 @@ class RunLifeCycle:
     def park_phase(self, plan: WritePlan, run: Run, phase: Phase, now: datetime, options: AskOptions) -> Reply:
         """Park workflow ``phase`` in ``run`` with ``options`` (its owner, responders and quorum)."""
         spec = stopping_point.make_spec(phase.kind, phase.prompt_for(run.context), phase.options)
-        fitted = dataclasses.replace(options, phase=phase.name).fitted(spec)
+        schedule = {"remind_after": phase.remind_after, "escalate_after": phase.escalate_after}
+        with_schedule = options.with_schedule({**schedule, "escalate_to": phase.escalate_to})
+        fitted = dataclasses.replace(with_schedule, phase=phase.name).fitted(spec)
         ask = self.new_ask(run, spec, now, fitted)
         return self.park(plan, run, ask, now)
 
