@@ -75,6 +75,8 @@ class Payload:
     default: str | None = None
     #: The payload's other keys, kept with the ask as its context (JSON values).
     context: dict[str, Any] | None = None
+    #: ``remind_after``, ``escalate_after`` and ``escalate_to`` as given (checked on park).
+    schedule: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,14 +149,19 @@ def answer_of(ask: Ask, question_key: QuestionKey) -> Answer | None:
     return Answer(interrupt_id, item, part, ask.id, ask.kind, ask.answer, index)
 
 
+#: The payload keys of an ask's reminders and escalation (as ``Gateway.ask`` names them).
+SCHEDULE_KEYS = ("remind_after", "escalate_after", "escalate_to")
+
+
 def parse_payload(value: object) -> Payload:
     """The ask an ``interrupt(value)`` payload describes.
 
     - a mapping: the text under ``prompt`` or ``question`` (else ``description``), the
       options under ``options`` or ``choices`` (a choice when given, so an empty list is
-      refused), ``kind`` (``"choice"`` / ``"text"``), ``ttl_seconds`` (this ask's TTL)
-      and ``default`` (the answer it takes if it expires); every other key is kept with
-      the ask as context;
+      refused), ``kind`` (``"choice"`` / ``"text"``), ``ttl_seconds`` (this ask's TTL),
+      ``default`` (the answer it takes if it expires) and ``remind_after``,
+      ``escalate_after``, ``escalate_to`` (its reminders and escalation); every other key
+      is kept with the ask as context;
     - a string with a ``[[ask]] ... [[/ask]]`` marker: that stopping point;
     - any other string: a free-text question;
     - an :class:`~parkgate.AskSpec`.
@@ -182,6 +189,7 @@ def _from_mapping(data: Mapping[Any, Any]) -> Payload:
     kind = extras.pop("kind", None)
     ttl = _ttl(extras.pop("ttl_seconds", None))
     default = extras.pop("default", None)
+    schedule = {key: extras.pop(key) for key in SCHEDULE_KEYS if key in extras}
     if prompt is None:
         raise StoppingPointError(f"an interrupt payload needs its text under {' or '.join(PROMPT_KEYS)}")
     if options is not None and kind is None:
@@ -193,7 +201,7 @@ def _from_mapping(data: Mapping[Any, Any]) -> Payload:
         default = check_default(spec, default)
     except InputError as error:
         raise StoppingPointError(f"an interrupt payload's {error}") from None
-    return Payload(spec, ttl, default, payload_context(extras))
+    return Payload(spec, ttl, default, payload_context(extras), schedule or None)
 
 
 def _one_of(data: dict[str, Any], keys: Sequence[str]) -> Any:

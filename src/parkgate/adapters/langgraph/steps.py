@@ -217,6 +217,7 @@ class ThreadSteps:
             phase=node_of(snapshot, question.interrupt_id),
             context={**(payload.context or {}), CONTEXT_KEY: record.to_json()},
             follow_up=True,
+            **(payload.schedule or {}),
         )
         return reply
 
