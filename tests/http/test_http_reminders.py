@@ -136,3 +136,18 @@ def test_two_servers_on_one_schema_send_each_reminder_once(
     wait_until(lambda: location.raw_query(delivered) == [(20,)], 30, "every outbox row marked delivered")
     assert location.raw_query("SELECT count(*) FROM outbox") == [(20,)]  # queued once each
     assert sorted(hit.data["ask_id"] for hit in receiver.got()) == sorted(asks)  # sent once each
+
+
+def test_the_events_subscriber_hears_every_asks_events_from_its_park(
+    database: Any, start_server: Any, receiver: Receiver, conv: str
+) -> None:
+    server = start_server(database, extra_env={**ENV, "PARKGATE_EVENTS_URL": receiver.url})
+    ask_id = park(server, conv, ttl_seconds=60, remind_after=1)  # no callback_url of its own
+    wait_until(lambda: len(arrivals(receiver, ask_id)) == 2, 20, "the park and the reminder")
+    with server.client() as client:
+        assert client.post(messages_path(conv), json={"text": "1"}).json()["kind"] == "selected"
+    wait_until(lambda: len(arrivals(receiver, ask_id)) == 3, 20, "the close")
+    assert [kind for kind, _ in arrivals(receiver, ask_id)] == ["ask.opened", "ask.reminder", "ask.closed"]
+    ids = [hit.headers["webhook-id"] for hit in receiver.got()]
+    assert ids == [f"{ask_id}.opened", f"{ask_id}.reminder.1", f"{ask_id}.closed"]
+    assert all(verify(hit.raw_body, hit.headers, SECRET)["data"]["ask_id"] == ask_id for hit in receiver.got())
