@@ -37,6 +37,7 @@ def test_a_reminder_fires_once_and_changes_nothing_else(
     clock.advance(timedelta(seconds=1))
     assert gateway.read_due() == 1
     assert gateway.read_due() == 0  # once
+    assert b'parkgate_reminders_total{surface="library"} 1.0' in gateway.metrics.exposition()
     ask = gateway.get(ask_id)
     assert ask.is_open and ask.reminders_sent == 1
     assert (ask.last_touched, ask.mismatches) == (T0, 0)  # no touch
@@ -95,6 +96,7 @@ def test_an_escalation_adds_its_responders_and_removes_none(
     assert gateway.read_due() == 1
     ask = gateway.get(ask_id)
     assert ask.responders == ("U_ALICE", "U_CAROL") and ask.escalated_at == clock.now()
+    assert b'parkgate_escalations_total{surface="library"} 1.0' in gateway.metrics.exposition()
     assert ask.last_touched == T0 + timedelta(seconds=0)  # the not_yours changed nothing either
     assert gateway.handle("c-1", "1", sender="U_CAROL").kind is ReplyKind.SELECTED
     assert gateway.get(ask_id).answered_by == "U_CAROL"
