@@ -175,11 +175,13 @@ class LongPoll:
 
 @dataclass(frozen=True)
 class Hit:
-    """One callback the receiver got: when (``perf_counter_ns`` and wall clock) and its payload."""
+    """One callback the receiver got: when (``perf_counter_ns`` and wall clock), its event's
+    ask (``data``) and its type."""
 
     ns: int
     wall: float
     body: dict[str, Any]
+    type: str = "ask.closed"
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -216,7 +218,8 @@ class Receiver:
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
-                owner._record(Hit(arrived, wall, json.loads(body)))
+                event = json.loads(body)
+                owner._record(Hit(arrived, wall, event["data"], event["type"]))
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

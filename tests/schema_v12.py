@@ -7,17 +7,34 @@ from parkgate.store.migrations import iter_migrations
 
 #: The asks' columns version 12 added.
 V12_COLUMNS = ("responders", "quorum", "votes", "answered_by", "closed_by")
-#: What the versions after 12 added, taken out again (their records go with version 12's).
+#: What the versions after 12 added as tables, taken out again (their records go with version 12's).
 AFTER_V12 = ("DROP TABLE agent_states", "DROP TABLE ask_keys")
-#: What version 12 (and every later version) added to both stores' tables, taken out
-#: again, and its record.
+#: The asks' columns version 14 added (reminders and escalation).
+V14_COLUMNS = (
+    "remind_after",
+    "escalate_after",
+    "escalate_to",
+    "reminders_sent",
+    "escalated_at",
+    "event_offset",
+    "event_at",
+)
+#: SQLite: version 14's trigger, dropped before its columns (on PostgreSQL it goes with
+#: its function, in :data:`V12_STEP_BACK_TO_V4`).
+SQLITE_BEFORE_V14 = ("DROP TRIGGER asks_event_moves",)
+#: What version 12 and every later version added to both stores' tables, taken out
+#: again, and their records (version 13's channel tables stay: it is made again as it is).
 BEFORE_V12 = (
     *AFTER_V12,
+    "DROP INDEX asks_event_due",
+    *(f"ALTER TABLE asks DROP COLUMN {column}" for column in V14_COLUMNS),
+    "ALTER TABLE outbox DROP COLUMN event_id",
     *(f"ALTER TABLE asks DROP COLUMN {column}" for column in V12_COLUMNS),
     "DELETE FROM schema_migrations WHERE version >= 12",
 )
 #: PostgreSQL: version 12's parkgate_step dropped, and version 4's made again.
 V12_STEP_BACK_TO_V4 = (
+    "DROP FUNCTION parkgate_event_moves() CASCADE",  # version 14's trigger goes with it
     "DROP FUNCTION parkgate_step(TEXT, TEXT, TEXT, TIMESTAMPTZ, INTEGER, DOUBLE PRECISION, TEXT, TEXT, TEXT, "
     "INTEGER, TIMESTAMPTZ, TIMESTAMPTZ, INTEGER, TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, TIMESTAMPTZ, TEXT, "
     "TIMESTAMPTZ)",

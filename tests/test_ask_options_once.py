@@ -53,6 +53,9 @@ EVERY_OPTION: dict[str, Any] = {
     "quorum": 2,
     "key": "run-1/approve",
     "post_to": ChannelTarget("slack", {"channel": "C123"}),
+    "remind_after": [60, 120],
+    "escalate_after": 180,
+    "escalate_to": ["U_CAROL"],
 }
 
 

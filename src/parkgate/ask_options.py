@@ -10,7 +10,7 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 | --- | --- | --- |
 | :class:`RunFields` | ``run_id``, ``replace``, ``responders``, ``quorum`` | ``Client.start`` |
 | :class:`OwnedRunFields` | ``owner`` | ``Gateway.start`` |
-| :class:`ParkFields` | ``ttl``, ``callback_url``, ``key`` | ``Client.ask_from_text`` |
+| :class:`ParkFields` | ``ttl``, ``callback_url``, ``key``, ``remind_after``, ``escalate_*`` | ``ask_from_text`` |
 | :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
 | :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``Client.ask``, ``POST /v1/asks`` |
 | :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up``, ``post_to`` | ``Gateway.ask`` |
@@ -34,6 +34,7 @@ from typing import Any, TypedDict
 
 from parkgate.channels.base import ChannelTarget, check_target
 from parkgate.checks import (
+    check_before_ttl,
     check_context,
     check_default,
     check_duration,
@@ -41,6 +42,7 @@ from parkgate.checks import (
     check_flag,
     check_optional_id,
     check_quorum,
+    check_remind_after,
     check_responders,
     check_string,
 )
@@ -80,10 +82,16 @@ class ParkFields(RunFields, total=False):
 
     #: The ask's TTL (a timedelta or seconds, positive), instead of the gateway's.
     ttl: timedelta | float | None
-    #: Where the ask's JSON is posted, signed, when it closes (something waits on it).
+    #: Where the ask's events are posted, signed: its reminders, escalation and close.
     callback_url: str | None
     #: An idempotency key: a park with a key the owner parked before returns that ask.
     key: str | None
+    #: Reminders: seconds from the last touch, or a list of such offsets (each shorter than the TTL).
+    remind_after: timedelta | float | list[timedelta | float] | tuple[timedelta | float, ...] | None
+    #: Seconds from the last touch to the escalation (shorter than the TTL).
+    escalate_after: timedelta | float | None
+    #: The responders the escalation adds (with ``escalate_after`` only).
+    escalate_to: list[str] | tuple[str, ...] | None
 
 
 class OwnedParkFields(ParkFields, OwnedRunFields, total=False):
@@ -151,6 +159,9 @@ class AskOptions:
     quorum: int = 1
     key: str | None = None
     post_to: ChannelTarget | None = None
+    remind_after: tuple[float, ...] = ()
+    escalate_after: float | None = None
+    escalate_to: tuple[str, ...] = ()
 
     @classmethod
     def checked(cls, given: Mapping[str, object], fields: type = AskFields, call: str = "ask") -> AskOptions:
@@ -186,6 +197,8 @@ class AskOptions:
         quorum = check_quorum(given.get("quorum"), responders)
         key = check_optional_id(given.get("key"), "key")
         post_to = check_target(given.get("post_to"))
+        remind_after, escalate_after, escalate_to = checked_schedule(given)
+        scheduled = bool(remind_after) or escalate_after is not None
         return cls(
             run_id=run_id,
             ttl=checked_ttl,
@@ -194,7 +207,7 @@ class AskOptions:
             callback_url=callback_url,
             phase=phase,
             context=context,
-            watched=watched or follow_up or callback_url is not None or post_to is not None,
+            watched=watched or follow_up or callback_url is not None or post_to is not None or scheduled,
             owner=owner,
             expect=as_expect(given.get("expect")),
             follow_up=follow_up,
@@ -202,7 +215,31 @@ class AskOptions:
             quorum=quorum,
             key=key,
             post_to=post_to,
+            remind_after=remind_after,
+            escalate_after=escalate_after,
+            escalate_to=escalate_to,
         )
+
+    def with_schedule(self, given: Mapping[str, object]) -> AskOptions:
+        """These options with the schedule in ``given`` (a workflow phase's), checked,
+        when it holds one; an ask with a schedule is watched (its due reads fire it)."""
+        remind_after, escalate_after, escalate_to = checked_schedule(given)
+        if not remind_after and escalate_after is None:
+            return self
+        return dataclasses.replace(
+            self, remind_after=remind_after, escalate_after=escalate_after, escalate_to=escalate_to, watched=True
+        )
+
+    def check_schedule(self, ttl: timedelta) -> None:
+        """Check that each reminder and the escalation fall due before ``ttl``, the ask's TTL.
+
+        Raises:
+            InputError: One does not; the message names it.
+        """
+        for offset in self.remind_after:
+            check_before_ttl(offset, ttl, "remind_after")
+        if self.escalate_after is not None:
+            check_before_ttl(self.escalate_after, ttl, "escalate_after")
 
     def fitted(self, spec: AskSpec) -> AskOptions:
         """These options for the question ``spec``: a choice's ``default`` as its option's
@@ -223,6 +260,22 @@ class AskOptions:
             raise InputError(f"quorum of {who.quorum} is for choice asks: a text ask takes quorum 1")
         default = check_default(spec, who.default)
         return dataclasses.replace(who, default=default, expect=check_expect(spec, who.expect, default))
+
+
+def checked_schedule(given: Mapping[str, object]) -> tuple[tuple[float, ...], float | None, tuple[str, ...]]:
+    """``remind_after``, ``escalate_after`` and ``escalate_to`` in ``given``, checked
+    (``escalate_to`` only with ``escalate_after``).
+
+    Raises:
+        InputError: One is not usable; the message names it.
+    """
+    remind_after = check_remind_after(given.get("remind_after"))
+    raw_escalate = given.get("escalate_after")
+    escalate_after = None if raw_escalate is None else check_duration(raw_escalate, "escalate_after").total_seconds()
+    escalate_to = check_responders(given.get("escalate_to"), "escalate_to")
+    if escalate_to and escalate_after is None:
+        raise InputError("escalate_to needs escalate_after: say when the escalation falls due")
+    return remind_after, escalate_after, escalate_to
 
 
 def _callback_url(value: object) -> str | None:

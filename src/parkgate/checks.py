@@ -25,6 +25,8 @@ MAX_SKILL_OUTPUT_CHARS = 256_000
 MAX_ID_CHARS = 200
 #: The most responders one ask may name.
 MAX_RESPONDERS = 100
+#: The most reminders one ask may have.
+MAX_REMINDERS = 10
 #: The longest an HTTP long-poll (``GET /v1/asks/{id}?wait=S``) holds one request, in
 #: seconds: the server's cap, and the most :class:`parkgate.client.Client` asks for at a time.
 MAX_WAIT_SECONDS = 60.0
@@ -90,22 +92,48 @@ def check_sender(value: object, what: str = "sender") -> str | None:
     return None if value is None else check_id(value, what)
 
 
-def check_responders(value: object) -> tuple[str, ...]:
-    """An ask's responders: ``None`` (anyone answers, returned as ``()``), or a non-empty
-    list of distinct senders, each as :func:`check_sender` takes it."""
+def check_responders(value: object, what: str = "responders") -> tuple[str, ...]:
+    """An ask's responders (or ``what``, such as ``escalate_to``): ``None`` (returned as
+    ``()``: anyone answers), or a non-empty list of distinct senders, each as
+    :func:`check_sender` takes it."""
     if value is None:
         return ()
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        raise InputError(f"responders must be a list of senders, not {type(value).__name__}")
+        raise InputError(f"{what} must be a list of senders, not {type(value).__name__}")
     if not value:
-        raise InputError("responders is empty: leave it out for an ask anyone may answer")
+        raise InputError(f"{what} is empty: leave it out for an ask anyone may answer")
     if len(value) > MAX_RESPONDERS:
-        raise InputError(f"responders names {len(value)} senders; the limit is {MAX_RESPONDERS}")
-    names = tuple(check_id(item, f"responders item {position}") for position, item in enumerate(value, start=1))
+        raise InputError(f"{what} names {len(value)} senders; the limit is {MAX_RESPONDERS}")
+    names = tuple(check_id(item, f"{what} item {position}") for position, item in enumerate(value, start=1))
     if len(set(names)) != len(names):
         duplicate = next(name for name in names if names.count(name) > 1)
-        raise InputError(f"responders names {duplicate!r} twice")
+        raise InputError(f"{what} names {duplicate!r} twice")
     return names
+
+
+def check_remind_after(value: object) -> tuple[float, ...]:
+    """Reminders' offsets: ``None`` (none, returned as ``()``), seconds, or a non-empty list
+    of at most :data:`MAX_REMINDERS` distinct positive numbers of seconds (returned ascending)."""
+    if value is None:
+        return ()
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not items:
+        raise InputError("remind_after is empty: leave it out for no reminder")
+    if len(items) > MAX_REMINDERS:
+        raise InputError(f"remind_after lists {len(items)} reminders; the limit is {MAX_REMINDERS}")
+    offsets = sorted(check_duration(item, "remind_after").total_seconds() for item in items)
+    if len(set(offsets)) != len(offsets):
+        raise InputError("remind_after lists one offset twice")
+    return tuple(offsets)
+
+
+def check_before_ttl(offset: float, ttl: timedelta, what: str) -> None:
+    """A reminder's or an escalation's offset falls due before the ask's TTL."""
+    if offset >= ttl.total_seconds():
+        raise InputError(
+            f"{what} of {offset:g} s is not shorter than the ask's TTL of {ttl.total_seconds():g} s: "
+            "it would never fire"
+        )
 
 
 def check_quorum(value: object, responders: tuple[str, ...]) -> int:
@@ -221,6 +249,10 @@ def check_workflow(workflow: object) -> Workflow:
     for phase in workflow.phases:  # a phase's responders are senders like any others
         if phase.responders:
             check_responders(list(phase.responders))
+        check_remind_after(phase.remind_after)
+        if phase.escalate_after is not None:
+            check_duration(phase.escalate_after, "escalate_after")
+        check_responders(phase.escalate_to, "escalate_to")
     return workflow
 
 

@@ -113,6 +113,15 @@ class Metrics:
             registry=self.registry,
         )
         self._retries = self.retries.labels(surface)
+        self.reminders = Counter(
+            "parkgate_reminders", "Reminders fired by due reads.", ["surface"], registry=self.registry
+        )
+        self.escalations = Counter(
+            "parkgate_escalations",
+            "Escalations fired by due reads (their responders added).",
+            ["surface"],
+            registry=self.registry,
+        )
         self._open_asks = _AskGauges()
         self.registry.register(self._open_asks)
         self._reply_children: dict[ReplyKind, Any] = {}
@@ -167,6 +176,13 @@ class Metrics:
     def retry(self) -> None:
         """Count one transaction run again after a conflict."""
         self._retries.inc()
+
+    def fired(self, reminders: int, escalations: int) -> None:
+        """Count reminders and escalations fired (``parkgate_reminders_total``, ``parkgate_escalations_total``)."""
+        if reminders:
+            self.reminders.labels(self.surface).inc(reminders)
+        if escalations:
+            self.escalations.labels(self.surface).inc(escalations)
 
     def close(self, outcome: str, seconds_open: float | None = None) -> None:
         """Count one ask closed with ``outcome``, and how long it was open when known."""

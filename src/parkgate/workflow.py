@@ -64,6 +64,10 @@ class Phase:
             another phase names responders.
         quorum: How many of this phase's responders must agree on one option (1 by
             default; above 1 only for a choice phase, and only with ``responders``).
+        remind_after: The phase's reminders: seconds from the last touch, or a list of
+            them (each shorter than the TTL; checked when the workflow is registered).
+        escalate_after: Seconds from the last touch to the phase's escalation.
+        escalate_to: The responders its escalation adds.
 
     Raises:
         StoppingPointError: The prompt, options, responders or quorum cannot be parked.
@@ -76,6 +80,9 @@ class Phase:
     then: Callable[[Answers], str | None] | None = None
     responders: tuple[str, ...] = ()
     quorum: int = 1
+    remind_after: float | tuple[float, ...] | None = None
+    escalate_after: float | None = None
+    escalate_to: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         quorum = None if not self.responders and self.quorum == 1 else self.quorum  # the default: not named

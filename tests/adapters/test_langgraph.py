@@ -296,6 +296,28 @@ def test_a_payload_ttl_and_default_resume_the_thread_with_the_default_when_it_ex
     assert run_of(gateway, "thread-1") == ("complete", "done")
 
 
+def test_a_payload_schedule_reminds_and_escalates_the_threads_ask(
+    gateway: Gateway, saver: SqliteSaver, clock: ManualClock
+) -> None:
+    payload = {
+        "question": "Deploy api?",
+        "choices": ["Deploy", "Hold"],
+        "ttl_seconds": 60,
+        "remind_after": [10, 20],
+        "escalate_after": 30,
+        "escalate_to": ["U_CAROL"],
+    }
+    graph = deploy_graph(saver, payload, [])
+    first = ParkgateInterrupts(gateway).start(graph, {"service": "api"}, CONFIG, "chat-1")
+    ask = gateway.get(first.reply.ask_id or "")
+    assert (ask.remind_after, ask.escalate_after, ask.escalate_to) == ((10.0, 20.0), 30.0, ("U_CAROL",))
+    assert "remind_after" not in (ask_to_dict(ask)["context"] or {})  # a field, not context
+    clock.advance(timedelta(seconds=30))
+    assert gateway.read_due() == 1
+    fired = gateway.get(ask.id)
+    assert (fired.reminders_sent, fired.escalated_at is not None, fired.is_open) == (2, True, True)
+
+
 def test_payloads_people_write_are_parked_with_their_extra_keys_as_context(
     gateway: Gateway, saver: SqliteSaver
 ) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_server import Server, messages_path
+from live_server import Server, messages_path, wait_until
 from playwright.sync_api import expect
 
 from parkgate.core.kinds import ReplyKind
@@ -259,3 +259,20 @@ def test_a_wrong_token_is_told_apart_from_a_missing_one(page: Any, console_serve
     page.fill("#token", "not-the-token")
     page.click("#token-save")
     expect(page.locator("#status")).to_contain_text("does not know this token")
+
+
+def test_an_ask_with_reminders_shows_how_many_went_and_when_the_next_is_due(
+    page: Any, console_server: Server, console_token: str
+) -> None:
+    with console_server.client() as http:
+        body = {"conversation_id": "ops-remind", "prompt": "Deploy 1.4.2?", "ttl_seconds": 600}
+        parked = http.post("/v1/asks", json={**body, "remind_after": [1, 500]}).json()
+
+        def reminded() -> bool:
+            return bool(http.get(f"/v1/asks/{parked['ask_id']}").json()["reminders_sent"] == 1)
+
+        wait_until(reminded, 20, "the first reminder")
+    open_console(page, console_server, console_token)
+    row = page.locator(f'tr[data-ask-id="{parked["ask_id"]}"]')
+    expect(row.locator(".schedule")).to_contain_text("1 of 2 reminders sent")
+    expect(row.locator(".schedule")).to_contain_text("next due")

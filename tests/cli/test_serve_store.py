@@ -387,3 +387,15 @@ def test_asks_on_an_unreachable_postgresql_is_one_error_line(clean_env: pytest.M
     clean_env.setenv(ENV_PG_TIMEOUT, "soon")
     bad = CliRunner().invoke(main, ["asks", "--db", "postgresql://postgres@127.0.0.1:1/test"])
     assert bad.exit_code == 1 and ENV_PG_TIMEOUT in bad.output and "seconds" in bad.output
+
+
+@pytest.mark.parametrize("command", ["serve", "deliver"])
+def test_a_webhook_secret_that_cannot_sign_stops_the_start_saying_how_to_make_one(
+    tmp_path: Any, workers: list[dict[str, Any]], command: str
+) -> None:
+    db = tmp_path / "s.db"
+    result = CliRunner().invoke(main, [command, "--db", f"sqlite:///{db}"], env={"PARKGATE_WEBHOOK_SECRET": "hunter2"})
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "PARKGATE_WEBHOOK_SECRET must start with whsec_" in result.output
+    assert "base64.b64encode(os.urandom(32))" in result.output  # how to make one
+    assert workers == [] and not db.exists()  # nothing started, nothing made

@@ -181,7 +181,7 @@ def test_a_failed_callback_is_listed_and_rearmed(served: Server, connect: Any, c
     assert rearmed.callback.attempts == 0
     wait_until(lambda: client.get(asked.ask_id).callback.status is CallbackStatus.DELIVERED, 30, "the redelivery")
     assert asked.ask_id not in [ask.ask_id for ask in client.failed_callbacks()]
-    assert [got.body["ask_id"] for got in receiver.got()] == [asked.ask_id, asked.ask_id]
+    assert [got.data["ask_id"] for got in receiver.got()] == [asked.ask_id, asked.ask_id]
 
 
 def test_a_base_url_with_a_trailing_slash_or_v1_is_the_same_server(served: Server, connect: Any, conv: str) -> None:

@@ -94,7 +94,7 @@ class Hook:
         return httpx.AsyncClient(transport=httpx.MockTransport(self))
 
     def statuses(self) -> list[str]:
-        return [json.loads(request.content)["status"] for request in self.requests]
+        return [json.loads(request.content)["data"]["status"] for request in self.requests]
 
 
 async def until(condition: Callable[[], object], what: str) -> None:

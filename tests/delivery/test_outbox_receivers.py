@@ -22,6 +22,7 @@ from standardwebhooks import Webhook
 from parkgate import Gateway, ManualClock
 from parkgate.core.model import CallbackStatus
 from parkgate.delivery.outbox import OutboxDeliverer
+from parkgate.delivery.signing import Signer, parse_secrets
 from parkgate.errors import CallbackNotFailed, UnknownAsk
 from parkgate.fence import parse_allow_list
 from parkgate.webhooks import WebhookVerificationError, verify
@@ -100,14 +101,61 @@ async def test_a_signed_callback_verifies_and_a_forged_one_does_not(gateway: Gat
         assert await worker.deliver_due() == 1
     ((head, body),) = wire.requests
     headers = headers_of(head)
-    assert headers["webhook-id"] == ask_id and headers["webhook-signature"].startswith("v1,")
-    assert verify(body, headers, SECRET)["status"] == "answered"
-    forged = json.dumps({**json.loads(body), "answer": "Hold"}).encode()
+    assert headers["webhook-id"] == f"{ask_id}.closed" and headers["webhook-signature"].startswith("v1,")
+    event = verify(body, headers, SECRET)
+    assert (event["type"], event["data"]["ask_id"], event["data"]["status"]) == ("ask.closed", ask_id, "answered")
+    forged = json.dumps({**json.loads(body), "type": "ask.reminder"}).encode()
     with pytest.raises(WebhookVerificationError):
         verify(forged, headers, SECRET)
     other = "whsec_" + base64.b64encode(b"another secret, thirty-two bytes").decode()
     with pytest.raises(WebhookVerificationError):
         verify(body, headers, other)
+
+
+async def test_a_rotated_pair_of_secrets_signs_with_both_and_verifies_with_either(gateway: Gateway) -> None:
+    old = "whsec_" + base64.b64encode(b"the secret being rotated out now").decode()
+    async with receiver(ok) as (url, wire):
+        close_with_callback(gateway, "rotated", url)
+        worker = deliverer(gateway, signer=Signer([SECRET, old]))
+        assert await worker.deliver_due() == 1
+    ((head, body),) = wire.requests
+    headers = headers_of(head)
+    assert len(headers["webhook-signature"].split(" ")) == 2
+    assert verify(body, headers, SECRET)["type"] == "ask.closed"
+    assert verify(body, headers, old)["type"] == "ask.closed"
+    assert Webhook(old).verify(body, headers)["type"] == "ask.closed"  # any Standard Webhooks library
+    assert verify(body, headers, ["whsec_" + base64.b64encode(b"x" * 32).decode(), old])["type"] == "ask.closed"
+
+
+@pytest.mark.parametrize(
+    ("secret", "says"),
+    [
+        ("hunter2", "must start with whsec_"),
+        ("whsec_not base64!", "not whsec_ followed by base64"),
+        ("whsec_" + base64.b64encode(b"too short").decode(), "needs at least 24"),
+    ],
+)
+def test_a_secret_that_cannot_sign_is_refused_saying_how_to_make_one(secret: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says) as refused:
+        parse_secrets(f"{SECRET} {secret}")
+    assert "os.urandom(32)" in str(refused.value)
+
+
+async def test_a_410_gone_stops_the_retries_and_fails_the_callback_with_the_reason(gateway: Gateway) -> None:
+    async def gone(wire: Wire, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 410 Gone\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+
+    async with receiver(gone) as (url, wire):
+        ask_id = close_with_callback(gateway, "gone", url)
+        worker = deliverer(gateway)
+        assert await worker.deliver_due() == 0
+        assert await worker.deliver_due() == 0  # no retry
+    assert len(wire.requests) == 1
+    state = gateway.callback_states([ask_id])[ask_id]
+    assert state.status is CallbackStatus.FAILED and state.attempts == 1
+    assert state.last_error is not None and "410 Gone" in state.last_error
+    assert gateway.store.next_callback_at() is None
 
 
 async def test_a_gzip_bomb_is_not_inflated_and_a_huge_body_is_not_read(gateway: Gateway) -> None:

@@ -24,7 +24,7 @@ StoreLocation = MakeGateway = Any
 
 def outbox_rows(location: StoreLocation) -> list[tuple[str, str]]:
     rows = location.raw_query("SELECT ask_id, payload FROM outbox ORDER BY id")
-    return [(row[0], json.loads(row[1])["status"]) for row in rows]
+    return [(row[0], json.loads(row[1])["data"]["status"]) for row in rows]
 
 
 def test_a_due_read_closes_a_waited_on_ask_exactly_as_a_read_would(

@@ -110,7 +110,7 @@ def test_a_quorum_close_is_one_close(gateway: Gateway, store_location: StoreLoca
     assert gateway.handle("c-once", "1", sender="U_C").kind is ReplyKind.PASS  # closed: nothing parked
     rows = store_location.raw_query("SELECT ask_id, payload FROM outbox")
     assert [row[0] for row in rows] == [ask_id]
-    payload = json.loads(rows[0][1])
+    payload = json.loads(rows[0][1])["data"]
     assert (payload["status"], payload["answered_by"], payload["quorum"]) == ("answered", "U_B", 2)
     assert [vote["sender"] for vote in payload["votes"]] == ["U_A", "U_B"]
 

@@ -144,7 +144,7 @@ def test_the_who_fields_are_in_the_asks_json_and_its_callback(gateway: Gateway, 
         ("U_ALICE", 2, "Hold")
     ]
     rows = store_location.raw_query("SELECT payload FROM outbox")
-    payload = json.loads(rows[0][0])
+    payload = json.loads(rows[0][0])["data"]
     assert {key: payload[key] for key in ("responders", "quorum", "votes", "answered_by", "closed_by")} == {
         key: shown[key] for key in ("responders", "quorum", "votes", "answered_by", "closed_by")
     }

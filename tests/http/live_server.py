@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -170,6 +171,19 @@ class Received:
     body: dict[str, Any]
     #: The body's bytes exactly as received (what a signature covers).
     raw_body: bytes = b""
+    #: When it arrived (``time.time()``).
+    at: float = 0.0
+
+    @property
+    def type(self) -> str:
+        """The event's type (``ask.closed``, ``ask.reminder``, ...)."""
+        return str(self.body["type"])
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The event's ask (its JSON object)."""
+        data: dict[str, Any] = self.body["data"]
+        return data
 
 
 class Receiver:
@@ -195,7 +209,13 @@ class Receiver:
                 raw = self.rfile.read(length)
                 with owner._lock:
                     owner.received.append(
-                        Received(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw), raw)
+                        Received(
+                            self.path,
+                            {k.lower(): v for k, v in self.headers.items()},
+                            json.loads(raw),
+                            raw,
+                            time.time(),
+                        )
                     )
                 self.send_response(owner.status)
                 self.send_header("Content-Length", "0")

@@ -33,7 +33,7 @@ def receivers_on_loopback_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def statuses(receiver: Receiver) -> dict[str, str]:
-    return {hit.body["conversation_id"]: hit.body["status"] for hit in receiver.got()}
+    return {hit.data["conversation_id"]: hit.data["status"] for hit in receiver.got()}
 
 
 def park_two(gateway: Gateway, receiver: Receiver) -> None:

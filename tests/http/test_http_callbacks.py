@@ -84,21 +84,21 @@ def test_a_callback_is_delivered_after_a_restart(sqlite_database: Any, start_ser
     try:
         second = start_server(sqlite_database, extra_env=LOOPBACK_RECEIVERS)
         got = wait_until(lambda: len(receiver.got()) >= 2 and receiver.got(), 60, "the callbacks to arrive")
-        by_ask = {item.body["ask_id"]: item for item in got}
+        by_ask = {item.data["ask_id"]: item for item in got}
         assert set(by_ask) == {answered["ask_id"], cancelled["ask_id"]}  # an open ask has no callback
         done = by_ask[answered["ask_id"]]
-        assert (done.body["status"], done.body["answer"], done.body["option_index"]) == ("answered", "Yes", 1)
-        assert done.headers["idempotency-key"] == answered["ask_id"]
+        assert (done.data["status"], done.data["answer"], done.data["option_index"]) == ("answered", "Yes", 1)
+        assert done.type == "ask.closed" and done.headers["idempotency-key"] == f"{answered['ask_id']}.closed"
         assert done.headers["content-type"] == "application/json"
-        assert by_ask[cancelled["ask_id"]].body["status"] == "cancelled"
-        assert by_ask[cancelled["ask_id"]].headers["idempotency-key"] == cancelled["ask_id"]
+        assert by_ask[cancelled["ask_id"]].data["status"] == "cancelled"
+        assert by_ask[cancelled["ask_id"]].headers["idempotency-key"] == f"{cancelled['ask_id']}.closed"
         wait_until(lambda: all(r[2] is not None for r in outbox(sqlite_database.path)), 20, "rows marked delivered")
 
         # The operator's cancel of the third ask is delivered by the running server too.
         with second.client() as http:
             assert http.post(f"/v1/asks/{still_open['ask_id']}/cancel").json()["status"] == "cancelled"
         wait_until(
-            lambda: any(item.body["ask_id"] == still_open["ask_id"] for item in receiver.got()),
+            lambda: any(item.data["ask_id"] == still_open["ask_id"] for item in receiver.got()),
             30,
             "the operator cancel's callback",
         )
@@ -120,7 +120,7 @@ def test_a_receiver_that_fails_gets_the_same_callback_again(sqlite_database: Any
         receiver.status = 200
         wait_until(lambda: len(receiver.got()) >= 2, 30, "a retry after the 503")
         attempts = receiver.got()
-        assert {item.headers["idempotency-key"] for item in attempts} == {ask["ask_id"]}
+        assert {item.headers["idempotency-key"] for item in attempts} == {f"{ask['ask_id']}.closed"}
         assert attempts[0].body == attempts[1].body
         wait_until(lambda: outbox(sqlite_database.path)[0][2] is not None, 20, "the row marked delivered")
         # A delivered row is due to no deliverer, however late: a day on, a pass sends nothing.

@@ -43,7 +43,7 @@ def park(server: Server, conv: str, receiver: Receiver, ttl: float = TTL) -> tup
 
 
 def callbacks_for(receiver: Receiver, ask_id: str) -> list[dict[str, Any]]:
-    return [hit.body for hit in receiver.got() if hit.body["ask_id"] == ask_id]
+    return [hit.data for hit in receiver.got() if hit.data["ask_id"] == ask_id]
 
 
 def expiry_lines(*servers: Server) -> list[dict[str, Any]]:
@@ -113,7 +113,7 @@ def test_two_servers_on_one_schema_expire_each_ask_once_and_send_one_callback_ea
     wait_until(lambda: all(callbacks_for(receiver, ask_id) for ask_id in asks), 30, "every expiry callback")
     # Every row is marked delivered: no deliverer sends a delivered row again (test_http_callbacks.py).
     wait_until(lambda: _delivered(location) == sorted(asks), 30, "every outbox row marked delivered")
-    assert sorted(hit.body["ask_id"] for hit in receiver.got()) == sorted(asks)  # one callback per ask
+    assert sorted(hit.data["ask_id"] for hit in receiver.got()) == sorted(asks)  # one callback per ask
     assert sorted(line["ask_id"] for line in expiry_lines(first, second)) == sorted(asks)  # expired once
 
 

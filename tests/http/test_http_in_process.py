@@ -116,8 +116,10 @@ async def test_an_expiry_callback_is_sent_with_its_idempotency_key(
     await http.get("/v1/asks?status=open")  # the read that expires it
     assert await deliverer.deliver_due() == 1
     (sent,) = hook.requests
-    assert sent.headers["idempotency-key"] == ask_id and str(sent.url) == "http://hooks.test/x"
-    body = json.loads(sent.content)
+    assert sent.headers["idempotency-key"] == f"{ask_id}.closed" and str(sent.url) == "http://hooks.test/x"
+    event = json.loads(sent.content)
+    assert event["type"] == "ask.closed"
+    body = event["data"]
     assert (body["ask_id"], body["status"], body["outcome"]) == (ask_id, "expired", "expired")
     assert await deliverer.deliver_due() == 0  # delivered once, not again
 
@@ -147,7 +149,7 @@ async def test_a_failed_callback_backs_off_and_is_retried_with_the_same_key(
     assert await deliverer.deliver_due() == 0 and len(hook.requests) == 2  # the second wait doubled to 20 s
     clock.advance(1)
     assert await deliverer.deliver_due() == 1 and len(hook.requests) == 3
-    assert {r.headers["idempotency-key"] for r in hook.requests} == {created.json()["ask_id"]}
+    assert {r.headers["idempotency-key"] for r in hook.requests} == {f"{created.json()['ask_id']}.closed"}
     assert [r.headers["x-parkgate-attempt"] for r in hook.requests] == ["1", "2", "3"]
 
 

@@ -82,7 +82,7 @@ def park(server: Server, receiver: Receiver, conversation: str, ttl: float, **ex
 
 
 def expired_callbacks(receiver: Receiver, ask_id: str) -> list[str]:
-    return [hit.body["status"] for hit in receiver.got() if hit.body["ask_id"] == ask_id]
+    return [hit.data["status"] for hit in receiver.got() if hit.data["ask_id"] == ask_id]
 
 
 def health(server: Server) -> tuple[int, dict[str, Any]]:

@@ -77,7 +77,7 @@ def test_an_allowed_internal_receiver_gets_its_callback(launch: Any, database: A
             assert parked.status_code == 201, parked.text
             http.post(messages_path("a-2"), json={"text": "1"})
         got = wait_until(receiver.got, 30, "the allowed callback")
-        assert got[0].body["ask_id"] == parked.json()["ask_id"]
+        assert got[0].data["ask_id"] == parked.json()["ask_id"]
     finally:
         receiver.stop()
 

@@ -144,7 +144,7 @@ def test_a_gzip_bomb_or_a_huge_answer_leaves_the_servers_memory_flat(
     wait_until(lambda: callback_of(server, bystander)["status"] == "delivered", 30, "the bystander's callback")
     grown = rss_kib(server.proc.pid, "VmHWM") - peak_before
     assert grown < 40 * 1024, f"the server's peak memory grew by {grown} KiB"
-    assert [hit.body["ask_id"] for hit in receiver.got()] == [bystander]  # once, unharmed
+    assert [hit.data["ask_id"] for hit in receiver.got()] == [bystander]  # once, unharmed
     heads = [request.split(b"\r\n\r\n")[0].lower() for target in bombs for request in target.requests]
     assert all(b"accept-encoding: identity" in head for head in heads)
 
@@ -170,7 +170,7 @@ def test_a_slow_receiver_delays_no_other_callback_and_is_not_sent_twice(
     state = callback_of(server, slow_ask)
     assert state["status"] == "pending" and "within 10 s" in state["last_error"]  # one deadline a delivery
     assert len(slow.requests) == 1  # its lease outlasted the deadline: no second send meanwhile
-    assert [hit.body["ask_id"] for hit in receiver.got()] == [bystander]
+    assert [hit.data["ask_id"] for hit in receiver.got()] == [bystander]
 
 
 def test_callbacks_are_signed_and_a_forged_outcome_does_not_verify(
@@ -179,9 +179,9 @@ def test_callbacks_are_signed_and_a_forged_outcome_does_not_verify(
     server = launch(database, extra_env={**LOOPBACK, "PARKGATE_WEBHOOK_SECRET": SECRET})
     ask_id = park_and_close(server, "signed", receiver.url)
     (hit,) = wait_until(lambda: receiver.got(), 20, "the callback")
-    assert hit.headers["webhook-id"] == ask_id
-    assert verify(hit.raw_body, hit.headers, SECRET)["answer"] == "Go"
-    forged = json.dumps({**hit.body, "answer": "Hold"}).encode()
+    assert hit.headers["webhook-id"] == f"{ask_id}.closed"
+    assert verify(hit.raw_body, hit.headers, SECRET)["data"]["answer"] == "Go"
+    forged = json.dumps({**hit.body, "data": {**hit.data, "answer": "Hold"}}).encode()
     with pytest.raises(WebhookVerificationError):
         verify(forged, hit.headers, SECRET)
     unsigned = {k: v for k, v in hit.headers.items() if k != "webhook-signature"}

@@ -14,7 +14,7 @@ import pytest
 
 from parkgate import Gateway, ManualClock, RunClosed
 from parkgate.store.postgres import PostgresStore
-from schema_v12 import BEFORE_V12, V12_STEP_BACK_TO_V4
+from schema_v12 import BEFORE_V12, SQLITE_BEFORE_V14, V12_STEP_BACK_TO_V4
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 #: What version 11 added, taken out again, and its record.
@@ -40,7 +40,7 @@ def test_a_version_10_sqlite_file_gives_its_runs_their_askers_owner(tmp_path: Pa
     with Gateway(url, clock=ManualClock(T0)) as gateway:
         _park_runs(gateway)
     conn = sqlite3.connect(tmp_path / "v10.db", isolation_level=None)
-    for statement in BEFORE_V11:
+    for statement in (*SQLITE_BEFORE_V14, *BEFORE_V11):
         conn.execute(statement)
     conn.close()
     with Gateway(url, clock=ManualClock(T0)) as gateway:

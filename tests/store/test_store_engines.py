@@ -31,7 +31,7 @@ from parkgate.store.postgres import PostgresStore
 from parkgate.store.sqlite import SQLiteStore
 from parkgate.store.sqlite_file import statements as _statements
 from parkgate.store.writes import StoredReply, Writes
-from schema_v12 import BEFORE_V12, V12_STEP_BACK_TO_V4
+from schema_v12 import BEFORE_V12, SQLITE_BEFORE_V14, V12_STEP_BACK_TO_V4
 
 #: The newest schema version; both engines number their migrations alike.
 LATEST = max(version for version, _ in iter_migrations("sqlite"))
@@ -115,6 +115,7 @@ def test_a_version_1_sqlite_file_is_upgraded_with_its_messages_kept(tmp_path: Pa
     conn.executemany("INSERT INTO inbound_messages VALUES (?, ?, ?, ?)", rows)
     # What versions 5 to 12 added, taken out again.
     for statement in (
+        *SQLITE_BEFORE_V14,
         *BEFORE_V12,
         "DROP INDEX outbox_pending_by_owner",
         "ALTER TABLE outbox DROP COLUMN owner",

@@ -14,7 +14,7 @@ import psycopg
 from parkgate import Gateway, ManualClock, ReplyKind
 from parkgate.core.kinds import AskStatus
 from parkgate.store.postgres import PostgresStore
-from schema_v12 import BEFORE_V12, V12_STEP_BACK_TO_V4
+from schema_v12 import BEFORE_V12, SQLITE_BEFORE_V14, V12_STEP_BACK_TO_V4
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -47,7 +47,7 @@ def test_a_version_11_sqlite_file_is_upgraded(tmp_path: Path) -> None:
     with Gateway(url, clock=ManualClock(T0)) as gateway:
         ask_id = _park(gateway)
     conn = sqlite3.connect(tmp_path / "v11.db", isolation_level=None)
-    for statement in BEFORE_V12:
+    for statement in (*SQLITE_BEFORE_V14, *BEFORE_V12):
         conn.execute(statement)
     conn.close()
     with Gateway(url, clock=ManualClock(T0)) as gateway:

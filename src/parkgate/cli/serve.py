@@ -92,6 +92,19 @@ def _check_exposure(host: str, insecure_no_token: bool) -> None:
         click.secho(warning, err=True, fg="red", bold=True)
 
 
+def check_callback_settings() -> None:
+    """Refuse a webhook secret (``PARKGATE_WEBHOOK_SECRET``) or events subscriber
+    (``PARKGATE_EVENTS_URL``) that cannot be used, before anything starts."""
+    from parkgate.delivery.signing import signer_from_env
+    from parkgate.gateway.events import events_url_from_env
+
+    try:
+        signer_from_env()
+        events_url_from_env()
+    except ValueError as error:  # CallbackRefused is one
+        raise click.ClickException(str(error)) from None
+
+
 def _migrate_before_workers() -> None:
     """Migrate the store the workers will open, so a bad store fails once, here, clearly."""
     from parkgate.http.server import migrate_configured_store
@@ -216,12 +229,15 @@ def serve(
     the migration run here and every worker use it. Every expiry logs one JSON line
     on stderr. A non-loopback --host needs a token (or --insecure-no-token).
     PARKGATE_TOKENS_FILE names a TOML file of named, scoped tokens (their hashes only);
-    PARKGATE_CALLBACK_ALLOW lets callbacks reach internal receivers on purpose.
+    PARKGATE_CALLBACK_ALLOW lets callbacks reach internal receivers on purpose;
+    PARKGATE_WEBHOOK_SECRET (whsec_ + base64, several space-separated while rotating)
+    signs them; PARKGATE_EVENTS_URL gets every ask's events.
     """
     from parkgate.http.server import configure
     from parkgate.http.server import serve as run_server
 
     _check_token(token)
+    check_callback_settings()
     configure(db_url, token, pg_timeout, token_file=token_file, allowed_hosts=allowed_hosts, bind_host=host)
     _check_exposure(host, insecure_no_token)
     check_can_listen(host, port)  # a port in use is one line, before a file or schema is made
@@ -270,6 +286,7 @@ def deliver(db_url: str) -> None:
     The channels the environment switches on (PARKGATE_SLACK_BOT_TOKEN and
     PARKGATE_SLACK_SIGNING_SECRET) get their asks posted and updated too.
     """
+    check_callback_settings()
     with gateway_session(db_url, surface="deliver") as gateway:
         served_channels(gateway, os.environ)
         click.echo(f"parkgate delivering callbacks and due reads for {shown_url(db_url)} (Ctrl-C stops)")

@@ -28,7 +28,9 @@ class AskView:
     with it; ``owner`` the name of the token that parked it (``None`` without named tokens).
     ``responders`` and ``quorum`` say who may answer; ``votes`` holds each responder's
     current vote; ``answered_by`` and ``closed_by`` who selected or answered it, and who
-    cancelled it (``operator`` for an operator's cancel).
+    cancelled it (``operator`` for an operator's cancel). ``reminders_sent`` counts its
+    reminders so far, ``escalated_at`` says when it escalated, and ``next_due_at`` when its
+    next reminder or escalation falls due (``None``: none remains, or it is closed).
     """
 
     ask_id: str
@@ -57,6 +59,12 @@ class AskView:
     votes: tuple[Vote, ...] = ()
     answered_by: str | None = None
     closed_by: str | None = None
+    remind_after: tuple[float, ...] = ()
+    escalate_after: float | None = None
+    escalate_to: tuple[str, ...] = ()
+    reminders_sent: int = 0
+    escalated_at: datetime | None = None
+    next_due_at: datetime | None = None
 
     @property
     def is_open(self) -> bool:
@@ -101,6 +109,12 @@ class AskView:
             votes=tuple(Vote.from_dict(vote) for vote in data.get("votes") or ()),
             answered_by=data.get("answered_by"),
             closed_by=data.get("closed_by"),
+            remind_after=tuple(float(offset) for offset in data.get("remind_after") or ()),
+            escalate_after=data.get("escalate_after"),
+            escalate_to=tuple(_text(name) for name in data.get("escalate_to") or ()),
+            reminders_sent=int(data.get("reminders_sent", 0)),
+            escalated_at=_maybe_stamp(data.get("escalated_at")),
+            next_due_at=_maybe_stamp(data.get("next_due_at")),
         )
 
 

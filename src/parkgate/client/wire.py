@@ -29,6 +29,7 @@ from parkgate.checks import (
     check_duration,
     check_id,
     check_inbound_text,
+    check_remind_after,
     check_sender,
 )
 from parkgate.client.views import AskPage, AskView, run_from_dict
@@ -222,6 +223,10 @@ def options_json(fields: Mapping[str, Any]) -> dict[str, Any]:
     body = {JSON_NAMES.get(name, name): value for name, value in fields.items()}
     if fields.get("ttl") is not None:
         body[JSON_NAMES["ttl"]] = check_duration(fields["ttl"], "ttl").total_seconds()
+    if fields.get("remind_after") is not None:  # seconds, a timedelta, or a list of them: sent as seconds
+        body["remind_after"] = list(check_remind_after(fields["remind_after"]))
+    if fields.get("escalate_after") is not None:
+        body["escalate_after"] = check_duration(fields["escalate_after"], "escalate_after").total_seconds()
     if "expect" in fields:
         form = as_expect(fields["expect"])
         body["expect"] = None if form is None else expect_to_dict(form)

@@ -62,3 +62,16 @@ class RunOutcome(StrEnum):
     CANCELLED = "cancelled"
     EXPIRED = "expired"
     REPLACED = "replaced"
+
+
+class EventType(StrEnum):
+    """What a callback event says happened to an ask (its ``type``, Standard Webhooks' style)."""
+
+    #: An ask was parked (sent to the server-wide events subscriber only).
+    OPENED = "ask.opened"
+    #: One of the ask's reminders fell due; nothing about the ask changed.
+    REMINDER = "ask.reminder"
+    #: The ask's escalation fell due: ``escalate_to`` joined its responders.
+    ESCALATED = "ask.escalated"
+    #: The ask closed: answered, cancelled, replaced or expired.
+    CLOSED = "ask.closed"

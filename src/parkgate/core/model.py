@@ -89,6 +89,16 @@ class Ask:
     answered_by: str | None = None
     #: The sender of the cancel word that closed it, ``operator`` for an operator's cancel.
     closed_by: str | None = None
+    #: The reminders' offsets, in seconds from the last touch, ascending (empty: none).
+    remind_after: tuple[float, ...] = ()
+    #: Seconds from the last touch to the escalation (``None``: none).
+    escalate_after: float | None = None
+    #: The responders the escalation adds.
+    escalate_to: tuple[str, ...] = ()
+    #: How many reminders have fired (a reminder is no touch: it changes nothing else).
+    reminders_sent: int = 0
+    #: When the escalation fired (``None``: not yet, or none).
+    escalated_at: datetime | None = None
 
     @property
     def is_open(self) -> bool:
@@ -103,6 +113,22 @@ class Ask:
     def due_at(self) -> datetime:
         """When the ask falls due: the first moment after which a read closes it as expired."""
         return self.last_touched + _ttl_of(self.ttl_seconds)
+
+    @property
+    def event_offset(self) -> float | None:
+        """Seconds from the last touch to the next reminder or the escalation (``None``: none remains)."""
+        offsets = []
+        if self.reminders_sent < len(self.remind_after):
+            offsets.append(self.remind_after[self.reminders_sent])
+        if self.escalate_after is not None and self.escalated_at is None:
+            offsets.append(self.escalate_after)
+        return min(offsets) if offsets else None
+
+    @property
+    def next_event_at(self) -> datetime | None:
+        """When the next reminder or the escalation falls due (``None``: none remains)."""
+        offset = self.event_offset
+        return None if offset is None else self.last_touched + _ttl_of(offset)
 
     @property
     def ttl(self) -> timedelta:

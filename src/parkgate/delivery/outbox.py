@@ -1,13 +1,15 @@
 """Callback delivery from the durable outbox: at least once, signed, fenced and bounded.
 
-When an ask with a ``callback_url`` closes (answered, cancelled, replaced or expired),
-the gateway writes an ``outbox`` row in the same transaction that closed it. The
-:class:`OutboxDeliverer` (driven by :class:`~parkgate.delivery.Deliverer`) claims due
-rows and POSTs each row's payload (the ask's JSON) to its URL:
+Each event of an ask (:mod:`parkgate.gateway.events`: its close, a reminder, its
+escalation, and for the events subscriber its park) is an ``outbox`` row written in the
+transaction that decided it. The :class:`OutboxDeliverer` (driven by
+:class:`~parkgate.delivery.Deliverer`) claims due rows and POSTs each row's payload (the
+event's JSON) to its URL:
 
 - **signed** per the Standard Webhooks spec when a secret is set (``webhook-id`` is the
-  ask id, the same on every attempt; ``webhook-timestamp``; ``webhook-signature``), so a
-  receiver can tell a real outcome from a forged one (:mod:`parkgate.webhooks` verifies);
+  event's id, the same on every attempt; ``webhook-timestamp``; ``webhook-signature``, one
+  ``v1,`` signature per secret while one is rotated: :mod:`parkgate.delivery.signing`), so
+  a receiver can tell a real event from a forged one (:mod:`parkgate.webhooks` verifies);
 - **fenced**: the URL's host is resolved at delivery and every address it resolves to
   must be allowed (:func:`parkgate.fence.address_allowed`); the connection goes to the
   address that was checked, so a name cannot change between the check and the connect;
@@ -22,7 +24,8 @@ rows and POSTs each row's payload (the ask's JSON) to its URL:
   holds every connection it gets holds that many of the :data:`CONCURRENCY` slots and
   another host's callback waits at most for one delivery to end.
 
-A 2xx marks the row delivered. Anything else (an error status, a refused or fenced
+A 2xx marks the row delivered; a 410 Gone (the receiver wants no more) marks it
+``failed`` at once, with that reason. Anything else (an error status, a refused or fenced
 connection, the deadline, any exception) is recorded as the row's ``last_error`` and
 retried with exponential backoff, each wait shortened at random by up to
 :data:`JITTER_FRACTION` (callbacks that failed together retry apart), up to
@@ -30,7 +33,7 @@ retried with exponential backoff, each wait shortened at random by up to
 never be sent to, the callback is ``failed`` and stays so until an operator re-arms it.
 Rows are durable, so a deliverer killed before a delivery makes it after its restart.
 Delivery is at least once: a crash between the receiver's 2xx and the row's update
-sends a payload again, with the same ``webhook-id`` and ``Idempotency-Key``.
+sends a payload again, with the same ``webhook-id`` and ``Idempotency-Key`` (the event's id).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from standardwebhooks import Webhook
 from parkgate.clock import Clock
 from parkgate.delivery.dns import resolve
 from parkgate.delivery.marks import DeliveredMarks
+from parkgate.delivery.signing import Signer, signer_from_env
 from parkgate.fence import (
     ENV_CALLBACK_ALLOW,
     AllowList,
@@ -92,8 +96,6 @@ LEASE_MARGIN_SECONDS = 5.0
 #: The most of a receiver's response that is read (the status is what counts).
 MAX_RESPONSE_BYTES = 64 * 1024
 USER_AGENT = "parkgate-callback/1"
-#: The environment variable holding the signing secret (``whsec_`` + base64).
-ENV_WEBHOOK_SECRET = "PARKGATE_WEBHOOK_SECRET"
 #: The environment variable that sets :data:`MAX_ATTEMPTS` for a deployment.
 ENV_MAX_ATTEMPTS = "PARKGATE_CALLBACK_MAX_ATTEMPTS"
 
@@ -121,12 +123,6 @@ class _Undeliverable(Exception):
 
 class _Refused(Exception):
     """The fence refused every address the callback's host resolved to (retried: DNS changes)."""
-
-
-def signer_from_env() -> Webhook | None:
-    """The signer for ``PARKGATE_WEBHOOK_SECRET``, or ``None`` when it is not set."""
-    secret = os.environ.get(ENV_WEBHOOK_SECRET, "").strip()
-    return Webhook(secret) if secret else None
 
 
 def max_attempts_from_env() -> int:
@@ -158,7 +154,7 @@ class OutboxDeliverer:
         clock: Clock,
         *,
         client: httpx.AsyncClient | None = None,
-        signer: Webhook | bool | None = True,
+        signer: Signer | Webhook | bool | None = True,
         allow: AllowList | None = None,
         base_delay: float = BASE_DELAY_SECONDS,
         max_delay: float = MAX_DELAY_SECONDS,
@@ -257,8 +253,8 @@ class OutboxDeliverer:
                 self.delivered += 1
                 log.info("callback delivered: ask %s to %s (attempt %d)", row.ask_id, loggable_url(row.url), attempt)
                 return True
-            error = f"HTTP {status}"
-            final = False
+            gone = status == 410  # the receiver wants no more: no retry helps
+            error, final = ("HTTP 410 Gone: the receiver takes no more deliveries" if gone else f"HTTP {status}"), gone
         except _Undeliverable as reason:
             error, final = f"undeliverable: {reason}", True
         except TimeoutError:
@@ -302,16 +298,16 @@ class OutboxDeliverer:
         headers = {
             "Content-Type": "application/json",
             "Accept-Encoding": "identity",
-            "Idempotency-Key": row.ask_id,
+            "Idempotency-Key": row.webhook_id,
             "X-Parkgate-Outbox-Id": str(row.id),
             "X-Parkgate-Attempt": str(attempt),
             "User-Agent": USER_AGENT,
         }
         if self.signer is not None:
             sent_at = self.clock.now()
-            headers["webhook-id"] = row.ask_id
+            headers["webhook-id"] = row.webhook_id
             headers["webhook-timestamp"] = str(int(sent_at.timestamp()))
-            headers["webhook-signature"] = self.signer.sign(row.ask_id, sent_at, body)
+            headers["webhook-signature"] = self.signer.sign(row.webhook_id, sent_at, body)
         url, extensions = await self._fenced(row.url, headers)
         client = self._client or self._next_owned()
         owned = client is None

@@ -185,7 +185,9 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
             default (str | None): Recorded as the answer if the ask expires (it still closes
                 as ``expired``); for a choice one of the options, compared after the
                 whitespace folding the labels get, and stored folded.
-            callback_url (str | None): Gets the ask's JSON, signed, when it closes.
+            callback_url (str | None): Gets the ask's events, signed (its close, reminders, escalation).
+            remind_after, escalate_after, escalate_to: Reminders (seconds, or a list) and an
+                escalation that adds responders, each due before the TTL (see docs/reminders.md).
             phase (str | None): The workflow step the ask belongs to.
             context (Mapping[str, Any] | None): A JSON object of at most 16 KiB, kept and
                 shown with the ask.

@@ -59,10 +59,12 @@ class CloseReport:
             if item.idle_minutes is not None:
                 log.info(json.dumps(_expiry_record(ask, item.idle_minutes)))
         self._signal.closed([item.ask.id for item in closed])
-        if any(item.ask.callback_url for item in closed):
-            self._signal.changed(Change.OUTBOX)
-            if not self._delivering():
-                self._undelivered.check()
+
+    def queued(self) -> None:
+        """After a commit that queued callbacks: wake the deliverers, or warn that none runs."""
+        self._signal.changed(Change.OUTBOX)
+        if not self._delivering():
+            self._undelivered.check()
 
 
 def _expiry_record(ask: Ask, idle_minutes: float) -> dict[str, object]:

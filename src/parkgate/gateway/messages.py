@@ -19,6 +19,7 @@ from parkgate.checks import check_id, check_inbound_text, check_sender
 from parkgate.clock import Clock
 from parkgate.core.model import Reply
 from parkgate.gateway.closing import CloseReport
+from parkgate.gateway.events import AskEvents
 from parkgate.gateway.runs import RunLifeCycle, WritePlan
 from parkgate.metrics import Metrics
 from parkgate.store import Intent, Store, StoreConflict, Transaction
@@ -40,11 +41,13 @@ class UnitRunner:
         self._report = report
         #: Called after a commit that queued channel jobs (the deliverer's wake, once a channel is added).
         self.on_channel_jobs: Callable[[], None] = lambda: None
+        #: The ask event point: what each event queues (``PARKGATE_EVENTS_URL`` read once, here).
+        self._events = AskEvents()
 
     def run(self, body: Callable[[Transaction, WritePlan], Result]) -> Result:
         """``body``'s result, from the one try of it that committed (a conflict retries it)."""
         for attempt in range(CONFLICT_RETRIES):
-            plan = WritePlan()
+            plan = WritePlan(self._events)
             try:
                 # A unit may find nothing to change: it reads first, without the write
                 # lock on SQLite; a conflict at its first write retries with the lock first.
@@ -60,6 +63,8 @@ class UnitRunner:
             self._report.committed(plan.closed)
         if plan.channel_jobs_written or plan.closed:  # a posted ask's close queued its update
             self.on_channel_jobs()
+        if plan.callbacks_queued:
+            self._report.queued()
         return result
 
 

@@ -11,10 +11,12 @@ from datetime import datetime, timedelta
 from parkgate.checks import check_duration, check_id, check_limit, check_optional_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core.model import Ask, CallbackState
+from parkgate.core.schedule import Fired, fire_due
 from parkgate.errors import CallbackNotFailed, InputError, UnknownAsk
 from parkgate.gateway.closing import pause_before_reading
 from parkgate.gateway.messages import UnitRunner
 from parkgate.gateway.runs import RunLifeCycle, WritePlan
+from parkgate.metrics import Metrics
 from parkgate.signal import Change, CloseSignal
 from parkgate.store import Store, Transaction
 from parkgate.store.base import AskGauges
@@ -26,6 +28,7 @@ class ReadCalls:
     store: Store
     clock: Clock
     signal: CloseSignal
+    metrics: Metrics
     _runs: RunLifeCycle
     _units: UnitRunner
 
@@ -140,29 +143,37 @@ class ReadCalls:
             return tx.asks.ask_gauges(now)
 
     def read_due(self, limit: int = 100) -> int:
-        """Read the asks something waits on whose TTL has fallen due; return how many closed.
+        """Read the asks whose TTL, reminder or escalation has fallen due; return how many
+        it closed or fired.
 
         This is the ordinary read, made on time: each ask found past its TTL is closed as
         ``expired`` exactly as any read would close it (its default recorded, its run
         closed, its callback queued, one ``ask_expired`` log line), in one transaction for
-        up to ``limit`` asks. Asks another process is reading are skipped. The deliverer
-        calls it when the earliest due time passes; a caller may too.
+        up to ``limit`` asks. Then each open ask whose reminder or escalation is due fires
+        it (:func:`parkgate.core.schedule.fire_due`: an ``ask.reminder`` or
+        ``ask.escalated`` event, the escalation's responders added; no touch). Asks
+        another process is reading are skipped, so each fires once. The deliverer calls it
+        when the earliest due time passes; a caller may too.
 
         Args:
-            limit: The most asks read in this call.
+            limit: The most asks read for each kind of due time in this call.
 
         Returns:
-            How many asks this read closed.
+            How many asks this read closed, or fired a reminder or an escalation for.
         """
         check_limit(limit)
         now = self.clock.now()
 
-        def body(tx: Transaction, plan: WritePlan) -> int:
+        def body(tx: Transaction, plan: WritePlan) -> tuple[int, list[Fired]]:
             for ask in tx.asks.due_asks(now, limit):
                 self._runs.read(plan, ask, now)
-            return len(plan.closed)
+            fired = [item for ask in tx.asks.due_event_asks(now, limit) if (item := fire_due(ask, now)) is not None]
+            plan.fired.extend(fired)
+            return len(plan.closed), fired
 
-        return self._units.run(body)
+        closed, fired = self._units.run(body)
+        self.metrics.fired(sum(item.reminded for item in fired), sum(item.escalated for item in fired))
+        return closed + len(fired)
 
     def callback_states(self, ask_ids: Sequence[str]) -> dict[str, CallbackState]:
         """Where the callbacks of these asks stand (only asks with a ``callback_url`` appear).

@@ -10,7 +10,6 @@ closes ends its run unless an answer (or a default) lets it go on. The plan beco
 from __future__ import annotations
 
 import dataclasses
-import json
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -20,22 +19,26 @@ from parkgate.channels.base import ChannelTarget
 from parkgate.channels.jobs import POST, queued_job
 from parkgate.clock import Clock
 from parkgate.core import machine, stopping_point
-from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
+from parkgate.core.kinds import AskStatus, EventType, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, Reply, Run, Step
 from parkgate.core.phrases import PHRASES, WORKFLOW_DONE
+from parkgate.core.schedule import Fired
 from parkgate.errors import AskAlreadyOpen, ConversationBusy, InputError, RunClosed, UnknownWorkflow
-from parkgate.fence import receiver_host
 from parkgate.gateway.closing import ClosedAsk
-from parkgate.gateway.shapes import ask_to_dict
+from parkgate.gateway.events import NO_SUBSCRIBER, AskEvents
 from parkgate.store import Transaction
 from parkgate.store.writes import AskStep, NewAsk, QueuedCallback, QueuedChannelJob, RunChange, StoredReply, Writes
 from parkgate.workflow import Phase, Workflow
 
 
 class WritePlan:
-    """What one unit of work writes, gathered as the gateway decides, and the asks it closed."""
+    """What one unit of work writes, gathered as the gateway decides, and the asks it closed.
 
-    def __init__(self) -> None:
+    ``events`` turns each event (a park, a close, a reminder, an escalation) into the
+    callbacks it queues, written with it.
+    """
+
+    def __init__(self, events: AskEvents = NO_SUBSCRIBER) -> None:
         self.steps: list[AskStep] = []
         self.runs: list[Run] = []
         self.park: NewAsk | None = None
@@ -44,6 +47,11 @@ class WritePlan:
         self.channel_jobs: list[QueuedChannelJob] = []
         #: How many channel jobs were handed to the transaction (the store drops those of unposted asks).
         self.channel_jobs_written = 0
+        #: Reminders and escalations fired and not written yet.
+        self.fired: list[Fired] = []
+        #: How many callbacks the writes so far queued (the outbox changed when any did).
+        self.callbacks_queued = 0
+        self.events = events
         #: How many of ``closed`` were written already (see :meth:`write`).
         self._queued = 0
 
@@ -65,37 +73,35 @@ class WritePlan:
         return closed
 
     def write(self, tx: Transaction, clock: Clock) -> None:
-        """Hand what is planned so far to ``tx`` as one value, with the callbacks of the asks
-        it closes and the channel jobs queued; the plan then starts empty (its closes stay to
+        """Hand what is planned so far to ``tx`` as one value, with the callbacks of its
+        events and the channel jobs queued; the plan then starts empty (its closes stay to
         report). A posted ask's close queues its channel update in the store itself
         (:mod:`parkgate.channels.jobs`), whichever statement closes it."""
-        callbacks = self._callbacks(clock) if len(self.closed) > self._queued else ()
+        callbacks = self._callbacks(clock) if self._has_events() else ()
         self._queued = len(self.closed)
-        jobs = tuple(self.channel_jobs)
-        if self.steps or self.runs or self.park is not None or self.reply is not None or callbacks or jobs:
-            tx.write(Writes(tuple(self.steps), tuple(self.runs), self.park, self.reply, callbacks, jobs))
+        self.callbacks_queued += len(callbacks)
+        jobs, fired = tuple(self.channel_jobs), tuple(item.ask for item in self.fired)
+        if self.steps or self.runs or self.park is not None or self.reply is not None or callbacks or jobs or fired:
+            tx.write(Writes(tuple(self.steps), tuple(self.runs), self.park, self.reply, callbacks, jobs, fired))
             self.channel_jobs_written += len(jobs)
-            self.steps, self.runs, self.park, self.reply, self.channel_jobs = [], [], None, None, []
+            self.steps, self.runs, self.park, self.reply, self.channel_jobs, self.fired = [], [], None, None, [], []
+
+    def _has_events(self) -> bool:
+        opened = self.park is not None and self.events.events_url is not None
+        return len(self.closed) > self._queued or bool(self.fired) or opened
 
     def _callbacks(self, clock: Clock) -> tuple[QueuedCallback, ...]:
-        """The callbacks of the asks closed since the last write (those with a callback URL)."""
-        return tuple(
-            QueuedCallback(
-                item.ask.id,
-                item.ask.callback_url,
-                _payload(item.ask),
-                clock.now(),
-                host=receiver_host(item.ask.callback_url),
-                owner=item.ask.owner,
-            )
-            for item in self.closed[self._queued :]
-            if item.ask.callback_url
-        )
-
-
-def _payload(ask: Ask) -> str:
-    """A callback's body: the closed ask's public JSON."""
-    return json.dumps(ask_to_dict(ask), ensure_ascii=False)
+        """The callbacks of the events since the last write: closes, a park, reminders and escalations."""
+        now, queued = clock.now(), self.events.queued
+        callbacks = [row for item in self.closed[self._queued :] for row in queued(EventType.CLOSED, item.ask, now)]
+        if self.park is not None:
+            callbacks += queued(EventType.OPENED, self.park.ask, now)
+        for item in self.fired:
+            if item.reminded:
+                callbacks += queued(EventType.REMINDER, item.ask, now)
+            if item.escalated:
+                callbacks += queued(EventType.ESCALATED, item.ask, now)
+        return tuple(callbacks)
 
 
 def new_run(
@@ -273,7 +279,13 @@ class RunLifeCycle:
         return run
 
     def new_ask(self, run: Run, spec: stopping_point.AskSpec, now: datetime, options: AskOptions) -> Ask:
-        """A new open ask of ``spec`` in ``run``, parked now with ``options`` (checked and fitted)."""
+        """A new open ask of ``spec`` in ``run``, parked now with ``options`` (checked and fitted).
+
+        Raises:
+            InputError: A reminder or the escalation does not fall due before the TTL.
+        """
+        ttl = options.ttl or self.ttl
+        options.check_schedule(ttl)
         return Ask(
             id=new_id(),
             conversation_id=run.conversation_id,
@@ -284,7 +296,7 @@ class RunLifeCycle:
             status=AskStatus.OPEN,
             asked_at=now,
             last_touched=now,
-            ttl_seconds=(options.ttl or self.ttl).total_seconds(),
+            ttl_seconds=ttl.total_seconds(),
             phase=options.phase,
             default=options.default,
             callback_url=options.callback_url,
@@ -294,6 +306,9 @@ class RunLifeCycle:
             expect=options.expect,
             responders=options.responders,
             quorum=options.quorum,
+            remind_after=options.remind_after,
+            escalate_after=options.escalate_after,
+            escalate_to=options.escalate_to,
         )
 
     def park(
@@ -317,7 +332,9 @@ class RunLifeCycle:
         spec = stopping_point.make_spec(phase.kind, phase.prompt_for(run.context), phase.options)
         if phase.responders:
             options = dataclasses.replace(options, responders=phase.responders, quorum=phase.quorum)
-        fitted = dataclasses.replace(options, phase=phase.name).fitted(spec)
+        schedule = {"remind_after": phase.remind_after, "escalate_after": phase.escalate_after}
+        with_schedule = options.with_schedule({**schedule, "escalate_to": phase.escalate_to})
+        fitted = dataclasses.replace(with_schedule, phase=phase.name).fitted(spec)
         ask = self.new_ask(run, spec, now, fitted)
         return self.park(plan, run, ask, now)
 

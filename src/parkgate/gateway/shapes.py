@@ -46,6 +46,12 @@ def ask_to_dict(ask: Ask, now: datetime | None = None, callback: CallbackState |
         "votes": [vote.to_dict() for vote in ask.votes],
         "answered_by": ask.answered_by,
         "closed_by": ask.closed_by,
+        "remind_after": list(ask.remind_after),
+        "escalate_after": ask.escalate_after,
+        "escalate_to": list(ask.escalate_to),
+        "reminders_sent": ask.reminders_sent,
+        "escalated_at": ask.escalated_at.isoformat() if ask.escalated_at else None,
+        "next_due_at": _next_due(ask),
     }
     if now is not None:
         data["hours_open"] = round((now - ask.asked_at).total_seconds() / 3600, 3)
@@ -57,3 +63,9 @@ def ask_to_dict(ask: Ask, now: datetime | None = None, callback: CallbackState |
             "next_attempt_at": callback.next_attempt_at.isoformat() if callback.next_attempt_at else None,
         }
     return data
+
+
+def _next_due(ask: Ask) -> str | None:
+    """When the open ask's next reminder or escalation falls due (ISO 8601), else ``None``."""
+    due = ask.next_event_at if ask.is_open else None
+    return due.isoformat() if due is not None else None

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from parkgate.ask_options import JSON_NAMES, MAX_CALLBACK_URL_CHARS, field_names
-from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_RESPONDERS, MAX_SKILL_OUTPUT_CHARS
+from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_REMINDERS, MAX_RESPONDERS, MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunStatus
 from parkgate.core.model import CallbackStatus, Reply
@@ -98,6 +98,8 @@ Responders = Annotated[
     list[Id] | None,
     Field(max_length=MAX_RESPONDERS, description="Who may answer (distinct senders); anyone when left out."),
 ]
+#: A positive number of seconds of at most the longest TTL.
+Seconds = Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)]
 Quorum = Annotated[
     int | None,
     Field(description="How many responders must pick one option to select it (default 1; only with responders)."),
@@ -164,6 +166,17 @@ class AskIn(_Body):
         default=None, description="Post the ask on Slack (when the server serves Slack); its JSON then has slack."
     )
     telegram: TelegramTargetIn | None = Field(default=None, description="Post it on Telegram; its JSON has telegram.")
+    remind_after: Seconds | Annotated[list[Seconds], Field(min_length=1, max_length=MAX_REMINDERS)] | None = Field(
+        default=None,
+        description="Seconds from the last touch to a reminder, or a list of them (each shorter than the TTL).",
+    )
+    escalate_after: Seconds | None = Field(
+        default=None, description="Seconds from the last touch to the escalation (shorter than the TTL)."
+    )
+    escalate_to: Annotated[
+        list[Id] | None,
+        Field(max_length=MAX_RESPONDERS, description="The responders the escalation adds."),
+    ] = None
 
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:

@@ -30,7 +30,9 @@ of :mod:`parkgate.prove.properties` are asserted on it.
 :func:`check` runs the pure machine; :func:`check_store` drives the same enumeration
 through a real :class:`~parkgate.Gateway` on a store (:mod:`parkgate.prove.stores`)
 and also compares every step with the pure machine's result for the same stored ask
-and time. ``parkgate prove`` (or ``python -m parkgate.prove``) prints the table.
+and time. :func:`check` also fires every reminder and escalation schedule in every
+state (:mod:`parkgate.prove.schedule`). ``parkgate prove`` (or ``python -m
+parkgate.prove``) prints the table.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from .cases import COLLIDING_OPTIONS, PLAIN_OPTIONS, Case, InputClass, Sender, W
 from .outcome import REFUSED, Outcome, pure_outcome
 from .properties import quorum_closes, verify
 from .report import Report, build_report
+from .schedule import schedule_failures
 from .stores import SERVER_WORKERS, CaseResult, run_share, units
 
 
@@ -64,6 +67,7 @@ def check(escalate_after: int = machine.DEFAULT_ESCALATE_AFTER) -> Report:
             continue
         results.append((case, outcome))
         failures.extend(verify(case, outcome, escalate_after))
+        failures.extend(schedule_failures(case, escalate_after))
     failures.extend(quorum_closes(results))
     return build_report(results, failures)
 

@@ -66,6 +66,13 @@ class Callback:
     attempts: int
     #: The receiver's host (``None`` for a row queued before schema version 10).
     host: str | None = None
+    #: The event's id, its ``webhook-id`` (``None`` for a row queued before version 14).
+    event_id: str | None = None
+
+    @property
+    def webhook_id(self) -> str:
+        """The ``webhook-id`` this row is sent with: its event's id (an older row's ask id)."""
+        return self.event_id or self.ask_id
 
 
 class Intent(enum.Enum):
@@ -170,7 +177,13 @@ class OpenAsks(Protocol):
         ...
 
     def next_due(self) -> datetime | None:
-        """The earliest due time among open asks something waits on (``None``: none)."""
+        """The earliest due time among open asks something waits on, their reminders' and
+        escalations' included (``None``: none)."""
+        ...
+
+    def due_event_asks(self, now: datetime, limit: int) -> list[Ask]:
+        """Open asks whose next reminder or escalation is due at ``now`` or earlier,
+        earliest first, locked for this transaction; rows another transaction holds are skipped."""
         ...
 
 

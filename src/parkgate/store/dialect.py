@@ -17,7 +17,8 @@ ASK_COLUMNS = (
     "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
     "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
     "default_answer, callback_url, due_at, context, owner, expect, "
-    "responders, quorum, votes, answered_by, closed_by"
+    "responders, quorum, votes, answered_by, closed_by, "
+    "remind_after, escalate_after, escalate_to, reminders_sent, escalated_at, event_offset, event_at"
 )
 #: What a step may change in an ask besides its status (``save_ask`` writes these).
 MUTABLE_ASK_SET = (

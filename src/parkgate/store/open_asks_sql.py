@@ -26,6 +26,21 @@ def _due_asks_sql(dialect: Dialect) -> str:
 
 
 @cache
+def _due_event_asks_sql(dialect: Dialect) -> str:
+    return (
+        f"SELECT {ASK_COLUMNS} FROM asks WHERE status = 'open' AND event_at IS NOT NULL AND event_at <= ? "
+        "ORDER BY event_at LIMIT ?" + dialect.skip_locked_suffix
+    )
+
+
+#: The earliest of the due times (the TTLs' and the reminders' and escalations').
+_NEXT_DUE_SQL = (
+    "SELECT min(due) FROM (SELECT min(due_at) AS due FROM asks WHERE status = 'open' AND due_at IS NOT NULL "
+    "UNION ALL SELECT min(event_at) FROM asks WHERE status = 'open' AND event_at IS NOT NULL) AS times"
+)
+
+
+@cache
 def _gauges_sql(dialect: Dialect) -> str:
     # Open asks not past their TTL, open asks past it, and the earliest due time that
     # has passed among the asks something waits on (a due read should have closed it).
@@ -99,9 +114,13 @@ class SqlOpenAsks:
         return [ask_from_row(row, dialect.decode_time) for row in cursor.fetchall()]
 
     def next_due(self) -> datetime | None:
-        cursor = self._run.query("SELECT min(due_at) FROM asks WHERE status = 'open' AND due_at IS NOT NULL")
-        earliest = cursor.fetchone()[0]
+        earliest = self._run.query(_NEXT_DUE_SQL).fetchone()[0]
         return self._run.dialect.decode_due(earliest) if earliest is not None else None
+
+    def due_event_asks(self, now: datetime, limit: int) -> list[Ask]:
+        dialect = self._run.dialect
+        cursor = self._run.query(_due_event_asks_sql(dialect), (dialect.encode_due(now), limit))
+        return [ask_from_row(row, dialect.decode_time) for row in cursor.fetchall()]
 
 
 class SqlAskKeys:

@@ -60,7 +60,7 @@ class SqlOutbox:
             "WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?) AS due "
             f"WHERE {room} ORDER BY turn, next_attempt_at, id LIMIT ?) "
             "AND delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? "
-            "RETURNING id, ask_id, url, payload, attempts, host",
+            "RETURNING id, ask_id, url, payload, attempts, host, event_id",
             (encode(lease_until), encode(now), *room_params, limit, encode(now)),
         )
         return sorted((Callback(*row) for row in cursor.fetchall()), key=lambda row: row.id)

@@ -33,6 +33,7 @@ from parkgate.store.sql_inserts import (
     follow_up_insert,
     read_reply,
     read_run,
+    schedule_update,
 )
 from parkgate.store.writes import RunChange, StoredReply, Writes
 
@@ -119,6 +120,11 @@ def ask_from_row(row: Sequence[Any], decode: Callable[[Any], datetime]) -> Ask:
         votes=_decode_votes(row[24]) if row[24] is not None else (),
         answered_by=row[25],
         closed_by=row[26],
+        remind_after=tuple(json.loads(row[27])) if row[27] is not None else (),
+        escalate_after=row[28],
+        escalate_to=_decode_responders(row[29]) if row[29] is not None else (),
+        reminders_sent=row[30],
+        escalated_at=decode(row[31]) if row[31] is not None else None,
     )
 
 
@@ -230,6 +236,8 @@ def apply_writes(writes: Writes, runner: Runner, save: Callable[[Ask], None], in
     for job in writes.channel_jobs:
         for statement in channel_job_inserts(job, dialect):
             send(*statement)
+    for ask in writes.fired:
+        send(*schedule_update(ask, dialect))
 
 
 # -- the memory of open asks ------------------------------------------------------------------
@@ -287,6 +295,11 @@ class RecentOpenAsks:
             return
         with self._lock:
             for conversation_id, state in entries:
+                if isinstance(state, Ask) and state.escalate_after is not None and state.escalated_at is None:
+                    # An escalation may add responders from another process, and no check of
+                    # a remembered ask covers them: such an ask is read for real until it escalates.
+                    self._entries.pop(conversation_id, None)
+                    continue
                 if keep_stale and self._entries.get(conversation_id) is STALE:
                     state = STALE
                 self._entries[conversation_id] = state
@@ -337,6 +350,8 @@ class Guesses:
             self.states[step.ask.conversation_id] = step.ask if step.ask.is_open else None
         if writes.park is not None:
             self.states[writes.park.ask.conversation_id] = writes.park.ask
+        for ask in writes.fired:
+            self.states[ask.conversation_id] = ask
 
     def end(self, committed: bool) -> None:
         """Remember what a committed transaction left, or mark a failed one's conversations stale."""

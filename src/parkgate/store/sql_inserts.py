@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from typing import Any
 
 from parkgate.core import expect as expected_form
 from parkgate.core.model import MENUS_REMEMBERED, Ask, Run, RunStatus, encode_votes
@@ -26,7 +27,7 @@ def _encode_options(options: tuple[str, ...]) -> str:
 def ask_insert(ask: Ask, dialect: Dialect) -> Statement:
     encode = dialect.encode_time
     return (
-        f"INSERT INTO asks ({ASK_COLUMNS}) VALUES ({', '.join('?' * 27)})",
+        f"INSERT INTO asks ({ASK_COLUMNS}) VALUES ({', '.join('?' * 34)})",
         (
             ask.id,
             ask.conversation_id,
@@ -55,6 +56,39 @@ def ask_insert(ask: Ask, dialect: Dialect) -> Statement:
             encode_votes(ask.votes),
             ask.answered_by,
             ask.closed_by,
+            *schedule_values(ask, dialect),
+        ),
+    )
+
+
+def schedule_values(ask: Ask, dialect: Dialect) -> tuple[Any, ...]:
+    """An ask's reminder and escalation columns, in :data:`ASK_COLUMNS`' order."""
+    due = ask.next_event_at
+    return (
+        json.dumps(list(ask.remind_after)) if ask.remind_after else None,
+        ask.escalate_after,
+        json.dumps(list(ask.escalate_to), ensure_ascii=False) if ask.escalate_to else None,
+        ask.reminders_sent,
+        dialect.encode_time(ask.escalated_at) if ask.escalated_at is not None else None,
+        ask.event_offset,
+        dialect.encode_due(due) if due is not None else None,
+    )
+
+
+def schedule_update(ask: Ask, dialect: Dialect) -> Statement:
+    """An open ask's fired reminders or escalation: its count, escalation time, responders
+    and next due time (never ``last_touched``: firing is no touch)."""
+    due = ask.next_event_at
+    return (
+        "UPDATE asks SET reminders_sent = ?, escalated_at = ?, responders = ?, event_offset = ?, event_at = ? "
+        "WHERE id = ? AND status = 'open'",
+        (
+            ask.reminders_sent,
+            dialect.encode_time(ask.escalated_at) if ask.escalated_at is not None else None,
+            json.dumps(list(ask.responders), ensure_ascii=False) if ask.responders else None,
+            ask.event_offset,
+            dialect.encode_due(due) if due is not None else None,
+            ask.id,
         ),
     )
 
@@ -62,9 +96,18 @@ def ask_insert(ask: Ask, dialect: Dialect) -> Statement:
 def callback_insert(callback: QueuedCallback, dialect: Dialect) -> Statement:
     queued_at = dialect.encode_time(callback.at)
     return (
-        "INSERT INTO outbox (ask_id, url, payload, next_attempt_at, created_at, host, owner) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (callback.ask_id, callback.url, callback.payload, queued_at, queued_at, callback.host, callback.owner),
+        "INSERT INTO outbox (ask_id, url, payload, next_attempt_at, created_at, host, owner, event_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            callback.ask_id,
+            callback.url,
+            callback.payload,
+            queued_at,
+            queued_at,
+            callback.host,
+            callback.owner,
+            callback.event_id,
+        ),
     )
 
 

@@ -57,7 +57,8 @@ class QueuedCallback(NamedTuple):
     """A closed ask's callback, queued in the outbox in the same commit as the close.
 
     ``host`` is the receiver's host (deliverers take turns between hosts); ``owner`` the
-    ask's owner (its undelivered callbacks count against the owner's cap).
+    ask's owner (its undelivered callbacks count against the owner's cap); ``event_id``
+    the event's id, its ``webhook-id`` on every attempt.
     """
 
     ask_id: str
@@ -66,6 +67,7 @@ class QueuedCallback(NamedTuple):
     at: datetime
     host: str | None = None
     owner: str | None = None
+    event_id: str | None = None
 
 
 class QueuedChannelJob(NamedTuple):
@@ -87,7 +89,8 @@ class QueuedChannelJob(NamedTuple):
 class Writes(NamedTuple):
     """Everything one unit of work writes, applied in this order: the steps of existing
     asks, whole runs, the new ask, the stored reply, the queued callbacks, the queued
-    channel jobs.
+    channel jobs, the asks whose reminder or escalation fired (their schedule and
+    responders, never a touch).
 
     The order matters once: a step that closes a conversation's open ask comes before the
     new ask parked there (a conversation has at most one open ask).
@@ -99,16 +102,25 @@ class Writes(NamedTuple):
     reply: StoredReply | None = None
     callbacks: tuple[QueuedCallback, ...] = ()
     channel_jobs: tuple[QueuedChannelJob, ...] = ()
+    fired: tuple[Ask, ...] = ()
 
     def usual_step(self) -> AskStep | None:
         """The one step of the usual message: an ask's new state, its run's change and the
-        stored reply, and nothing else (no whole run, no new ask, no callback, no channel job)."""
-        if len(self.steps) != 1 or self.runs or self.park is not None or self.callbacks or self.channel_jobs:
+        stored reply, and nothing else (no whole run, no new ask, no callback, no channel
+        job, no fired schedule)."""
+        if (
+            len(self.steps) != 1
+            or self.runs
+            or self.park is not None
+            or self.callbacks
+            or self.channel_jobs
+            or self.fired
+        ):
             return None
         return self.steps[0]
 
     def lone_park(self) -> NewAsk | None:
         """The new ask when it is all there is to write (nothing closed, no reply, no callback, no channel job)."""
-        if self.steps or self.runs or self.reply is not None or self.callbacks or self.channel_jobs:
+        if self.steps or self.runs or self.reply is not None or self.callbacks or self.channel_jobs or self.fired:
             return None
         return self.park

@@ -78,6 +78,8 @@ class Payload:
     #: Who may answer (empty: anyone), and how many of them must agree.
     responders: tuple[str, ...] = ()
     quorum: int = 1
+    #: ``remind_after``, ``escalate_after`` and ``escalate_to`` as given (checked on park).
+    schedule: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +156,10 @@ def answer_of(ask: Ask, question_key: QuestionKey) -> Answer | None:
     return Answer(interrupt_id, item, part, ask.id, ask.kind, ask.answer, index, ask.answered_by)
 
 
+#: The payload keys of an ask's reminders and escalation (as ``Gateway.ask`` names them).
+SCHEDULE_KEYS = ("remind_after", "escalate_after", "escalate_to")
+
+
 def parse_payload(value: object) -> Payload:
     """The ask an ``interrupt(value)`` payload describes.
 
@@ -161,8 +167,9 @@ def parse_payload(value: object) -> Payload:
       options under ``options`` or ``choices`` (a choice when given, so an empty list is
       refused), ``kind`` (``"choice"`` / ``"text"``), ``ttl_seconds`` (this ask's TTL),
       ``default`` (the answer it takes if it expires), ``responders`` (who may answer)
-      and ``quorum`` (how many of them must agree); every other key is kept with the
-      ask as context;
+      and ``quorum`` (how many of them must agree), and ``remind_after``,
+      ``escalate_after``, ``escalate_to`` (its reminders and escalation); every other key
+      is kept with the ask as context;
     - a string with a ``[[ask]] ... [[/ask]]`` marker: that stopping point;
     - any other string: a free-text question;
     - an :class:`~parkgate.AskSpec`.
@@ -191,6 +198,7 @@ def _from_mapping(data: Mapping[Any, Any]) -> Payload:
     ttl = _ttl(extras.pop("ttl_seconds", None))
     default = extras.pop("default", None)
     responders, quorum = extras.pop("responders", None), extras.pop("quorum", None)
+    schedule = {key: extras.pop(key) for key in SCHEDULE_KEYS if key in extras}
     if prompt is None:
         raise StoppingPointError(f"an interrupt payload needs its text under {' or '.join(PROMPT_KEYS)}")
     if options is not None and kind is None:
@@ -206,7 +214,7 @@ def _from_mapping(data: Mapping[Any, Any]) -> Payload:
         raise StoppingPointError(f"an interrupt payload's {error}") from None
     if agree > 1 and spec.kind is AskKind.TEXT:
         raise StoppingPointError(f"an interrupt payload's quorum of {agree} is for a choice, not a text question")
-    return Payload(spec, ttl, default, payload_context(extras), who, agree)
+    return Payload(spec, ttl, default, payload_context(extras), who, agree, schedule or None)
 
 
 def _one_of(data: dict[str, Any], keys: Sequence[str]) -> Any:

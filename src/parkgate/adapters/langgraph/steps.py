@@ -230,6 +230,7 @@ class ThreadSteps:
             context={**(payload.context or {}), CONTEXT_KEY: record.to_json()},
             follow_up=True,
             **who,
+            **(payload.schedule or {}),
         )
         return reply
 

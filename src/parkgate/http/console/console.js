@@ -125,7 +125,9 @@
     $("asks-empty").hidden = data.asks.length > 0 || page > 1;
     $("asks").hidden = data.asks.length === 0;
     if ($("status").className === "error") setStatus("");
-    const shown = JSON.stringify(data.asks.map((ask) => [ask.ask_id, ask.mismatches, ask.hours_open, ask.votes]));
+    const shown = JSON.stringify(
+      data.asks.map((ask) => [ask.ask_id, ask.mismatches, ask.hours_open, ask.votes, ask.reminders_sent, ask.next_due_at]),
+    );
     if (shown === paging.shown) return; // nothing changed: the rows (and focus) stay as they are
     paging.shown = shown;
     const body = $("asks-body");
@@ -166,6 +168,13 @@
       context.textContent = visibleText(JSON.stringify(ask.context));
       question.appendChild(context);
     }
+    const schedule = scheduleLine(ask);
+    if (schedule) {
+      const line = document.createElement("div");
+      line.className = "schedule";
+      line.textContent = schedule;
+      question.appendChild(line);
+    }
     cell(row, ask.mismatches, "num mismatches" + (ask.mismatches >= 3 ? " hot" : ""), "Mismatches");
     cell(row, Number(ask.hours_open).toFixed(2), "num hours", "Hours open");
     cell(row, new Date(ask.asked_at).toLocaleString(), "asked-at", "Asked at");
@@ -198,6 +207,17 @@
     if (ask.answered_by) return "answered by " + visibleId(ask.answered_by);
     if (ask.closed_by) return "closed by " + visibleId(ask.closed_by);
     return "";
+  }
+
+  // An ask with reminders or an escalation: how many reminders went, and when the next is due.
+  function scheduleLine(ask) {
+    const reminders = (ask.remind_after || []).length;
+    if (!reminders && ask.escalate_after == null) return "";
+    const parts = [];
+    if (reminders) parts.push(ask.reminders_sent + " of " + reminders + (reminders === 1 ? " reminder" : " reminders") + " sent");
+    if (ask.escalated_at) parts.push("escalated " + new Date(ask.escalated_at).toLocaleTimeString());
+    parts.push(ask.next_due_at ? "next due " + new Date(ask.next_due_at).toLocaleTimeString() : "nothing more due");
+    return parts.join(" · ");
   }
 
   function nextPage() {

@@ -1,0 +1,97 @@
+"""Reminder and escalation due times, checked in every state of the enumeration.
+
+Each state of :func:`~parkgate.prove.cases.enumerate_cases` is given every schedule of
+:data:`SCHEDULES` (a reminder due, several reminders due at once, an escalation due,
+both), with and without responders, and fired at the case's moment
+(:func:`parkgate.core.schedule.fire_due`). Then:
+
+- a reminder never closes, touches or reopens an ask: the fired ask is open with the
+  same last touch, misses and TTL, and a closed ask fires nothing;
+- an escalation never removes a responder (and an ask anyone may answer stays so);
+- expiry still happens at the TTL whatever fired before it: an ask past its TTL fires
+  nothing, and the fired ask falls due when the ask did;
+- the case's input does the same to the fired ask as to the ask before it (only the
+  added responders may change who may answer; these inputs carry no sender).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from parkgate.core.kinds import AskStatus
+from parkgate.core.model import Ask
+from parkgate.core.schedule import fire_due
+
+from .cases import TTL, Case
+from .outcome import COMPARED_FIELDS, pure_outcome
+
+_SECONDS = TTL.total_seconds()
+#: (reminder offsets, escalation offset) pairs, every offset due by the case's moment.
+SCHEDULES: tuple[tuple[tuple[float, ...], float | None], ...] = (
+    ((_SECONDS / 2,), None),
+    ((60.0, _SECONDS / 2, _SECONDS - 1), None),
+    ((), _SECONDS / 3),
+    ((60.0,), _SECONDS / 3),
+)
+#: Responders before the escalation (none: anyone may answer), and those it adds.
+RESPONDERS: tuple[tuple[str, ...], ...] = ((), ("U_ALICE",))
+ESCALATE_TO = ("U_CAROL", "U_ALICE")
+
+
+def scheduled_asks(case: Case) -> list[Ask]:
+    """The case's open ask with each schedule and responders set."""
+    base = case.open_ask()
+    return [
+        base.evolve(
+            remind_after=reminders,
+            escalate_after=escalation,
+            escalate_to=ESCALATE_TO if escalation is not None else (),
+            responders=responders,
+        )
+        for reminders, escalation in SCHEDULES
+        for responders in RESPONDERS
+    ]
+
+
+def schedule_failures(case: Case, escalate_after: int) -> list[str]:
+    """Every property above that one case breaks, for each schedule (empty: none)."""
+    failures: list[str] = []
+    for ask in scheduled_asks(case):
+        now = case.moment(ask.last_touched)
+        label = f"{case.describe()}, remind_after={ask.remind_after}, escalate_after={ask.escalate_after}"
+        fired = fire_due(ask, now)
+        closed = ask.evolve(status=AskStatus.ANSWERED, answered_at=now)
+        if fire_due(closed, now) is not None:
+            failures.append(f"{label}: a closed ask fired")
+        if case.expired:
+            if fired is not None:
+                failures.append(f"{label}: an ask past its TTL fired instead of expiring")
+            continue
+        if fired is None:
+            failures.append(f"{label}: nothing fired though every due time had passed")
+            continue
+        failures.extend(_fired_failures(label, ask, fired.ask))
+        if not ask.responders:  # a sender-less input means the same to both
+            before = pure_outcome(ask, case.message, now, escalate_after)
+            after = pure_outcome(fired.ask, case.message, now, escalate_after)
+            for name in COMPARED_FIELDS:
+                if name != "unchanged" and getattr(before, name) != getattr(after, name):
+                    failures.append(f"{label}: after firing, {name} is {getattr(after, name)!r}")
+    return failures
+
+
+def _fired_failures(label: str, ask: Ask, fired: Ask) -> list[str]:
+    failures = []
+    if not fired.is_open:
+        failures.append(f"{label}: firing closed the ask")
+    if (fired.last_touched, fired.mismatches, fired.ttl_seconds) != (ask.last_touched, ask.mismatches, ask.ttl_seconds):
+        failures.append(f"{label}: firing touched the ask")
+    if fired.due_at != ask.due_at:
+        failures.append(f"{label}: firing moved the expiry from {ask.due_at} to {fired.due_at}")
+    if not set(ask.responders) <= set(fired.responders) or (not ask.responders and fired.responders):
+        failures.append(f"{label}: the escalation removed a responder ({ask.responders} -> {fired.responders})")
+    if fired.remind_after and fired.reminders_sent != len(fired.remind_after):
+        failures.append(f"{label}: {fired.reminders_sent} of the due reminders counted")
+    if fired.next_event_at is not None and fired.next_event_at <= fired.last_touched + timedelta(0):
+        failures.append(f"{label}: the next due time is not after the last touch")
+    return failures
