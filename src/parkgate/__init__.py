@@ -21,7 +21,7 @@ from parkgate.async_gateway import AsyncGateway
 from parkgate.channels.base import Channel, ChannelReply, ChannelTarget, Posted
 from parkgate.clock import Clock, ManualClock, SystemClock
 from parkgate.core.expect import Expect
-from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunOutcome, RunStatus
+from parkgate.core.kinds import AskKind, AskStatus, EventType, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, CallbackState, CallbackStatus, Reply, Run, Vote
 from parkgate.core.stopping_point import AskSpec
 from parkgate.delivery.health import Backoff, DelivererHealth, DelivererState
@@ -103,6 +103,7 @@ __all__ = [
     "ConversationBusy",
     "DelivererHealth",
     "DelivererState",
+    "EventType",
     "Expect",
     "FollowUps",
     "Gateway",

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from parkgate.core.kinds import ReplyKind
+from parkgate.core.kinds import EventType, ReplyKind
 from parkgate.core.model import Ask
 from parkgate.errors import ChannelJobFailed as ChannelJobFailed
 from parkgate.errors import InputError
@@ -92,9 +92,10 @@ class Posted:
 
 @dataclass(frozen=True, slots=True)
 class ChannelReply:
-    """A reply to post in an ask's thread: its kind, its text, and who sent the message."""
+    """A line to post in an ask's thread: a message's reply (its kind), or an event of the
+    ask's own (a reminder, an escalation); its text; and who sent the message."""
 
-    kind: ReplyKind
+    kind: ReplyKind | EventType
     text: str
     #: The sender of the message replied to (a ``not_yours`` line goes to them alone).
     to: str | None = None
@@ -107,7 +108,9 @@ class ChannelReply:
     def from_json(cls, payload: str) -> ChannelReply:
         """The reply a job's payload holds."""
         value = json.loads(payload)
-        return cls(ReplyKind(value["kind"]), str(value["text"]), value.get("to"))
+        kind = str(value["kind"])
+        shown = EventType(kind) if kind.startswith("ask.") else ReplyKind(kind)
+        return cls(shown, str(value["text"]), value.get("to"))
 
 
 class Channel(Protocol):

@@ -196,3 +196,9 @@ HITL_NOT_RUN = "The tool call for `{tool}` was not approved: {reason}"
 AGENT_REJECTED = "Rejected: the person chose Reject; the tool did not run"
 AGENT_CANCELLED = "No decision: the question was cancelled; the tool did not run"
 AGENT_EXPIRED = "No decision: the question expired after {duration}; the tool did not run"
+# What a channel posts in an ask's thread when its reminder or its escalation fires:
+# {who}, the responders ("U_ALICE or U_BOB", or CHANNEL_ANYONE), {prompt}, the question,
+# {waited}, how long since it was asked, {left}, how long until it expires ("5 h", "12 min").
+CHANNEL_REMINDER = "Still waiting on {who}: {prompt} (asked {waited} ago; it expires in {left})."
+CHANNEL_ESCALATION = "Now also asking {who}: {prompt} (asked {waited} ago; it expires in {left})."
+CHANNEL_ANYONE = "anyone here"

@@ -8,6 +8,8 @@ import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from parkgate.channels.jobs import REPLY
+from parkgate.channels.reminders import fired_replies
 from parkgate.checks import check_duration, check_id, check_limit, check_optional_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core.model import Ask, CallbackState
@@ -169,6 +171,9 @@ class ReadCalls:
                 self._runs.read(plan, ask, now)
             fired = [item for ask in tx.asks.due_event_asks(now, limit) if (item := fire_due(ask, now)) is not None]
             plan.fired.extend(fired)
+            for item in fired:  # a posted ask's thread hears it too (dropped for one never posted)
+                for line in fired_replies(item, now):
+                    plan.queue_channel_job(item.ask.id, REPLY, now, line.to_json())
             return len(plan.closed), fired
 
         closed, fired = self._units.run(body)

@@ -20,7 +20,7 @@ from starlette.routing import Match
 from parkgate.errors import REPLACE_IN_JSON, AskAlreadyOpen, CallbackNotFailed, ParkgateError, RunStillAsking
 from parkgate.http import codes
 from parkgate.http.longpolls import TooManyLongPolls
-from parkgate.http.models import ErrorOut
+from parkgate.http.outputs import ErrorOut
 from parkgate.http.quota import QuotaExceeded
 from parkgate.http.responses import error_response
 from parkgate.store import StoreError

@@ -1,6 +1,7 @@
-"""The JSON the API takes and gives, as pydantic models: what the OpenAPI schema shows and
-what a request body is checked against before a route runs; and how a response's JSON is
-encoded (:class:`SafeJSONResponse`), a reply's first of all (:func:`reply_response`).
+"""The JSON the API takes, as pydantic models: what the OpenAPI schema shows and what a
+request body is checked against before a route runs; and how a response's JSON is encoded
+(:class:`SafeJSONResponse`), a reply's first of all (:func:`reply_response`). The JSON it
+gives about asks, runs and the server is :mod:`parkgate.http.outputs`.
 
 Bodies are strict (no coercion, no unknown fields) and hold only text a store can keep.
 Every field that names one of parkgate's enums takes its values from that enum
@@ -277,135 +278,16 @@ def reply_response(reply: Reply, status: int = 200) -> Response:
     return SafeJSONResponse(reply.to_dict(), status_code=status)
 
 
-class CallbackOut(BaseModel):
-    """An ask's callback: ``pending`` (the ask is open, or the callback waits for an attempt),
-    ``delivered``, or ``failed`` (given up on; ``POST /v1/asks/{id}/callback/retry`` re-arms it)."""
-
-    status: CallbackStatusName
-    attempts: int
-    last_error: str | None = None
-    next_attempt_at: str | None = None
-
-
-class VoteOut(BaseModel):
-    """A responder's current vote on a quorum ask."""
-
-    sender: str
-    option_index: int
-    answer: str
-    at: str
-
-
-class AskOut(BaseModel):
-    """An ask as stored (``status`` open, answered, cancelled or expired)."""
-
-    ask_id: str
-    conversation_id: str
-    run_id: str
-    kind: AskKindName
-    prompt: str
-    options: list[str]
-    status: AskStatusName
-    outcome: str | None = None
-    answer: str | None = None
-    option_index: int | None = None
-    mismatches: int
-    phase: str | None = None
-    ttl_seconds: float
-    expect: ExpectJSON | None = None
-    asked_at: str
-    last_touched: str
-    answered_at: str | None = None
-    context: dict[str, Any] | None = Field(
-        default=None, description="What else was parked with the ask (a JSON object), shown with it."
-    )
-    owner: str | None = Field(
-        default=None, description="The name of the token that parked it (null without named tokens)."
-    )
-    responders: list[str] = Field(default_factory=list, description="Who may answer (empty: anyone).")
-    quorum: int = Field(default=1, description="How many responders must pick one option to select it.")
-    votes: list[VoteOut] = Field(default_factory=list, description="Each responder's current vote, in order cast.")
-    answered_by: str | None = Field(default=None, description="The sender whose message selected or answered it.")
-    closed_by: str | None = Field(
-        default=None, description="The sender of the cancel word that closed it, or operator (null for an expiry)."
-    )
-    hours_open: float | None = None
-    callback: CallbackOut | None = Field(
-        default=None, description="Where its callback stands (an ask parked with a callback_url)."
-    )
-    slack: dict[str, str] | None = Field(
-        default=None, description="Where it is posted on Slack ({channel, ts}); absent until it is posted."
-    )
-    telegram: dict[str, int] | None = Field(default=None, description="Its Telegram post: {chat_id, message_id}.")
-
-
-class RunOut(BaseModel):
-    """A run: ``running`` while its caller works or an ask is pending, then ``complete``."""
-
-    run_id: str
-    conversation_id: str
-    workflow: str | None = None
-    status: RunStatusName
-    outcome: str | None = None
-    pending_ask_id: str | None = None
-    answers: dict[str, str] = Field(description="A workflow run's answers by phase; empty for a plain ask's run.")
-    created_at: str
-    updated_at: str
-    owner: str | None = Field(
-        default=None, description="The name of the token that started it (null without named tokens)."
-    )
-
-
-class ConversationOut(BaseModel):
-    """A conversation as a surface sees it: its open ask, ``null`` when nothing is parked."""
-
-    conversation_id: str
-    ask: AskOut | None = None
-
-
-class AskListOut(BaseModel):
-    """One page of open asks, oldest first, each with ``hours_open``; ``next`` is the
-    ``cursor`` of the page after it (``null`` on the last page)."""
-
-    asks: list[AskOut]
-    next: str | None = None
-
-
-class ErrorOut(BaseModel):
-    """Every error: a short code and a sentence naming what is wrong."""
-
-    error: str
-    detail: str
-
-
-class HealthOut(BaseModel):
-    """The service answers, its store is reachable and its deliverer (if any) is not failing."""
-
-    status: Literal["ok"]
-    store: str
-    schema_version: int
-    deliverer: Literal["starting", "running", "off"] = Field(
-        description="This process's deliverer: starting (no pass yet), running, or off (none runs here)"
-    )
-
-
 __all__ = [
     "MAX_ASK_BODY_BYTES",
     "MAX_TTL_SECONDS",
     "AskIn",
-    "AskListOut",
-    "AskOut",
-    "CallbackOut",
-    "ErrorOut",
     "ExpectJSON",
     "FinishIn",
-    "HealthOut",
     "MessageIn",
     "ReplyOut",
-    "RunOut",
     "SafeJSONResponse",
     "StartIn",
-    "VoteOut",
     "one_of",
     "options_of",
     "reply_response",

@@ -35,6 +35,8 @@ from parkgate.errors import StoreUnavailable as StoreUnavailable
 from parkgate.store.channel_tables import ChannelTables
 from parkgate.store.tables import AgentStates as AgentStates
 from parkgate.store.tables import AskKeys as AskKeys
+from parkgate.store.tables import FollowUps as FollowUps
+from parkgate.store.tables import Heartbeats as Heartbeats
 from parkgate.store.writes import Writes
 
 
@@ -243,40 +245,6 @@ class Outbox(Protocol):
 
     def callback_counts(self) -> dict[CallbackStatus, int]:
         """How many callbacks are pending and failed (delivered ones are not counted)."""
-        ...
-
-
-class FollowUps(Protocol):
-    """The duties of waiters that follow an ask up once it closes."""
-
-    def closed_follow_ups(self, now: datetime, limit: int) -> list[Ask]:
-        """Closed asks whose follow-up is neither done nor claimed past ``now``, earliest
-        close first."""
-        ...
-
-    def claim_follow_up(self, ask_id: str, now: datetime, until: datetime) -> bool:
-        """Lease ``ask_id``'s follow-up until ``until`` if it is pending and unclaimed (or its
-        claim ran out by ``now``); whether this call took it."""
-        ...
-
-    def follow_up_done(self, ask_id: str, now: datetime) -> None:
-        """Mark ``ask_id``'s follow-up done: it is never listed or claimed again."""
-        ...
-
-
-class Heartbeats(Protocol):
-    """The deliverers' heartbeats: who delivers on this database, and when it last beat."""
-
-    def beat(self, deliverer_id: str, now: datetime) -> None:
-        """Stamp a running deliverer's heartbeat."""
-        ...
-
-    def stop_beating(self, deliverer_id: str) -> None:
-        """Remove a deliverer that stops cleanly."""
-        ...
-
-    def last_beat(self) -> datetime | None:
-        """The latest heartbeat of any deliverer on this database (``None``: never)."""
         ...
 
 

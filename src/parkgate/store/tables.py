@@ -1,10 +1,47 @@
-"""The interfaces of the store's side tables that a transaction hands out beside the asks:
-an agent SDK's kept run state and the idempotency keys of parks."""
+"""The interfaces of the store's side tables that a transaction hands out beside the asks
+and the outbox: the follow-ups of closed asks, the deliverers' heartbeats, an agent SDK's
+kept run state and the idempotency keys of parks."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Protocol
+
+from parkgate.core.model import Ask
+
+
+class FollowUps(Protocol):
+    """The duties of waiters that follow an ask up once it closes."""
+
+    def closed_follow_ups(self, now: datetime, limit: int) -> list[Ask]:
+        """Closed asks whose follow-up is neither done nor claimed past ``now``, earliest
+        close first."""
+        ...
+
+    def claim_follow_up(self, ask_id: str, now: datetime, until: datetime) -> bool:
+        """Lease ``ask_id``'s follow-up until ``until`` if it is pending and unclaimed (or its
+        claim ran out by ``now``); whether this call took it."""
+        ...
+
+    def follow_up_done(self, ask_id: str, now: datetime) -> None:
+        """Mark ``ask_id``'s follow-up done: it is never listed or claimed again."""
+        ...
+
+
+class Heartbeats(Protocol):
+    """The deliverers' heartbeats: who delivers on this database, and when it last beat."""
+
+    def beat(self, deliverer_id: str, now: datetime) -> None:
+        """Stamp a running deliverer's heartbeat."""
+        ...
+
+    def stop_beating(self, deliverer_id: str) -> None:
+        """Remove a deliverer that stops cleanly."""
+        ...
+
+    def last_beat(self) -> datetime | None:
+        """The latest heartbeat of any deliverer on this database (``None``: never)."""
+        ...
 
 
 class AgentStates(Protocol):

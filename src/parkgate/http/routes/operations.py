@@ -15,7 +15,8 @@ from parkgate.gateway import Gateway
 from parkgate.http import codes
 from parkgate.http.dependencies import GatewayDep
 from parkgate.http.errors import documented
-from parkgate.http.models import ErrorOut, HealthOut, SafeJSONResponse
+from parkgate.http.models import SafeJSONResponse
+from parkgate.http.outputs import ErrorOut, HealthOut
 from parkgate.http.responses import error_response
 from parkgate.store import StoreError, StoreUnavailable, is_postgres_url
 

@@ -8,7 +8,8 @@ from fastapi.responses import Response
 from parkgate.errors import UnknownRun
 from parkgate.http.dependencies import GatewayDep
 from parkgate.http.errors import V1_ERRORS, documented
-from parkgate.http.models import FinishIn, RunOut, SafeJSONResponse
+from parkgate.http.models import FinishIn, SafeJSONResponse
+from parkgate.http.outputs import RunOut
 from parkgate.http.responses import run_to_dict
 from parkgate.http.tokens import Scope, needs
 
