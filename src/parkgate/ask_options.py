@@ -12,7 +12,8 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 | :class:`OwnedRunFields` | ``owner`` | ``Gateway.start`` |
 | :class:`ParkFields` | ``ttl``, ``callback_url``, ``key`` | ``Client.ask_from_text`` |
 | :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
-| :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``Client.ask``, ``POST /v1/asks`` |
+| :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``POST /v1/asks`` |
+| :class:`ClientAskFields` | ``slack``, ``telegram`` | ``Client.ask`` |
 | :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up``, ``post_to`` | ``Gateway.ask`` |
 
 The HTTP client sends no ``owner`` (the server records its token's name), and the JSON
@@ -99,6 +100,16 @@ class PromptFields(ParkFields, total=False):
     expect: Expect | str | Mapping[str, Any] | None
     #: A JSON object of at most 16 KiB, kept and shown with the ask.
     context: Mapping[str, Any] | None
+
+
+class ClientAskFields(PromptFields, total=False):
+    """:class:`PromptFields` and the channel to post the ask on, as ``POST /v1/asks``
+    takes it (one at most): what :meth:`Client.ask <parkgate.client.Client.ask>` takes."""
+
+    #: Post the ask on Slack: ``{"channel": "C123", "thread_ts": ...}`` (``thread_ts`` optional).
+    slack: Mapping[str, str] | None
+    #: Post the ask on Telegram: ``{"chat_id": 42, "message_thread_id": ...}`` (the topic optional).
+    telegram: Mapping[str, int] | None
 
 
 class AskFields(PromptFields, OwnedParkFields, total=False):

@@ -28,7 +28,8 @@ class AskView:
     with it; ``owner`` the name of the token that parked it (``None`` without named tokens).
     ``responders`` and ``quorum`` say who may answer; ``votes`` holds each responder's
     current vote; ``answered_by`` and ``closed_by`` who selected or answered it, and who
-    cancelled it (``operator`` for an operator's cancel).
+    cancelled it (``operator`` for an operator's cancel). ``slack`` (``{channel, ts}``) and
+    ``telegram`` (``{chat_id, message_id}``) say where it is posted on a channel, once it is.
     """
 
     ask_id: str
@@ -57,6 +58,8 @@ class AskView:
     votes: tuple[Vote, ...] = ()
     answered_by: str | None = None
     closed_by: str | None = None
+    slack: Mapping[str, str] | None = None
+    telegram: Mapping[str, int] | None = None
 
     @property
     def is_open(self) -> bool:
@@ -101,6 +104,8 @@ class AskView:
             votes=tuple(Vote.from_dict(vote) for vote in data.get("votes") or ()),
             answered_by=data.get("answered_by"),
             closed_by=data.get("closed_by"),
+            slack=_location(data.get("slack")),
+            telegram=_location(data.get("telegram")),
         )
 
 
@@ -144,6 +149,15 @@ def run_from_dict(data: Mapping[str, Any]) -> Run:
         updated_at=_stamp(data["updated_at"]),
         owner=data.get("owner"),
     )
+
+
+def _location(value: object) -> dict[str, Any] | None:
+    """A channel post's location object, as given (``None`` when the ask is not posted)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected an object, not {type(value).__name__}")
+    return dict(value)
 
 
 def _text(value: object) -> str:
