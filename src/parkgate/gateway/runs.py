@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from parkgate.ask_options import AskOptions
 from parkgate.channels.base import ChannelTarget
 from parkgate.channels.jobs import POST, queued_job
+from parkgate.channels.threads import next_target
 from parkgate.clock import Clock
 from parkgate.core import machine, stopping_point
 from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
@@ -319,7 +320,7 @@ class RunLifeCycle:
             options = dataclasses.replace(options, responders=phase.responders, quorum=phase.quorum)
         fitted = dataclasses.replace(options, phase=phase.name).fitted(spec)
         ask = self.new_ask(run, spec, now, fitted)
-        return self.park(plan, run, ask, now)
+        return self.park(plan, run, ask, now, post_to=options.post_to)
 
     # -- messages ---------------------------------------------------------------------
     def decide(
@@ -370,5 +371,8 @@ class RunLifeCycle:
             who = AskOptions(owner=answered.owner)
         else:
             who = AskOptions(owner=answered.owner, responders=answered.responders, quorum=answered.quorum)
+        # ... and posted where that one was, in its thread (:mod:`parkgate.channels.threads`).
+        target = next_target(tx.channels.post_of(answered.id))
+        who = dataclasses.replace(who, post_to=target, watched=target is not None)
         following_reply = self.park_phase(plan, run, following, now, who)
         return with_more_text(reply, f"{reply.text}\n\n{following_reply.text}", parked=True, next_ask=following_reply)
