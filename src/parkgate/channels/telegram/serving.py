@@ -42,21 +42,6 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 
 
-def sending(environ: Mapping[str, str]) -> TelegramChannel:
-    """The channel alone, for sending (``parkgate deliver``): the bot token is all it needs.
-
-    Args:
-        environ: The environment: the bot token and the Bot API's root.
-
-    Returns:
-        The channel, with no webhook.
-
-    Raises:
-        SettingsError: The bot token is missing.
-    """
-    return channel_from_env(environ)
-
-
 def channel_from_env(environ: Mapping[str, str]) -> TelegramChannel:
     """The Telegram channel ``PARKGATE_TELEGRAM_BOT_TOKEN`` and ``PARKGATE_TELEGRAM_API_URL`` name.
 
@@ -67,6 +52,10 @@ def channel_from_env(environ: Mapping[str, str]) -> TelegramChannel:
     if not token:
         raise SettingsError(f"Telegram needs {ENV_BOT_TOKEN}")
     return TelegramChannel(BotApi(token, environ.get(ENV_API_URL, "").strip() or DEFAULT_ROOT))
+
+
+#: The channel alone, for sending (``parkgate deliver``): the bot token is all it needs.
+sending = channel_from_env
 
 
 def webhook_secret(environ: Mapping[str, str]) -> str:
