@@ -11,6 +11,7 @@ Start with :class:`Gateway`::
 from parkgate.ask_options import (
     AskFields,
     AskOptions,
+    ClientAskFields,
     OwnedParkFields,
     OwnedRunFields,
     ParkFields,
@@ -97,6 +98,7 @@ __all__ = [
     "ChannelReply",
     "ChannelTables",
     "ChannelTarget",
+    "ClientAskFields",
     "Clock",
     "CloseSignal",
     "ConfigurationError",

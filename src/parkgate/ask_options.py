@@ -9,11 +9,12 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 | fields | adds | taken by |
 | --- | --- | --- |
 | :class:`RunFields` | ``run_id``, ``replace``, ``responders``, ``quorum`` | ``Client.start`` |
-| :class:`OwnedRunFields` | ``owner`` | ``Gateway.start`` |
+| :class:`OwnedRunFields` | ``owner``, ``post_to`` | ``Gateway.start`` |
 | :class:`ParkFields` | ``ttl``, ``callback_url``, ``key``, ``remind_after``, ``escalate_*`` | ``ask_from_text`` |
 | :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
-| :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``Client.ask``, ``POST /v1/asks`` |
-| :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up``, ``post_to`` | ``Gateway.ask`` |
+| :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``POST /v1/asks`` |
+| :class:`ClientAskFields` | ``slack``, ``telegram`` | ``Client.ask`` |
+| :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up`` | ``Gateway.ask`` |
 
 The HTTP client sends no ``owner`` (the server records its token's name), and the JSON
 names ``ttl`` ``ttl_seconds`` (:data:`JSON_NAMES`). :meth:`AskOptions.checked` turns the
@@ -71,10 +72,15 @@ class RunFields(TypedDict, total=False):
 
 
 class OwnedRunFields(RunFields, total=False):
-    """:class:`RunFields` and who parks: a library caller's own (the HTTP service passes its token's name)."""
+    """:class:`RunFields`, who parks (a library caller's own; the HTTP service passes its
+    token's name) and the channel to post on."""
 
     #: Who parks the ask; an owner reaches only its own asks and runs.
     owner: str | None
+    #: Post the ask to a channel (:mod:`parkgate.channels`): a ChannelTarget, or a
+    #: ``(channel, where)`` pair; the post is updated when it closes (implies ``watched``).
+    #: A workflow's later phases are posted in the same place and thread.
+    post_to: ChannelTarget | tuple[str, Mapping[str, Any]] | None
 
 
 class ParkFields(RunFields, total=False):
@@ -109,6 +115,16 @@ class PromptFields(ParkFields, total=False):
     context: Mapping[str, Any] | None
 
 
+class ClientAskFields(PromptFields, total=False):
+    """:class:`PromptFields` and the channel to post the ask on, as ``POST /v1/asks``
+    takes it (one at most): what :meth:`Client.ask <parkgate.client.Client.ask>` takes."""
+
+    #: Post the ask on Slack: ``{"channel": "C123", "thread_ts": ...}`` (``thread_ts`` optional).
+    slack: Mapping[str, str] | None
+    #: Post the ask on Telegram: ``{"chat_id": 42, "message_thread_id": ...}`` (the topic optional).
+    telegram: Mapping[str, int] | None
+
+
 class AskFields(PromptFields, OwnedParkFields, total=False):
     """Every option: what :meth:`Gateway.ask <parkgate.Gateway.ask>` takes."""
 
@@ -118,9 +134,6 @@ class AskFields(PromptFields, OwnedParkFields, total=False):
     watched: bool
     #: A waiter acts on the close: the closed ask is listed until it says it is done.
     follow_up: bool
-    #: Post the ask to a channel (:mod:`parkgate.channels`): a ChannelTarget, or a
-    #: ``(channel, where)`` pair; the post is updated when it closes (implies ``watched``).
-    post_to: ChannelTarget | tuple[str, Mapping[str, Any]] | None
 
 
 #: Options whose JSON name differs from the keyword's.

@@ -237,7 +237,8 @@ class AsyncGateway(AsyncChannelCalls):
         Args:
             conversation_id: The conversation to park the first phase in.
             workflow: A registered workflow's name.
-            **fields: ``run_id``, ``replace`` and ``owner`` (:class:`~parkgate.ask_options.OwnedRunFields`).
+            **fields: ``run_id``, ``replace``, ``owner``, ``responders``, ``quorum`` and
+                ``post_to`` (:class:`~parkgate.ask_options.OwnedRunFields`).
 
         Returns:
             The ``asked`` reply of the first phase.

@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 
 import pytest
 
+from parkgate.channels.lines import duration
 from parkgate.channels.slack.blocks import (
     MAX_OPTION_BUTTONS,
     already_closed_line,
     ask_blocks,
     closed_line,
-    duration,
     for_slack,
 )
 from parkgate.core import machine

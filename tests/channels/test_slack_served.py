@@ -259,13 +259,10 @@ def test_an_ask_for_slack_is_refused_where_slack_is_not_served(store_url_factory
 
 
 def test_parkgate_deliver_posts_the_asks_a_library_gateway_parks(tmp_path: Path, slack_api: SlackWebApi) -> None:
+    """Sending needs only the bot token: deliver serves no events, so no signing secret."""
     url = f"sqlite:///{tmp_path / 'lib.db'}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PARKGATE_")}
-    env.update(
-        PARKGATE_SLACK_BOT_TOKEN=BOT_TOKEN,
-        PARKGATE_SLACK_SIGNING_SECRET=SIGNING_SECRET,
-        PARKGATE_SLACK_API_URL=slack_api.url,
-    )
+    env.update(PARKGATE_SLACK_BOT_TOKEN=BOT_TOKEN, PARKGATE_SLACK_API_URL=slack_api.url)
     with Gateway(url) as gateway:
         asked = gateway.ask("lib-1", "Ship?", ["Ship"], post_to=ChannelTarget("slack", {"channel": "C7"}))
         deliverer = subprocess.Popen(

@@ -76,3 +76,30 @@ def test_long_polling_posts_answers_and_edits(api: BotApiStandIn, tmp_path: Path
     with Gateway(db) as gateway:
         assert gateway.get(asked.ask_id).answered_by == "5"
         assert json.loads(gateway.channel_post(asked.ask_id).location or "{}")["message_id"] == message_id  # type: ignore[union-attr]
+
+
+def test_deliver_posts_and_edits_with_the_bot_token_alone(api: BotApiStandIn, tmp_path: Path) -> None:
+    """``parkgate deliver`` serves no webhook, so it needs no webhook secret to send."""
+    db = f"sqlite:///{tmp_path / 'lib.db'}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PARKGATE_")}
+    env.update(PARKGATE_TELEGRAM_BOT_TOKEN=TOKEN, PARKGATE_TELEGRAM_API_URL=api.root)
+    with Gateway(db) as gateway:
+        asked = gateway.ask("c1", "Ship?", ["Ship"], post_to=ChannelTarget("telegram", {"chat_id": GROUP}))
+        deliverer = subprocess.Popen(
+            [sys.executable, "-m", "parkgate", "deliver", "--db", db],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            sent = until(lambda: api.of("sendMessage"), 20, "the ask posted by parkgate deliver")
+            assert sent[0].params["chat_id"] == GROUP and "Ship?" in sent[0].params["text"]
+            assert asked.ask_id is not None
+            gateway.cancel(asked.ask_id)
+            edits = until(lambda: api.of("editMessageText"), 20, "the message edited on close")
+            assert edits[0].params["text"].endswith("Dropped by an operator, nothing ran.")
+        finally:
+            deliverer.terminate()
+            _, err = deliverer.communicate(timeout=20)
+        assert "WEBHOOK_SECRET" not in err

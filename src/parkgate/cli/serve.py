@@ -12,7 +12,7 @@ from contextlib import suppress
 
 import click
 
-from parkgate.channels.serving import served_channels
+from parkgate.channels.serving import sending_channels
 from parkgate.cli.stores import db_option, gateway_session, shown_url
 from parkgate.gateway import Gateway
 from parkgate.http.logs import logging_to_stderr
@@ -283,12 +283,13 @@ def deliver(db_url: str) -> None:
     which closes it as expired, and the callbacks of closed asks are POSTed from the
     outbox. `parkgate serve` does the same in each worker; run this beside a library
     Gateway instead. Any number may run on one database. Ctrl-C or SIGTERM stops it.
-    The channels the environment switches on (PARKGATE_SLACK_BOT_TOKEN and
-    PARKGATE_SLACK_SIGNING_SECRET) get their asks posted and updated too.
+    The channels the environment switches on (PARKGATE_SLACK_BOT_TOKEN,
+    PARKGATE_TELEGRAM_BOT_TOKEN) get their asks posted and updated too; sending needs
+    only the bot token, as nothing here answers the platform.
     """
     check_callback_settings()
     with gateway_session(db_url, surface="deliver") as gateway:
-        served_channels(gateway, os.environ)
+        sending_channels(gateway, os.environ)
         click.echo(f"parkgate delivering callbacks and due reads for {shown_url(db_url)} (Ctrl-C stops)")
         asyncio.run(_deliver_until_stopped(gateway))
         click.echo("parkgate deliver stopped")

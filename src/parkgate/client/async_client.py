@@ -9,7 +9,7 @@ from typing import TypeVar, Unpack
 
 import httpx
 
-from parkgate.ask_options import ParkFields, PromptFields, RunFields
+from parkgate.ask_options import ClientAskFields, ParkFields, RunFields
 from parkgate.checks import MAX_WAIT_SECONDS, wait_seconds
 from parkgate.client import responses, wire
 from parkgate.client.errors import Unreachable
@@ -72,7 +72,7 @@ class AsyncClient:
         prompt: str,
         options: Sequence[str] | None = None,
         kind: AskKind | str | None = None,
-        **fields: Unpack[PromptFields],
+        **fields: Unpack[ClientAskFields],
     ) -> Reply:
         """As :meth:`Client.ask <parkgate.client.Client.ask>`.
 
@@ -81,7 +81,8 @@ class AsyncClient:
             prompt: The question to show.
             options: The labels of a choice ask.
             kind: ``choice`` or ``text``; ``choice`` when ``options`` are given, else ``text``.
-            **fields: The ask's options (:class:`~parkgate.ask_options.PromptFields`).
+            **fields: The ask's options and the channel to post it on
+                (:class:`~parkgate.ask_options.ClientAskFields`).
 
         Returns:
             The ``asked`` reply.

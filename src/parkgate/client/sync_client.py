@@ -9,7 +9,7 @@ from typing import TypeVar, Unpack
 
 import httpx
 
-from parkgate.ask_options import ParkFields, PromptFields, RunFields
+from parkgate.ask_options import ClientAskFields, ParkFields, RunFields
 from parkgate.checks import MAX_WAIT_SECONDS, wait_seconds
 from parkgate.client import responses, wire
 from parkgate.client.errors import Unreachable
@@ -85,7 +85,7 @@ class Client:
         prompt: str,
         options: Sequence[str] | None = None,
         kind: AskKind | str | None = None,
-        **fields: Unpack[PromptFields],
+        **fields: Unpack[ClientAskFields],
     ) -> Reply:
         """Park a question in ``conversation_id`` (``POST /v1/asks``); the reply is ``asked``.
 
@@ -102,8 +102,11 @@ class Client:
                 as the answer if the ask expires), ``expect`` (the form a text ask's answer
                 must take), ``context`` (a JSON object kept and shown with the ask) and
                 ``key`` (an idempotency key: a park with a key this token parked before
-                returns that ask, ``parked`` false once it closed), as
-                :class:`~parkgate.ask_options.PromptFields` types them.
+                returns that ask, ``parked`` false once it closed), and ``slack``
+                (``{"channel": "C123", "thread_ts": ...}``) or ``telegram``
+                (``{"chat_id": 42, "message_thread_id": ...}``) to post the ask on a
+                channel the server serves (:meth:`get` then shows where), as
+                :class:`~parkgate.ask_options.ClientAskFields` types them.
 
         Returns:
             The ``asked`` reply.

@@ -31,6 +31,8 @@ class AskView:
     cancelled it (``operator`` for an operator's cancel). ``reminders_sent`` counts its
     reminders so far, ``escalated_at`` says when it escalated, and ``next_due_at`` when its
     next reminder or escalation falls due (``None``: none remains, or it is closed).
+    ``slack`` (``{channel, ts}``) and ``telegram`` (``{chat_id, message_id}``) say where it
+    is posted on a channel, once it is.
     """
 
     ask_id: str
@@ -65,6 +67,8 @@ class AskView:
     reminders_sent: int = 0
     escalated_at: datetime | None = None
     next_due_at: datetime | None = None
+    slack: Mapping[str, str] | None = None
+    telegram: Mapping[str, int] | None = None
 
     @property
     def is_open(self) -> bool:
@@ -115,6 +119,8 @@ class AskView:
             reminders_sent=int(data.get("reminders_sent", 0)),
             escalated_at=_maybe_stamp(data.get("escalated_at")),
             next_due_at=_maybe_stamp(data.get("next_due_at")),
+            slack=_location(data.get("slack")),
+            telegram=_location(data.get("telegram")),
         )
 
 
@@ -158,6 +164,15 @@ def run_from_dict(data: Mapping[str, Any]) -> Run:
         updated_at=_stamp(data["updated_at"]),
         owner=data.get("owner"),
     )
+
+
+def _location(value: object) -> dict[str, Any] | None:
+    """A channel post's location object, as given (``None`` when the ask is not posted)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected an object, not {type(value).__name__}")
+    return dict(value)
 
 
 def _text(value: object) -> str:

@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import httpx
 
-from parkgate.ask_options import JSON_NAMES, ParkFields, PromptFields, RunFields, refuse_unknown
+from parkgate.ask_options import JSON_NAMES, ClientAskFields, ParkFields, RunFields, refuse_unknown
 from parkgate.checks import (
     MAX_SKILL_OUTPUT_CHARS,
     MAX_WAIT_SECONDS,
@@ -187,10 +187,15 @@ def _json(body: Mapping[str, Any]) -> bytes:
 
 
 def park(
-    conversation_id: str, prompt: str, options: Sequence[str] | None, kind: AskKind | str | None, fields: PromptFields
+    conversation_id: str,
+    prompt: str,
+    options: Sequence[str] | None,
+    kind: AskKind | str | None,
+    fields: ClientAskFields,
 ) -> Call[Reply]:
-    """``POST /v1/asks`` with a prompt, its ``options`` and ``kind``, and the ask's ``fields``."""
-    refuse_unknown(fields, PromptFields, "ask")
+    """``POST /v1/asks`` with a prompt, its ``options`` and ``kind``, and the ask's ``fields``
+    (a ``slack`` or ``telegram`` target among them, checked by the server)."""
+    refuse_unknown(fields, ClientAskFields, "ask")
     body = {
         "conversation_id": conversation_id,
         "prompt": prompt,
@@ -232,6 +237,9 @@ def options_json(fields: Mapping[str, Any]) -> dict[str, Any]:
         body["expect"] = None if form is None else expect_to_dict(form)
     if "context" in fields:
         body["context"] = check_context(fields["context"])
+    for name in ("slack", "telegram"):  # a channel's target, as POST /v1/asks takes it
+        if isinstance(fields.get(name), Mapping):
+            body[name] = dict(fields[name])
     return body
 
 

@@ -238,7 +238,7 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
             conversation_id: The conversation to park in.
             skill_output: Text holding one stopping point, or exactly its JSON form.
             **fields: :meth:`ask`'s ``run_id``, ``ttl``, ``replace``, ``callback_url``,
-                ``key``, ``owner``, ``responders`` and ``quorum``
+                ``key``, ``owner``, ``responders``, ``quorum`` and ``post_to``
                 (:class:`~parkgate.ask_options.OwnedParkFields`), checked the same way,
                 also when there is no marker.
 
@@ -271,9 +271,11 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
             conversation_id: The conversation to park the first phase in.
             workflow: A registered workflow's name.
             **fields: ``run_id`` (the new run's id; one made when left out), ``replace``,
-                ``owner``, ``responders`` and ``quorum``, as in :meth:`ask`
+                ``owner``, ``responders``, ``quorum`` and ``post_to``, as in :meth:`ask`
                 (:class:`~parkgate.ask_options.OwnedRunFields`); every phase is for them
-                (see :mod:`parkgate.workflow` for phases that name their own).
+                (see :mod:`parkgate.workflow` for phases that name their own), and with
+                ``post_to`` every phase is posted on that channel, each later one in the
+                thread of the one before (:mod:`parkgate.channels.threads`).
 
         Returns:
             The ``asked`` reply of the first phase.

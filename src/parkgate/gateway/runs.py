@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from parkgate.ask_options import AskOptions
 from parkgate.channels.base import ChannelTarget
 from parkgate.channels.jobs import POST, queued_job
+from parkgate.channels.threads import next_target
 from parkgate.clock import Clock
 from parkgate.core import machine, stopping_point
 from parkgate.core.kinds import AskStatus, EventType, ReplyKind, RunOutcome, RunStatus
@@ -336,7 +337,7 @@ class RunLifeCycle:
         with_schedule = options.with_schedule({**schedule, "escalate_to": phase.escalate_to})
         fitted = dataclasses.replace(with_schedule, phase=phase.name).fitted(spec)
         ask = self.new_ask(run, spec, now, fitted)
-        return self.park(plan, run, ask, now)
+        return self.park(plan, run, ask, now, post_to=options.post_to)
 
     # -- messages ---------------------------------------------------------------------
     def decide(
@@ -387,5 +388,8 @@ class RunLifeCycle:
             who = AskOptions(owner=answered.owner)
         else:
             who = AskOptions(owner=answered.owner, responders=answered.responders, quorum=answered.quorum)
+        # ... and posted where that one was, in its thread (:mod:`parkgate.channels.threads`).
+        target = next_target(tx.channels.post_of(answered.id))
+        who = dataclasses.replace(who, post_to=target, watched=target is not None)
         following_reply = self.park_phase(plan, run, following, now, who)
         return with_more_text(reply, f"{reply.text}\n\n{following_reply.text}", parked=True, next_ask=following_reply)

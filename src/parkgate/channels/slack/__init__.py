@@ -7,6 +7,7 @@ shown by updating the message (optional extra ``parkgate[slack]``: ``slack-bolt`
 - :func:`serve`: what ``parkgate serve`` mounts at ``POST /slack/events`` when
   ``PARKGATE_SLACK_BOT_TOKEN`` and ``PARKGATE_SLACK_SIGNING_SECRET`` are set
   (``PARKGATE_SLACK_API_URL`` points the Web API calls elsewhere, such as a stand-in).
+- :func:`sending`: the channel alone from the bot token, for ``parkgate deliver``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from parkgate.channels.slack.serving import (
     ENV_BOT_TOKEN,
     ENV_SIGNING_SECRET,
     EVENTS_PATH,
+    sending,
     serve,
     slack_app,
 )
@@ -40,6 +42,7 @@ __all__ = [
     "SlackEvents",
     "check_slack_target",
     "register",
+    "sending",
     "serve",
     "slack_app",
 ]

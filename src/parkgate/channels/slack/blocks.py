@@ -1,6 +1,7 @@
 """What parkgate shows on Slack, as Block Kit: an open ask (its question, a button per
-option, Cancel and Show options), a closed ask's update, and reply lines with the exits
-that work on Slack (the buttons; :data:`~parkgate.core.phrases.SLACK_EXITS`).
+option, Cancel and Show options), a closed ask's update (every channel's close lines,
+:mod:`parkgate.channels.lines`, with people named as Slack shows them), and reply lines
+with the exits that work on Slack (the buttons; :data:`~parkgate.core.phrases.SLACK_EXITS`).
 
 Pure functions of an :class:`~parkgate.core.model.Ask`: no Slack call is made here.
 """
@@ -9,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from parkgate.channels import lines
 from parkgate.core import machine
 from parkgate.core import phrases as P
-from parkgate.core.kinds import OPERATOR, AskStatus, RunOutcome
 from parkgate.core.model import Ask
 
 #: The ``action_id`` prefix of parkgate's buttons; an option's is ``parkgate:option:N``.
@@ -35,12 +36,8 @@ def for_slack(text: str) -> str:
     return text
 
 
-def mention(user: str | None) -> str | None:
-    """How Slack shows a user id (``<@U123>``); the operator and unknown senders as words."""
-    if user is None:
-        return None
-    if user == OPERATOR:
-        return P.CHANNEL_OPERATOR
+def mention(user: str) -> str:
+    """How Slack shows a user id (``<@U123>``); a sender that is no Slack user id as it is."""
     return f"<@{user}>" if user[:1] in ("U", "W") and user.isalnum() else user
 
 
@@ -76,47 +73,14 @@ def ask_blocks(ask: Ask) -> list[dict[str, Any]]:
     ]
 
 
-def duration(seconds: float) -> str:
-    """A TTL as the closed line says it: whole hours, else minutes, else seconds."""
-    whole = round(seconds)
-    if whole >= 3600 and whole % 3600 == 0:
-        return P.CHANNEL_HOURS.format(count=whole // 3600)
-    if whole >= 60 and whole % 60 == 0:
-        return P.CHANNEL_MINUTES.format(count=whole // 60)
-    return P.CHANNEL_SECONDS.format(count=whole)
-
-
 def closed_line(ask: Ask) -> str:
-    """How a closed ask ended: "Answered: Deploy, by @alice", "Dropped by @bob, nothing
-    ran.", "Expired after 6 h, nothing ran."."""
-    if ask.status is AskStatus.ANSWERED:
-        who = mention(ask.answered_by)
-        template = P.CHANNEL_ANSWERED if who else P.CHANNEL_ANSWERED_BY_NOBODY
-        return template.format(answer=ask.answer or "", who=who)
-    if ask.status is AskStatus.EXPIRED:
-        idle = duration(ask.ttl_seconds)
-        if ask.answer is not None:
-            return P.CHANNEL_EXPIRED_DEFAULT.format(idle=idle, answer=ask.answer)
-        return P.CHANNEL_EXPIRED.format(idle=idle)
-    if ask.outcome == RunOutcome.REPLACED.value:
-        return P.CHANNEL_REPLACED
-    who = mention(ask.closed_by)
-    return P.CHANNEL_DROPPED.format(who=who) if who else P.CHANNEL_DROPPED_BY_NOBODY
+    """How a closed ask ended, with people named as Slack shows them (:mod:`parkgate.channels.lines`)."""
+    return lines.closed_line(ask, mention)
 
 
 def already_closed_line(ask: Ask) -> str:
-    """What a click on closed ``ask`` answers: "This question is already closed (answered by @alice)."."""
-    if ask.status is AskStatus.ANSWERED and ask.answered_by:
-        how = P.CHANNEL_CLOSED_ANSWERED.format(who=mention(ask.answered_by))
-    elif ask.status is AskStatus.EXPIRED:
-        how = P.CHANNEL_CLOSED_EXPIRED
-    elif ask.status is AskStatus.CANCELLED and ask.closed_by:
-        how = P.CHANNEL_CLOSED_DROPPED.format(who=mention(ask.closed_by))
-    elif ask.status is AskStatus.CANCELLED:
-        how = P.CHANNEL_CLOSED_DROPPED_BY_NOBODY
-    else:
-        how = closed_line(ask)
-    return P.CHANNEL_ALREADY_CLOSED.format(how=how)
+    """What a click on closed ``ask`` answers: "This question is already closed (answered by <@U123>)."."""
+    return lines.already_closed_line(ask, mention)
 
 
 def closed_blocks(ask: Ask) -> list[dict[str, Any]]:

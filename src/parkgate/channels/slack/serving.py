@@ -38,6 +38,31 @@ EVENTS_PATH = "/slack/events"
 DEFAULT_API_URL = "https://slack.com/api/"
 
 
+def web_client(token: str, api_url: str = DEFAULT_API_URL) -> WebClient:
+    """A Web API client for the bot token, at ``api_url`` (a stand-in in tests)."""
+    client = WebClient(token=token, base_url=api_url if api_url.endswith("/") else api_url + "/")
+    client.timeout = API_TIMEOUT_SECONDS
+    return client
+
+
+def sending(environ: Mapping[str, str]) -> SlackChannel:
+    """The channel alone, for sending (``parkgate deliver``): the bot token is all it needs.
+
+    Args:
+        environ: The environment: the bot token and the Web API's URL.
+
+    Returns:
+        The channel, with no events route.
+
+    Raises:
+        SettingsError: The bot token is missing.
+    """
+    token = environ.get(ENV_BOT_TOKEN, "").strip()
+    if not token:
+        raise SettingsError(f"Slack needs {ENV_BOT_TOKEN}")
+    return SlackChannel(web_client(token, environ.get(ENV_API_URL, "").strip() or DEFAULT_API_URL))
+
+
 def slack_app(gateway: Gateway, token: str, signing_secret: str, api_url: str = DEFAULT_API_URL) -> App:
     """A Bolt app that answers parkgate's asks and acknowledges every other event.
 
@@ -50,8 +75,7 @@ def slack_app(gateway: Gateway, token: str, signing_secret: str, api_url: str = 
     Returns:
         The app, with :func:`~parkgate.channels.slack.register` applied.
     """
-    client = WebClient(token=token, base_url=api_url if api_url.endswith("/") else api_url + "/")
-    client.timeout = API_TIMEOUT_SECONDS
+    client = web_client(token, api_url)
     app = App(token=token, signing_secret=signing_secret, client=client, token_verification_enabled=False)
     register(app, gateway, SlackChannel(client))
 

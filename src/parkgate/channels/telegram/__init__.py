@@ -9,6 +9,7 @@ close shown by editing the message (optional extra ``parkgate[telegram]``:
 - :func:`serve`: what ``parkgate serve`` mounts at ``POST /telegram/webhook`` when
   ``PARKGATE_TELEGRAM_BOT_TOKEN`` is set (with ``PARKGATE_TELEGRAM_WEBHOOK_SECRET``;
   ``PARKGATE_TELEGRAM_API_URL`` is the Bot API server's root, such as a stand-in).
+- :func:`sending`: the channel alone from the bot token, for ``parkgate deliver``.
 - :func:`poll`: long polling with ``getUpdates`` (``parkgate telegram --poll``).
 """
 
@@ -32,6 +33,7 @@ from parkgate.channels.telegram.serving import (
     SECRET_HEADER,
     WEBHOOK_PATH,
     channel_from_env,
+    sending,
     serve,
 )
 
@@ -48,5 +50,6 @@ __all__ = [
     "channel_from_env",
     "check_target",
     "poll",
+    "sending",
     "serve",
 ]

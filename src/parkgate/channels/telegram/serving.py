@@ -54,6 +54,10 @@ def channel_from_env(environ: Mapping[str, str]) -> TelegramChannel:
     return TelegramChannel(BotApi(token, environ.get(ENV_API_URL, "").strip() or DEFAULT_ROOT))
 
 
+#: The channel alone, for sending (``parkgate deliver``): the bot token is all it needs.
+sending = channel_from_env
+
+
 def webhook_secret(environ: Mapping[str, str]) -> str:
     """The webhook's secret from ``PARKGATE_TELEGRAM_WEBHOOK_SECRET``.
 
