@@ -12,8 +12,8 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 | :class:`OwnedRunFields` | ``owner`` | ``Gateway.start`` |
 | :class:`ParkFields` | ``ttl``, ``callback_url``, ``key`` | ``Client.ask_from_text`` |
 | :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
-| :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``Client.ask``, ``POST /v1/asks`` |
-| :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up``, ``post_to`` | ``Gateway.ask`` |
+| :class:`PromptFields` | ``default``, ``expect``, ``context``, ``phase``, ``follow_up`` | ``Client.ask``, HTTP |
+| :class:`AskFields` | ``owner``, ``watched``, ``post_to`` | ``Gateway.ask`` |
 
 The HTTP client sends no ``owner`` (the server records its token's name), and the JSON
 names ``ttl`` ``ttl_seconds`` (:data:`JSON_NAMES`). :meth:`AskOptions.checked` turns the
@@ -99,17 +99,17 @@ class PromptFields(ParkFields, total=False):
     expect: Expect | str | Mapping[str, Any] | None
     #: A JSON object of at most 16 KiB, kept and shown with the ask.
     context: Mapping[str, Any] | None
+    #: The workflow step the ask belongs to.
+    phase: str | None
+    #: A waiter acts on the close: the closed ask is listed until it says it is done.
+    follow_up: bool
 
 
 class AskFields(PromptFields, OwnedParkFields, total=False):
     """Every option: what :meth:`Gateway.ask <parkgate.Gateway.ask>` takes."""
 
-    #: The workflow step the ask belongs to.
-    phase: str | None
     #: Something waits on the ask's close: it gets a due read at its TTL.
     watched: bool
-    #: A waiter acts on the close: the closed ask is listed until it says it is done.
-    follow_up: bool
     #: Post the ask to a channel (:mod:`parkgate.channels`): a ChannelTarget, or a
     #: ``(channel, where)`` pair; the post is updated when it closes (implies ``watched``).
     post_to: ChannelTarget | tuple[str, Mapping[str, Any]] | None

@@ -199,6 +199,14 @@ class AsyncClient:
         """As :meth:`Client.finish_run <parkgate.client.Client.finish_run>`."""
         return await self._send(wire.finish_run(run_id, outcome))
 
+    async def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
+        """Take an ask's follow-up for ``lease`` (:meth:`Client.claim_follow_up`)."""
+        return await self._send(wire.claim_follow_up(ask_id, lease))
+
+    async def follow_up_done(self, ask_id: str) -> None:
+        """Mark an ask's follow-up done (:meth:`Client.follow_up_done`)."""
+        await self._send(wire.follow_up_done(ask_id))
+
     async def retry_callback(self, ask_id: str) -> AskView:
         """As :meth:`Client.retry_callback <parkgate.client.Client.retry_callback>`."""
         return await self._send(wire.retry_callback(ask_id))

@@ -100,7 +100,8 @@ class Client:
             **fields: ``run_id``, ``ttl`` (a timedelta or seconds), ``replace``,
                 ``callback_url`` (gets the ask's JSON when it closes), ``default`` (recorded
                 as the answer if the ask expires), ``expect`` (the form a text ask's answer
-                must take), ``context`` (a JSON object kept and shown with the ask) and
+                must take), ``context`` (a JSON object kept and shown with the ask),
+                ``phase``, ``follow_up`` (a waiter claims the closed ask's follow-up) and
                 ``key`` (an idempotency key: a park with a key this token parked before
                 returns that ask, ``parked`` false once it closed), as
                 :class:`~parkgate.ask_options.PromptFields` types them.
@@ -329,6 +330,26 @@ class Client:
             UnknownRun: No run has this id.
         """
         return self._send(wire.finish_run(run_id, outcome))
+
+    def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
+        """Take the follow-up of an ask parked with ``follow_up`` for ``lease``.
+
+        Args:
+            ask_id: The ask whose follow-up is taken.
+            lease: How long the claim holds (a positive timedelta or seconds).
+
+        Returns:
+            True for the one caller, in any process, that took it; false for everyone else.
+        """
+        return self._send(wire.claim_follow_up(ask_id, lease))
+
+    def follow_up_done(self, ask_id: str) -> None:
+        """Mark the ask's follow-up done: it is never listed or claimed again.
+
+        Args:
+            ask_id: The ask whose follow-up is done.
+        """
+        self._send(wire.follow_up_done(ask_id))
 
     def retry_callback(self, ask_id: str) -> AskView:
         """Re-arm the ask's failed callback: due now, its attempts counted from 0.

@@ -288,6 +288,20 @@ def cancel(ask_id: str, outcome: str | None = None) -> Call[AskView]:
     return Call("POST", path, AskView.from_dict, body, about={"ask_id": ask_id})
 
 
+def claim_follow_up(ask_id: str, lease: timedelta | float) -> Call[bool]:
+    """``POST /v1/asks/{ask_id}/follow-up/claim`` for ``lease`` (checked as the library checks it)."""
+    seconds = check_duration(lease, "lease").total_seconds()
+    path = f"v1/asks/{_segment(ask_id, 'ask_id')}/follow-up/claim"
+    body = _json({"lease_seconds": seconds})
+    return Call("POST", path, lambda data: bool(data["claimed"]), body, about={"ask_id": ask_id})
+
+
+def follow_up_done(ask_id: str) -> Call[AskView]:
+    """``POST /v1/asks/{ask_id}/follow-up/done``."""
+    path = f"v1/asks/{_segment(ask_id, 'ask_id')}/follow-up/done"
+    return Call("POST", path, AskView.from_dict, about={"ask_id": ask_id})
+
+
 def retry_callback(ask_id: str) -> Call[AskView]:
     """``POST /v1/asks/{ask_id}/callback/retry``."""
     path = f"v1/asks/{_segment(ask_id, 'ask_id')}/callback/retry"

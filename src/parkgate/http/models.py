@@ -160,6 +160,10 @@ class AskIn(_Body):
     key: Id | None = Field(
         default=None, description="An idempotency key: a park with a key this owner parked before returns that ask."
     )
+    phase: Id | None = Field(default=None, description="The workflow step the ask belongs to.")
+    follow_up: Flag = Field(
+        default=False, description="A waiter acts on the close: it claims the follow-up, then marks it done."
+    )
     slack: SlackTargetIn | None = Field(
         default=None, description="Post the ask on Slack (when the server serves Slack); its JSON then has slack."
     )
@@ -168,7 +172,7 @@ class AskIn(_Body):
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:
         if self.skill_output is not None:
-            fields = ("prompt", "kind", "options", "default", "expect", "context", *CHANNEL_FIELDS)
+            fields = ("prompt", "kind", "options", "default", "expect", "context", "phase", *CHANNEL_FIELDS)
             given = [name for name in fields if getattr(self, name) is not None]
             if given:
                 raise ValueError(f"give either skill_output or prompt/kind/options, not both (also got {given})")
@@ -218,6 +222,18 @@ class CancelIn(_Body):
     when left out), such as ``abandoned`` when whoever waited for the answer is gone."""
 
     outcome: Id = "cancelled"
+
+
+class ClaimIn(_Body):
+    """Take an ask's follow-up: how long the claim holds before another caller may take it."""
+
+    lease_seconds: Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)]
+
+
+class ClaimOut(BaseModel):
+    """Whether this caller took the follow-up (false for every other caller)."""
+
+    claimed: bool
 
 
 class FinishIn(_Body):

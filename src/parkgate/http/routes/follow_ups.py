@@ -1,0 +1,52 @@
+"""``/v1/asks/{ask_id}/follow-up``: claim an ask's follow-up and say it is done, over HTTP.
+
+An ask parked with ``follow_up`` is acted on by one waiter once it closes (a LangGraph
+bridge resumes its thread): the waiter claims the follow-up for a lease, acts, then says
+it is done, so that no two waiters, in any process, act on one close.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+from parkgate.async_gateway import AsyncGateway
+from parkgate.errors import UnknownAsk
+from parkgate.http.dependencies import CallerDep, GatewayDep
+from parkgate.http.errors import V1_ERRORS, documented
+from parkgate.http.models import AskOut, ClaimIn, ClaimOut, SafeJSONResponse
+from parkgate.http.responses import ask_response
+from parkgate.http.tokens import Caller, Scope, needs
+
+router = APIRouter(tags=["asks"])
+
+
+async def _reachable(gateway: AsyncGateway, caller: Caller, ask_id: str) -> None:
+    """Refuse, as an unknown ask, one that another owner parked (with named tokens)."""
+    ask = await gateway.get(ask_id)
+    if caller.owner is not None and ask.owner != caller.owner:
+        raise UnknownAsk(ask_id)
+
+
+@router.post("/v1/asks/{ask_id}/follow-up/claim", response_model=ClaimOut, responses=documented(404, *V1_ERRORS))
+@needs(Scope.PARK)
+async def claim_follow_up(ask_id: str, body: ClaimIn, gateway: GatewayDep, caller: CallerDep) -> Response:
+    """Take the ask's follow-up for ``lease_seconds``: ``claimed`` is true for one caller.
+
+    The claim holds until the follow-up is done or the lease runs out (the claimer died).
+    An ask parked without ``follow_up``, or whose follow-up is done, is never claimed. The
+    ask may still be open: a caller about to close it claims first. With named tokens a
+    caller reaches only the asks it parked (any other is a 404 ``unknown_ask``).
+    """
+    await _reachable(gateway, caller, ask_id)
+    claimed = await gateway.claim_follow_up(ask_id, body.lease_seconds)
+    return SafeJSONResponse({"claimed": claimed})
+
+
+@router.post("/v1/asks/{ask_id}/follow-up/done", response_model=AskOut, responses=documented(404, *V1_ERRORS))
+@needs(Scope.PARK)
+async def follow_up_done(ask_id: str, gateway: GatewayDep, caller: CallerDep) -> Response:
+    """Mark the ask's follow-up done: it is never listed or claimed again. Returns the ask."""
+    await _reachable(gateway, caller, ask_id)
+    await gateway.follow_up_done(ask_id)
+    return await ask_response(gateway, await gateway.get(ask_id))

@@ -1,0 +1,123 @@
+"""The LangGraph bridge on an HTTP client: a real ``parkgate serve``, a real graph with
+``interrupt()``, and an agent process that starts again (a new bridge on a new client and
+a new checkpointer) before the person answers."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+from live_server import Server
+
+from parkgate import AskStatus, InputError, ReplyKind, RunStatus
+from parkgate.adapters.langgraph import Graph, ParkgateInterrupts
+from parkgate.client import AsyncClient, Client
+
+CONFIG: RunnableConfig = {"configurable": {"thread_id": "thread-1"}}
+
+
+class State(TypedDict, total=False):
+    decision: str
+
+
+def _approve(state: State) -> State:
+    return {"decision": interrupt({"prompt": "Deploy to production?", "options": ["Deploy", "Hold"]})}
+
+
+def _compiled(saver: Any) -> Graph:
+    builder = StateGraph(State)
+    builder.add_node("approve", _approve)
+    builder.add_edge(START, "approve")
+    builder.add_edge("approve", END)
+    return builder.compile(checkpointer=saver, name="deploys")
+
+
+@contextmanager
+def agent(checkpoints: Path) -> Iterator[Graph]:
+    """One agent process's graph: compiled on the checkpoints file, closed at the end."""
+    connection = sqlite3.connect(checkpoints, check_same_thread=False)
+    try:
+        yield _compiled(SqliteSaver(connection))
+    finally:
+        connection.close()
+
+
+def test_a_graph_driven_over_http_survives_a_restart_before_the_answer(served: Server, tmp_path: Path) -> None:
+    checkpoints, conversation = tmp_path / "checkpoints.db", f"c-http-{tmp_path.name}"
+    with agent(checkpoints) as graph, Client(served.url) as client:
+        started = ParkgateInterrupts(client).start(graph, {}, CONFIG, conversation)
+    assert started.asked is not None and started.asked.parked
+    assert "Deploy to production?" in started.asked.text
+    ask_id = started.asked.ask_id
+    assert ask_id is not None
+
+    with agent(checkpoints) as graph, Client(served.url) as client:  # the agent started again
+        bridge = ParkgateInterrupts(client)
+        assert graph.get_state(CONFIG).interrupts  # still waiting on the person
+        driven = bridge.drive(graph, CONFIG, conversation, "1", message_id="m-1")
+        assert driven.reply.kind is ReplyKind.SELECTED
+        assert driven.resumed and driven.finished
+        assert graph.get_state(CONFIG).values == {"decision": "Deploy"}
+
+        again = bridge.drive(graph, CONFIG, conversation, "1", message_id="m-1")  # redelivered
+        assert again.reply.kind is ReplyKind.SELECTED and not again.resumed
+
+        closed = client.get(ask_id)
+        assert closed.status is AskStatus.ANSWERED and closed.phase == "approve"
+        assert client.claim_follow_up(ask_id, 60) is False  # its follow-up is done
+        run = client.run(closed.run_id)
+        assert run is not None and run.status is RunStatus.COMPLETE and run.outcome == "done"
+        assert client.parked(conversation) is None
+
+
+def test_a_follow_up_is_claimed_by_one_client_until_it_is_done(served: Server, tmp_path: Path) -> None:
+    conversation = f"c-claim-{tmp_path.name}"
+    with Client(served.url) as first, Client(served.url) as second:
+        asked = first.ask(conversation, "Ship?", ["Yes", "No"], follow_up=True)
+        assert asked.ask_id is not None
+        assert first.claim_follow_up(asked.ask_id, 60) is True
+        assert second.claim_follow_up(asked.ask_id, 60) is False
+        first.follow_up_done(asked.ask_id)
+        assert first.claim_follow_up(asked.ask_id, 60) is False
+        plain = first.ask(f"{conversation}-plain", "Ship?", ["Yes", "No"])
+        assert plain.ask_id is not None
+        assert first.claim_follow_up(plain.ask_id, 60) is False  # parked without follow_up
+
+
+def test_an_async_client_drives_the_graph_with_the_a_methods(served: Server, tmp_path: Path) -> None:
+    conversation, saver = f"c-async-{tmp_path.name}", InMemorySaver()
+
+    async def both() -> tuple[Any, Any]:
+        graph = _compiled(saver)
+        async with AsyncClient(served.url) as client:
+            started = await ParkgateInterrupts(client).astart(graph, {}, CONFIG, conversation)
+        graph = _compiled(saver)  # a new graph, bridge and client on the same checkpoints
+        async with AsyncClient(served.url) as client:
+            driven = await ParkgateInterrupts(client).adrive(graph, CONFIG, conversation, "Hold")
+        return started, (driven, graph.get_state(CONFIG).values)
+
+    started, (driven, values) = asyncio.run(both())
+    assert started.asked is not None and started.asked.parked
+    assert driven.reply.kind is ReplyKind.SELECTED and driven.finished
+    assert values == {"decision": "Hold"}
+
+
+def test_what_needs_the_database_is_refused_with_what_to_do(served: Server, tmp_path: Path) -> None:
+    with agent(tmp_path / "checkpoints.db") as graph, Client(served.url) as client:
+        bridge = ParkgateInterrupts(client)
+        with pytest.raises(InputError, match=r"docs/adapters/langgraph\.md"):
+            bridge.follow_up(graph)
+        with pytest.raises(InputError, match="give an AsyncClient"):
+            asyncio.run(bridge.adrive(graph, CONFIG, "c-refused", "1"))
+    with pytest.raises(InputError, match="not str"):
+        ParkgateInterrupts("http://127.0.0.1:1")  # type: ignore[arg-type]
