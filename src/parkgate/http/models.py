@@ -88,8 +88,7 @@ class _Body(BaseModel):
 
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
-#: A yes/no field that defaults to no; ``null`` means the default, as it does for every
-#: other optional field.
+#: A yes/no field that defaults to no; ``null`` means the default, as for every optional field.
 Flag = Annotated[bool, BeforeValidator(lambda value: False if value is None else value)]
 
 
@@ -161,9 +160,7 @@ class AskIn(_Body):
         default=None, description="An idempotency key: a park with a key this owner parked before returns that ask."
     )
     phase: Id | None = Field(default=None, description="The workflow step the ask belongs to.")
-    follow_up: Flag = Field(
-        default=False, description="A waiter acts on the close: it claims the follow-up, then marks it done."
-    )
+    follow_up: Flag = Field(default=False, description="A waiter claims the closed ask's follow-up, then ends it.")
     slack: SlackTargetIn | None = Field(
         default=None, description="Post the ask on Slack (when the server serves Slack); its JSON then has slack."
     )
@@ -222,18 +219,6 @@ class CancelIn(_Body):
     when left out), such as ``abandoned`` when whoever waited for the answer is gone."""
 
     outcome: Id = "cancelled"
-
-
-class ClaimIn(_Body):
-    """Take an ask's follow-up: how long the claim holds before another caller may take it."""
-
-    lease_seconds: Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)]
-
-
-class ClaimOut(BaseModel):
-    """Whether this caller took the follow-up (false for every other caller)."""
-
-    claimed: bool
 
 
 class FinishIn(_Body):

@@ -7,18 +7,35 @@ it is done, so that no two waiters, in any process, act on one close.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter
 from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
 
 from parkgate.async_gateway import AsyncGateway
 from parkgate.errors import UnknownAsk
 from parkgate.http.dependencies import CallerDep, GatewayDep
 from parkgate.http.errors import V1_ERRORS, documented
-from parkgate.http.models import AskOut, ClaimIn, ClaimOut, SafeJSONResponse
+from parkgate.http.models import MAX_TTL_SECONDS, AskOut, SafeJSONResponse
 from parkgate.http.responses import ask_response
 from parkgate.http.tokens import Caller, Scope, needs
 
 router = APIRouter(tags=["asks"])
+
+
+class ClaimIn(BaseModel):
+    """Take an ask's follow-up: how long the claim holds before another caller may take it."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    lease_seconds: Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)]
+
+
+class ClaimOut(BaseModel):
+    """Whether this caller took the follow-up (false for every other caller)."""
+
+    claimed: bool
 
 
 async def _reachable(gateway: AsyncGateway, caller: Caller, ask_id: str) -> None:
