@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +21,7 @@ from langgraph.types import interrupt
 from live_server import Server
 
 from parkgate import AskStatus, InputError, ReplyKind, RunStatus
-from parkgate.adapters.langgraph import Graph, ParkgateInterrupts
+from parkgate.adapters.langgraph import Closed, Graph, ParkgateInterrupts
 from parkgate.client import AsyncClient, Client
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "thread-1"}}
@@ -31,7 +32,8 @@ class State(TypedDict, total=False):
 
 
 def _approve(state: State) -> State:
-    return {"decision": interrupt({"prompt": "Deploy to production?", "options": ["Deploy", "Hold"]})}
+    choice = interrupt({"prompt": "Deploy to production?", "options": ["Deploy", "Hold"]})
+    return {"decision": f"not deployed ({choice.outcome})" if isinstance(choice, Closed) else choice}
 
 
 def _compiled(saver: Any) -> Graph:
@@ -112,11 +114,31 @@ def test_an_async_client_drives_the_graph_with_the_a_methods(served: Server, tmp
     assert values == {"decision": "Hold"}
 
 
+def test_an_operators_cancel_is_followed_up_over_http_by_a_restarted_agent(served: Server, tmp_path: Path) -> None:
+    checkpoints, conversation = tmp_path / "checkpoints.db", f"c-cancel-{tmp_path.name}"
+    with agent(checkpoints) as graph, Client(served.url) as client:
+        asked = ParkgateInterrupts(client).start(graph, {}, CONFIG, conversation).asked
+    assert asked is not None and asked.ask_id is not None
+    with Client(served.url) as operator:
+        operator.cancel(asked.ask_id, outcome="abandoned")  # no message: nothing resumes the thread yet
+
+    with agent(checkpoints) as graph, Client(served.url) as client:
+        assert asked.ask_id in {ask.id for ask in client.closed_follow_ups()}
+        bridge = ParkgateInterrupts(client)
+        assert bridge.follow_up(graph) == 1  # the thread resumed with Closed
+        assert graph.get_state(CONFIG).values == {"decision": "not deployed (cancelled)"}
+        assert not graph.get_state(CONFIG).interrupts
+        assert asked.ask_id not in {ask.id for ask in client.closed_follow_ups()}
+        assert bridge.follow_up(graph) == 0
+
+
 def test_what_needs_the_database_is_refused_with_what_to_do(served: Server, tmp_path: Path) -> None:
     with agent(tmp_path / "checkpoints.db") as graph, Client(served.url) as client:
         bridge = ParkgateInterrupts(client)
+        stop = threading.Event()
+        stop.set()
         with pytest.raises(InputError, match=r"docs/adapters/langgraph\.md"):
-            bridge.follow_up(graph)
+            bridge.watch(graph, stop=stop)
         with pytest.raises(InputError, match="give an AsyncClient"):
             asyncio.run(bridge.adrive(graph, CONFIG, "c-refused", "1"))
     with pytest.raises(InputError, match="not str"):

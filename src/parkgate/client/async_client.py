@@ -199,6 +199,10 @@ class AsyncClient:
         """As :meth:`Client.finish_run <parkgate.client.Client.finish_run>`."""
         return await self._send(wire.finish_run(run_id, outcome))
 
+    async def closed_follow_ups(self, limit: int = wire.DEFAULT_PAGE_ASKS) -> list[AskView]:
+        """Closed asks whose follow-up is pending (:meth:`Client.closed_follow_ups`)."""
+        return await self._send(wire.closed_follow_ups(limit))
+
     async def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
         """Take an ask's follow-up for ``lease`` (:meth:`Client.claim_follow_up`)."""
         return await self._send(wire.claim_follow_up(ask_id, lease))

@@ -331,6 +331,17 @@ class Client:
         """
         return self._send(wire.finish_run(run_id, outcome))
 
+    def closed_follow_ups(self, limit: int = wire.DEFAULT_PAGE_ASKS) -> list[AskView]:
+        """Closed asks parked with ``follow_up`` whose follow-up is not done, earliest close first.
+
+        Args:
+            limit: The most asks returned (at most 1,000).
+
+        Returns:
+            Those asks (a claimed one only once its claim ran out; only this token's own).
+        """
+        return self._send(wire.closed_follow_ups(limit))
+
     def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
         """Take the follow-up of an ask parked with ``follow_up`` for ``lease``.
 

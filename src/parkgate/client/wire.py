@@ -288,6 +288,11 @@ def cancel(ask_id: str, outcome: str | None = None) -> Call[AskView]:
     return Call("POST", path, AskView.from_dict, body, about={"ask_id": ask_id})
 
 
+def closed_follow_ups(limit: int) -> Call[list[AskView]]:
+    """``GET /v1/follow-ups``."""
+    return Call("GET", "v1/follow-ups", lambda data: list(AskPage.from_dict(data).asks), params={"limit": limit})
+
+
 def claim_follow_up(ask_id: str, lease: timedelta | float) -> Call[bool]:
     """``POST /v1/asks/{ask_id}/follow-up/claim`` for ``lease`` (checked as the library checks it)."""
     seconds = check_duration(lease, "lease").total_seconds()

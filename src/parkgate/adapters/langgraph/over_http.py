@@ -1,11 +1,10 @@
 """A bridge on an HTTP client: a :class:`~parkgate.client.Client` or an
 :class:`~parkgate.client.AsyncClient` in the gateway's place.
 
-The steps of ``start``, ``park`` and ``drive`` make gateway calls the clients offer under
-the same names and arguments (``ask``, ``handle``, ``get``, ``parked``, ``cancel``,
-``run``, ``finish_run``, ``claim_follow_up``, ``follow_up_done``), so the client stands
-in for the gateway as it is. What needs the database itself (the watcher's list of closed
-asks, its close signal, a deliverer) is refused with a message that says what to do.
+The steps of ``start``, ``park``, ``drive`` and ``follow_up`` make gateway calls the
+clients offer under the same names and arguments (:data:`OVER_HTTP`), so the client
+stands in for the gateway as it is. What needs the database itself (the watcher's close
+signal, a deliverer) is refused with a message that says what to do.
 """
 
 from __future__ import annotations
@@ -16,15 +15,26 @@ from parkgate.async_gateway import AsyncGateway
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
 
-#: The gateway calls a bridge's start, park and drive make, each a client method of that name.
+#: The gateway calls a bridge's start, park, drive and follow_up make, each a client method of that name.
 OVER_HTTP = frozenset(
-    {"ask", "handle", "get", "parked", "cancel", "run", "finish_run", "claim_follow_up", "follow_up_done"}
+    {
+        "ask",
+        "handle",
+        "get",
+        "parked",
+        "cancel",
+        "run",
+        "finish_run",
+        "closed_follow_ups",
+        "claim_follow_up",
+        "follow_up_done",
+    }
 )
 #: What a bridge on a client does not do, and what to use instead.
 LOCAL_ONLY = (
-    "a bridge on a Client starts, parks and drives threads over HTTP; following closed asks up "
-    "(follow_up, watch, running), and a thread whose first interrupt cannot be asked, need a "
-    "Gateway on the database (docs/adapters/langgraph.md)"
+    "a bridge on a Client starts, parks, drives and follows up threads over HTTP; the watcher "
+    "(watch, running: the close signal and a deliverer), and a thread whose first interrupt cannot "
+    "be asked, need a Gateway on the database (docs/adapters/langgraph.md)"
 )
 
 

@@ -1,4 +1,5 @@
-"""``/v1/asks/{ask_id}/follow-up``: claim an ask's follow-up and say it is done, over HTTP.
+"""``/v1/follow-ups`` and ``/v1/asks/{ask_id}/follow-up``: list closed asks whose
+follow-up is pending, claim one and say it is done, over HTTP.
 
 An ask parked with ``follow_up`` is acted on by one waiter once it closes (a LangGraph
 bridge resumes its thread): the waiter claims the follow-up for a lease, acts, then says
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,8 +18,9 @@ from parkgate.async_gateway import AsyncGateway
 from parkgate.errors import UnknownAsk
 from parkgate.http.dependencies import CallerDep, GatewayDep
 from parkgate.http.errors import V1_ERRORS, documented
-from parkgate.http.models import MAX_TTL_SECONDS, AskOut, SafeJSONResponse
-from parkgate.http.responses import ask_response
+from parkgate.http.models import MAX_TTL_SECONDS, AskListOut, AskOut, SafeJSONResponse
+from parkgate.http.paging import DEFAULT_PAGE_ASKS, MAX_PAGE_ASKS
+from parkgate.http.responses import ask_response, asks_json
 from parkgate.http.tokens import Caller, Scope, needs
 
 router = APIRouter(tags=["asks"])
@@ -43,6 +45,18 @@ async def _reachable(gateway: AsyncGateway, caller: Caller, ask_id: str) -> None
     ask = await gateway.get(ask_id)
     if caller.owner is not None and ask.owner != caller.owner:
         raise UnknownAsk(ask_id)
+
+
+@router.get("/v1/follow-ups", response_model=AskListOut, responses=documented(*V1_ERRORS))
+@needs(Scope.PARK)
+async def list_follow_ups(
+    gateway: GatewayDep, caller: CallerDep, limit: Annotated[int, Query(ge=1, le=MAX_PAGE_ASKS)] = DEFAULT_PAGE_ASKS
+) -> Response:
+    """Closed asks parked with ``follow_up`` whose follow-up is not done, earliest close
+    first (a claimed one only once its claim ran out): what a waiter acts on next. With
+    named tokens, only the caller's own asks."""
+    asks = await gateway.closed_follow_ups(limit, owner=caller.owner)
+    return SafeJSONResponse({"asks": await asks_json(gateway, asks), "next": None})
 
 
 @router.post("/v1/asks/{ask_id}/follow-up/claim", response_model=ClaimOut, responses=documented(404, *V1_ERRORS))
