@@ -315,9 +315,9 @@ class AsyncGateway(AsyncChannelCalls):
         """Mark a run complete and return it (:meth:`Gateway.finish_run`)."""
         return await offload(self.sync.finish_run, run_id, outcome)
 
-    async def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
+    async def record_run(self, run_id: str, conversation_id: str, outcome: str, *, owner: str | None = None) -> Run:
         """Record a run that ended before it asked anything (:meth:`Gateway.record_run`)."""
-        return await offload(self.sync.record_run, run_id, conversation_id, outcome)
+        return await offload(self.sync.record_run, run_id, conversation_id, outcome, owner=owner)
 
     async def gauges(self) -> AskGauges:
         """The open, overdue and unread-due figures (:meth:`Gateway.gauges`)."""

@@ -132,6 +132,31 @@ def test_an_operators_cancel_is_followed_up_over_http_by_a_restarted_agent(serve
         assert bridge.follow_up(graph) == 0
 
 
+def _unaskable(state: State) -> State:
+    choice = interrupt({"prompt": "Pick one", "options": []})  # a choice of nothing
+    return {"decision": f"not deployed ({choice.outcome})" if isinstance(choice, Closed) else choice}
+
+
+def test_a_first_question_that_cannot_be_asked_closes_its_thread_and_records_its_run(
+    served: Server, tmp_path: Path
+) -> None:
+    conversation = f"c-unaskable-{tmp_path.name}"
+    thread = f"t-{tmp_path.name}"  # the server is the module's: a thread id of this test's own
+    config: RunnableConfig = {"configurable": {"thread_id": thread}}
+    builder = StateGraph(State)
+    builder.add_node("approve", _unaskable)
+    builder.add_edge(START, "approve")
+    builder.add_edge("approve", END)
+    graph = builder.compile(checkpointer=InMemorySaver(), name="unaskable")
+    with Client(served.url) as client:
+        with pytest.raises(InputError, match="unaskable"):
+            ParkgateInterrupts(client).start(graph, {}, config, conversation)
+        assert graph.get_state(config).values == {"decision": "not deployed (unaskable)"}
+        run = client.run(thread)
+        assert run is not None and (run.status, run.outcome) == (RunStatus.COMPLETE, "unaskable")
+        assert run.conversation_id == conversation and client.parked(conversation) is None
+
+
 def test_what_needs_the_database_is_refused_with_what_to_do(served: Server, tmp_path: Path) -> None:
     with agent(tmp_path / "checkpoints.db") as graph, Client(served.url) as client:
         bridge = ParkgateInterrupts(client)

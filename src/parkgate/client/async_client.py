@@ -195,6 +195,10 @@ class AsyncClient:
         """As :meth:`Client.cancel <parkgate.client.Client.cancel>`."""
         return await self._send(wire.cancel(ask_id, outcome))
 
+    async def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
+        """Record a run that ended before it asked anything (:meth:`Client.record_run`)."""
+        return await self._send(wire.record_run(run_id, conversation_id, outcome))
+
     async def finish_run(self, run_id: str, outcome: str = "done") -> Run:
         """As :meth:`Client.finish_run <parkgate.client.Client.finish_run>`."""
         return await self._send(wire.finish_run(run_id, outcome))

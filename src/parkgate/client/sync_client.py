@@ -315,6 +315,19 @@ class Client:
         """
         return self._send(wire.cancel(ask_id, outcome))
 
+    def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
+        """Record a run that ended before it asked anything, as complete with ``outcome``.
+
+        Args:
+            run_id: The run's id, new to the server.
+            conversation_id: The conversation the run belonged to.
+            outcome: An id-like string recorded on the run.
+
+        Returns:
+            The run, recorded as complete (owned by this token).
+        """
+        return self._send(wire.record_run(run_id, conversation_id, outcome))
+
     def finish_run(self, run_id: str, outcome: str = "done") -> Run:
         """Mark a run complete once the work after its last answer is done.
 

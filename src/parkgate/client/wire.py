@@ -323,6 +323,12 @@ def run(run_id: str) -> Call[Run]:
     return Call("GET", f"v1/runs/{_segment(run_id, 'run_id')}", run_from_dict, about={"run_id": run_id})
 
 
+def record_run(run_id: str, conversation_id: str, outcome: str) -> Call[Run]:
+    """``POST /v1/runs``."""
+    body = _json({"run_id": run_id, "conversation_id": conversation_id, "outcome": outcome})
+    return Call("POST", "v1/runs", run_from_dict, body, about={"run_id": run_id, "conversation_id": conversation_id})
+
+
 def finish_run(run_id: str, outcome: str) -> Call[Run]:
     """``POST /v1/runs/{run_id}/finish``."""
     path = f"v1/runs/{_segment(run_id, 'run_id')}/finish"

@@ -25,6 +25,7 @@ OVER_HTTP = frozenset(
         "cancel",
         "run",
         "finish_run",
+        "record_run",
         "closed_follow_ups",
         "claim_follow_up",
         "follow_up_done",
@@ -33,8 +34,8 @@ OVER_HTTP = frozenset(
 #: What a bridge on a client does not do, and what to use instead.
 LOCAL_ONLY = (
     "a bridge on a Client starts, parks, drives and follows up threads over HTTP; the watcher "
-    "(watch, running: the close signal and a deliverer), and a thread whose first interrupt cannot "
-    "be asked, need a Gateway on the database (docs/adapters/langgraph.md)"
+    "(watch, running: the close signal and a deliverer) needs a Gateway on the database "
+    "(docs/adapters/langgraph.md)"
 )
 
 
