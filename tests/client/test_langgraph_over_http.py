@@ -114,6 +114,23 @@ def test_an_async_client_drives_the_graph_with_the_a_methods(served: Server, tmp
     assert values == {"decision": "Hold"}
 
 
+def test_an_answer_given_while_the_agent_is_down_resumes_the_thread_when_it_is_back(
+    served: Server, tmp_path: Path
+) -> None:
+    checkpoints, conversation = tmp_path / "checkpoints.db", f"c-down-{tmp_path.name}"
+    with agent(checkpoints) as graph, Client(served.url) as client:
+        asked = ParkgateInterrupts(client).start(graph, {}, CONFIG, conversation).asked
+    assert asked is not None and asked.ask_id is not None
+    with Client(served.url) as surface:  # the person answers on a surface of its own
+        assert surface.handle(conversation, "Hold").kind is ReplyKind.SELECTED
+
+    with agent(checkpoints) as graph, Client(served.url) as client:
+        assert ParkgateInterrupts(client).follow_up(graph) == 1
+        assert graph.get_state(CONFIG).values == {"decision": "Hold"}
+        run = client.run(asked.run_id or "")
+        assert run is not None and (run.status, run.outcome) == (RunStatus.COMPLETE, "done")
+
+
 def test_an_operators_cancel_is_followed_up_over_http_by_a_restarted_agent(served: Server, tmp_path: Path) -> None:
     checkpoints, conversation = tmp_path / "checkpoints.db", f"c-cancel-{tmp_path.name}"
     with agent(checkpoints) as graph, Client(served.url) as client:
