@@ -109,7 +109,7 @@ def test_a_bridge_on_an_http_client_refuses_the_watcher_with_what_to_do_instead(
     stop.set()
     with Client("http://127.0.0.1:9") as client:  # nothing listens: the refusal sends nothing
         bridge = ParkgateInterrupts(client)
-        with pytest.raises(InputError, match=r"need a Gateway on the database \(docs/adapters/langgraph\.md\)"):
+        with pytest.raises(InputError, match=r"needs a Gateway on the database \(docs/adapters/langgraph\.md\)"):
             bridge.watch(graph, stop=stop)
         with pytest.raises(InputError, match=r"docs/adapters/langgraph\.md"), bridge.running(graph):
             pass

@@ -55,8 +55,8 @@ class ParkgateInterrupts:
         gateway: A :class:`Gateway` or an :class:`AsyncGateway`; either serves both the
             sync and the ``a``-prefixed asyncio methods. Over HTTP, a
             :class:`~parkgate.client.Client` (the sync methods) or an
-            :class:`~parkgate.client.AsyncClient` (the asyncio ones) starts, parks and
-            drives threads; following closed asks up needs a gateway.
+            :class:`~parkgate.client.AsyncClient` (the asyncio ones) starts, parks,
+            drives and follows up threads; the watcher needs a gateway.
         ttl: Every ask's TTL unless its payload gives ``ttl_seconds``; the gateway's
             by default.
         resume_with: Turns an answer into the value ``interrupt()`` returns (default:
