@@ -103,7 +103,7 @@ def test_the_http_models_hold_exactly_the_options_the_clients_send() -> None:
 
 
 def test_the_library_only_options_stay_off_the_wire() -> None:
-    assert field_names(AskFields) - field_names(PromptFields) == {"owner", "phase", "watched", "follow_up", "post_to"}
+    assert field_names(AskFields) - field_names(PromptFields) == {"owner", "watched", "post_to"}
 
 
 def test_every_option_a_client_sends_arrives_as_the_gateways_keyword() -> None:
@@ -130,7 +130,7 @@ def _refusing_transport(request: httpx.Request) -> httpx.Response:
     ("park", "named"),
     [
         (lambda client: client.ask("c", "Deploy?", ["Yes"], owner="agent"), "owner"),
-        (lambda client: client.ask("c", "Deploy?", ["Yes"], follow_up=True), "follow_up"),
+        (lambda client: client.ask("c", "Deploy?", ["Yes"], watched=True), "watched"),
         (lambda client: client.ask_from_text("c", "[[ask]]\nWhy?\n[[/ask]]", default="x"), "default"),
         (lambda client: client.start("c", "uml", ttl=60), "ttl"),
     ],

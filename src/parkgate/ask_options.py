@@ -12,9 +12,9 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 | :class:`OwnedRunFields` | ``owner``, ``post_to`` | ``Gateway.start`` |
 | :class:`ParkFields` | ``ttl``, ``callback_url``, ``key``, ``remind_after``, ``escalate_*`` | ``ask_from_text`` |
 | :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
-| :class:`PromptFields` | ``default``, ``expect``, ``context`` | ``POST /v1/asks`` |
+| :class:`PromptFields` | ``default``, ``expect``, ``context``, ``phase``, ``follow_up`` | ``POST /v1/asks`` |
 | :class:`ClientAskFields` | ``slack``, ``telegram`` | ``Client.ask`` |
-| :class:`AskFields` | ``owner``, ``phase``, ``watched``, ``follow_up`` | ``Gateway.ask`` |
+| :class:`AskFields` | ``watched`` | ``Gateway.ask`` |
 
 The HTTP client sends no ``owner`` (the server records its token's name), and the JSON
 names ``ttl`` ``ttl_seconds`` (:data:`JSON_NAMES`). :meth:`AskOptions.checked` turns the
@@ -113,6 +113,10 @@ class PromptFields(ParkFields, total=False):
     expect: Expect | str | Mapping[str, Any] | None
     #: A JSON object of at most 16 KiB, kept and shown with the ask.
     context: Mapping[str, Any] | None
+    #: The workflow step the ask belongs to.
+    phase: str | None
+    #: A waiter acts on the close: the closed ask is listed until it says it is done.
+    follow_up: bool
 
 
 class ClientAskFields(PromptFields, total=False):
@@ -128,12 +132,8 @@ class ClientAskFields(PromptFields, total=False):
 class AskFields(PromptFields, OwnedParkFields, total=False):
     """Every option: what :meth:`Gateway.ask <parkgate.Gateway.ask>` takes."""
 
-    #: The workflow step the ask belongs to.
-    phase: str | None
     #: Something waits on the ask's close: it gets a due read at its TTL.
     watched: bool
-    #: A waiter acts on the close: the closed ask is listed until it says it is done.
-    follow_up: bool
 
 
 #: Options whose JSON name differs from the keyword's.

@@ -296,9 +296,9 @@ class AsyncGateway(AsyncChannelCalls):
         """The conversation's open ask as stored, closing nothing (:meth:`Gateway.parked`)."""
         return await offload(self.sync.parked, conversation_id)
 
-    async def closed_follow_ups(self, limit: int = 100) -> list[Ask]:
+    async def closed_follow_ups(self, limit: int = 100, *, owner: str | None = None) -> list[Ask]:
         """Closed asks whose follow-up is pending (:meth:`Gateway.closed_follow_ups`)."""
-        return await offload(self.sync.closed_follow_ups, limit)
+        return await offload(self.sync.closed_follow_ups, limit, owner=owner)
 
     async def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
         """Take an ask's follow-up for ``lease`` (:meth:`Gateway.claim_follow_up`)."""
@@ -316,9 +316,9 @@ class AsyncGateway(AsyncChannelCalls):
         """Mark a run complete and return it (:meth:`Gateway.finish_run`)."""
         return await offload(self.sync.finish_run, run_id, outcome)
 
-    async def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
+    async def record_run(self, run_id: str, conversation_id: str, outcome: str, *, owner: str | None = None) -> Run:
         """Record a run that ended before it asked anything (:meth:`Gateway.record_run`)."""
-        return await offload(self.sync.record_run, run_id, conversation_id, outcome)
+        return await offload(self.sync.record_run, run_id, conversation_id, outcome, owner=owner)
 
     async def gauges(self) -> AskGauges:
         """The open, overdue and unread-due figures (:meth:`Gateway.gauges`)."""

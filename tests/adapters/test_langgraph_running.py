@@ -104,6 +104,12 @@ def _beat(gateway: Gateway) -> Any:
         return tx.heartbeats.last_beat()
 
 
-def test_an_http_client_is_refused_with_what_to_do_instead() -> None:
-    with Client("http://127.0.0.1:9") as client, pytest.raises(InputError, match=r"key=.*docs/keys\.md"):
-        ParkgateInterrupts(client)  # type: ignore[arg-type]
+def test_a_bridge_on_an_http_client_refuses_the_watcher_with_what_to_do_instead(graph: Any) -> None:
+    stop = threading.Event()
+    stop.set()
+    with Client("http://127.0.0.1:9") as client:  # nothing listens: the refusal sends nothing
+        bridge = ParkgateInterrupts(client)
+        with pytest.raises(InputError, match=r"needs a Gateway on the database \(docs/adapters/langgraph\.md\)"):
+            bridge.watch(graph, stop=stop)
+        with pytest.raises(InputError, match=r"docs/adapters/langgraph\.md"), bridge.running(graph):
+            pass

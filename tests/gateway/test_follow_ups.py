@@ -64,3 +64,13 @@ def test_parked_reads_the_open_ask_as_stored_and_closes_nothing(gateway: Gateway
     assert seen is not None and seen.id == ask_id and seen.is_open  # past its TTL, still as stored
     assert gateway.handle("chat-1", "1").expired_ask_id == ask_id  # the read that enforces it
     assert gateway.parked("chat-1") is None
+
+
+def test_an_owner_lists_only_the_closed_follow_ups_it_parked(gateway: Gateway) -> None:
+    mine = gateway.ask("chat-1", "Deploy?", ["Deploy", "Hold"], follow_up=True, owner="agent").ask_id
+    theirs = gateway.ask("chat-2", "Ship?", ["Yes", "No"], follow_up=True, owner="other-agent").ask_id
+    gateway.handle("chat-1", "1")
+    gateway.handle("chat-2", "1")
+    assert [ask.id for ask in gateway.closed_follow_ups(owner="agent")] == [mine]
+    assert [ask.id for ask in gateway.closed_follow_ups(owner="other-agent")] == [theirs]
+    assert {ask.id for ask in gateway.closed_follow_ups()} == {mine, theirs}

@@ -109,14 +109,16 @@ def test_a_park_token_cannot_tell_another_owners_ask_from_an_unknown_one(
         their_id = other.post("/v1/asks", json=DEPLOY).json()["ask_id"]
         unknown_id = "0" * len(their_id)
         before = snapshot(database)
-        for method, path, query in (
-            ("GET", "/v1/asks/{}", ""),
-            ("GET", "/v1/asks/{}", "?wait=0.2"),
-            ("POST", "/v1/asks/{}/cancel", ""),
-            ("POST", "/v1/asks/{}/callback/retry", ""),
+        for method, path, query, body in (
+            ("GET", "/v1/asks/{}", "", None),
+            ("GET", "/v1/asks/{}", "?wait=0.2", None),
+            ("POST", "/v1/asks/{}/cancel", "", None),
+            ("POST", "/v1/asks/{}/callback/retry", "", None),
+            ("POST", "/v1/asks/{}/follow-up/claim", "", {"lease_seconds": 60}),
+            ("POST", "/v1/asks/{}/follow-up/done", "", None),
         ):
-            foreign = agent.request(method, path.format(their_id) + query)
-            unknown = agent.request(method, path.format(unknown_id) + query)
+            foreign = agent.request(method, path.format(their_id) + query, json=body)
+            unknown = agent.request(method, path.format(unknown_id) + query, json=body)
             assert foreign.status_code == unknown.status_code != 200, (path, foreign.text)
             assert foreign.text.replace(their_id, "ID") == unknown.text.replace(unknown_id, "ID")
         assert agent.get(f"/v1/asks/{their_id}").json()["error"] == "unknown_ask"

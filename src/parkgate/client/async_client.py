@@ -196,9 +196,25 @@ class AsyncClient:
         """As :meth:`Client.cancel <parkgate.client.Client.cancel>`."""
         return await self._send(wire.cancel(ask_id, outcome))
 
+    async def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
+        """Record a run that ended before it asked anything (:meth:`Client.record_run`)."""
+        return await self._send(wire.record_run(run_id, conversation_id, outcome))
+
     async def finish_run(self, run_id: str, outcome: str = "done") -> Run:
         """As :meth:`Client.finish_run <parkgate.client.Client.finish_run>`."""
         return await self._send(wire.finish_run(run_id, outcome))
+
+    async def closed_follow_ups(self, limit: int = wire.DEFAULT_PAGE_ASKS) -> list[AskView]:
+        """Closed asks whose follow-up is pending (:meth:`Client.closed_follow_ups`)."""
+        return await self._send(wire.closed_follow_ups(limit))
+
+    async def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
+        """Take an ask's follow-up for ``lease`` (:meth:`Client.claim_follow_up`)."""
+        return await self._send(wire.claim_follow_up(ask_id, lease))
+
+    async def follow_up_done(self, ask_id: str) -> None:
+        """Mark an ask's follow-up done (:meth:`Client.follow_up_done`)."""
+        await self._send(wire.follow_up_done(ask_id))
 
     async def retry_callback(self, ask_id: str) -> AskView:
         """As :meth:`Client.retry_callback <parkgate.client.Client.retry_callback>`."""

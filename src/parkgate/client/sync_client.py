@@ -100,7 +100,8 @@ class Client:
             **fields: ``run_id``, ``ttl`` (a timedelta or seconds), ``replace``,
                 ``callback_url`` (gets the ask's JSON when it closes), ``default`` (recorded
                 as the answer if the ask expires), ``expect`` (the form a text ask's answer
-                must take), ``context`` (a JSON object kept and shown with the ask) and
+                must take), ``context`` (a JSON object kept and shown with the ask),
+                ``phase``, ``follow_up`` (a waiter claims the closed ask's follow-up) and
                 ``key`` (an idempotency key: a park with a key this token parked before
                 returns that ask, ``parked`` false once it closed), and ``slack``
                 (``{"channel": "C123", "thread_ts": ...}``) or ``telegram``
@@ -317,6 +318,19 @@ class Client:
         """
         return self._send(wire.cancel(ask_id, outcome))
 
+    def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
+        """Record a run that ended before it asked anything, as complete with ``outcome``.
+
+        Args:
+            run_id: The run's id, new to the server.
+            conversation_id: The conversation the run belonged to.
+            outcome: An id-like string recorded on the run.
+
+        Returns:
+            The run, recorded as complete (owned by this token).
+        """
+        return self._send(wire.record_run(run_id, conversation_id, outcome))
+
     def finish_run(self, run_id: str, outcome: str = "done") -> Run:
         """Mark a run complete once the work after its last answer is done.
 
@@ -332,6 +346,37 @@ class Client:
             UnknownRun: No run has this id.
         """
         return self._send(wire.finish_run(run_id, outcome))
+
+    def closed_follow_ups(self, limit: int = wire.DEFAULT_PAGE_ASKS) -> list[AskView]:
+        """Closed asks parked with ``follow_up`` whose follow-up is not done, earliest close first.
+
+        Args:
+            limit: The most asks returned (at most 1,000).
+
+        Returns:
+            Those asks (a claimed one only once its claim ran out; only this token's own).
+        """
+        return self._send(wire.closed_follow_ups(limit))
+
+    def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
+        """Take the follow-up of an ask parked with ``follow_up`` for ``lease``.
+
+        Args:
+            ask_id: The ask whose follow-up is taken.
+            lease: How long the claim holds (a positive timedelta or seconds).
+
+        Returns:
+            True for the one caller, in any process, that took it; false for everyone else.
+        """
+        return self._send(wire.claim_follow_up(ask_id, lease))
+
+    def follow_up_done(self, ask_id: str) -> None:
+        """Mark the ask's follow-up done: it is never listed or claimed again.
+
+        Args:
+            ask_id: The ask whose follow-up is done.
+        """
+        self._send(wire.follow_up_done(ask_id))
 
     def retry_callback(self, ask_id: str) -> AskView:
         """Re-arm the ask's failed callback: due now, its attempts counted from 0.

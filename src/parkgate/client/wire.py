@@ -301,6 +301,25 @@ def cancel(ask_id: str, outcome: str | None = None) -> Call[AskView]:
     return Call("POST", path, AskView.from_dict, body, about={"ask_id": ask_id})
 
 
+def closed_follow_ups(limit: int) -> Call[list[AskView]]:
+    """``GET /v1/follow-ups``."""
+    return Call("GET", "v1/follow-ups", lambda data: list(AskPage.from_dict(data).asks), params={"limit": limit})
+
+
+def claim_follow_up(ask_id: str, lease: timedelta | float) -> Call[bool]:
+    """``POST /v1/asks/{ask_id}/follow-up/claim`` for ``lease`` (checked as the library checks it)."""
+    seconds = check_duration(lease, "lease").total_seconds()
+    path = f"v1/asks/{_segment(ask_id, 'ask_id')}/follow-up/claim"
+    body = _json({"lease_seconds": seconds})
+    return Call("POST", path, lambda data: bool(data["claimed"]), body, about={"ask_id": ask_id})
+
+
+def follow_up_done(ask_id: str) -> Call[AskView]:
+    """``POST /v1/asks/{ask_id}/follow-up/done``."""
+    path = f"v1/asks/{_segment(ask_id, 'ask_id')}/follow-up/done"
+    return Call("POST", path, AskView.from_dict, about={"ask_id": ask_id})
+
+
 def retry_callback(ask_id: str) -> Call[AskView]:
     """``POST /v1/asks/{ask_id}/callback/retry``."""
     path = f"v1/asks/{_segment(ask_id, 'ask_id')}/callback/retry"
@@ -315,6 +334,12 @@ def failed_callbacks(limit: int) -> Call[list[AskView]]:
 def run(run_id: str) -> Call[Run]:
     """``GET /v1/runs/{run_id}``."""
     return Call("GET", f"v1/runs/{_segment(run_id, 'run_id')}", run_from_dict, about={"run_id": run_id})
+
+
+def record_run(run_id: str, conversation_id: str, outcome: str) -> Call[Run]:
+    """``POST /v1/runs``."""
+    body = _json({"run_id": run_id, "conversation_id": conversation_id, "outcome": outcome})
+    return Call("POST", "v1/runs", run_from_dict, body, about={"run_id": run_id, "conversation_id": conversation_id})
 
 
 def finish_run(run_id: str, outcome: str) -> Call[Run]:

@@ -299,7 +299,7 @@ class ReadCalls:
         check_id(conversation_id, "conversation_id")
         return self._units.run(lambda tx, plan: tx.open_ask(conversation_id))
 
-    def closed_follow_ups(self, limit: int = 100) -> list[Ask]:
+    def closed_follow_ups(self, limit: int = 100, *, owner: str | None = None) -> list[Ask]:
         """Closed asks parked with ``follow_up=True`` whose follow-up is not done, earliest
         close first (claimed ones only once their claim has run out).
 
@@ -308,14 +308,16 @@ class ReadCalls:
 
         Args:
             limit: The most asks returned.
+            owner: Only the asks this owner parked.
 
         Returns:
             Those closed asks.
         """
         check_limit(limit)
+        owner = check_optional_id(owner, "owner")
         now = self.clock.now()
         with self.store.transaction() as tx:
-            return tx.follow_ups.closed_follow_ups(now, limit)
+            return tx.follow_ups.closed_follow_ups(now, limit, owner)
 
     def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
         """Take the follow-up of ``ask_id`` for ``lease``: true for one caller, in any process.

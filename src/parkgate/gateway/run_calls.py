@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parkgate.checks import check_id
+from parkgate.checks import check_id, check_optional_id
 from parkgate.clock import Clock
 from parkgate.core.kinds import RunOutcome, RunStatus
 from parkgate.core.model import Run
@@ -76,7 +76,7 @@ class RunCalls:
 
         return self._units.run(body)
 
-    def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
+    def record_run(self, run_id: str, conversation_id: str, outcome: str, *, owner: str | None = None) -> Run:
         """Record a run that ended before it asked anything, as complete with ``outcome``.
 
         A run is otherwise made by its first ask. A caller that names its own runs records
@@ -87,6 +87,7 @@ class RunCalls:
             run_id: The run's id, new to the store.
             conversation_id: The conversation the run belonged to.
             outcome: An id-like string recorded on the run.
+            owner: Who the run belongs to, as for :meth:`ask`.
 
         Returns:
             The run, recorded as complete.
@@ -97,12 +98,13 @@ class RunCalls:
         check_id(run_id, "run_id")
         check_id(conversation_id, "conversation_id")
         check_id(outcome, "outcome")
+        owner = check_optional_id(owner, "owner")
         now = self.clock.now()
 
         def body(tx: Transaction, plan: WritePlan) -> Run:
             if tx.run(run_id) is not None:
                 raise InputError(f"run {run_id} already exists: finish it with finish_run")
-            run = run_with(new_run(run_id, conversation_id, now), now, RunStatus.COMPLETE, outcome)
+            run = run_with(new_run(run_id, conversation_id, now, owner=owner), now, RunStatus.COMPLETE, outcome)
             plan.runs.append(run)
             return run
 

@@ -89,8 +89,7 @@ class _Body(BaseModel):
 
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
-#: A yes/no field that defaults to no; ``null`` means the default, as it does for every
-#: other optional field.
+#: A yes/no field that defaults to no; ``null`` means the default, as for every optional field.
 Flag = Annotated[bool, BeforeValidator(lambda value: False if value is None else value)]
 
 
@@ -163,6 +162,8 @@ class AskIn(_Body):
     key: Id | None = Field(
         default=None, description="An idempotency key: a park with a key this owner parked before returns that ask."
     )
+    phase: Id | None = Field(default=None, description="The workflow step the ask belongs to.")
+    follow_up: Flag = Field(default=False, description="A waiter claims the closed ask's follow-up, then ends it.")
     slack: SlackTargetIn | None = Field(
         default=None, description="Post the ask on Slack (when the server serves Slack); its JSON then has slack."
     )
@@ -182,7 +183,7 @@ class AskIn(_Body):
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:
         if self.skill_output is not None:
-            fields = ("prompt", "kind", "options", "default", "expect", "context", *CHANNEL_FIELDS)
+            fields = ("prompt", "kind", "options", "default", "expect", "context", "phase", *CHANNEL_FIELDS)
             given = [name for name in fields if getattr(self, name) is not None]
             if given:
                 raise ValueError(f"give either skill_output or prompt/kind/options, not both (also got {given})")

@@ -165,13 +165,14 @@ class SqlFollowUps:
     def __init__(self, runner: Runner) -> None:
         self._run = runner
 
-    def closed_follow_ups(self, now: datetime, limit: int) -> list[Ask]:
+    def closed_follow_ups(self, now: datetime, limit: int, owner: str | None = None) -> list[Ask]:
         dialect = self._run.dialect
+        owned = "" if owner is None else "AND owner = ? "
         cursor = self._run.query(
-            f"SELECT {ASK_COLUMNS} FROM asks WHERE status <> 'open' AND id IN ("
+            f"SELECT {ASK_COLUMNS} FROM asks WHERE status <> 'open' {owned}AND id IN ("
             "SELECT ask_id FROM follow_ups WHERE done_at IS NULL AND (claimed_until IS NULL OR claimed_until < ?)"
             ") ORDER BY answered_at, id LIMIT ?",
-            (dialect.encode_time(now), limit),
+            (*(() if owner is None else (owner,)), dialect.encode_time(now), limit),
         )
         return [ask_from_row(row, dialect.decode_time) for row in cursor.fetchall()]
 

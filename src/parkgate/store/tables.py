@@ -13,9 +13,9 @@ from parkgate.core.model import Ask
 class FollowUps(Protocol):
     """The duties of waiters that follow an ask up once it closes."""
 
-    def closed_follow_ups(self, now: datetime, limit: int) -> list[Ask]:
+    def closed_follow_ups(self, now: datetime, limit: int, owner: str | None = None) -> list[Ask]:
         """Closed asks whose follow-up is neither done nor claimed past ``now``, earliest
-        close first."""
+        close first (only ``owner``'s when given)."""
         ...
 
     def claim_follow_up(self, ask_id: str, now: datetime, until: datetime) -> bool:

@@ -9,13 +9,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import timedelta
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from parkgate.adapters import common
 from parkgate.adapters.effects import Steps, run_async, run_sync
+from parkgate.adapters.langgraph import over_http
 from parkgate.adapters.langgraph.calls import BridgeSteps
 from parkgate.adapters.langgraph.questions import Answer
 from parkgate.adapters.langgraph.steps import log
@@ -25,9 +26,11 @@ from parkgate.adapters.langgraph.watching import DrivenConversations, warn_witho
 from parkgate.async_gateway import AsyncGateway
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Reply
-from parkgate.errors import InputError
 from parkgate.gateway import Gateway
 from parkgate.signal import FALLBACK_READ_SECONDS, Change
+
+if TYPE_CHECKING:
+    from parkgate.client import AsyncClient, Client
 
 T = TypeVar("T")
 
@@ -42,18 +45,6 @@ def _answer(reply: Reply) -> Any:
     return reply.answer
 
 
-def _not_a_gateway(given: object) -> str:
-    """Why ``given`` cannot back a bridge; for an HTTP client, what to do instead."""
-    named = type(given).__name__
-    if named in ("Client", "AsyncClient"):
-        return (
-            f"gateway must be a Gateway or an AsyncGateway, not a {named}: the bridge follows asks up through "
-            "the store. Over HTTP, a node asks with client.ask(..., key=...) and waits with client.wait "
-            "(docs/keys.md): a restarted node then finds its own question and its answer"
-        )
-    return f"gateway must be a Gateway or an AsyncGateway, not {named}"
-
-
 class ParkgateInterrupts:
     """Parks a LangGraph thread's ``interrupt()`` payloads in a gateway and resumes the thread.
 
@@ -62,7 +53,10 @@ class ParkgateInterrupts:
 
     Args:
         gateway: A :class:`Gateway` or an :class:`AsyncGateway`; either serves both the
-            sync and the ``a``-prefixed asyncio methods.
+            sync and the ``a``-prefixed asyncio methods. Over HTTP, a
+            :class:`~parkgate.client.Client` (the sync methods) or an
+            :class:`~parkgate.client.AsyncClient` (the asyncio ones) starts, parks,
+            drives and follows up threads; the watcher needs a gateway.
         ttl: Every ask's TTL unless its payload gives ``ttl_seconds``; the gateway's
             by default.
         resume_with: Turns an answer into the value ``interrupt()`` returns (default:
@@ -73,25 +67,20 @@ class ParkgateInterrupts:
             decide and how many must agree).
 
     Raises:
-        InputError: ``gateway`` is neither a Gateway nor an AsyncGateway, or a tool's
+        InputError: ``gateway`` is none of those, or a tool's
             review has a bad TTL, responders or quorum.
     """
 
     def __init__(
         self,
-        gateway: Gateway | AsyncGateway,
+        gateway: Gateway | AsyncGateway | Client | AsyncClient,
         *,
         ttl: timedelta | None = None,
         resume_with: Callable[[Reply], Any] = _answer,
         lease: timedelta = DEFAULT_LEASE,
         tools: Mapping[str, ToolReview] | None = None,
     ) -> None:
-        if isinstance(gateway, AsyncGateway):
-            self.gateway, self.async_gateway = gateway.sync, gateway
-        elif isinstance(gateway, Gateway):
-            self.gateway, self.async_gateway = gateway, AsyncGateway(gateway)
-        else:
-            raise InputError(_not_a_gateway(gateway))
+        self.gateway, self.async_gateway = over_http.backends(gateway)
         self.ttl = ttl
         self.resume_with = resume_with
         self.lease = lease
