@@ -24,6 +24,15 @@ def ask_call(conversation_id: str, spec: AskSpec, **options: Any) -> GatewayCall
     return call("ask", conversation_id, spec.prompt, list(spec.options) or None, kind=spec.kind, **options)
 
 
+def turn_text(reply: Reply, asked: Reply | None) -> str:
+    """Everything one step of an adapter shows the person, in order: its reply, then the
+    question it parked next (empty for a plain ``pass``)."""
+    parts = [reply.text]
+    if asked is not None and asked is not reply:
+        parts.append(asked.text)
+    return "\n\n".join(part for part in parts if part)
+
+
 def pass_reply(expired_ask_id: str | None = None, run_id: str | None = None) -> Reply:
     """A ``pass``: nothing parked (or the ask ``expired_ask_id`` expired on this read)."""
     return Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False, expired_ask_id=expired_ask_id, run_id=run_id)

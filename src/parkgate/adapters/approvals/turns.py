@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from parkgate.adapters import common
 from parkgate.adapters.approvals.records import Kept, ToolCall
 from parkgate.core.model import Reply
 
@@ -65,10 +66,7 @@ class Turn:
     @property
     def text(self) -> str:
         """Everything to show the person, in order (empty for a plain ``pass``)."""
-        parts = [self.reply.text]
-        if self.asked is not None and self.asked is not self.reply:
-            parts.append(self.asked.text)
-        return "\n\n".join(part for part in parts if part)
+        return common.turn_text(self.reply, self.asked)
 
     @property
     def parked(self) -> bool:

@@ -17,6 +17,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.pregel import Pregel
 from langgraph.types import GraphOutput, Interrupt, StateSnapshot
 
+from parkgate.adapters import common
 from parkgate.adapters.langgraph import percall
 from parkgate.adapters.langgraph.questions import CHECKPOINT_TYPES, CONTEXT_KEY, Answer, QuestionKey
 from parkgate.core.model import Ask, Reply
@@ -55,10 +56,7 @@ class Drive:
     @property
     def text(self) -> str:
         """Everything to show the person, in order (empty for a plain ``pass``)."""
-        parts = [self.reply.text]
-        if self.asked is not None and self.asked is not self.reply:
-            parts.append(self.asked.text)
-        return "\n\n".join(part for part in parts if part)
+        return common.turn_text(self.reply, self.asked)
 
     @property
     def parked(self) -> bool:
