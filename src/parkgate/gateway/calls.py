@@ -186,8 +186,9 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
                 as ``expired``); for a choice one of the options, compared after the
                 whitespace folding the labels get, and stored folded.
             callback_url (str | None): Gets the ask's events, signed (its close, reminders, escalation).
-            remind_after, escalate_after, escalate_to: Reminders (seconds, or a list) and an
-                escalation that adds responders, each due before the TTL (see docs/reminders.md).
+            remind_after (timedelta | float | list | None): Reminders: seconds from the last touch, or a list.
+            escalate_after (timedelta | float | None): Seconds to the escalation (before the TTL).
+            escalate_to (list[str] | None): The responders the escalation adds (docs/reminders.md).
             phase (str | None): The workflow step the ask belongs to.
             context (Mapping[str, Any] | None): A JSON object of at most 16 KiB, kept and
                 shown with the ask.
