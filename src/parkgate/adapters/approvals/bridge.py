@@ -5,7 +5,6 @@ resumes the agent once, with every decision of its turn, whoever closed the last
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import time
@@ -26,13 +25,14 @@ from parkgate.adapters.approvals.records import (
     undecided,
 )
 from parkgate.adapters.approvals.turns import AgentDriver, AgentStep, Turn
+from parkgate.adapters.following import FOLLOW_UP_CHANGES, follow_up_until_cancelled
 from parkgate.async_gateway import AsyncGateway, offload
 from parkgate.checks import check_duration, check_id, check_quorum, check_responders
 from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError, RunStillAsking
 from parkgate.gateway import Gateway
-from parkgate.signal import FALLBACK_READ_SECONDS, Change
+from parkgate.signal import FALLBACK_READ_SECONDS
 
 T = TypeVar("T")
 log = logging.getLogger("parkgate.agents")
@@ -43,7 +43,6 @@ DEFAULT_LEASE = timedelta(hours=1)
 FOLLOW_UP_BATCH = 100
 #: How often a sync watcher with a ``stop`` event looks at it while idle.
 STOP_CHECK_SECONDS = 0.2
-_WAKING = frozenset({Change.CLOSED, Change.COMMITTED, Change.ANY})
 _CLOSING = frozenset({ReplyKind.SELECTED, ReplyKind.CANCELLED})
 
 
@@ -152,27 +151,8 @@ class ToolApprovals:
         """Follow up closed approvals until cancelled: a pass at once, then one whenever an
         ask closes (here or in another process, a due read's expiry among them), and at
         least every :data:`~parkgate.signal.FALLBACK_READ_SECONDS`. Run it as a task."""
-        loop = asyncio.get_running_loop()
-        wake = asyncio.Event()
-
-        def heard(change: Change, ask_id: str | None) -> None:
-            if change in _WAKING:
-                with contextlib.suppress(RuntimeError):  # the loop is closing
-                    loop.call_soon_threadsafe(wake.set)
-
-        remove = self.gateway.sync.signal.listen(heard)
-        try:
-            while True:
-                wake.clear()
-                try:
-                    await self.follow_up()
-                except Exception:
-                    log.exception("following up the approvals of agent %r failed", self.driver.name)
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(FALLBACK_READ_SECONDS):
-                        await wake.wait()
-        finally:
-            remove()
+        what = f"the approvals of agent {self.driver.name!r}"
+        await follow_up_until_cancelled(self.gateway.sync.signal, self.follow_up, log, what)
 
     # -- sync ----------------------------------------------------------------------------
     def run_sync(self, conversation_id: str, agent_input: Any) -> Turn:
@@ -192,7 +172,9 @@ class ToolApprovals:
     def watch_sync(self, stop: threading.Event) -> None:
         """:meth:`watch` in a thread of its own, until ``stop`` is set."""
         wake = threading.Event()
-        remove = self.gateway.sync.signal.listen(lambda change, ask_id: wake.set() if change in _WAKING else None)
+        remove = self.gateway.sync.signal.listen(
+            lambda change, ask_id: wake.set() if change in FOLLOW_UP_CHANGES else None
+        )
         try:
             while not stop.is_set():
                 wake.clear()

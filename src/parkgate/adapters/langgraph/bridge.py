@@ -16,6 +16,7 @@ from langgraph.types import Command
 
 from parkgate.adapters import common
 from parkgate.adapters.effects import Steps, run_async, run_sync
+from parkgate.adapters.following import FOLLOW_UP_CHANGES, follow_up_until_cancelled
 from parkgate.adapters.langgraph import over_http
 from parkgate.adapters.langgraph.calls import BridgeSteps
 from parkgate.adapters.langgraph.questions import Answer
@@ -27,7 +28,7 @@ from parkgate.async_gateway import AsyncGateway
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Reply
 from parkgate.gateway import Gateway
-from parkgate.signal import FALLBACK_READ_SECONDS, Change
+from parkgate.signal import FALLBACK_READ_SECONDS
 
 if TYPE_CHECKING:
     from parkgate.client import AsyncClient, Client
@@ -38,7 +39,6 @@ T = TypeVar("T")
 DEFAULT_LEASE = timedelta(hours=1)
 #: How often a sync watcher with a ``stop`` event looks at it while idle.
 STOP_CHECK_SECONDS = 0.2
-_WAKING = frozenset({Change.CLOSED, Change.COMMITTED, Change.ANY})
 
 
 def _answer(reply: Reply) -> Any:
@@ -263,7 +263,7 @@ class ParkgateInterrupts:
         if check_deliverer:
             warn_without_deliverer(self.gateway, graph_name(graph))
         wake = threading.Event()
-        remove = self.gateway.signal.listen(lambda change, ask_id: wake.set() if change in _WAKING else None)
+        remove = self.gateway.signal.listen(lambda change, ask_id: wake.set() if change in FOLLOW_UP_CHANGES else None)
         try:
             while stop is None or not stop.is_set():
                 wake.clear()
@@ -322,27 +322,8 @@ class ParkgateInterrupts:
         Like :meth:`watch`, it logs one warning when no deliverer runs on the database.
         """
         await asyncio.to_thread(warn_without_deliverer, self.gateway, graph_name(graph))
-        loop = asyncio.get_running_loop()
-        wake = asyncio.Event()
-
-        def heard(change: Change, ask_id: str | None) -> None:
-            if change in _WAKING:
-                with contextlib.suppress(RuntimeError):  # the loop is closing
-                    loop.call_soon_threadsafe(wake.set)
-
-        remove = self.gateway.signal.listen(heard)
-        try:
-            while True:
-                wake.clear()
-                try:
-                    await self.afollow_up(graph, config=config)
-                except Exception:
-                    log.exception("following up closed asks of graph %r failed", graph_name(graph))
-                with contextlib.suppress(TimeoutError):  # asyncio.timeout: 3.11's wait_for can swallow a cancel
-                    async with asyncio.timeout(FALLBACK_READ_SECONDS):
-                        await wake.wait()
-        finally:
-            remove()
+        what = f"closed asks of graph {graph_name(graph)!r}"
+        await follow_up_until_cancelled(self.gateway.signal, partial(self.afollow_up, graph, config=config), log, what)
 
     def resume_value(self, reply: Reply, interrupt_id: str | None = None) -> Command[Any] | None:
         """The ``Command`` that feeds a selection or answer to a graph (for callers that
