@@ -39,9 +39,11 @@ class AsyncChannelCalls:
         """Where each ask is posted, as stored (:meth:`Gateway.channel_posts`)."""
         return await offload(self.sync.channel_posts, ask_ids)
 
-    async def open_ask_under(self, channel: str, key_prefix: str) -> tuple[str, str] | None:
-        """The latest open ask posted under a place's thread keys, as stored (:meth:`Gateway.open_ask_under`)."""
-        return await offload(self.sync.open_ask_under, channel, key_prefix)
+    async def open_asks_in(
+        self, channel: str, thread_key: str, *, under: bool = False, limit: int = 2
+    ) -> list[tuple[str, str]]:
+        """The open asks posted in a thread (or under a place), as stored (:meth:`Gateway.open_asks_in`)."""
+        return await offload(self.sync.open_asks_in, channel, thread_key, under=under, limit=limit)
 
     async def ask_in_thread(self, channel: str, thread_key: str) -> tuple[str, str] | None:
         """The latest ask posted in a thread, as stored (:meth:`Gateway.ask_in_thread`)."""

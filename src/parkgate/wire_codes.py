@@ -41,6 +41,8 @@ STORE_ERROR = "store_error"
 DELIVERER_FAILING = "deliverer_failing"
 #: 403: a token that speaks for one sender posted a message naming another (nothing changed).
 SENDER_MISMATCH = "sender_mismatch"
+#: 403: a named token parked an ask for a channel target its tokens-file ``channels`` does not allow.
+CHANNEL_NOT_ALLOWED = "channel_not_allowed"
 #: 404 for a path no route serves.
 NOT_FOUND = "not_found"
 #: 422: the body is not what the route's schema takes / is not JSON at all.
@@ -56,6 +58,7 @@ REQUEST_HEAD_TOO_LARGE = "request_head_too_large"
 __all__ = [
     "ASK_ALREADY_OPEN",
     "CALLBACK_NOT_FAILED",
+    "CHANNEL_NOT_ALLOWED",
     "CONVERSATION_BUSY",
     "DELIVERER_FAILING",
     "INVALID_INPUT",

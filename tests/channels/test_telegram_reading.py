@@ -20,9 +20,16 @@ ASK = "0123456789abcdef0123456789abcdef"
 
 
 def test_a_typed_message_names_its_place_sender_and_update() -> None:
-    event = read_update(typed(-100, "2", user_id=42, thread_id=7, reply_to=55, update_id=9001))
+    update = typed(-100, "2", user_id=42, thread_id=7, reply_to=55, update_id=9001)
+    event = read_update(update)
     assert event == TypedMessage(
-        update_id=9001, place=Place(-100, 7), text="2", sender="42", name="User 42", reply_to_message_id=55
+        update_id=9001,
+        place=Place(-100, 7),
+        text="2",
+        sender="42",
+        name="User 42",
+        reply_to_message_id=55,
+        message_id=update["message"]["message_id"],
     )
 
 

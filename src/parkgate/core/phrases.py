@@ -152,6 +152,13 @@ CHANNEL_CLOSED_ANSWERED = "answered by {who}"
 CHANNEL_CLOSED_DROPPED = "dropped by {who}"
 CHANNEL_CLOSED_DROPPED_BY_NOBODY = "dropped"
 CHANNEL_CLOSED_EXPIRED = "it expired"
+# A typed message in a chat or thread where more than one posted ask is open, replying to
+# none of their messages: it answers none of them (another's question may be waiting
+# there), and its sender is told this.
+CHANNEL_REPLY_TO_THE_QUESTION = (
+    "More than one question is open here, so this message answered none of them: "
+    "reply to the question's own message to answer it, or use its buttons."
+)
 # A duration in the lines above: "6 h", "90 min", "45 s".
 CHANNEL_HOURS = "{count} h"
 CHANNEL_MINUTES = "{count} min"

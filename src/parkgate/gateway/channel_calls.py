@@ -114,19 +114,27 @@ class ChannelCalls:
         with self.store.transaction() as tx:
             return tx.channels.ask_in_thread(channel, thread_key)
 
-    def open_ask_under(self, channel: str, key_prefix: str) -> tuple[str, str] | None:
-        """The latest open ask posted in any thread whose key starts with ``key_prefix``, as
-        stored: how a message in a place holding several asks' threads (a Telegram chat) is routed.
+    def open_asks_in(
+        self, channel: str, thread_key: str, *, under: bool = False, limit: int = 2
+    ) -> list[tuple[str, str]]:
+        """The open asks posted in a channel's thread, the latest first, as stored: how a
+        typed message there is routed (one open ask takes it; with more, none does unless
+        the message replies to one's post).
 
         Args:
             channel: The channel's name.
-            key_prefix: The start the thread keys share, such as a chat's.
+            thread_key: The thread's key, as the channel's :class:`~parkgate.channels.Posted`
+                gave it; with ``under``, the start the keys of a place's threads share
+                (a Telegram chat's, ``"-100/0/"``).
+            under: Read every thread whose key starts with ``thread_key``.
+            limit: At most this many (2 tells one from several).
 
         Returns:
-            ``(ask id, conversation id)``, or ``None`` when no open ask was posted there.
+            ``(ask id, conversation id)`` pairs; empty when nothing open was posted there.
         """
+        check_limit(limit)
         with self.store.transaction() as tx:
-            return tx.channels.open_ask_under(channel, key_prefix)
+            return tx.channels.open_asks_in(channel, thread_key, under, limit)
 
     def failed_channel_jobs(self, limit: int = 100) -> list[tuple[ChannelJob, str | None]]:
         """The channel jobs given up, the latest first, each with its last error.

@@ -41,7 +41,7 @@ ANSWERED_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
 STATUS_MEANINGS = {
     400: "Bad request",
     401: "Missing or wrong bearer token",
-    403: "Another site's request, or a token without the scope this route needs",
+    403: "Another site's request, a token without the scope this route needs, or a channel target it may not post to",
     404: "Unknown id or path",
     409: "The conversation already has an open ask, or the run or callback is not in a state for this",
     413: "Body too large",

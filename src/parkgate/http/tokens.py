@@ -19,6 +19,12 @@ named by ``PARKGATE_TOKEN_FILE``), or named tokens from a TOML file
     max_open_asks = 1000   # optional: a cap on this token's open asks
     rate_per_second = 50   # optional: requests a second, per server process
     sender = "U_ALICE"     # optional: every message this token posts is from this sender
+    channels = ["slack:C0OPS", "telegram:-100777"]  # optional: where its asks may be posted
+
+``channels`` holds glob patterns (:func:`fnmatch.fnmatchcase`) over ``<channel>:<target>``:
+a Slack channel id (``slack:C0OPS``, ``slack:*``), a Telegram chat id
+(``telegram:-100777``). A named token without the key posts to no channel; the single
+token (``PARKGATE_TOKEN``, no owner) and a server without tokens post anywhere.
 
 A presented token is hashed and looked up; the token itself is never stored or logged.
 The server re-reads a tokens file when it changes (:mod:`parkgate.http.token_watch`):
@@ -27,6 +33,7 @@ removing a token from it revokes that token within about a second.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import re
 import tomllib
@@ -45,7 +52,9 @@ from parkgate.wire_codes import Scope as Scope
 ALL_SCOPES: frozenset[Scope] = frozenset(Scope)
 
 _HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_TOKEN_KEYS = {"name", "sha256", "scopes", "max_open_asks", "rate_per_second", "sender"}
+_TOKEN_KEYS = {"name", "sha256", "scopes", "max_open_asks", "rate_per_second", "sender", "channels"}
+#: The longest ``channels`` pattern a tokens file may hold.
+MAX_CHANNEL_PATTERN_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,8 @@ class Caller:
     ``owner`` is the name recorded on the asks this caller parks (``None`` when asks
     need no owner: no token, or the single all-scopes token). ``sender``: the one sender
     this token speaks for (every message it posts is from them); ``None`` lets a surface
-    that relays many people name each message's sender.
+    that relays many people name each message's sender. ``channels``: the patterns of the
+    channel targets its asks may be posted to (:meth:`may_post_to`); ``None`` for anywhere.
     """
 
     name: str
@@ -64,9 +74,17 @@ class Caller:
     max_open_asks: int | None = None
     rate_per_second: float | None = None
     sender: str | None = None
+    channels: tuple[str, ...] | None = None
 
     def may(self, scope: Scope) -> bool:
         return scope in self.scopes
+
+    def may_post_to(self, target: str) -> bool:
+        """Whether this caller's asks may be posted to ``target`` (``"slack:C0OPS"``): one of
+        its ``channels`` patterns matches it, or it has none to keep to (``None``)."""
+        if self.channels is None:
+            return True
+        return any(fnmatch.fnmatchcase(target, pattern) for pattern in self.channels)
 
 
 #: Every request on a server without a token.
@@ -194,7 +212,7 @@ def _caller(table: object, number: int) -> tuple[Caller, str]:
     if unknown:
         raise ValueError(
             f"token {number}: unknown key(s) {sorted(unknown)} (the file holds only name, sha256, scopes, "
-            "max_open_asks, rate_per_second and sender: never the token itself)"
+            "max_open_asks, rate_per_second, sender and channels: never the token itself)"
         )
     name = table.get("name")
     if not isinstance(name, str) or not name.strip() or not name.isprintable():
@@ -220,6 +238,7 @@ def _caller(table: object, number: int) -> tuple[Caller, str]:
             check_id(sender, "sender")
         except InputError as error:
             raise ValueError(f"token {number} ({name}): {error}") from None
+    channels = _channels(table.get("channels", []), f"token {number} ({name})")
     caller = Caller(
         name=name,
         scopes=frozenset(Scope(scope) for scope in scopes),
@@ -227,8 +246,29 @@ def _caller(table: object, number: int) -> tuple[Caller, str]:
         max_open_asks=cap,
         rate_per_second=None if rate is None else float(rate),
         sender=sender,
+        channels=channels,
     )
     return caller, hashed.lower()
+
+
+def _channels(value: object, which: str) -> tuple[str, ...]:
+    """A table's ``channels``: a list of ``<channel>:<target>`` glob patterns (empty: no channel)."""
+    if not isinstance(value, list):
+        raise ValueError(f'{which}: channels must be a list of patterns, such as ["slack:C0OPS", "telegram:-100777"]')
+    for pattern in value:
+        if (
+            not isinstance(pattern, str)
+            or ":" not in pattern
+            or len(pattern) > MAX_CHANNEL_PATTERN_CHARS
+            or not pattern.isprintable()
+            or any(c.isspace() for c in pattern)
+        ):
+            raise ValueError(
+                f"{which}: each of channels must be '<channel>:<target>' (globs allowed, at most "
+                f"{MAX_CHANNEL_PATTERN_CHARS} characters, no spaces), such as 'slack:C0OPS' or 'telegram:*'; "
+                f"not {pattern!r}"
+            )
+    return tuple(value)
 
 
 def _scope_names() -> str:

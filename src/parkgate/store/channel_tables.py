@@ -56,9 +56,10 @@ class ChannelTables(Protocol):
         """``(ask id, conversation id)`` of the latest ask posted in that thread, else ``None``."""
         ...
 
-    def open_ask_under(self, channel: str, key_prefix: str) -> tuple[str, str] | None:
-        """``(ask id, conversation id)`` of the latest open ask posted in a thread whose key
-        starts with ``key_prefix`` (a place holding several threads, such as a Telegram chat), else ``None``."""
+    def open_asks_in(self, channel: str, thread_key: str, under: bool, limit: int) -> list[tuple[str, str]]:
+        """``(ask id, conversation id)`` of at most ``limit`` open asks posted in that thread,
+        the latest first; with ``under``, in any thread whose key starts with ``thread_key``
+        (a place holding several threads, such as a Telegram chat)."""
         ...
 
     def posted(self, ask_id: str, location: str, thread_key: str | None, now: datetime) -> None:

@@ -51,15 +51,16 @@ class SqlChannels:
         ).fetchone()
         return (str(row[0]), str(row[1])) if row else None
 
-    def open_ask_under(self, channel: str, key_prefix: str) -> tuple[str, str] | None:
+    def open_asks_in(self, channel: str, thread_key: str, under: bool, limit: int) -> list[tuple[str, str]]:
         # substr, not LIKE: a key's characters are never read as wildcards.
-        row = self._run.query(
+        where = "substr(p.thread_key, 1, ?) = ?" if under else "p.thread_key = ?"
+        params: tuple[object, ...] = (len(thread_key), thread_key) if under else (thread_key,)
+        cursor = self._run.query(
             "SELECT a.id, a.conversation_id FROM channel_posts AS p JOIN asks AS a ON a.id = p.ask_id "
-            "WHERE p.channel = ? AND substr(p.thread_key, 1, ?) = ? AND a.status = 'open' "
-            "ORDER BY a.asked_at DESC, a.id DESC LIMIT 1",
-            (channel, len(key_prefix), key_prefix),
-        ).fetchone()
-        return (str(row[0]), str(row[1])) if row else None
+            f"WHERE p.channel = ? AND {where} AND a.status = 'open' ORDER BY a.asked_at DESC, a.id DESC LIMIT ?",
+            (channel, *params, limit),
+        )
+        return [(str(row[0]), str(row[1])) for row in cursor.fetchall()]
 
     def posted(self, ask_id: str, location: str, thread_key: str | None, now: datetime) -> None:
         self._run.send(

@@ -6,8 +6,11 @@ id as ``sender`` and the event's id (``event_id``, or a click's ``trigger_id``) 
 
 :func:`register` adds parkgate to any Bolt :class:`~slack_bolt.App`: a listener for its
 buttons (``action_id`` ``parkgate:...``) and a global middleware that takes the messages
-in threads where an ask was posted. Everything else, and a message in such a thread once
-nothing is parked there (``pass``), goes on to the app's own listeners.
+in threads where an ask is open. Everything else, and a message in such a thread once
+nothing is parked there (``pass``), goes on to the app's own listeners. A thread where
+more than one ask is open (asks posted into one thread) takes a message for none of
+them: Slack has no reply-to inside a thread, so the person is told privately to answer
+with the question's own message or buttons.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from slack_bolt import Ack, App, BoltResponse
 
 from parkgate.channels.slack.blocks import ACTION_PREFIX, ACTION_TEXT, OPTION_ACTION, already_closed_line
 from parkgate.channels.slack.channel import NAME, SlackChannel, thread_key
+from parkgate.core import phrases as P
 from parkgate.core.kinds import ReplyKind
 from parkgate.errors import ParkgateError
 
@@ -74,14 +78,18 @@ class SlackEvents:
             log.warning("could not tell %s that ask %s is closed: %s", user, ask_id, error)
 
     def on_message(self, body: dict[str, Any], next: Callable[[], None]) -> BoltResponse | None:
-        """A global middleware: a person's message in a thread where an ask was posted goes
-        to that ask; anything else (and a ``pass``) goes on to the app's listeners."""
+        """A global middleware: a person's message in a thread where one ask is open goes to
+        that ask; where several are, to none (the person is told privately); anything else
+        (and a ``pass``) goes on to the app's listeners."""
         event = body.get("event") if body.get("type") == "event_callback" else None
-        found = self._thread_ask(event) if isinstance(event, dict) else None
-        if found is None or not isinstance(event, dict):
+        open_here = self._thread_asks(event) if isinstance(event, dict) else []
+        if not open_here or not isinstance(event, dict):
             next()
             return None
-        ask_id, conversation_id = found
+        if len(open_here) > 1:
+            self._reply_to_the_question(event)
+            return BoltResponse(status=200, body="")
+        ask_id, conversation_id = open_here[0]
         reply = self.gateway.handle_in_channel(
             conversation_id, str(event.get("text", "")), body.get("event_id"), str(event["user"]), ask_id=ask_id
         )
@@ -90,14 +98,24 @@ class SlackEvents:
             return None
         return BoltResponse(status=200, body="")
 
-    def _thread_ask(self, event: dict[str, Any]) -> tuple[str, str] | None:
-        """The ask posted in the thread of a person's plain message, if any."""
+    def _thread_asks(self, event: dict[str, Any]) -> list[tuple[str, str]]:
+        """The open asks (up to two, the latest first) posted in the thread of a person's
+        plain message: one takes it; more than one leave it to none of them (a Slack thread
+        has no reply-to to say which one it answers)."""
         if event.get("type") != "message" or event.get("subtype") or event.get("bot_id"):
-            return None
+            return []
         channel, thread_ts, user = event.get("channel"), event.get("thread_ts"), event.get("user")
         if not (isinstance(channel, str) and isinstance(thread_ts, str) and isinstance(user, str)):
-            return None
-        return self.gateway.ask_in_thread(NAME, thread_key(channel, thread_ts))
+            return []
+        return self.gateway.open_asks_in(NAME, thread_key(channel, thread_ts))
+
+    def _reply_to_the_question(self, event: dict[str, Any]) -> None:
+        """Tell the sender alone that their message answered none of the asks open in its thread."""
+        where = {"channel": str(event["channel"]), "ts": str(event["thread_ts"])}
+        try:
+            self.channel.notify(where, str(event["user"]), P.CHANNEL_REPLY_TO_THE_QUESTION)
+        except Exception as error:  # a courtesy line: the message changed nothing either way
+            log.warning("could not tell %s that their message answered no question: %s", event["user"], error)
 
 
 def register(app: App, gateway: Gateway, channel: SlackChannel | None = None) -> SlackChannel:

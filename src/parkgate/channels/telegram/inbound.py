@@ -6,9 +6,10 @@ A press is read against the ask its keyboard was posted for, never whatever is o
 the chat now; a press on a closed ask changes nothing and answers "This question is
 already closed (answered by @alice)." A typed message goes where
 :mod:`~parkgate.channels.telegram.routing` says. What the gateway replies is posted by
-the channel's jobs; a press is answered at once by :meth:`TelegramInbound.handle`'s
-return value, a Bot API call (``answerCallbackQuery``) the webhook sends back as its
-response, and the long poll makes.
+the channel's jobs; a press, and a typed message that answered none of several open
+asks, are answered at once by :meth:`TelegramInbound.handle`'s return value, a Bot API
+call (``answerCallbackQuery``, ``sendMessage``) the webhook sends back as its response,
+and the long poll makes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from parkgate.channels.telegram.channel import NAME, TelegramChannel
 from parkgate.channels.telegram.commands import addressed_text
 from parkgate.channels.telegram.routing import place_key, thread_key
 from parkgate.channels.telegram.updates import ButtonPress, TypedMessage, read_update
+from parkgate.core import phrases as P
 from parkgate.core.kinds import ReplyKind
 from parkgate.errors import ChannelJobFailed, UnknownAsk
 
@@ -56,7 +58,10 @@ class TelegramInbound:
             payload: The update's JSON object.
 
         Returns:
-            The ``answerCallbackQuery`` call a button press is answered with, else ``None``.
+            The ``answerCallbackQuery`` call a button press is answered with; the
+            ``sendMessage`` call a typed message that answered none of several open asks
+            is answered with (:data:`~parkgate.core.phrases.CHANNEL_REPLY_TO_THE_QUESTION`);
+            else ``None``.
 
         Raises:
             InputError: The payload is not an update; nothing was read or written.
@@ -65,7 +70,7 @@ class TelegramInbound:
         if isinstance(event, ButtonPress):
             return self._press(event)
         if isinstance(event, TypedMessage):
-            self._typed(event)
+            return self._typed(event)
         return None
 
     def handle_polled(self, payload: Mapping[str, Any]) -> None:
@@ -117,20 +122,41 @@ class TelegramInbound:
         where = json.loads(post.location)
         return bool(where.get("chat_id") == event.place.chat_id and where.get("message_id") == event.message_id)
 
-    def _typed(self, event: TypedMessage) -> None:
+    def _typed(self, event: TypedMessage) -> Answer | None:
         self.channel.saw(event.sender, event.name)
         text = addressed_text(event.text, self._username_if_addressed(event.text))
         if text is None:  # a command for another bot
-            return
+            return None
         found = None
         if event.reply_to_message_id is not None:
             found = self.gateway.ask_in_thread(NAME, thread_key(event.place, event.reply_to_message_id))
         if found is None:
-            found = self.gateway.open_ask_under(NAME, place_key(event.place))
+            # Not a reply to an ask's message: it goes to the one ask open here, and to none
+            # when several are (another's question may be waiting for this very text).
+            open_here = self.gateway.open_asks_in(NAME, place_key(event.place), under=True)
+            if len(open_here) > 1:
+                return self._reply_to_the_question(event)
+            found = open_here[0] if open_here else None
         if found is None:
-            return
+            return None
         ask_id, conversation_id = found
         self.gateway.handle_in_channel(conversation_id, text, str(event.update_id), event.sender, ask_id=ask_id)
+        return None
+
+    @staticmethod
+    def _reply_to_the_question(event: TypedMessage) -> Answer:
+        """The ``sendMessage`` that tells the sender, in reply to their message, to reply to
+        the question's own message: what they typed answered none of the asks open here."""
+        answer: Answer = {
+            "method": "sendMessage",
+            "chat_id": event.place.chat_id,
+            "text": P.CHANNEL_REPLY_TO_THE_QUESTION,
+        }
+        if event.place.thread_id is not None:
+            answer["message_thread_id"] = event.place.thread_id
+        if event.message_id is not None:
+            answer["reply_parameters"] = {"message_id": event.message_id, "allow_sending_without_reply": True}
+        return answer
 
     def _username_if_addressed(self, text: str) -> str | None:
         """The bot's username when ``text`` starts with a command addressed to some bot (only

@@ -3,9 +3,11 @@
 Each posted ask's thread key is ``{chat id}/{topic id or 0}/{message id}``: its place (the
 chat, and the forum topic when there is one) then its message. A typed message goes to
 the ask whose message it replies to (Telegram's reply-to: that ask, open or closed, never
-a newer one); a message that replies to nothing parkgate posted goes to the latest open
-ask posted in its place. A place where nothing is open routes nowhere: the message is
-acknowledged and left alone.
+a newer one); a message that replies to nothing parkgate posted goes to the one open ask
+posted in its place. A place where nothing is open routes nowhere: the message is
+acknowledged and left alone. A place where more than one ask is open routes such a
+message nowhere too, and its sender is told to reply to the question's own message: in
+a chat several tenants share, a text typed for one ask never reaches another's.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ class Place:
 
 @dataclass(frozen=True, slots=True)
 class TypedMessage:
-    """A text message: routed to the ask it replies to, else the latest open ask in its place."""
+    """A text message: routed to the ask it replies to, else the one open ask in its place."""
 
     update_id: int
     place: Place
@@ -37,6 +37,8 @@ class TypedMessage:
     name: str
     #: The message it replies to (Telegram's reply-to), when it replies to one.
     reply_to_message_id: int | None
+    #: The message itself (what a line about it replies to).
+    message_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +88,7 @@ def read_update(payload: Mapping[str, Any]) -> Event | None:
         sender=str(message.from_user.id),
         name=user_name(message.from_user),
         reply_to_message_id=reply_to.message_id if reply_to is not None else None,
+        message_id=message.message_id,
     )
 
 

@@ -13,13 +13,14 @@ from parkgate.checks import MAX_ID_CHARS, MAX_WAIT_SECONDS
 from parkgate.core.model import Reply
 from parkgate.errors import InputError, UnknownAsk
 from parkgate.fence import check_callback_url
-from parkgate.http.channel_targets import channel_target_of
+from parkgate.http import codes
+from parkgate.http.channel_targets import channel_refusal, channel_target_of
 from parkgate.http.dependencies import CallerDep, GatewayDep, LongPollsDep, OpenAskCapDep, SettingsDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.models import AskIn, CancelIn, OpenStatus, ReplyOut, SafeJSONResponse, options_of, reply_response
 from parkgate.http.outputs import AskListOut, AskOut
 from parkgate.http.paging import DEFAULT_PAGE_ASKS, MAX_CURSOR_CHARS, MAX_PAGE_ASKS, decode_cursor, encode_cursor
-from parkgate.http.responses import ask_response, asks_json
+from parkgate.http.responses import ask_response, asks_json, error_response
 from parkgate.http.tokens import Scope, needs
 
 router = APIRouter(tags=["asks"])
@@ -57,8 +58,13 @@ async def park_ask(
     ``run_closed``.
 
     A ``callback_url`` must parse and may not reach an internal address the server
-    does not allow (422); a token at its ``max_open_asks`` gets 429.
+    does not allow (422); a token at its ``max_open_asks`` gets 429. A named token posts
+    only to the channel targets its tokens-file ``channels`` allows (else 403
+    ``channel_not_allowed``, naming the token and the target).
     """
+    refusal = channel_refusal(caller, channel_target_of(body))
+    if refusal is not None:
+        return error_response(403, codes.CHANNEL_NOT_ALLOWED, refusal)
     if body.callback_url is not None:
         check_callback_url(body.callback_url, settings.callback_allow)
     async with cap.room(caller):
