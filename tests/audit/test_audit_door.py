@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -218,3 +219,98 @@ def test_the_installed_command_imports_a_handler_from_the_current_directory(tmp_
     )
     assert done.returncode == 1, done.stderr
     assert len(done.stdout.splitlines()) == len(SENT) and "never changed shape" in done.stderr
+
+
+@pytest.fixture
+def hostile() -> Iterator[str]:
+    """A chat endpoint on loopback that answers ``/MODE`` the way a hostile one would:
+
+    - ``drip-headers``: the status line, then one byte of headers every 0.1 s, for ever;
+    - ``drip-body``: whole headers, then one byte of a long body every 0.1 s;
+    - ``declared``: a body declared 300 MB long, then zeros as fast as they are read;
+    - ``chunked``: an endless chunked body, no length declared;
+    - ``nested``: JSON arrays nested 200,000 deep (400 KB).
+    """
+    stopping = threading.Event()
+
+    class Hostile(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            mode = self.path.strip("/")
+            try:
+                if mode == "nested":
+                    data = b"[" * 200_000 + b"]" * 200_000
+                    self._write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+                    self._write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
+                elif mode == "drip-headers":
+                    self._write(b"HTTP/1.1 200 OK\r\n")
+                    self._drip(b"X-Slow: " + b"a" * 100_000)
+                elif mode == "drip-body":
+                    self._write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n")
+                    self._drip(b"b" * 100_000)
+                elif mode == "declared":
+                    self._write(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 300000000\r\n\r\n"
+                    )
+                    while not stopping.is_set():
+                        self._write(b"0" * 65536)
+                elif mode == "chunked":
+                    self._write(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    )
+                    while not stopping.is_set():
+                        self._write(b"10000\r\n" + b"0" * 65536 + b"\r\n")
+            except OSError:  # the audit hung up, as it should
+                pass
+            self.close_connection = True
+
+        def _write(self, data: bytes) -> None:
+            self.wfile.write(data)
+            self.wfile.flush()
+
+        def _drip(self, data: bytes) -> None:
+            for byte in data:
+                if stopping.is_set():
+                    return
+                self._write(bytes([byte]))
+                time.sleep(0.1)  # real time is what a drip attack spends: one byte at a time
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    stopping.set()
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("mode", ["drip-headers", "drip-body"])
+def test_a_dripping_endpoint_is_cut_off_at_the_deadline(hostile: str, mode: str) -> None:
+    result, lines = _door("--url", f"{hostile}/{mode}", "--deadline", "1")
+    assert result.exit_code == 1 and result.output.startswith("Error: "), result.output
+    assert "had not answered 'pick the right one' when the 1 s deadline for the check passed" in result.output
+    assert lines == []
+
+
+@pytest.mark.parametrize("mode", ["declared", "chunked"])
+def test_an_oversize_answer_is_read_no_further_than_the_cap(hostile: str, mode: str) -> None:
+    result, _ = _door("--url", f"{hostile}/{mode}", "--max-body", "65536")
+    assert result.exit_code == 1 and result.output.startswith("Error: "), result.output
+    assert "answer to 'pick the right one' is over 65536 bytes" in result.output
+
+
+def test_deeply_nested_json_is_one_error_line(hostile: str) -> None:
+    result, _ = _door("--url", f"{hostile}/nested")
+    assert result.exit_code == 1 and result.output.startswith("Error: "), result.output
+    assert "nests JSON deeper than 100 levels" in result.output
+
+
+def test_the_door_help_names_the_defaults() -> None:
+    shown = CliRunner().invoke(main, ["audit", "door", "--help"]).output
+    assert "--deadline" in shown and "120" in shown and "--max-body" in shown and "1048576" in shown

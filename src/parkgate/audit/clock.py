@@ -23,7 +23,10 @@ def shorten(value: object, limit: int = SHOWN_CHARS) -> str:
     """``value`` as one short line: text as it is, anything else as JSON, cut to ``limit``
     characters with an ellipsis."""
     if not isinstance(value, str):
-        value = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+        try:
+            value = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+        except (RecursionError, TypeError, ValueError):  # nested too deep, or keys that do not sort
+            value = f"({type(value).__name__} not shown)"
     line = " ".join(value.split())
     return line if len(line) <= limit else line[: limit - 1] + "\u2026"
 
@@ -32,15 +35,21 @@ def as_utc(value: object, what: str) -> datetime:
     """A timestamp column's value as an aware UTC datetime: a datetime (naive is UTC), ISO
     8601 text (``2026-08-29 08:00:00``, ``...Z``, ``...+02:00``), or seconds since the epoch."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, UTC)
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):
+            raise StoreError(f"{what} {shorten(repr(value))} is not a time in seconds since the epoch") from None
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value.strip())
         except ValueError:
-            raise StoreError(f"{what} {value!r} is not an ISO 8601 timestamp") from None
+            raise StoreError(f"{what} {shorten(repr(value))} is not an ISO 8601 timestamp") from None
     if not isinstance(value, datetime):
         raise StoreError(f"{what} holds {type(value).__name__}, not a timestamp")
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise StoreError(f"{what} {shorten(repr(value))} is out of range in UTC") from None
 
 
 @dataclass(frozen=True)

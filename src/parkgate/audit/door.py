@@ -5,15 +5,22 @@ returns the line :func:`~parkgate.core.door.door_verdict` judges: the ``input``,
 reply's ``text`` and whether the conversation is still ``parked`` (``None`` when the
 answer does not say). The reply and the flag are picked out of a JSON answer by a path
 (:func:`pick`): ``text``, ``reply.text``, ``$.messages[0].content``.
+
+The endpoint may be hostile or broken, so the HTTP sender is bounded: the whole check
+has one deadline (an endpoint that drips a byte at a time is cut off at it), an answer's
+body is read up to a cap and no further, and JSON nested deeper than :data:`MAX_JSON_DEPTH`
+is refused; each is one :class:`~parkgate.errors.InputError` naming what happened.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import importlib
 import inspect
 import json
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -31,8 +38,14 @@ Send = Callable[[str], Line]
 DEFAULT_BODY = '{"text": "{text}"}'
 DEFAULT_REPLY_PATH = "text"
 DEFAULT_PARKED_PATH = "parked"
-#: Seconds one request may take.
+#: Seconds one request may wait to connect or between two reads.
 REQUEST_TIMEOUT_SECONDS = 30.0
+#: The defaults of ``parkgate audit door --deadline`` (seconds for the whole check over
+#: HTTP) and ``--max-body`` (bytes of one answer).
+DEFAULT_DEADLINE_SECONDS = 120.0
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+#: How deep an answer's JSON may nest (arrays and objects); a chat reply needs a few levels.
+MAX_JSON_DEPTH = 100
 
 _PLACEHOLDER = re.compile(r"\{(text|conversation)\}")
 _STEP = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
@@ -128,6 +141,50 @@ def run_door(send: Send) -> list[Line]:
     return [send(text) for text in (*DOOR_NON_ANSWERS, DOOR_EXIT)]
 
 
+def json_depth_within(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether JSON ``text`` nests arrays and objects at most ``limit`` deep, counted
+    without parsing (brackets inside strings skipped), so a hostile answer is refused
+    before the parser recurses into it."""
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return False
+        elif char in "]}":
+            depth -= 1
+    return True
+
+
+def decoded_answer(data: bytes, charset: str | None) -> Any:
+    """An answer's body as read: its JSON value, or its text where it is not JSON.
+
+    Raises:
+        InputError: The JSON nests deeper than :data:`MAX_JSON_DEPTH`.
+    """
+    try:
+        encoding = codecs.lookup(charset or "utf-8").name
+    except LookupError:
+        encoding = "utf-8"
+    text = data.decode(encoding, errors="replace")
+    if not json_depth_within(text):
+        raise InputError(f"the answer nests JSON deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 @contextmanager
 def http_sender(
     url: str,
@@ -137,8 +194,10 @@ def http_sender(
     reply_path: str = DEFAULT_REPLY_PATH,
     parked_path: str = DEFAULT_PARKED_PATH,
     headers: Mapping[str, str] | None = None,
+    deadline: float = DEFAULT_DEADLINE_SECONDS,
+    max_body: int = DEFAULT_MAX_BODY_BYTES,
 ) -> Iterator[Send]:
-    """A sender that POSTs each message to ``url`` as ``body``.
+    """A sender that POSTs each message to ``url`` as ``body``, within one deadline.
 
     Args:
         url: The endpoint; ``{conversation}`` in it is the conversation id, percent-encoded.
@@ -147,9 +206,13 @@ def http_sender(
         reply_path: Where the reply's text is in a JSON answer (:func:`pick`).
         parked_path: Where the parked flag is in a JSON answer.
         headers: Extra request headers (``Authorization``, say).
+        deadline: Seconds every message together may take, from the first send: each
+            request, its answer's headers and its body, however slowly they arrive.
+        max_body: The most bytes of one answer's body read (after any decompression).
 
     Yields:
-        The sender. A network failure raises :class:`httpx.HTTPError`.
+        The sender. A network failure raises :class:`httpx.HTTPError`; the deadline, a
+        body over ``max_body`` or JSON nested too deep raise :class:`InputError`.
     """
     import httpx
 
@@ -157,17 +220,48 @@ def http_sender(
     for path in (reply_path, parked_path):  # a bad path is refused before anything is sent
         path_steps(path)
     target = fill(url, {"text": "", "conversation": quote(conversation, safe="")})
-    with httpx.Client(timeout=REQUEST_TIMEOUT_SECONDS, headers=dict(headers or {})) as client:
+    ends: float | None = None
+    loop = asyncio.new_event_loop()
+    sent_headers = httpx.Headers({"Accept-Encoding": "identity"})  # bytes counted are bytes sent
+    sent_headers.update(dict(headers or {}))
+    client = httpx.AsyncClient(timeout=REQUEST_TIMEOUT_SECONDS, headers=sent_headers)
 
-        def send(text: str) -> Line:
-            response = client.post(target, json=filled(template, {"text": text, "conversation": conversation}))
-            try:
-                answer = response.json()
-            except ValueError:
-                answer = response.text
-            return {**reply_line(text, answer, reply_path, parked_path), "status": response.status_code}
+    async def post(text: str) -> Line:
+        payload = filled(template, {"text": text, "conversation": conversation})
+        async with client.stream("POST", target, json=payload) as response:
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > max_body:
+                raise _too_big(text, max_body)
+            data = bytearray()
+            async for chunk in response.aiter_bytes():
+                data += chunk
+                if len(data) > max_body:
+                    raise _too_big(text, max_body)
+        try:
+            answer = decoded_answer(bytes(data), response.charset_encoding)
+        except InputError as error:
+            raise InputError(f"the endpoint's answer to {text!r}: {error}") from None
+        return {**reply_line(text, answer, reply_path, parked_path), "status": response.status_code}
 
+    def send(text: str) -> Line:
+        nonlocal ends
+        ends = time.monotonic() + deadline if ends is None else ends
+        try:
+            return loop.run_until_complete(asyncio.wait_for(post(text), max(0.0, ends - time.monotonic())))
+        except TimeoutError:
+            raise InputError(
+                f"the endpoint had not answered {text!r} when the {deadline:g} s deadline for the check passed"
+            ) from None
+
+    try:
         yield send
+    finally:
+        loop.run_until_complete(client.aclose())
+        loop.close()
+
+
+def _too_big(text: str, max_body: int) -> InputError:
+    return InputError(f"the endpoint's answer to {text!r} is over {max_body} bytes, the most read (--max-body)")
 
 
 def load_function(spec: str) -> Callable[..., Any]:

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from parkgate.audit.clock import ClockReport, Parked
+from parkgate.audit.readonly import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_SECONDS, Bounds
 from parkgate.cli.asks import parse_duration
 from parkgate.cli.audit_door import door
 from parkgate.cli.stores import shown_url
@@ -48,6 +49,21 @@ def audit() -> None:
 @click.option("--db", "db_url", default=None, help="With --table: the database, sqlite:///file.db or postgresql://...")
 @click.option("--older-than", "older_than", default=None, help="The bound (30m, 6h, 2d): exit 1 when any row is older.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per row instead of a table.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_TIMEOUT_SECONDS,
+    show_default=True,
+    help="Seconds all the queries together may take; past it the read stops (exit 1).",
+)
+@click.option(
+    "--max-rows",
+    "max_rows",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_ROWS,
+    show_default=True,
+    help="The most rows one query may return; one more stops the read (exit 1).",
+)
 def clock(
     langgraph_url: str | None,
     table: str | None,
@@ -58,14 +74,20 @@ def clock(
     db_url: str | None,
     older_than: str | None,
     as_json: bool,
+    timeout: float,
+    max_rows: int,
 ) -> None:
     """The clock check: which parked rows are open, and for how long, oldest first.
 
-    Reads without writing anything. The summary says how many rows are older than
-    --older-than and how old the oldest is; the exit status is 1 when any is.
+    Reads without writing anything, and without building anything from what it reads
+    (LangGraph's values are decoded as plain data). The read is bounded: --timeout
+    seconds in all (default 30) and --max-rows rows a query (default 10000). The summary
+    says how many rows are older than --older-than and how old the oldest is; the exit
+    status is 1 when any is, or when the read fails or passes a bound.
     """
     bound = parse_duration(older_than) if older_than else None
-    read, source = _reader(langgraph_url, table, asked_at, answered_at, open_where, show, db_url)
+    bounds = Bounds(timeout=timeout, max_rows=max_rows)
+    read, source = _reader(langgraph_url, table, asked_at, answered_at, open_where, show, db_url, bounds)
     now = SystemClock().now()
     try:
         report = ClockReport(source, now, bound, read())
@@ -91,6 +113,7 @@ def _reader(
     open_where: str | None,
     show: tuple[str, ...],
     db_url: str | None,
+    bounds: Bounds,
 ) -> tuple[Callable[[], list[Parked]], str]:
     """What ``clock`` reads, and the name of the source it prints; bad combinations are usage errors."""
     if (langgraph_url is None) == (table is None):
@@ -100,7 +123,7 @@ def _reader(
             raise click.UsageError("--asked-at, --answered-at, --open-where, --show and --db go with --table")
         from parkgate.audit.langgraph import parked_threads
 
-        return (lambda: parked_threads(langgraph_url)), shown_url(langgraph_url)
+        return (lambda: parked_threads(langgraph_url, bounds)), shown_url(langgraph_url)
     if not asked_at or not db_url:
         raise click.UsageError("--table needs --asked-at COLUMN and --db URL")
     if (answered_at is None) == (open_where is None):
@@ -108,7 +131,9 @@ def _reader(
     from parkgate.audit.table import parked_rows
 
     def read() -> list[Parked]:
-        return parked_rows(db_url, str(table), asked_at, answered_at=answered_at, open_where=open_where, show=show)
+        return parked_rows(
+            db_url, str(table), asked_at, answered_at=answered_at, open_where=open_where, show=show, bounds=bounds
+        )
 
     return read, f"{table} in {shown_url(db_url)}"
 

@@ -13,6 +13,8 @@ import click
 
 from parkgate.audit.door import (
     DEFAULT_BODY,
+    DEFAULT_DEADLINE_SECONDS,
+    DEFAULT_MAX_BODY_BYTES,
     DEFAULT_PARKED_PATH,
     DEFAULT_REPLY_PATH,
     Send,
@@ -47,6 +49,21 @@ from parkgate.errors import ParkgateError
 @click.option(
     "--conversation", default=None, help="The conversation that holds the parked question (default: a new id)."
 )
+@click.option(
+    "--deadline",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_DEADLINE_SECONDS,
+    show_default=True,
+    help="With --url: seconds the whole check may take, every request and answer together.",
+)
+@click.option(
+    "--max-body",
+    "max_body",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_BODY_BYTES,
+    show_default=True,
+    help="With --url: the most bytes of one answer read; a longer one stops the check.",
+)
 def door(
     url: str | None,
     python_spec: str | None,
@@ -56,12 +73,16 @@ def door(
     parked_path: str,
     headers: tuple[str, ...],
     conversation: str | None,
+    deadline: float,
+    max_body: int,
 ) -> None:
     """The door check: four non-answers, then 'cancel', to a parked conversation.
 
     Prints one JSON line per reply; exits 1 unless no reply is null or empty (a reply a
     caller would send to a model), the reply changes shape by the 3rd/4th non-answer,
-    and the conversation ends unparked.
+    and the conversation ends unparked. Over --url the check is bounded: --deadline
+    seconds in all (default 120), --max-body bytes an answer (default 1 MiB), JSON
+    nested at most 100 deep; past any of them it stops with one error line (exit 1).
     """
     if (url is None) == (python_spec is None):
         raise click.UsageError("give one of --url URL or --python module:function")
@@ -69,7 +90,9 @@ def door(
         raise click.UsageError("--parked-python goes with --python")
     conversation_id = conversation or f"audit-{uuid.uuid4().hex[:8]}"
     try:
-        with _sender(url, python_spec, parked_spec, body, reply_path, parked_path, headers, conversation_id) as send:
+        with _sender(
+            url, python_spec, parked_spec, body, reply_path, parked_path, headers, conversation_id, deadline, max_body
+        ) as send:
             lines = run_door(send)
     except ParkgateError as error:
         raise click.ClickException(visible_text(str(error))) from None
@@ -91,6 +114,8 @@ def _sender(
     parked_path: str,
     headers: tuple[str, ...],
     conversation_id: str,
+    deadline: float,
+    max_body: int,
 ) -> AbstractContextManager[Send]:
     """The HTTP or in-process sender the options name."""
     if python_spec is not None:
@@ -109,6 +134,8 @@ def _sender(
             reply_path=reply_path,
             parked_path=parked_path,
             headers=_header_pairs(headers),
+            deadline=deadline,
+            max_body=max_body,
         ),
         str(url),
     )
