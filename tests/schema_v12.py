@@ -22,9 +22,16 @@ V14_COLUMNS = (
 #: SQLite: version 14's trigger, dropped before its columns (on PostgreSQL it goes with
 #: its function, in :data:`V12_STEP_BACK_TO_V4`).
 SQLITE_BEFORE_V14 = ("DROP TRIGGER asks_event_moves",)
+#: What version 17 changed (the follow-ups' watcher), put back as version 8 made it.
+BEFORE_V17 = (
+    "DROP INDEX follow_ups_pending",
+    "ALTER TABLE follow_ups DROP COLUMN watcher",
+    "CREATE INDEX follow_ups_pending ON follow_ups (ask_id) WHERE done_at IS NULL",
+)
 #: What version 12 and every later version added to both stores' tables, taken out
 #: again, and their records (version 13's channel tables stay: it is made again as it is).
 BEFORE_V12 = (
+    *BEFORE_V17,
     *AFTER_V12,
     "DROP INDEX asks_event_due",
     *(f"ALTER TABLE asks DROP COLUMN {column}" for column in V14_COLUMNS),

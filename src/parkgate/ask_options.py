@@ -41,6 +41,7 @@ from parkgate.checks import (
     check_duration,
     check_expect,
     check_flag,
+    check_id,
     check_optional_id,
     check_quorum,
     check_remind_after,
@@ -116,7 +117,8 @@ class PromptFields(ParkFields, total=False):
     #: The workflow step the ask belongs to.
     phase: str | None
     #: A waiter acts on the close: the closed ask is listed until it says it is done.
-    follow_up: bool
+    #: A string names that waiter: its listing (``watcher=``) holds only the asks named for it.
+    follow_up: bool | str
 
 
 class ClientAskFields(PromptFields, total=False):
@@ -167,7 +169,7 @@ class AskOptions:
     watched: bool = False
     owner: str | None = None
     expect: Expect | None = None
-    follow_up: bool = False
+    follow_up: bool | str = False
     responders: tuple[str, ...] = ()
     quorum: int = 1
     key: str | None = None
@@ -202,7 +204,7 @@ class AskOptions:
         callback_url = _callback_url(given.get("callback_url"))
         phase = check_optional_id(given.get("phase"), "phase")
         watched = check_flag(given.get("watched", False), "watched")
-        follow_up = check_flag(given.get("follow_up", False), "follow_up")
+        follow_up = _follow_up(given.get("follow_up", False))
         context = check_context(given.get("context"))
         owner = check_optional_id(given.get("owner"), "owner")
         default = given.get("default")
@@ -220,7 +222,7 @@ class AskOptions:
             callback_url=callback_url,
             phase=phase,
             context=context,
-            watched=watched or follow_up or callback_url is not None or post_to is not None or scheduled,
+            watched=watched or bool(follow_up) or callback_url is not None or post_to is not None or scheduled,
             owner=owner,
             expect=as_expect(given.get("expect")),
             follow_up=follow_up,
@@ -299,3 +301,8 @@ def _callback_url(value: object) -> str | None:
     url = check_string(value, "callback_url", limit=MAX_CALLBACK_URL_CHARS)
     parse_callback_url(url)
     return url
+
+
+def _follow_up(value: object) -> bool | str:
+    """``follow_up``: a flag, or the name (an id) of the watcher that follows the ask up."""
+    return check_id(value, "follow_up") if isinstance(value, str) else check_flag(value, "follow_up")

@@ -296,9 +296,11 @@ class AsyncGateway(AsyncChannelCalls):
         """The conversation's open ask as stored, closing nothing (:meth:`Gateway.parked`)."""
         return await offload(self.sync.parked, conversation_id)
 
-    async def closed_follow_ups(self, limit: int = 100, *, owner: str | None = None) -> list[Ask]:
+    async def closed_follow_ups(
+        self, limit: int = 100, *, owner: str | None = None, watcher: str | None = None, after: str | None = None
+    ) -> list[Ask]:
         """Closed asks whose follow-up is pending (:meth:`Gateway.closed_follow_ups`)."""
-        return await offload(self.sync.closed_follow_ups, limit, owner=owner)
+        return await offload(self.sync.closed_follow_ups, limit, owner=owner, watcher=watcher, after=after)
 
     async def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
         """Take an ask's follow-up for ``lease`` (:meth:`Gateway.claim_follow_up`)."""

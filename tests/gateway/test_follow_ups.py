@@ -74,3 +74,27 @@ def test_an_owner_lists_only_the_closed_follow_ups_it_parked(gateway: Gateway) -
     assert [ask.id for ask in gateway.closed_follow_ups(owner="agent")] == [mine]
     assert [ask.id for ask in gateway.closed_follow_ups(owner="other-agent")] == [theirs]
     assert {ask.id for ask in gateway.closed_follow_ups()} == {mine, theirs}
+
+
+def test_a_watcher_lists_only_the_asks_named_for_it_a_page_after_another(gateway: Gateway, clock: ManualClock) -> None:
+    mine = []
+    for n in range(3):
+        theirs = gateway.ask(f"chat-theirs-{n}", "Ship?", ["Yes", "No"], follow_up="billing").ask_id or ""
+        plain = gateway.ask(f"chat-plain-{n}", "Ship?", ["Yes", "No"], follow_up=True).ask_id or ""
+        mine.append(gateway.ask(f"chat-mine-{n}", "Deploy?", ["Deploy", "Hold"], follow_up="deploys").ask_id)
+        for ask_id in (theirs, plain, mine[-1] or ""):
+            gateway.cancel(ask_id)
+            clock.advance(timedelta(seconds=1))
+
+    assert [ask.id for ask in gateway.closed_follow_ups(watcher="deploys")] == mine
+    first = gateway.closed_follow_ups(2, watcher="deploys")
+    rest = gateway.closed_follow_ups(2, watcher="deploys", after=first[-1].id)
+    assert [ask.id for ask in first + rest] == mine
+    assert len(gateway.closed_follow_ups()) == 9  # without a watcher: every follow-up, as before
+
+
+@pytest.mark.parametrize("follow_up", ["", " ", 1, None])
+def test_a_follow_up_that_is_neither_a_flag_nor_a_name_is_refused(gateway: Gateway, follow_up: object) -> None:
+    with pytest.raises(InputError, match="follow_up"):
+        gateway.ask("chat-1", "Deploy?", ["Deploy", "Hold"], follow_up=follow_up)  # type: ignore[arg-type]
+    assert gateway.open_asks() == []

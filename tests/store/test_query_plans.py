@@ -130,6 +130,7 @@ def _explain(cursor: Any, dialect: Dialect, explain: Any, transaction: Callable[
         "an ask's key": lambda tx: tx.keys.ask_for_key("owner-1", "run-42/approve"),
         "redelivery check": lambda tx: tx.reply_for("conv-500", "msg-500"),
         "message read (redelivery check and open ask in one)": lambda tx: tx.message_context("conv-500", "msg-x"),
+        "a watcher's closed follow-ups": lambda tx: tx.follow_ups.closed_follow_ups(T0, 100, None, "mine"),
     }.items():
         recorder = RecordingCursor(cursor)
         read(transaction(recorder, dialect))
@@ -143,6 +144,11 @@ def _explain(cursor: Any, dialect: Dialect, explain: Any, transaction: Callable[
 
 def test_reads_use_their_indexes(store: Store, store_location: StoreLocation) -> None:
     _load(store)
+    # Every closed ask waits on a follow-up: a few on the watcher "mine", the rest on another.
+    store_location.raw_query(
+        "INSERT INTO follow_ups (ask_id, watcher) SELECT id, "
+        "CASE WHEN id IN ('ask-1', 'ask-2', 'ask-3') THEN 'mine' ELSE 'other' END FROM asks WHERE status <> 'open'"
+    )
     plans = _plans(store_location)
 
     per_message = plans["open ask of a conversation"]
@@ -175,6 +181,11 @@ def test_reads_use_their_indexes(store: Store, store_location: StoreLocation) ->
     assert "inbound_messages_pkey" in combined or "inbound_messages USING PRIMARY KEY" in combined, combined
     assert "Seq Scan" not in combined, combined
     assert "SCAN asks" not in combined.replace("SCAN asks USING INDEX", ""), combined
+
+    # A follow-up watcher's page is read on the watcher's index, never past everyone else's.
+    watcher = plans["a watcher's closed follow-ups"]
+    assert "follow_ups_pending" in watcher, watcher
+    assert "Seq Scan" not in watcher and "SCAN follow_ups" not in watcher, watcher
 
 
 #: auto_explain, for one session: every statement's plan, nested ones too, sent to the

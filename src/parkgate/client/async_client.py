@@ -204,9 +204,11 @@ class AsyncClient:
         """As :meth:`Client.finish_run <parkgate.client.Client.finish_run>`."""
         return await self._send(wire.finish_run(run_id, outcome))
 
-    async def closed_follow_ups(self, limit: int = wire.DEFAULT_PAGE_ASKS) -> list[AskView]:
+    async def closed_follow_ups(
+        self, limit: int = wire.DEFAULT_PAGE_ASKS, *, watcher: str | None = None, after: str | None = None
+    ) -> list[AskView]:
         """Closed asks whose follow-up is pending (:meth:`Client.closed_follow_ups`)."""
-        return await self._send(wire.closed_follow_ups(limit))
+        return await self._send(wire.closed_follow_ups(limit, watcher, after))
 
     async def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
         """Take an ask's follow-up for ``lease`` (:meth:`Client.claim_follow_up`)."""

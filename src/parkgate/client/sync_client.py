@@ -101,7 +101,7 @@ class Client:
                 ``callback_url`` (gets the ask's JSON when it closes), ``default`` (recorded
                 as the answer if the ask expires), ``expect`` (the form a text ask's answer
                 must take), ``context`` (a JSON object kept and shown with the ask),
-                ``phase``, ``follow_up`` (a waiter claims the closed ask's follow-up) and
+                ``phase``, ``follow_up`` (a waiter claims the closed ask's follow-up; a string names it) and
                 ``key`` (an idempotency key: a park with a key this token parked before
                 returns that ask, ``parked`` false once it closed), and ``slack``
                 (``{"channel": "C123", "thread_ts": ...}``) or ``telegram``
@@ -347,16 +347,20 @@ class Client:
         """
         return self._send(wire.finish_run(run_id, outcome))
 
-    def closed_follow_ups(self, limit: int = wire.DEFAULT_PAGE_ASKS) -> list[AskView]:
+    def closed_follow_ups(
+        self, limit: int = wire.DEFAULT_PAGE_ASKS, *, watcher: str | None = None, after: str | None = None
+    ) -> list[AskView]:
         """Closed asks parked with ``follow_up`` whose follow-up is not done, earliest close first.
 
         Args:
             limit: The most asks returned (at most 1,000).
+            watcher: Only the asks parked with ``follow_up`` naming this watcher.
+            after: Only the asks listed after this ask (the last of the page before).
 
         Returns:
             Those asks (a claimed one only once its claim ran out; only this token's own).
         """
-        return self._send(wire.closed_follow_ups(limit))
+        return self._send(wire.closed_follow_ups(limit, watcher, after))
 
     def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
         """Take the follow-up of an ask parked with ``follow_up`` for ``lease``.

@@ -301,9 +301,14 @@ def cancel(ask_id: str, outcome: str | None = None) -> Call[AskView]:
     return Call("POST", path, AskView.from_dict, body, about={"ask_id": ask_id})
 
 
-def closed_follow_ups(limit: int) -> Call[list[AskView]]:
-    """``GET /v1/follow-ups``."""
-    return Call("GET", "v1/follow-ups", lambda data: list(AskPage.from_dict(data).asks), params={"limit": limit})
+def closed_follow_ups(limit: int, watcher: str | None = None, after: str | None = None) -> Call[list[AskView]]:
+    """``GET /v1/follow-ups``: one watcher's when ``watcher`` is given, after the ask ``after`` when given."""
+    params: dict[str, str | int] = {"limit": limit}
+    if watcher is not None:
+        params["watcher"] = check_id(watcher, "watcher")
+    if after is not None:
+        params["after"] = check_id(after, "after")
+    return Call("GET", "v1/follow-ups", lambda data: list(AskPage.from_dict(data).asks), params=params)
 
 
 def claim_follow_up(ask_id: str, lease: timedelta | float) -> Call[bool]:

@@ -198,8 +198,10 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
             expect (Expect | str | Mapping[str, Any] | None): The form a text ask's answer
                 must take (an :class:`~parkgate.core.expect.Expect`, a form's name such as
                 ``"integer"``, or a mapping); any other answer is a miss.
-            follow_up (bool): A waiter acts on the close (implies ``watched``): the closed ask
-                is listed by :meth:`closed_follow_ups` until :meth:`follow_up_done`.
+            follow_up (bool | str): A waiter acts on the close (implies ``watched``): the
+                closed ask is listed by :meth:`closed_follow_ups` until :meth:`follow_up_done`.
+                A string (an id) names that waiter: ``closed_follow_ups(watcher=...)`` lists
+                only the asks named for it.
             responders (list[str] | None): Who may answer (distinct senders, each a
                 non-empty id of at most 200 characters); anyone when left out. A message
                 from anyone else, or with no sender, gets ``not_yours`` and changes nothing.

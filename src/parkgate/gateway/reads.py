@@ -299,25 +299,33 @@ class ReadCalls:
         check_id(conversation_id, "conversation_id")
         return self._units.run(lambda tx, plan: tx.open_ask(conversation_id))
 
-    def closed_follow_ups(self, limit: int = 100, *, owner: str | None = None) -> list[Ask]:
-        """Closed asks parked with ``follow_up=True`` whose follow-up is not done, earliest
-        close first (claimed ones only once their claim has run out).
+    def closed_follow_ups(
+        self, limit: int = 100, *, owner: str | None = None, watcher: str | None = None, after: str | None = None
+    ) -> list[Ask]:
+        """Closed asks parked with ``follow_up`` whose follow-up is not done, earliest close
+        first (claimed ones only once their claim has run out).
 
         Asks something waits on are closed on time by the due read; an open one is not
-        listed, so a waiter also needs :meth:`read_due` or a deliverer.
+        listed, so a waiter also needs :meth:`read_due` or a deliverer. Each filter is
+        applied by the store's query, so nobody else's asks take a place in the page.
 
         Args:
             limit: The most asks returned.
             owner: Only the asks this owner parked.
+            watcher: Only the asks parked with ``follow_up=watcher`` (and those still
+                pending from before follow-ups named their watcher).
+            after: Only the asks listed after this ask (the last of the page before).
 
         Returns:
             Those closed asks.
         """
         check_limit(limit)
         owner = check_optional_id(owner, "owner")
+        watcher = check_optional_id(watcher, "watcher")
+        after = check_optional_id(after, "after")
         now = self.clock.now()
         with self.store.transaction() as tx:
-            return tx.follow_ups.closed_follow_ups(now, limit, owner)
+            return tx.follow_ups.closed_follow_ups(now, limit, owner, watcher, after)
 
     def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
         """Take the follow-up of ``ask_id`` for ``lease``: true for one caller, in any process.

@@ -318,11 +318,14 @@ class RunLifeCycle:
         run: Run,
         ask: Ask,
         now: datetime,
-        follow_up: bool = False,
+        follow_up: bool | str = False,
         post_to: ChannelTarget | None = None,
     ) -> Reply:
-        """Park ``ask`` in ``run``, which is running with it pending (and post it to ``post_to``)."""
-        plan.park = NewAsk(ask, run_with(run, now, RunStatus.RUNNING, pending_ask_id=ask.id), follow_up)
+        """Park ``ask`` in ``run``, which is running with it pending (and post it to ``post_to``);
+        ``follow_up`` is true, or names the watcher that follows the ask up."""
+        running = run_with(run, now, RunStatus.RUNNING, pending_ask_id=ask.id)
+        watcher = follow_up if isinstance(follow_up, str) else None
+        plan.park = NewAsk(ask, running, bool(follow_up), watcher)
         if post_to is not None:
             plan.queue_channel_job(ask.id, POST, now, post_to=post_to)
         return asked_reply(ask)

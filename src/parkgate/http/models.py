@@ -163,7 +163,10 @@ class AskIn(_Body):
         default=None, description="An idempotency key: a park with a key this owner parked before returns that ask."
     )
     phase: Id | None = Field(default=None, description="The workflow step the ask belongs to.")
-    follow_up: Flag = Field(default=False, description="A waiter claims the closed ask's follow-up, then ends it.")
+    follow_up: Flag | Id = Field(
+        default=False,
+        description="A waiter claims the closed ask's follow-up, then ends it; a string names that waiter.",
+    )
     slack: SlackTargetIn | None = Field(
         default=None, description="Post the ask on Slack (when the server serves Slack); its JSON then has slack."
     )

@@ -165,14 +165,32 @@ class SqlFollowUps:
     def __init__(self, runner: Runner) -> None:
         self._run = runner
 
-    def closed_follow_ups(self, now: datetime, limit: int, owner: str | None = None) -> list[Ask]:
+    def closed_follow_ups(
+        self,
+        now: datetime,
+        limit: int,
+        owner: str | None = None,
+        watcher: str | None = None,
+        after: str | None = None,
+    ) -> list[Ask]:
         dialect = self._run.dialect
-        owned = "" if owner is None else "AND owner = ? "
+        # Every filter is in the statement, so a page holds only the caller's own asks: a
+        # watcher's are read on the partial index follow_ups_pending (watcher, ask_id).
+        asks, pending, params = ["status <> 'open'"], ["done_at IS NULL"], list[str]()
+        if owner is not None:
+            asks.append("owner = ?")
+            params.append(owner)
+        if after is not None:  # the next page: what closed after that ask, in the listing's order
+            asks.append("(answered_at, id) > (SELECT answered_at, id FROM asks WHERE id = ?)")
+            params.append(after)
+        if watcher is not None:  # '' marks those pending from before watchers were named: anyone's
+            pending.append("watcher IN (?, '')")
+            params.append(watcher)
+        pending.append("(claimed_until IS NULL OR claimed_until < ?)")
         cursor = self._run.query(
-            f"SELECT {ASK_COLUMNS} FROM asks WHERE status <> 'open' {owned}AND id IN ("
-            "SELECT ask_id FROM follow_ups WHERE done_at IS NULL AND (claimed_until IS NULL OR claimed_until < ?)"
-            ") ORDER BY answered_at, id LIMIT ?",
-            (*(() if owner is None else (owner,)), dialect.encode_time(now), limit),
+            f"SELECT {ASK_COLUMNS} FROM asks WHERE {' AND '.join(asks)} AND id IN ("
+            f"SELECT ask_id FROM follow_ups WHERE {' AND '.join(pending)}) ORDER BY answered_at, id LIMIT ?",
+            (*params, dialect.encode_time(now), limit),
         )
         return [ask_from_row(row, dialect.decode_time) for row in cursor.fetchall()]
 

@@ -214,7 +214,7 @@ def _park_statements(park: NewAsk) -> list[Statement]:
     """The statements of a new ask: its run (inserted or updated), the ask, its follow-up."""
     statements = [sql.run_upsert(park.run, DIALECT), sql.ask_insert(park.ask, DIALECT)]
     if park.follow_up:
-        statements.append(sql.follow_up_insert(park.ask.id))
+        statements.append(sql.follow_up_insert(park.ask.id, park.watcher))
     return statements
 
 

@@ -228,7 +228,7 @@ def apply_writes(writes: Writes, runner: Runner, save: Callable[[Ask], None], in
         send(*run_upsert(writes.park.run, dialect))
         insert(writes.park.ask)
         if writes.park.follow_up:
-            send(*follow_up_insert(writes.park.ask.id))
+            send(*follow_up_insert(writes.park.ask.id, writes.park.watcher))
     if writes.reply is not None:
         send(*reply_insert(writes.reply, dialect))
     for callback in writes.callbacks:

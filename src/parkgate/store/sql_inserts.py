@@ -136,8 +136,8 @@ def channel_job_inserts(job: QueuedChannelJob, dialect: Dialect) -> list[Stateme
     ]
 
 
-def follow_up_insert(ask_id: str) -> Statement:
-    return "INSERT INTO follow_ups (ask_id) VALUES (?)", (ask_id,)
+def follow_up_insert(ask_id: str, watcher: str | None = None) -> Statement:
+    return "INSERT INTO follow_ups (ask_id, watcher) VALUES (?, ?)", (ask_id, watcher)
 
 
 def read_run(runner: Runner, run_id: str) -> Run | None:

@@ -13,9 +13,18 @@ from parkgate.core.model import Ask
 class FollowUps(Protocol):
     """The duties of waiters that follow an ask up once it closes."""
 
-    def closed_follow_ups(self, now: datetime, limit: int, owner: str | None = None) -> list[Ask]:
+    def closed_follow_ups(
+        self,
+        now: datetime,
+        limit: int,
+        owner: str | None = None,
+        watcher: str | None = None,
+        after: str | None = None,
+    ) -> list[Ask]:
         """Closed asks whose follow-up is neither done nor claimed past ``now``, earliest
-        close first (only ``owner``'s when given)."""
+        close first: only ``owner``'s when given, only ``watcher``'s (and those pending
+        from before watchers were named) when given, and only those closed after the ask
+        ``after`` when given (the next page)."""
         ...
 
     def claim_follow_up(self, ask_id: str, now: datetime, until: datetime) -> bool:

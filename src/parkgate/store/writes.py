@@ -37,11 +37,13 @@ class AskStep(NamedTuple):
 
 class NewAsk(NamedTuple):
     """A new ask and its run as it stands with that ask pending (inserted, or updated if it
-    exists); ``follow_up`` records that a waiter follows the ask up once it closes."""
+    exists); ``follow_up`` records that a waiter follows the ask up once it closes, and
+    ``watcher`` which one, when named."""
 
     ask: Ask
     run: Run
     follow_up: bool = False
+    watcher: str | None = None
 
 
 class StoredReply(NamedTuple):

@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -25,7 +25,7 @@ from parkgate.adapters.approvals.records import (
     undecided,
 )
 from parkgate.adapters.approvals.turns import AgentDriver, AgentStep, Turn
-from parkgate.adapters.following import FOLLOW_UP_CHANGES, follow_up_until_cancelled
+from parkgate.adapters.following import FOLLOW_UP_CHANGES, follow_up_until_cancelled, pages, watcher_name
 from parkgate.async_gateway import AsyncGateway, offload
 from parkgate.checks import check_duration, check_id, check_quorum, check_responders
 from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
@@ -39,7 +39,7 @@ log = logging.getLogger("parkgate.agents")
 
 #: How long a claimed follow-up is left to its claimer before another may take it over.
 DEFAULT_LEASE = timedelta(hours=1)
-#: Closed asks read per pass of the watcher.
+#: Closed asks read per page; a pass of the watcher reads every page.
 FOLLOW_UP_BATCH = 100
 #: How often a sync watcher with a ``stop`` event looks at it while idle.
 STOP_CHECK_SECONDS = 0.2
@@ -84,6 +84,8 @@ class ToolApprovals:
         self.responders = list(checked) or None
         self.quorum = check_quorum(quorum if quorum != 1 else None, checked)
         self.lease = lease
+        #: What this agent's approvals are parked with (``follow_up``) and its watcher lists.
+        self.watcher = watcher_name(driver.sdk, driver.name)
 
     # -- the calls -----------------------------------------------------------------------
     async def run(self, conversation_id: str, agent_input: Any) -> Turn:
@@ -134,13 +136,18 @@ class ToolApprovals:
 
     async def follow_up(self) -> int:
         """Resume every run of this agent whose approval closed and was not followed up
-        (one pass of :meth:`watch`).
+        (one pass of :meth:`watch`). Only this agent's approvals are read (those parked
+        naming :attr:`watcher`), every page of them.
 
         Returns:
             How many closed approvals were followed up.
         """
+
+        def read(after: str | None) -> Awaitable[list[Ask]]:
+            return self.gateway.closed_follow_ups(FOLLOW_UP_BATCH, watcher=self.watcher, after=after)
+
         count = 0
-        for ask in await self.gateway.closed_follow_ups(FOLLOW_UP_BATCH):
+        async for ask in pages(read, FOLLOW_UP_BATCH):
             try:
                 count += await self._follow_up(ask, None) is not None
             except Exception:
@@ -255,7 +262,7 @@ class ToolApprovals:
             responders=self.responders,
             quorum=self.quorum if self.quorum != 1 else None,
             context=context,
-            follow_up=True,
+            follow_up=self.watcher,
         )
 
     async def _running(self, run_id: str) -> bool:

@@ -21,6 +21,7 @@ from parkgate.adapters.langgraph.threads import (
     NotThisGraph,
     Record,
     graph_name,
+    graph_watcher,
     has_checkpoint,
     thread_config,
     thread_id,
@@ -30,7 +31,7 @@ from parkgate.core.model import Ask, Reply
 from parkgate.errors import AskAlreadyOpen, InputError
 from parkgate.gateway import asked_reply
 
-#: Closed asks read per pass of the watcher.
+#: Closed asks read per page; a pass of the watcher reads every page.
 FOLLOW_UP_BATCH = 100
 #: The outcome of a run still ``running`` when its thread starts again.
 RESTARTED = "restarted"
@@ -146,22 +147,37 @@ class BridgeSteps(ThreadSteps):
         self, graph: Graph, config: RunnableConfig | None, busy: Callable[[str], bool] = lambda conversation: False
     ) -> Steps[int]:
         """Resume the threads of closed asks, leaving those of a conversation ``busy`` says a
-        ``drive`` of this bridge is handling (it resumes that thread itself)."""
-        count = 0
-        asks: list[Ask] = yield call("closed_follow_ups", FOLLOW_UP_BATCH)
-        for ask in asks:
-            if busy(ask.conversation_id):
-                continue
-            try:
-                outcome = yield from self.follow_up(graph, ask, config)
-            except Exception:
-                log.exception("resuming the thread of ask %s failed; it is tried again later", ask.id)
-                continue
-            if outcome is not None and outcome.refused is not None:
-                record = Record.of(ask)
-                log_refused(record.thread if record else None, outcome.refused)
-            count += outcome is not None
-        return count
+        ``drive`` of this bridge is handling (it resumes that thread itself).
+
+        Only the graph's own asks are read (those parked naming :func:`graph_watcher`),
+        every page of them: one this bridge cannot resume (a thread of another checkpointer
+        whose graph has the same name) is passed over, never in the way of the rest."""
+        count, after = 0, None
+        while True:
+            asks: list[Ask] = yield call(
+                "closed_follow_ups", FOLLOW_UP_BATCH, watcher=graph_watcher(graph), after=after
+            )
+            for ask in asks:
+                count += yield from self._follow_up_listed(graph, ask, config, busy)
+            if len(asks) < FOLLOW_UP_BATCH:
+                return count
+            after = asks[-1].id
+
+    def _follow_up_listed(
+        self, graph: Graph, ask: Ask, config: RunnableConfig | None, busy: Callable[[str], bool]
+    ) -> Steps[bool]:
+        """One listed ask of :meth:`follow_up_all`: whether its thread was resumed."""
+        if busy(ask.conversation_id):
+            return False
+        try:
+            outcome = yield from self.follow_up(graph, ask, config)
+        except Exception:
+            log.exception("resuming the thread of ask %s failed; it is tried again later", ask.id)
+            return False
+        if outcome is not None and outcome.refused is not None:
+            record = Record.of(ask)
+            log_refused(record.thread if record else None, outcome.refused)
+        return outcome is not None
 
     def _close_run(self, run_id: str) -> Steps[None]:
         """Before a thread starts again: its previous run's open ask is dropped and the run

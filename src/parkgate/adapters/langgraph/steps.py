@@ -29,6 +29,7 @@ from parkgate.adapters.langgraph.threads import (
     Record,
     UpdateState,
     graph_name,
+    graph_watcher,
     has_checkpoint,
     node_of,
     pending_of,
@@ -228,7 +229,7 @@ class ThreadSteps:
             default=payload.default,
             phase=node_of(snapshot, question.interrupt_id),
             context={**(payload.context or {}), CONTEXT_KEY: record.to_json()},
-            follow_up=True,
+            follow_up=graph_watcher(graph),
             **who,
             **(payload.schedule or {}),
         )

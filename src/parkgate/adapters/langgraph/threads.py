@@ -18,6 +18,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import GraphOutput, Interrupt, StateSnapshot
 
 from parkgate.adapters import common
+from parkgate.adapters.following import watcher_name
 from parkgate.adapters.langgraph import percall
 from parkgate.adapters.langgraph.questions import CHECKPOINT_TYPES, CONTEXT_KEY, Answer, QuestionKey
 from parkgate.core.model import Ask, Reply
@@ -175,6 +176,11 @@ def node_of(snapshot: StateSnapshot, interrupt_id: str) -> str | None:
 
 def graph_name(graph: Graph) -> str:
     return str(getattr(graph, "name", None) or "LangGraph")
+
+
+def graph_watcher(graph: Graph) -> str:
+    """What the graph's asks are parked with (``follow_up``) and its watcher lists: ``langgraph:<name>``."""
+    return watcher_name("langgraph", graph_name(graph))
 
 
 def allow_closed(graph: Graph) -> None:

@@ -15,6 +15,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from parkgate.async_gateway import AsyncGateway
+from parkgate.checks import MAX_ID_CHARS
 from parkgate.errors import UnknownAsk
 from parkgate.http.dependencies import CallerDep, GatewayDep
 from parkgate.http.errors import V1_ERRORS, documented
@@ -25,6 +26,8 @@ from parkgate.http.responses import ask_response, asks_json
 from parkgate.http.tokens import Caller, Scope, needs
 
 router = APIRouter(tags=["asks"])
+WATCHER = "Only the asks parked with follow_up naming this watcher."
+AFTER = "Only the asks listed after this ask: the last of the page before."
 
 
 class ClaimIn(BaseModel):
@@ -48,15 +51,22 @@ async def _reachable(gateway: AsyncGateway, caller: Caller, ask_id: str) -> None
         raise UnknownAsk(ask_id)
 
 
-@router.get("/v1/follow-ups", response_model=AskListOut, responses=documented(*V1_ERRORS))
+@router.get("/v1/follow-ups", response_model=AskListOut, responses=documented(404, *V1_ERRORS))
 @needs(Scope.PARK)
 async def list_follow_ups(
-    gateway: GatewayDep, caller: CallerDep, limit: Annotated[int, Query(ge=1, le=MAX_PAGE_ASKS)] = DEFAULT_PAGE_ASKS
+    gateway: GatewayDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_ASKS)] = DEFAULT_PAGE_ASKS,
+    watcher: Annotated[str | None, Query(min_length=1, max_length=MAX_ID_CHARS, description=WATCHER)] = None,
+    after: Annotated[str | None, Query(min_length=1, max_length=MAX_ID_CHARS, description=AFTER)] = None,
 ) -> Response:
     """Closed asks parked with ``follow_up`` whose follow-up is not done, earliest close
     first (a claimed one only once its claim ran out): what a waiter acts on next. With
-    named tokens, only the caller's own asks."""
-    asks = await gateway.closed_follow_ups(limit, owner=caller.owner)
+    named tokens, only the caller's own asks; with ``watcher``, only those parked with
+    ``follow_up`` naming it; with ``after``, those listed after that ask (the next page)."""
+    if after is not None:
+        await _reachable(gateway, caller, after)
+    asks = await gateway.closed_follow_ups(limit, owner=caller.owner, watcher=watcher, after=after)
     return SafeJSONResponse({"asks": await asks_json(gateway, asks), "next": None})
 
 
