@@ -23,9 +23,11 @@ V14_COLUMNS = (
 #: its function, in :data:`V12_STEP_BACK_TO_V4`).
 SQLITE_BEFORE_V14 = ("DROP TRIGGER asks_event_moves",)
 #: What version 12 and every later version added to both stores' tables, taken out
-#: again, and their records (version 13's channel tables stay: it is made again as it is).
+#: again, and their records (version 13's channel tables stay: it is made again as it is;
+#: version 17's column of them goes).
 BEFORE_V12 = (
     *AFTER_V12,
+    "ALTER TABLE channel_posts DROP COLUMN sends",
     "DROP INDEX asks_event_due",
     *(f"ALTER TABLE asks DROP COLUMN {column}" for column in V14_COLUMNS),
     "ALTER TABLE outbox DROP COLUMN event_id",
