@@ -24,7 +24,7 @@ V14_COLUMNS = (
 SQLITE_BEFORE_V14 = ("DROP TRIGGER asks_event_moves",)
 #: What version 12 and every later version added to both stores' tables, taken out
 #: again, and their records (version 13's channel tables stay: it is made again as it is;
-#: version 17's column of them goes).
+#: version 18's column of them goes).
 BEFORE_V12 = (
     *AFTER_V12,
     "ALTER TABLE channel_posts DROP COLUMN sends",

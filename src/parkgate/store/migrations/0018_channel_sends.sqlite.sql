@@ -1,4 +1,4 @@
--- parkgate schema v17 (SQLite): how many times an ask's post was sent to its platform.
+-- parkgate schema v18 (SQLite): how many times an ask's post was sent to its platform.
 --
 -- channel_posts.sends counts the post job's platform calls begun: the deliverer adds one
 -- before each call and records the post's location after it. More sends than the one

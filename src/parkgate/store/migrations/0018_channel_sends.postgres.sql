@@ -1,4 +1,4 @@
--- parkgate schema v17 (PostgreSQL): how many times an ask's post was sent to its platform,
+-- parkgate schema v18 (PostgreSQL): how many times an ask's post was sent to its platform,
 -- and a NOTIFY when a channel job is queued.
 --
 -- channel_posts.sends counts the post job's platform calls begun: the deliverer adds one
