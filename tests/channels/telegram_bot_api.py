@@ -4,7 +4,8 @@ Bot API server serves it.
 It answers the methods parkgate calls (``sendMessage``, ``editMessageText``,
 ``editMessageReplyMarkup``, ``answerCallbackQuery``, ``setWebhook``, ``getMe`` and
 ``getUpdates``) as Telegram does, records every call, and can be told to fail the next
-calls of a method (an outage) or to queue updates for ``getUpdates`` (long polling).
+calls of a method (an outage), to run a test's hook before a method's answer goes back
+(a slow Bot API), or to queue updates for ``getUpdates`` (long polling).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -46,6 +47,9 @@ class BotApiStandIn:
     failing: dict[str, int] = field(default_factory=dict)
     failing_with: dict[str, tuple[int, str]] = field(default_factory=dict)
     root: str = ""
+    #: Run with a call of the method once it is answered, before the answer goes back (a
+    #: slow Bot API: the hook blocks, or moves the test's clock), in the request's thread.
+    slow: dict[str, Callable[[Call], None]] = field(default_factory=dict)
     _next_message_id: int = 100
     _lock: threading.Condition = field(default_factory=threading.Condition)
 
@@ -154,7 +158,11 @@ def bot_api(token: str) -> Iterator[BotApiStandIn]:
             if found is None:
                 status, body = 404, {"ok": False, "error_code": 404, "description": "Not Found"}
             else:
-                status, body = state.answer(found["token"], found["method"], _params(self))
+                params = _params(self)
+                status, body = state.answer(found["token"], found["method"], params)
+                hook = state.slow.get(found["method"])
+                if hook is not None:
+                    hook(Call(found["method"], params))
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

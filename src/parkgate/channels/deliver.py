@@ -1,11 +1,31 @@
 """The channel deliverer: runs the due channel jobs of the channels this process has.
 
-The :class:`~parkgate.delivery.Deliverer` drives it with the callbacks and the due reads:
-each pass starts :meth:`ChannelDeliverer.start_due`, which claims due jobs (leased, so
-several deliverers on one database never run one job twice at once) and runs them in a
-worker thread, off the deliverer's loop: a slow platform holds its own jobs, never a
-due read, a callback or a person's reply. A job that raises is retried with the
-callbacks' backoff and jitter (:func:`~parkgate.delivery.outbox.backoff_delay`,
+The :class:`~parkgate.delivery.Deliverer` drives it with the callbacks and the due reads.
+Each pass asks :meth:`ChannelDeliverer.start_due` to start the channels that have a job
+due now: a channel with none starts nothing, claims nothing and writes nothing, and the
+deliverer sleeps until :meth:`ChannelDeliverer.next_job_at` (or until a job is queued: the
+close signal wakes it as for a callback, from this process or, across processes, by
+PostgreSQL's ``NOTIFY`` or SQLite's change check). So an idle server with channels costs
+what one without them costs.
+
+Each channel has a lane of its own: its jobs run in a worker thread of their own, off the
+deliverer's loop, so a slow platform holds its own jobs only, never another channel's,
+a due read, a callback or a person's reply. A lane claims one job at a time, leased for
+:data:`LEASE_SECONDS`, far longer than one job can take, so several deliverers on one
+database (``parkgate serve``'s workers, ``parkgate deliver``) never run one job twice
+while it runs. Of an ask's jobs, the close update goes first: it waits for the post, never
+for replies (:meth:`~parkgate.store.base.ChannelTables.claim_jobs`).
+
+A post counts each platform call before it begins (``channel_posts.sends``) and records
+the message after it. A call whose result was never recorded (the process killed during
+it) may have posted: the job is run again after its lease and posts again, the message
+recorded is the ask's post (the one its close update edits), and a press on the earlier
+message is taken as the ask's own (:attr:`~parkgate.store.channel_tables.ChannelPost.unrecorded_sends`),
+so its buttons answer how the ask stands rather than nothing. A post already recorded is
+never sent again.
+
+A job that raises is retried with the callbacks' backoff and jitter
+(:func:`~parkgate.delivery.outbox.backoff_delay`,
 :func:`~parkgate.delivery.outbox.jittered`) up to
 :data:`~parkgate.delivery.outbox.MAX_ATTEMPTS` attempts, then kept as failed, with its
 last error, for an operator (:meth:`~parkgate.store.base.ChannelTables.failed_jobs`).
@@ -18,7 +38,7 @@ import asyncio
 import json
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 
 from parkgate.channels.base import Channel, ChannelJobFailed, ChannelReply
@@ -30,19 +50,22 @@ from parkgate.store.channel_tables import ChannelJob
 
 log = logging.getLogger("parkgate.channels")
 
-#: Jobs claimed at once.
-BATCH = 20
-#: A claimed job is leased this long: the platform's timeout and a margin.
-LEASE_SECONDS = 60.0
+#: A claimed job is leased this long. A lane claims one job at a time, and a job makes at
+#: most a few platform calls, each bounded by its client's timeout (10 s, a dropped
+#: connection retried once): the lease is twice the longest a job can take, so no other
+#: deliverer claims a job while it runs. A job claimed by a process that died runs again
+#: once its lease ends.
+LEASE_SECONDS = 120.0
 
 
 class ChannelDeliverer:
-    """Runs the channel jobs of ``channels`` queued in ``store``.
+    """Runs the channel jobs of ``channels`` queued in ``store``, a lane per channel.
 
     Args:
         store: The store whose ``channel_outbox`` it runs.
         clock: The time jobs are due and retried by.
-        channels: The channels by name; jobs of other channels are left to another process.
+        channels: The channels by name (a live mapping: channels added later run too);
+            jobs of other channels are left to another process.
         draw: The jitter's random draw from 0 to 1 (tests pass a fixed one).
     """
 
@@ -57,51 +80,79 @@ class ChannelDeliverer:
         self.clock = clock
         self.channels = channels
         self._draw = draw
-        self._task: asyncio.Task[int] | None = None
-        #: Called when a pass of jobs ends (the deliverer wakes: more may be due).
+        #: The running lane of each channel that has one.
+        self._lanes: dict[str, asyncio.Task[int]] = {}
+        #: Called when a lane's pass ends (the deliverer wakes: more may be due).
         self.on_done: Callable[[], None] = lambda: None
 
     @property
     def busy(self) -> bool:
-        """Whether a pass of jobs is running."""
-        return self._task is not None and not self._task.done()
+        """Whether a lane is running."""
+        return any(not lane.done() for lane in self._lanes.values())
+
+    def _idle(self) -> list[str]:
+        """The channels whose lane is not running."""
+        lanes = dict(self._lanes)  # next_job_at reads it from a worker thread
+        return [name for name in list(self.channels) if name not in lanes or lanes[name].done()]
 
     async def start_due(self) -> bool:
-        """Start a pass over the due jobs in a worker thread unless one runs; whether one started."""
-        if self.busy or not self.channels:
+        """Start a lane for each idle channel with a job due now; whether any started.
+
+        A channel with no job due starts nothing: what it costs is one read.
+        """
+        idle = self._idle()
+        if not idle:
             return False
-        self._task = asyncio.create_task(asyncio.to_thread(self.run_due))
-        self._task.add_done_callback(lambda task: self.on_done())
-        return True
+        now = self.clock.now()
+        due = await asyncio.to_thread(self._next_jobs_at, idle)
+        started = False
+        for name, at in due.items():
+            if at <= now and name in self.channels:
+                lane = asyncio.create_task(asyncio.to_thread(self.run_due, (name,)), name=f"parkgate-channel-{name}")
+                lane.add_done_callback(self._lane_ended)
+                self._lanes[name] = lane
+                started = True
+        return started
+
+    def _lane_ended(self, lane: asyncio.Task[int]) -> None:
+        if not lane.cancelled() and lane.exception() is not None:  # the store away: the next pass backs off
+            log.warning("a channel lane stopped: %s", lane.exception())
+        self.on_done()
 
     async def aclose(self) -> None:
-        """Wait for a running pass to end (its thread cannot be cut short)."""
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
+        """Wait for running lanes to end (their threads cannot be cut short)."""
+        await asyncio.gather(*self._lanes.values(), return_exceptions=True)
 
     def next_job_at(self) -> datetime | None:
-        """When the earliest job of these channels is due (``None``: none, or a pass runs)."""
-        if not self.channels or self.busy:
-            return None
+        """When the earliest job of a channel with no running lane is due (``None``: none)."""
+        times = self._next_jobs_at(self._idle())
+        return min(times.values(), default=None)
+
+    def _next_jobs_at(self, channels: Collection[str]) -> dict[str, datetime]:
+        if not channels:
+            return {}
         with self.store.transaction() as tx:
-            return tx.channels.next_job_at(self.channels)
+            return tx.channels.next_jobs_at(channels)
 
-    def run_due(self) -> int:
-        """Claim and run due jobs, batch after batch until none is due; return how many ran.
+    def run_due(self, channels: Collection[str] | None = None) -> int:
+        """Claim and run due jobs of ``channels`` (default: all), one at a time until none
+        is due; return how many ran.
 
-        An ask's next job becomes claimable once its earlier one is done, so a batch is
-        followed by another even when it was not full.
+        An ask's next job becomes claimable once its earlier one is done, so a job is
+        followed by another claim whatever it did.
         """
+        names = tuple(self.channels) if channels is None else tuple(channels)
         total = 0
-        while True:
+        while names:
             now = self.clock.now()
             with self.store.transaction() as tx:
-                jobs = tx.channels.claim_jobs(self.channels, now, now + timedelta(seconds=LEASE_SECONDS), BATCH)
+                jobs = tx.channels.claim_jobs(names, now, now + timedelta(seconds=LEASE_SECONDS), 1)
+            if not jobs:
+                return total
             for job in jobs:
                 self.run_job(job)
             total += len(jobs)
-            if not jobs:
-                return total
+        return total
 
     def run_job(self, job: ChannelJob) -> bool:
         """Run one claimed job and record its outcome; whether it succeeded."""
@@ -121,6 +172,17 @@ class ChannelDeliverer:
         if ask is None or post is None:
             raise ChannelJobFailed(f"ask {job.ask_id} has no post on {job.channel}")
         if job.job == POST:
+            if post.location is not None:  # recorded already (by a run whose lease had lapsed)
+                return
+            with self.store.transaction() as tx:
+                earlier = tx.channels.sending(ask.id)
+            if earlier:
+                log.warning(
+                    "ask %s: %d earlier %s post call(s) left no recorded message; posting it again",
+                    ask.id,
+                    earlier,
+                    job.channel,
+                )
             posted = channel.post(ask, json.loads(post.target))
             with self.store.transaction() as tx:
                 tx.channels.posted(ask.id, json.dumps(dict(posted.location)), posted.thread_key, self.clock.now())

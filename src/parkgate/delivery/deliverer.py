@@ -73,11 +73,13 @@ class JobQueue(Protocol):
     on_done: Callable[[], None]
 
     async def start_due(self) -> bool:
-        """Start running its due jobs off the loop unless a pass runs; whether one started."""
+        """Start running the jobs due now off the loop; whether any started. With none due
+        it starts nothing and writes nothing, so an idle deliverer sleeps."""
         ...
 
     def next_job_at(self) -> datetime | None:
-        """When its earliest job is due (``None``: none, or a pass runs)."""
+        """When its earliest job not already running is due (``None``: none): the deliverer
+        sleeps until then, or until a job is queued (the close signal wakes it)."""
         ...
 
     async def aclose(self) -> None:

@@ -35,6 +35,15 @@ class ChannelPost:
     location: str | None
     #: The platform thread whose replies go to the ask (``None`` until posted).
     thread_key: str | None
+    #: The post's platform calls begun (the deliverer counts one before each call).
+    sends: int = 0
+
+    @property
+    def unrecorded_sends(self) -> bool:
+        """Whether a call may have posted the ask without its message being recorded: more
+        sends than the one recorded (a process killed during the call, an answer lost).
+        Such a message's buttons are the ask's own, though it is not :attr:`location`."""
+        return self.sends > (0 if self.location is None else 1)
 
 
 class ChannelTables(Protocol):
@@ -62,15 +71,26 @@ class ChannelTables(Protocol):
         (a place holding several threads, such as a Telegram chat)."""
         ...
 
-    def posted(self, ask_id: str, location: str, thread_key: str | None, now: datetime) -> None:
-        """Record where the platform posted ``ask_id`` (its post job succeeded)."""
+    def sending(self, ask_id: str) -> int:
+        """Count a platform call of ``ask_id``'s post about to begin; return the calls begun before it."""
+        ...
+
+    def posted(self, ask_id: str, location: str, thread_key: str | None, now: datetime) -> bool:
+        """Record where the platform posted ``ask_id`` (its post job succeeded), unless a
+        post is recorded already (the first recorded stays); whether this one was."""
         ...
 
     def claim_jobs(
         self, channels: Collection[str], now: datetime, lease_until: datetime, limit: int
     ) -> list[ChannelJob]:
-        """At most ``limit`` due jobs of ``channels``, leased until ``lease_until``, in id
-        order; a job whose ask has an earlier job not yet done or failed waits for it."""
+        """At most ``limit`` due jobs of ``channels``, leased until ``lease_until``: close
+        updates first, then posts, then replies, each kind by due time and id.
+
+        A job waits while an earlier job of its ask is not done or failed, except that a
+        close update waits for no reply: it follows the post alone, however many replies
+        are queued before it. So an ask's post comes first, its replies keep their order,
+        and its close update is never held back by replies.
+        """
         ...
 
     def job_done(self, job_id: int, now: datetime) -> None:
@@ -81,8 +101,9 @@ class ChannelTables(Protocol):
         """Record a failed attempt; ``retry_at`` ``None`` gives the job up (``failed_at``)."""
         ...
 
-    def next_job_at(self, channels: Collection[str]) -> datetime | None:
-        """When the earliest job of ``channels`` still to run is due (``None``: none)."""
+    def next_jobs_at(self, channels: Collection[str]) -> dict[str, datetime]:
+        """When each of ``channels`` has a job :meth:`claim_jobs` can claim next (the earliest
+        due time of the jobs waiting on no earlier job); channels with none are left out."""
         ...
 
     def failed_jobs(self, limit: int) -> list[tuple[ChannelJob, str | None]]:

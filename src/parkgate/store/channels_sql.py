@@ -11,7 +11,17 @@ from parkgate.store.channel_tables import ChannelJob, ChannelPost
 from parkgate.store.dialect import Runner
 
 _JOB_COLUMNS = "id, ask_id, channel, job, payload, attempts"
+_POST_COLUMNS = "ask_id, channel, target, location, thread_key, sends"
 _UNFINISHED = "done_at IS NULL AND failed_at IS NULL"
+#: A job ``j`` of the channels ``{names}`` that a claim may take once due: unfinished, and
+#: held by no earlier unfinished job of its ask, except that a close update is held by
+#: no reply (it follows the post alone).
+_CLAIMABLE = (
+    f"j.{_UNFINISHED} AND j.channel {{names}} AND NOT EXISTS (SELECT 1 FROM channel_outbox AS e "
+    f"WHERE e.ask_id = j.ask_id AND e.id < j.id AND e.{_UNFINISHED} AND NOT (j.job = 'closed' AND e.job = 'reply'))"
+)
+#: Close updates first, then posts, then replies: a flood of replies holds back neither.
+_PRIORITY = "CASE j.job WHEN 'closed' THEN 0 WHEN 'post' THEN 1 ELSE 2 END"
 
 
 def _in(values: Collection[str]) -> tuple[str, tuple[str, ...]]:
@@ -31,16 +41,12 @@ class SqlChannels:
         self._run = runner
 
     def post_of(self, ask_id: str) -> ChannelPost | None:
-        row = self._run.query(
-            "SELECT ask_id, channel, target, location, thread_key FROM channel_posts WHERE ask_id = ?", (ask_id,)
-        ).fetchone()
+        row = self._run.query(f"SELECT {_POST_COLUMNS} FROM channel_posts WHERE ask_id = ?", (ask_id,)).fetchone()
         return ChannelPost(*row) if row else None
 
     def posts_of(self, ask_ids: Collection[str]) -> dict[str, ChannelPost]:
         ids, params = _in(ask_ids)
-        cursor = self._run.query(
-            f"SELECT ask_id, channel, target, location, thread_key FROM channel_posts WHERE ask_id {ids}", params
-        )
+        cursor = self._run.query(f"SELECT {_POST_COLUMNS} FROM channel_posts WHERE ask_id {ids}", params)
         return {row[0]: ChannelPost(*row) for row in cursor.fetchall()}
 
     def ask_in_thread(self, channel: str, thread_key: str) -> tuple[str, str] | None:
@@ -62,28 +68,34 @@ class SqlChannels:
         )
         return [(str(row[0]), str(row[1])) for row in cursor.fetchall()]
 
-    def posted(self, ask_id: str, location: str, thread_key: str | None, now: datetime) -> None:
-        self._run.send(
-            "UPDATE channel_posts SET location = ?, thread_key = ?, posted_at = ? WHERE ask_id = ?",
+    def sending(self, ask_id: str) -> int:
+        row = self._run.query(
+            "UPDATE channel_posts SET sends = sends + 1 WHERE ask_id = ? RETURNING sends", (ask_id,)
+        ).fetchone()
+        return int(row[0]) - 1 if row else 0
+
+    def posted(self, ask_id: str, location: str, thread_key: str | None, now: datetime) -> bool:
+        row = self._run.query(
+            "UPDATE channel_posts SET location = ?, thread_key = ?, posted_at = ? "
+            "WHERE ask_id = ? AND location IS NULL RETURNING ask_id",
             (location, thread_key, self._run.dialect.encode_time(now), ask_id),
-        )
+        ).fetchone()
+        return row is not None
 
     def claim_jobs(
         self, channels: Collection[str], now: datetime, lease_until: datetime, limit: int
     ) -> list[ChannelJob]:
         encode = self._run.dialect.encode_time
         names, params = _in(channels)
-        # A job waits while an earlier job of its ask is unfinished (leased ones included):
-        # an ask's jobs run one at a time, in the order queued.
         cursor = self._run.query(
             f"UPDATE channel_outbox SET next_attempt_at = ? WHERE id IN (SELECT j.id FROM channel_outbox AS j "
-            f"WHERE j.{_UNFINISHED} AND j.next_attempt_at <= ? AND j.channel {names} "
-            f"AND NOT EXISTS (SELECT 1 FROM channel_outbox AS e WHERE e.ask_id = j.ask_id AND e.id < j.id "
-            f"AND e.{_UNFINISHED}) ORDER BY j.next_attempt_at, j.id LIMIT ?) "
+            f"WHERE {_CLAIMABLE.format(names=names)} AND j.next_attempt_at <= ? "
+            f"ORDER BY {_PRIORITY}, j.next_attempt_at, j.id LIMIT ?) "
             f"AND {_UNFINISHED} AND next_attempt_at <= ? RETURNING {_JOB_COLUMNS}",
-            (encode(lease_until), encode(now), *params, limit, encode(now)),
+            (encode(lease_until), *params, encode(now), limit, encode(now)),
         )
-        return sorted((ChannelJob(*row) for row in cursor.fetchall()), key=lambda job: job.id)
+        rank = {"closed": 0, "post": 1}
+        return sorted((ChannelJob(*row) for row in cursor.fetchall()), key=lambda job: (rank.get(job.job, 2), job.id))
 
     def job_done(self, job_id: int, now: datetime) -> None:
         self._run.send(
@@ -104,12 +116,15 @@ class SqlChannels:
                 (error[:500], encode(retry_at), job_id),
             )
 
-    def next_job_at(self, channels: Collection[str]) -> datetime | None:
+    def next_jobs_at(self, channels: Collection[str]) -> dict[str, datetime]:
         names, params = _in(channels)
-        earliest = self._run.query(
-            f"SELECT min(next_attempt_at) FROM channel_outbox WHERE {_UNFINISHED} AND channel {names}", params
-        ).fetchone()[0]
-        return self._run.dialect.decode_time(earliest) if earliest is not None else None
+        cursor = self._run.query(
+            f"SELECT j.channel, min(j.next_attempt_at) FROM channel_outbox AS j "
+            f"WHERE {_CLAIMABLE.format(names=names)} GROUP BY j.channel",
+            params,
+        )
+        decode = self._run.dialect.decode_time
+        return {str(channel): decode(earliest) for channel, earliest in cursor.fetchall() if earliest is not None}
 
     def failed_jobs(self, limit: int) -> list[tuple[ChannelJob, str | None]]:
         cursor = self._run.query(

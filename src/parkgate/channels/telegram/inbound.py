@@ -115,12 +115,17 @@ class TelegramInbound:
 
     def _on_its_message(self, ask_id: str, event: ButtonPress) -> bool:
         """Whether the press is on the message ``ask_id`` was posted as: data copied onto
-        another message (or another chat) answers nothing."""
+        another message (or another chat) answers nothing. An ask whose post was sent again
+        after a call that left no record (:attr:`~parkgate.store.channel_tables.ChannelPost.unrecorded_sends`)
+        may have an earlier message in the chat it was posted to: a press there is the ask's own."""
         post = self.gateway.channel_post(ask_id)
-        if post is None or post.channel != NAME or post.location is None or event.place is None:
+        if post is None or post.channel != NAME or event.place is None:
             return False
-        where = json.loads(post.location)
-        return bool(where.get("chat_id") == event.place.chat_id and where.get("message_id") == event.message_id)
+        if post.location is not None:
+            where = json.loads(post.location)
+            if where.get("chat_id") == event.place.chat_id and where.get("message_id") == event.message_id:
+                return True
+        return post.unrecorded_sends and json.loads(post.target).get("chat_id") == event.place.chat_id
 
     def _typed(self, event: TypedMessage) -> Answer | None:
         self.channel.saw(event.sender, event.name)
