@@ -119,8 +119,8 @@ class TelegramInbound:
 
     def _typed(self, event: TypedMessage) -> None:
         self.channel.saw(event.sender, event.name)
-        text = addressed_text(event.text, self._username_if_addressed(event.text))
-        if text is None:  # a command for another bot
+        text = addressed_text(event.text, self.channel.bot_username)  # known or not: no Bot API call here
+        if text is None:  # a command for another bot (or for a bot while this one's username is unknown)
             return
         found = None
         if event.reply_to_message_id is not None:
@@ -131,9 +131,3 @@ class TelegramInbound:
             return
         ask_id, conversation_id = found
         self.gateway.handle_in_channel(conversation_id, text, str(event.update_id), event.sender, ask_id=ask_id)
-
-    def _username_if_addressed(self, text: str) -> str | None:
-        """The bot's username when ``text`` starts with a command addressed to some bot (only
-        then is it needed, and asked of the Bot API the first time)."""
-        first = text.lstrip().split(maxsplit=1)[0] if text.strip() else ""
-        return self.channel.bot_username if first.startswith("/") and "@" in first else None
