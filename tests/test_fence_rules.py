@@ -3,8 +3,9 @@
 A callback URL parses as a client sends it or is refused with the rule it broke; an
 address in any spelling a resolver reads is fenced when internal (IPv4 carried inside
 IPv6 included); ``localhost`` names are this machine; the allow-list lets named hosts,
-host:port pairs and networks in; other names are not resolved at park time. The attacks
-through a real server are in tests/security/test_callback_fence.py.
+host:port pairs and networks in; other names are not resolved at park time. A host is read
+as the client reads it (IDNA's full stops are dots) and named in the ``Host`` header as
+checked, in ASCII. The attacks through a real server are in tests/security/test_callback_fence.py.
 """
 
 from __future__ import annotations
@@ -144,3 +145,46 @@ def test_a_name_is_not_resolved_at_park_time_and_a_listed_localhost_name_is_let_
 def test_an_empty_allow_list_is_false_and_an_unparsable_host_is_never_let_in() -> None:
     assert not AllowList() and not parse_allow_list(" , ") and parse_allow_list("receiver.internal")
     assert not address_allowed("127.0.0.1", 80, parse_allow_list("receiver.internal"), host="bad host")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127\u30020\u30020\u30021/hook",  # ideographic full stop
+        "http://127\uff0e0\uff0e0\uff0e1/hook",  # fullwidth full stop
+        "http://127\uff610\uff610\uff611/hook",  # halfwidth ideographic full stop
+        "http://127\u30021:9/hook",  # and the short spelling, 127.1
+        "http://0x7f\u30021/hook",
+        "http://10\u30020\u30020\u30027/hook",  # private, not only loopback
+    ],
+)
+def test_a_host_spelt_with_idna_full_stops_is_fenced_as_the_address_the_client_connects_to(url: str) -> None:
+    with pytest.raises(CallbackRefused, match="internal address"):
+        check_callback_url(url)
+    assert parse_callback_url(url).address == literal_address(parse_callback_url(url).host)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://\uff11\uff12\uff17.0.0.1/hook",
+        "http://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/",
+        "http://ex\u2044ample\u3002com/",
+    ],
+)
+def test_a_host_the_client_cannot_encode_is_refused_when_parked(url: str) -> None:
+    with pytest.raises(CallbackRefused, match="not a URL that can be sent to"):
+        check_callback_url(url, parse_allow_list("127.0.0.1,localhost"))
+
+
+def test_the_host_header_is_the_host_as_checked_in_ascii() -> None:
+    allow = parse_allow_list("127.0.0.1:9000")
+    spelt = check_callback_url("http://127\u30020\uff0e0\uff611:9000/hook", allow)
+    assert (spelt.host, spelt.authority) == ("127.0.0.1", "127.0.0.1:9000")
+    assert address_allowed("127.0.0.1", 9000, parse_allow_list("127\u30020\u30020\u30021:9000"))
+    assert parse_callback_url("https://B\u00fccher\u3002Example:443/").authority == "xn--bcher-kva.example"
+    assert parse_callback_url("http://[::1]:8080/").authority == "[::1]:8080"
+    assert parse_callback_url("http://example.com:\uff18\uff11/").authority == "example.com:81"
+    assert all(
+        parse_callback_url(url).authority.isascii() for url in ("http://b\u00fccher.example/", "http://127\u30021/")
+    )

@@ -3,7 +3,11 @@
 A ``callback_url`` is an ``http://`` or ``https://`` URL that parses as a client will
 send it (no control or invisible characters, a host that IDNA encodes, a port from 1
 to 65535), without userinfo (``http://a@b/`` names host ``b`` where a reader sees
-``a``). By default it may not reach an internal address: loopback, private, shared,
+``a``). Its host is read as the client reads it: the full stops IDNA takes for dots
+(``。``, ``．``, ``｡``) are dots, so ``127。0。0。1`` is ``127.0.0.1`` and fenced as
+loopback; a host the client cannot encode is refused when the ask is parked, never
+sent and retried; and the ``Host`` a callback carries is the host as checked
+(:attr:`CallbackTarget.authority`, ASCII). By default it may not reach an internal address: loopback, private, shared,
 link-local, multicast, unspecified or reserved (IPv4 inside IPv6, as ``::ffff:127.0.0.1``,
 6to4 or NAT64, is read as the IPv4 address it carries). An :class:`AllowList` lets
 internal receivers in on purpose: host names or addresses (any port), ``host:port``
@@ -42,6 +46,10 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 
 _LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+#: The full stops IDNA (UTS #46) reads as the label separator, as the client does: the
+#: ideographic, the fullwidth and the halfwidth ideographic full stop.
+FULL_STOPS = {"\u3002": ".", "\uff0e": ".", "\uff61": "."}
+_DOTS = str.maketrans(FULL_STOPS)
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,14 @@ class CallbackTarget:
     host: str
     port: int
     address: IPAddress | None
+
+    @property
+    def authority(self) -> str:
+        """The host and port as a request names them in its ``Host`` header: the checked
+        host (IPv6 in brackets), with the port when it is not the scheme's default. ASCII
+        always: a header is sent as bytes, and a host as written (``127。0。0。1``) is not."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == DEFAULT_PORTS[self.scheme] else f"{host}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -130,11 +146,16 @@ def _port(text: str) -> int:
 
 
 def _normal_host(host: str) -> str:
-    """A host as compared: an address in its compressed form, a name lower case and IDNA-encoded."""
-    address = literal_address(host)
+    """A host as compared: an address in its compressed form, a name lower case and IDNA-encoded.
+
+    The full stops IDNA reads as dots (:data:`FULL_STOPS`) are dots first, so a host is
+    an address here when the client would connect to that address (``127。1``).
+    """
+    dotted = host.translate(_DOTS)
+    address = literal_address(dotted)
     if address is not None:
         return address.compressed
-    name = host.rstrip(".").lower()
+    name = dotted.rstrip(".").lower()
     import httpx  # here, not at the top: `import parkgate` loads no HTTP client library
 
     try:
@@ -143,7 +164,8 @@ def _normal_host(host: str) -> str:
         raise ValueError(f"the host {host!r} is not a valid name") from error
     if not name or not all(_LABEL.match(label) for label in name.split(".")):
         raise ValueError(f"the host {host!r} is not a valid name")
-    return name
+    encoded = literal_address(name)  # an IDNA name can spell an address once encoded
+    return encoded.compressed if encoded is not None else name
 
 
 def literal_address(host: str) -> IPAddress | None:
@@ -193,6 +215,8 @@ def parse_callback_url(url: object) -> CallbackTarget:
         parsed = httpx.URL(url)
         parsed.host  # noqa: B018 (decoding an IDNA host can fail: "xn--a")
     except (httpx.InvalidURL, ValueError, UnicodeError) as error:
+        # A host IDNA cannot encode (``１２７.0.0.1``, ``☃.com``) is refused here, once:
+        # the client could never send it, so a delivery would only fail and be retried.
         raise CallbackRefused(f"callback_url is not a URL that can be sent to ({error})") from None
     if parsed.scheme not in DEFAULT_PORTS or not url.lower().startswith(f"{parsed.scheme}://"):
         raise CallbackRefused("callback_url must be an http:// or https:// URL")

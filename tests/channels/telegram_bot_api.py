@@ -5,7 +5,8 @@ It answers the methods parkgate calls (``sendMessage``, ``editMessageText``,
 ``editMessageReplyMarkup``, ``answerCallbackQuery``, ``setWebhook``, ``getMe`` and
 ``getUpdates``) as Telegram does, records every call, and can be told to fail the next
 calls of a method (an outage), to run a test's hook before a method's answer goes back
-(a slow Bot API), or to queue updates for ``getUpdates`` (long polling).
+(a slow Bot API), or to queue updates for ``getUpdates`` (long polling). Like Telegram,
+it refuses a message text over 4,096 characters (UTF-16 code units) with a 400.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from urllib.parse import parse_qsl
 
 BOT_USERNAME = "YourBot"
 BOT_ID = 777
+#: The longest message text Telegram sends, in UTF-16 code units.
+MAX_TEXT = 4096
 _PATH = re.compile(r"/bot(?P<token>[^/]+)/(?P<method>[A-Za-z]+)")
 
 
@@ -83,6 +86,9 @@ class BotApiStandIn:
                 return status, {"ok": False, "error_code": status, "description": description}
             if method == "getUpdates":
                 return 200, {"ok": True, "result": self._updates(params)}
+            text = params.get("text")
+            if method in ("sendMessage", "editMessageText") and len(str(text).encode("utf-16-le")) // 2 > MAX_TEXT:
+                return 400, {"ok": False, "error_code": 400, "description": "Bad Request: message is too long"}
             result = self._result(method, params)
         if result is None:
             return 404, {"ok": False, "error_code": 404, "description": "Not Found: method not found"}

@@ -18,6 +18,7 @@ from parkgate.channels import ChannelTarget
 from parkgate.channels.deliver import ChannelDeliverer
 from parkgate.channels.telegram import BotApi, TelegramChannel, TelegramInbound
 from parkgate.channels.telegram.buttons import CANCEL, SHOW_OPTIONS, button_data
+from parkgate.errors import InputError
 
 TOKEN = "123:ABC"
 GROUP = -100
@@ -206,10 +207,17 @@ def test_a_chat_that_refuses_the_bot_gives_the_post_up_at_once_visibly(gateway: 
     assert "bot was kicked" in (error or "")
 
 
-def test_a_target_telegram_cannot_take_is_given_up_at_once(gateway: Gateway, api: BotApiStandIn) -> None:
-    wire(gateway, api)
+def test_a_target_telegram_cannot_take_is_refused_when_parked_else_given_up_at_once(
+    gateway: Gateway, api: BotApiStandIn
+) -> None:
+    # Parked where the channel is not added yet, nothing can check the target: the post gives it up.
     gateway.ask("c1", "Deploy?", ["Deploy"], post_to=ChannelTarget("telegram", {"chat_id": "@ops"}))
     gateway.ask("c2", "Deploy?", ["Deploy"], post_to=ChannelTarget("telegram", {"chat": 5}))
+    wire(gateway, api)
+    # Where it is added, the park is refused before anything is written.
+    with pytest.raises(InputError, match=r"telegram\.chat_id must be a whole number"):
+        gateway.ask("c3", "Deploy?", ["Deploy"], post_to=ChannelTarget("telegram", {"chat_id": "@ops"}))
+    assert len(gateway.open_asks()) == 2
     deliver(gateway)
     errors = sorted(error or "" for _, error in gateway.failed_channel_jobs())
     assert "telegram takes chat_id and message_thread_id, not chat" in errors[0]

@@ -181,3 +181,38 @@ def test_telegram_asks_are_refused_where_telegram_is_not_served_and_the_secret_i
     with pytest.raises(AssertionError, match="exited"):
         unsafe.start()
     assert "PARKGATE_TELEGRAM_WEBHOOK_SECRET" in unsafe.log_tail()
+
+
+def test_a_question_too_long_for_a_telegram_message_is_a_422_and_never_posted(
+    server: Server, api: BotApiStandIn
+) -> None:
+    with server.client() as client:
+        labels = [f"Option {n} " + "x" * 180 for n in range(1, 11)]
+        body = {"conversation_id": "long", "prompt": "p" * 2500, "options": labels, "telegram": {"chat_id": GROUP}}
+        refused = client.post("/v1/asks", json=body)
+        assert refused.status_code == 422, refused.text
+        assert "4096" in refused.json()["detail"] and "Telegram" in refused.json()["detail"]
+        assert client.get("/v1/asks").json()["asks"] == []
+        park(client, "short", telegram={"chat_id": GROUP})  # the next ask is posted, alone
+        (sent,) = calls(api, "sendMessage")
+        assert sent.params["text"].startswith("Deploy to production?")
+
+
+def test_a_failing_get_me_never_fails_the_webhook(
+    store_url_factory: Factory, tmp_path: Path, api: BotApiStandIn
+) -> None:
+    api.fail("getMe", 1000)  # the Bot API refuses getMe from the start
+    server = telegram_server(store_url_factory("sqlite"), tmp_path, api).start()
+    try:
+        with server.client() as client, httpx.Client(base_url=server.url, timeout=30) as telegram:
+            ask_id = park(client, "deploy-getme", telegram={"chat_id": GROUP})
+            posted_at(client, ask_id)
+            assert webhook(telegram, typed(GROUP, "/cancel@SomeOtherBot", user_id=BOB)).status_code == 200
+            assert client.get(f"/v1/asks/{ask_id}").json()["status"] == "open"
+            # The username came with the bot's own post: no getMe was needed.
+            mine = webhook(telegram, typed(GROUP, "/cancel@YourBot", user_id=BOB, username="bob"))
+            assert mine.status_code == 200
+            assert client.get(f"/v1/asks/{ask_id}").json()["closed_by"] == str(BOB)
+        assert "getMe" in server.log_tail() and "Traceback" not in server.log_tail()
+    finally:
+        server.stop()

@@ -12,6 +12,9 @@ deliverer in a thread of its own, never on a person's reply path:
 - :meth:`Channel.reply`: post a reply's text in the ask's thread (retry, escalated,
   reshown, voted; ``not_yours`` privately to its sender where the platform allows).
 
+A channel may also refuse an ask when it is parked (:class:`ChecksPosts`: a question
+longer than the platform posts), before anything is written.
+
 Inbound, a channel turns a platform event into
 :meth:`Gateway.handle_in_channel <parkgate.Gateway.handle_in_channel>` with the
 platform's user as ``sender`` and the event's id as ``message_id``. A method that raises
@@ -23,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from parkgate.core.kinds import EventType, ReplyKind
 from parkgate.core.model import Ask
@@ -133,4 +136,18 @@ class Channel(Protocol):
 
     def reply(self, ask: Ask, location: Mapping[str, Any], reply: ChannelReply) -> None:
         """Post ``reply`` in the thread of ``ask``'s message at ``location``."""
+        ...
+
+
+@runtime_checkable
+class ChecksPosts(Protocol):
+    """A channel that checks, when an ask is parked, that it can post the ask where asked.
+
+    The gateway calls :meth:`check_post` before anything is written, so an ask the
+    platform would refuse (a Telegram message over 4,096 characters) is the park's
+    :class:`~parkgate.errors.InputError` (a 422 over HTTP), never a post that fails later.
+    """
+
+    def check_post(self, ask: Ask, where: Mapping[str, Any]) -> None:
+        """Raise :class:`~parkgate.errors.InputError` naming why ``ask`` cannot be posted at ``where``."""
         ...

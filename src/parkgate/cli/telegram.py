@@ -2,8 +2,9 @@
 development behind no public URL, and the ``setWebhook`` call for a served bot.
 
 Both read the bot's settings from the environment, as ``serve`` does:
-``PARKGATE_TELEGRAM_BOT_TOKEN``, ``PARKGATE_TELEGRAM_API_URL`` (the Bot API's root) and,
-for the webhook, ``PARKGATE_TELEGRAM_WEBHOOK_SECRET``.
+``PARKGATE_TELEGRAM_BOT_TOKEN``, ``PARKGATE_TELEGRAM_API_URL`` (the Bot API's root),
+``PARKGATE_TELEGRAM_BOT_USERNAME`` (optional) and, for the webhook,
+``PARKGATE_TELEGRAM_WEBHOOK_SECRET``.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def _poll_until_stopped(gateway: Any, channel: Any, db_url: str) -> None:
     from parkgate.gateway.delivering import start_thread
 
     gateway.add_channel(channel)
+    channel.learn_username()  # for /cancel@YourBot; a failure is logged, and polling goes on
     inbound = TelegramInbound(gateway, channel)
     deliverer = start_thread(gateway)
     click.echo(f"parkgate telegram: polling for the bot's updates into {shown_url(db_url)} (Ctrl-C stops)")

@@ -350,7 +350,7 @@ class OutboxDeliverer:
         literal = f"[{address}]" if ":" in address else address
         default_port = {"http": 80, "https": 443}[target.scheme]
         netloc = literal if target.port == default_port else f"{literal}:{target.port}"
-        headers["Host"] = parts.netloc.rpartition("@")[2]
+        headers["Host"] = target.authority  # as checked and ASCII, never the host as written
         extensions: dict[str, object] = {"sni_hostname": target.host} if target.scheme == "https" else {}
         return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")), extensions
 

@@ -312,8 +312,11 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
         return self._counted(self._units.run(body))
 
     def _park(self, conversation_id: str, spec: stopping_point.AskSpec, options: AskOptions) -> Reply:
-        """Park ``spec`` with ``options``; every argument has been checked by the caller."""
-        park = Park(self._runs, conversation_id, spec, options, self.clock.now())
+        """Park ``spec`` with ``options``; every argument has been checked by the caller
+        (and the channel it is posted to has let it be posted there)."""
+        now = self.clock.now()
+        self._check_post(conversation_id, spec, options, now)
+        park = Park(self._runs, conversation_id, spec, options, now)
         reply = self._units.run(park)
         if park.fresh:
             self._counted(reply)

@@ -4,10 +4,14 @@ deliverer runs, a platform's message or click, and the reads a channel routes by
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 
-from parkgate.channels.base import Channel
+from parkgate.ask_options import AskOptions
+from parkgate.channels.base import Channel, ChecksPosts
 from parkgate.checks import check_id, check_limit
-from parkgate.core.model import Reply
+from parkgate.core.kinds import AskStatus
+from parkgate.core.model import Ask, Reply
+from parkgate.core.stopping_point import AskSpec
 from parkgate.errors import InputError
 from parkgate.gateway.messages import UnitRunner
 from parkgate.signal import Change, CloseSignal
@@ -41,6 +45,36 @@ class ChannelCalls:
         self.channels[name] = channel
         self._units.on_channel_jobs = lambda: self.signal.changed(Change.OUTBOX)
         self.signal.changed(Change.OUTBOX)  # jobs queued before it was added may be due
+
+    def _check_post(self, conversation_id: str, spec: AskSpec, options: AskOptions, now: datetime) -> None:
+        """Let the channel ``options.post_to`` names refuse the ask before it is parked
+        (:class:`~parkgate.channels.base.ChecksPosts`), as the ask would be posted.
+
+        Raises:
+            InputError: The channel cannot post it there; nothing is written.
+        """
+        target = options.post_to
+        channel = self.channels.get(target.channel) if target is not None else None
+        if target is None or not isinstance(channel, ChecksPosts):
+            return
+        draft = Ask(
+            id="",
+            conversation_id=conversation_id,
+            run_id="",
+            kind=spec.kind,
+            prompt=spec.prompt,
+            options=spec.options,
+            status=AskStatus.OPEN,
+            asked_at=now,
+            last_touched=now,
+            ttl_seconds=0.0,
+            default=options.default,
+            owner=options.owner,
+            expect=options.expect,
+            responders=options.responders,
+            quorum=options.quorum,
+        )
+        channel.check_post(draft, target.where)
 
     def handle_in_channel(
         self,

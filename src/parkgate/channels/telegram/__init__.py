@@ -8,7 +8,8 @@ close shown by editing the message (optional extra ``parkgate[telegram]``:
 - :class:`TelegramInbound` (inbound): one update into the gateway.
 - :func:`serve`: what ``parkgate serve`` mounts at ``POST /telegram/webhook`` when
   ``PARKGATE_TELEGRAM_BOT_TOKEN`` is set (with ``PARKGATE_TELEGRAM_WEBHOOK_SECRET``;
-  ``PARKGATE_TELEGRAM_API_URL`` is the Bot API server's root, such as a stand-in).
+  ``PARKGATE_TELEGRAM_API_URL`` is the Bot API server's root, such as a stand-in;
+  ``PARKGATE_TELEGRAM_BOT_USERNAME`` the bot's username, else asked with ``getMe``).
 - :func:`sending`: the channel alone from the bot token, for ``parkgate deliver``.
 - :func:`poll`: long polling with ``getUpdates`` (``parkgate telegram --poll``).
 """
@@ -29,6 +30,7 @@ from parkgate.channels.telegram.polling import poll
 from parkgate.channels.telegram.serving import (
     ENV_API_URL,
     ENV_BOT_TOKEN,
+    ENV_BOT_USERNAME,
     ENV_WEBHOOK_SECRET,
     SECRET_HEADER,
     WEBHOOK_PATH,
@@ -40,6 +42,7 @@ from parkgate.channels.telegram.serving import (
 __all__ = [
     "ENV_API_URL",
     "ENV_BOT_TOKEN",
+    "ENV_BOT_USERNAME",
     "ENV_WEBHOOK_SECRET",
     "NAME",
     "SECRET_HEADER",

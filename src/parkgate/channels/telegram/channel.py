@@ -10,7 +10,9 @@ gone, a bot that was removed) gives the job up at once, kept as failed with its 
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -21,7 +23,15 @@ from parkgate.channels.base import ChannelJobFailed, ChannelReply, Posted
 from parkgate.channels.telegram.api import BotApi
 from parkgate.channels.telegram.buttons import ask_keyboard
 from parkgate.channels.telegram.routing import thread_key
-from parkgate.channels.telegram.texts import closed_text, open_text
+from parkgate.channels.telegram.texts import (
+    MAX_MESSAGE_CHARS,
+    check_fits,
+    closed_text,
+    fitted,
+    length,
+    open_text,
+    plain,
+)
 from parkgate.channels.telegram.updates import Place, user_name
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Ask
@@ -31,6 +41,10 @@ from parkgate.errors import InputError
 NAME = "telegram"
 #: The names of people this process has seen, kept for the close lines (the latest first out).
 NAMES_KEPT = 4096
+#: The least time between two ``getMe`` calls while the bot's username is unknown, in seconds.
+GET_ME_RETRY_SECONDS = 60.0
+
+log = logging.getLogger("parkgate.telegram")
 
 
 class TelegramChannel:
@@ -38,8 +52,11 @@ class TelegramChannel:
 
     Args:
         api: The bot's Bot API client.
-        bot_username: The bot's username, for commands addressed ``/cancel@YourBot``;
-            asked of the Bot API (``getMe``) on first need when left out.
+        bot_username: The bot's username, for commands addressed ``/cancel@YourBot``
+            (``PARKGATE_TELEGRAM_BOT_USERNAME``). Left out, it is learnt off the update
+            path: by :meth:`learn_username` (``getMe``, which ``parkgate serve`` calls once
+            at start) or from the sender of any message the bot sends. Until it is known,
+            a command addressed to a bot is not taken as this bot's.
     """
 
     name = NAME
@@ -49,13 +66,55 @@ class TelegramChannel:
         self._username = bot_username.lstrip("@") if bot_username else None
         self._names: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
+        self._next_get_me = 0.0
 
     @property
-    def bot_username(self) -> str:
-        """The bot's username (asked of the Bot API once, when it was not given)."""
-        if self._username is None:
-            self._username = str(self.api.call("getMe", {})["username"])
+    def bot_username(self) -> str | None:
+        """The bot's username when known (given, or learnt); never asked of the Bot API here,
+        so a webhook that needs it makes no call and cannot fail on one."""
         return self._username
+
+    def learn_username(self) -> str | None:
+        """The bot's username, asked of the Bot API (``getMe``) when it is not known yet.
+
+        A failed call is logged and leaves it unknown; it is asked again at most every
+        :data:`GET_ME_RETRY_SECONDS`. Called at start and by the channel's jobs, never
+        while an update is handled.
+
+        Returns:
+            The username, or ``None`` while it is unknown.
+        """
+        if self._username is not None:
+            return self._username
+        now = time.monotonic()
+        with self._lock:
+            if now < self._next_get_me:
+                return None
+            self._next_get_me = now + GET_ME_RETRY_SECONDS
+        try:
+            me = self.api.call("getMe", {})
+        except (ConnectionError, ChannelJobFailed) as error:
+            log.warning("the bot's username is unknown (%s): commands addressed to a bot are not taken", error)
+            return None
+        self._learn_from(me)
+        return self._username
+
+    def _learn_from(self, sender: object) -> None:
+        """Keep the bot's username from ``getMe``'s answer or a sent message's ``from``."""
+        if self._username is None and isinstance(sender, Mapping) and sender.get("is_bot") is True:
+            username = sender.get("username")
+            if isinstance(username, str) and username:
+                self._username = username
+
+    def check_post(self, ask: Ask, where: Mapping[str, Any]) -> None:
+        """The park-time check: ``where`` is a Telegram target, and the ask's question
+        fits in one message (:data:`~parkgate.channels.telegram.texts.MAX_MESSAGE_CHARS`).
+
+        Raises:
+            InputError: The target is bad or the question too long; nothing is parked.
+        """
+        check_target(where)
+        check_fits(ask)
 
     def saw(self, user_id: str, name: str) -> None:
         """Remember ``name`` for the person ``user_id`` (from an update's ``from``)."""
@@ -85,15 +144,19 @@ class TelegramChannel:
             where = check_target(target)
         except InputError as error:  # a target no retry can make usable
             raise ChannelJobFailed(str(error)) from None
+        text = open_text(ask)
+        if length(text) > MAX_MESSAGE_CHARS:  # parked where the park could not check it (a workflow's later phase)
+            raise ChannelJobFailed(f"the question is {length(text)} characters, over Telegram's {MAX_MESSAGE_CHARS}")
         place = Place(where["chat_id"], where.get("message_thread_id"))
         params: dict[str, Any] = {
             "chat_id": place.chat_id,
-            "text": open_text(ask),
+            "text": text,
             "reply_markup": ask_keyboard(ask.id, ask.options),
         }
         if place.thread_id is not None:
             params["message_thread_id"] = place.thread_id
         message = self.api.call("sendMessage", params)
+        self._learn_from(message.get("from"))
         location: dict[str, Any] = {"chat_id": place.chat_id, "message_id": int(message["message_id"])}
         if place.thread_id is not None:
             location["message_thread_id"] = place.thread_id
@@ -108,15 +171,16 @@ class TelegramChannel:
     def reply(self, ask: Ask, location: Mapping[str, Any], reply: ChannelReply) -> None:
         """Post ``reply`` as a reply to the ask's message; ``not_yours`` goes privately to
         its sender where Telegram allows (a person who started a chat with the bot), else there."""
+        text = fitted(plain(reply.text))  # a reshown question or a reminder quotes the prompt
         if reply.kind is ReplyKind.NOT_YOURS and reply.to is not None and _is_user_id(reply.to):
             try:
-                self.api.call("sendMessage", {"chat_id": int(reply.to), "text": reply.text})
+                self.api.call("sendMessage", {"chat_id": int(reply.to), "text": text})
                 return
             except ChannelJobFailed:  # they never started a chat with the bot: said in the chat
                 pass
         params: dict[str, Any] = {
             "chat_id": location["chat_id"],
-            "text": reply.text,
+            "text": text,
             "reply_parameters": {"message_id": location["message_id"], "allow_sending_without_reply": True},
         }
         if location.get("message_thread_id") is not None:

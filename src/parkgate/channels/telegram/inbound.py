@@ -129,8 +129,8 @@ class TelegramInbound:
 
     def _typed(self, event: TypedMessage) -> Answer | None:
         self.channel.saw(event.sender, event.name)
-        text = addressed_text(event.text, self._username_if_addressed(event.text))
-        if text is None:  # a command for another bot
+        text = addressed_text(event.text, self.channel.bot_username)  # known or not: no Bot API call here
+        if text is None:  # a command for another bot (or for a bot while this one's username is unknown)
             return None
         found = None
         if event.reply_to_message_id is not None:
@@ -162,9 +162,3 @@ class TelegramInbound:
         if event.message_id is not None:
             answer["reply_parameters"] = {"message_id": event.message_id, "allow_sending_without_reply": True}
         return answer
-
-    def _username_if_addressed(self, text: str) -> str | None:
-        """The bot's username when ``text`` starts with a command addressed to some bot (only
-        then is it needed, and asked of the Bot API the first time)."""
-        first = text.lstrip().split(maxsplit=1)[0] if text.strip() else ""
-        return self.channel.bot_username if first.startswith("/") and "@" in first else None

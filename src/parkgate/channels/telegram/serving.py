@@ -7,6 +7,11 @@ Telegram sends the secret given to ``setWebhook`` (``secret_token``) in the
 401; a body that is not an update is a 400; both change nothing. A button press is
 answered in the response itself (an ``answerCallbackQuery`` call, which Telegram makes),
 so the webhook never waits on the Bot API.
+
+Nor does it call the Bot API to read ``/cancel@YourBot``: the bot's username is
+``PARKGATE_TELEGRAM_BOT_USERNAME``, or asked of the Bot API (``getMe``) once when the
+channel is served, off the request path, or learnt from the first message the bot sends.
+A Bot API that fails ``getMe`` leaves it unknown (logged), and a webhook still answers 200.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import hmac
 import json
 import re
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -34,24 +40,31 @@ if TYPE_CHECKING:
 ENV_BOT_TOKEN = "PARKGATE_TELEGRAM_BOT_TOKEN"
 ENV_WEBHOOK_SECRET = "PARKGATE_TELEGRAM_WEBHOOK_SECRET"
 ENV_API_URL = "PARKGATE_TELEGRAM_API_URL"
+ENV_BOT_USERNAME = "PARKGATE_TELEGRAM_BOT_USERNAME"
 #: Where Telegram sends updates (the URL given to ``setWebhook``).
 WEBHOOK_PATH = "/telegram/webhook"
 #: The header Telegram sends the webhook's ``secret_token`` in.
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 #: What ``setWebhook`` takes as a ``secret_token``: 1 to 256 of ``A-Z a-z 0-9 _ -``.
 _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+#: A bot's username, as Telegram allows them (``@`` optional).
+_USERNAME = re.compile(r"@?[A-Za-z0-9_]{3,64}")
 
 
 def channel_from_env(environ: Mapping[str, str]) -> TelegramChannel:
-    """The Telegram channel ``PARKGATE_TELEGRAM_BOT_TOKEN`` and ``PARKGATE_TELEGRAM_API_URL`` name.
+    """The Telegram channel ``PARKGATE_TELEGRAM_BOT_TOKEN``, ``PARKGATE_TELEGRAM_API_URL`` and
+    (optional) ``PARKGATE_TELEGRAM_BOT_USERNAME`` name.
 
     Raises:
-        SettingsError: The bot token is missing.
+        SettingsError: The bot token is missing, or the username is not one.
     """
     token = environ.get(ENV_BOT_TOKEN, "").strip()
     if not token:
         raise SettingsError(f"Telegram needs {ENV_BOT_TOKEN}")
-    return TelegramChannel(BotApi(token, environ.get(ENV_API_URL, "").strip() or DEFAULT_ROOT))
+    username = environ.get(ENV_BOT_USERNAME, "").strip() or None
+    if username is not None and _USERNAME.fullmatch(username) is None:
+        raise SettingsError(f"{ENV_BOT_USERNAME} must be the bot's username, such as YourBot (A-Z, a-z, 0-9 and _)")
+    return TelegramChannel(BotApi(token, environ.get(ENV_API_URL, "").strip() or DEFAULT_ROOT), username)
 
 
 #: The channel alone, for sending (``parkgate deliver``): the bot token is all it needs.
@@ -108,6 +121,8 @@ def serve(gateway: Gateway, environ: Mapping[str, str]) -> ServedChannel:
     """
     secret = webhook_secret(environ)
     channel = channel_from_env(environ)
+    if channel.bot_username is None:  # asked once, off the request path: a webhook never waits on getMe
+        threading.Thread(target=channel.learn_username, name="parkgate-telegram-getme", daemon=True).start()
     endpoint = TelegramWebhook(TelegramInbound(gateway, channel), secret)
     route = Route(WEBHOOK_PATH, endpoint.receive, methods=["POST"])
     return ServedChannel(channel, [route], frozenset({WEBHOOK_PATH}))

@@ -14,6 +14,7 @@ from typing import Any
 
 from telegram import Update, User
 
+from parkgate.channels.telegram.texts import plain
 from parkgate.errors import InputError
 
 
@@ -123,5 +124,6 @@ def _press(update_id: int, query: Any) -> ButtonPress:
 
 
 def user_name(user: User) -> str:
-    """A person's name as parkgate shows it: ``@username``, else the first name."""
-    return f"@{user.username}" if user.username else user.first_name
+    """A person's name as parkgate shows it: ``@username`` (Telegram's own, a mention),
+    else the first name, which its owner writes, quoted so it mentions no one (:func:`plain`)."""
+    return f"@{user.username}" if user.username else plain(user.first_name)
