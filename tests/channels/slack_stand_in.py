@@ -31,10 +31,15 @@ class Call:
 
 @dataclass
 class SlackWebApi:
-    """Records each Web API call; ``failing`` methods answer a 500 while it is set."""
+    """Records each Web API call; ``failing`` methods answer a 500 while it is set; ``held``
+    methods are recorded on arrival and answered only once ``release`` is set (a slow Slack)."""
 
     calls: list[Call] = field(default_factory=list)
     failing: set[str] = field(default_factory=set)
+    held: set[str] = field(default_factory=set)
+    release: threading.Event = field(default_factory=threading.Event)
+    #: How many held calls are waiting for ``release`` now.
+    holding: int = 0
     _ts: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -55,12 +60,17 @@ class SlackWebApi:
                     return
                 token = (self.headers.get("Authorization") or "").removeprefix("Bearer ") or None
                 answer = api.answer(method, args, token)
+                if method in api.held:
+                    api.hold()
                 body = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up on a held call
+                    pass
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -73,7 +83,18 @@ class SlackWebApi:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/api/"
 
+    def hold(self) -> None:
+        """Wait, counted in ``holding``, until the test sets ``release`` (at most a minute)."""
+        with self._lock:
+            self.holding += 1
+        try:
+            self.release.wait(60)
+        finally:
+            with self._lock:
+                self.holding -= 1
+
     def stop(self) -> None:
+        self.release.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -93,6 +114,21 @@ class SlackWebApi:
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": ts}
         return {"ok": False, "error": "unknown_method"}
+
+    def message_of(self, ask_id: str) -> tuple[str, str]:
+        """The channel and ts of the latest message posted with ``ask_id``'s buttons."""
+        with self._lock:
+            posts = [(n, c) for n, c in enumerate(self.calls, start=1) if c.method == "chat.postMessage"]
+        for number, call in reversed(posts):
+            values = {e.get("value") for b in call.args.get("blocks") or [] for e in b.get("elements", [])}
+            if ask_id in values:
+                return str(call.args["channel"]), f"1712345678.{number:06d}"
+        raise AssertionError(f"no message holds ask {ask_id}'s buttons")
+
+    def click(self, ask_id: str, action_id: str, user: str, trigger_id: str) -> bytes:
+        """A click on ``ask_id``'s button ``action_id``, on the message that holds it."""
+        channel, ts = self.message_of(ask_id)
+        return click_body(ask_id, action_id, user, trigger_id, channel=channel, ts=ts)
 
     def of(self, method: str) -> list[Call]:
         with self._lock:

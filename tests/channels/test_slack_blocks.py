@@ -10,11 +10,16 @@ import pytest
 
 from parkgate.channels.lines import duration
 from parkgate.channels.slack.blocks import (
+    MAX_BUTTON_CHARS,
     MAX_OPTION_BUTTONS,
     already_closed_line,
     ask_blocks,
+    clip,
     closed_line,
+    escape,
     for_slack,
+    mention,
+    unescape,
 )
 from parkgate.core import machine
 from parkgate.core.kinds import OPERATOR, AskKind, AskStatus, ReplyKind
@@ -78,3 +83,21 @@ def test_every_line_a_slack_user_reads_names_the_buttons_not_the_slash_forms(kin
     for text in texts:
         assert "/cancel" not in text and "/menu" not in text, text
         assert "Cancel" in text, text
+
+
+def test_only_a_slack_user_id_is_made_a_mention_and_anything_else_is_escaped() -> None:
+    assert mention("UALICE") == "<@UALICE>" and mention("W012ABC") == "<@W012ABC>"
+    for name in ("U_ALICE", "Uñ", "U1>", "<!channel>", "alice@example.com", "U", "ualice"):
+        assert not mention(name).startswith("<@"), name
+    assert mention("<!channel>") == "&lt;!channel&gt;" and mention("a&b") == "a&amp;b"
+
+
+def test_escaping_round_trips_and_a_clipped_text_never_ends_inside_an_entity() -> None:
+    typed = "a < b && c > <!here>"
+    assert escape(typed) == "a &lt; b &amp;&amp; c &gt; &lt;!here&gt;" and unescape(escape(typed)) == typed
+    assert unescape("&amp;lt;") == "&lt;"  # a person who typed "&lt;" keeps it
+    label = "x" * (MAX_BUTTON_CHARS - 2) + "<>"
+    clipped = clip(escape(label), MAX_BUTTON_CHARS)
+    assert clipped == "x" * (MAX_BUTTON_CHARS - 2) and len(clipped) <= MAX_BUTTON_CHARS
+    (_, actions) = ask_blocks(dataclasses.replace(OPEN, options=(label, "Hold")))
+    assert actions["elements"][0]["text"]["text"] == clipped

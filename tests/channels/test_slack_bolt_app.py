@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from slack_bolt import App, BoltRequest, BoltResponse
 from slack_sdk import WebClient
-from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, click_body, event_body, signed_headers
+from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, event_body, signed_headers
 
 from parkgate import ChannelTarget, Gateway, ManualClock
 from parkgate.channels.deliver import ChannelDeliverer
@@ -74,7 +74,7 @@ def test_their_listeners_get_every_message_where_nothing_is_parked(gateway: Gate
     (reply,) = [c for c in slack_api.of("chat.postMessage") if c.args.get("thread_ts") == thread]
     assert reply.args["text"].startswith("That did not match any option.")
 
-    assert theirs.send(click_body(asked.ask_id, "parkgate:option:2", "UALICE", "trig-1"), form=True).status == 200
+    assert theirs.send(slack_api.click(asked.ask_id, "parkgate:option:2", "UALICE", "trig-1"), form=True).status == 200
     assert gateway.get(asked.ask_id).answer == "Hold"
     assert theirs.send(event_body(message(thread, "thanks!", "2.3"), "Ev3")).status == 200
     assert theirs.heard == ["hello there", "thanks!"]  # nothing parked there now: theirs again
@@ -88,7 +88,7 @@ def test_bolts_own_verification_refuses_a_forged_request(gateway: Gateway, slack
     asked = gateway.ask("c1", "Deploy?", ["Deploy"], post_to=ChannelTarget("slack", {"channel": "C1"}))
     theirs.deliver()
     assert asked.ask_id is not None
-    forged = click_body(asked.ask_id, "parkgate:option:1", "UALICE", "trig-1")
+    forged = slack_api.click(asked.ask_id, "parkgate:option:1", "UALICE", "trig-1")
     assert theirs.send(forged, form=True, secret="another-secret").status == 401
     assert gateway.get(asked.ask_id).is_open
 
@@ -98,7 +98,7 @@ def test_a_reshow_click_posts_the_menu_with_slacks_exits(gateway: Gateway, slack
     asked = gateway.ask("c1", "Deploy?", ["Deploy", "Hold"], post_to=ChannelTarget("slack", {"channel": "C1"}))
     theirs.deliver()
     assert asked.ask_id is not None
-    assert theirs.send(click_body(asked.ask_id, "parkgate:menu", "UALICE", "trig-1"), form=True).status == 200
+    assert theirs.send(slack_api.click(asked.ask_id, "parkgate:menu", "UALICE", "trig-1"), form=True).status == 200
     theirs.deliver()
     menu = slack_api.of("chat.postMessage")[-1].args["text"]
     assert "1. Deploy" in menu and "Show options or Cancel" in menu and "/cancel" not in menu

@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 from slack_bolt import BoltRequest
-from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, click_body, signed_headers
+from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, signed_headers
 
 from parkgate import Ask, Gateway
 from polling import until
@@ -48,7 +48,7 @@ def test_the_example_posts_the_approval_and_the_click_answers_the_waiter(
         post = until(lambda: slack_api.of("chat.postMessage"), 10, "the approval's post")[0]
         ask_id = post.args["blocks"][1]["elements"][0]["value"]
         until(lambda: gateway.channel_post(ask_id) and gateway.channel_post(ask_id).location, 10, "the post's ts")
-        body = click_body(ask_id, "parkgate:option:1", "UALICE", "trig-1")
+        body = slack_api.click(ask_id, "parkgate:option:1", "UALICE", "trig-1")
         headers = {"content-type": "application/x-www-form-urlencoded", **signed_headers(body)}
         answer = app.dispatch(BoltRequest(body=body.decode(), headers={k.lower(): v for k, v in headers.items()}))
         assert answer.status == 200

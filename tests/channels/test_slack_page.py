@@ -13,7 +13,7 @@ import httpx
 import pytest
 import yaml
 from live_server import Server
-from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, click_body, event_body, send
+from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, event_body, send
 
 from parkgate.channels.slack import EVENTS_PATH
 from polling import until
@@ -88,7 +88,7 @@ def test_a_new_user_following_the_page_gets_a_working_approval(tmp_path: Path, s
                 assert post.args["channel"] == ask["slack"]["channel"]
                 until(lambda: client.get(f"/v1/asks/{ask_id}").json().get("slack"), 10, "the post's location")
                 responder = ask["responders"][0]
-                clicked = send(slack, click_body(ask_id, "parkgate:option:1", responder, "trig-1"), form=True)
+                clicked = send(slack, slack_api.click(ask_id, "parkgate:option:1", responder, "trig-1"), form=True)
                 assert clicked.status_code == 200
                 assert client.get(f"/v1/asks/{ask_id}?wait=10").json()["answer"] == ask["options"][0]
             update = until(lambda: slack_api.of("chat.update"), 10, "the message's update")[0]

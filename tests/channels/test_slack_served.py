@@ -26,7 +26,6 @@ from slack_stand_in import (
     MISSING_CHANNEL,
     SIGNING_SECRET,
     SlackWebApi,
-    click_body,
     event_body,
     send,
     signed_headers,
@@ -111,13 +110,15 @@ def test_an_ask_is_posted_with_its_buttons_and_a_responders_click_answers_it(
         assert ts == {"channel": "C1", "ts": post_ts(slack_api)}
 
         # Someone who is not a responder: nothing changes, and only they are told.
-        assert send(slack, click_body(ask_id, "parkgate:option:1", "UMALLORY", "t-1"), form=True).status_code == 200
+        assert (
+            send(slack, slack_api.click(ask_id, "parkgate:option:1", "UMALLORY", "t-1"), form=True).status_code == 200
+        )
         (private,) = until(lambda: slack_api.of("chat.postEphemeral"), 10, "the not-yours line")
         assert private.args["user"] == "UMALLORY" and "UALICE" in private.args["text"]
         assert client.get(f"/v1/asks/{ask_id}").json()["status"] == "open"
 
         # A bad signature: 401, nothing read or written.
-        forged = click_body(ask_id, "parkgate:option:1", "UALICE", "t-2")
+        forged = slack_api.click(ask_id, "parkgate:option:1", "UALICE", "t-2")
         refused = send(slack, forged, form=True, **signed_headers(forged, secret="not-the-secret"))
         assert refused.status_code == 401
         stale = send(slack, forged, form=True, **signed_headers(forged, at=int(time.time()) - 600))
@@ -125,7 +126,7 @@ def test_an_ask_is_posted_with_its_buttons_and_a_responders_click_answers_it(
         assert client.get(f"/v1/asks/{ask_id}").json()["status"] == "open"
 
         # The responder's click answers it, and the message names the option and the person.
-        clicked = click_body(ask_id, "parkgate:option:1", "UALICE", "t-3")
+        clicked = slack_api.click(ask_id, "parkgate:option:1", "UALICE", "t-3")
         assert send(slack, clicked, form=True).status_code == 200
         assert send(slack, clicked, form=True, **{"X-Slack-Retry-Num": "1"}).status_code == 200  # Slack's retry
         (update,) = updated(slack_api)
@@ -136,7 +137,7 @@ def test_an_ask_is_posted_with_its_buttons_and_a_responders_click_answers_it(
         assert (ask["status"], ask["answer"], ask["answered_by"]) == ("answered", "Deploy", "UALICE")
 
         # A click on the closed ask: told so, privately; nothing changes.
-        assert send(slack, click_body(ask_id, "parkgate:option:2", "UBOB", "t-4"), form=True).status_code == 200
+        assert send(slack, slack_api.click(ask_id, "parkgate:option:2", "UBOB", "t-4"), form=True).status_code == 200
         closed_line = until(
             lambda: [c for c in slack_api.of("chat.postEphemeral") if c.args["user"] == "UBOB"], 10, "the closed line"
         )
@@ -239,7 +240,7 @@ def test_an_ask_posted_before_a_restart_is_answered_after_it(
     again = first.start()
     try:
         with httpx.Client(base_url=again.url, timeout=30) as slack:
-            assert send(slack, click_body(ask_id, "parkgate:cancel", "UBOB", "t-9"), form=True).status_code == 200
+            assert send(slack, slack_api.click(ask_id, "parkgate:cancel", "UBOB", "t-9"), form=True).status_code == 200
         (update,) = updated(slack_api)
         assert update.args["text"] == "Dropped by <@UBOB>, nothing ran."
     finally:

@@ -175,6 +175,16 @@ SLACK_EXITS: dict[str, str] = {
     CHOICE_MENU_FOOTER: "Press an option or reply with its number; Show options or Cancel.",
     CHOICE_MENU_FOOTER_SLASHED: "Press an option or reply with its number; Show options or Cancel.",
 }
+# Slack: what a person is told privately when parkgate does not take what they sent in an
+# ask's thread: a file with no text (only typed text answers), or a click on a button that
+# is not on the message of the question it names (nothing changes).
+SLACK_FILE_NOT_READ = "Only typed text answers this question; files are not read. Type your answer in this thread."
+SLACK_NOT_THIS_MESSAGE = "That button is not on the message of the question it names, so it changed nothing."
+# A channel message longer than any answer is taken ({count} characters, {limit} at most):
+# refused, with nothing changed, and the person told.
+CHANNEL_MESSAGE_TOO_LONG = (
+    "That message is {count} characters; an answer takes at most {limit}. Nothing changed: send a shorter one."
+)
 
 # The LangGraph adapter's questions for LangChain's HumanInTheLoopMiddleware: one choice
 # per tool call the agent wants to run, then, for "Respond", the text that stands in for

@@ -3,14 +3,22 @@ option, Cancel and Show options), a closed ask's update (every channel's close l
 :mod:`parkgate.channels.lines`, with people named as Slack shows them), and reply lines
 with the exits that work on Slack (the buttons; :data:`~parkgate.core.phrases.SLACK_EXITS`).
 
+Everything Slack renders is escaped for Slack (:func:`escape`): a prompt, an option, an
+answer or a name holding ``<!channel>``, ``<@U123>`` or ``<https://evil.example|...>`` is
+shown as those characters, never as a mention or a disguised link. The one markup made
+here is :func:`mention`'s ``<@U123>``, built from a sender id that is a Slack user id.
+
 Pure functions of an :class:`~parkgate.core.model.Ask`: no Slack call is made here.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from typing import Any
 
 from parkgate.channels import lines
+from parkgate.channels.base import ChannelReply
 from parkgate.core import machine
 from parkgate.core import phrases as P
 from parkgate.core.model import Ask
@@ -20,6 +28,8 @@ ACTION_PREFIX = "parkgate:"
 OPTION_ACTION = ACTION_PREFIX + "option:"
 CANCEL_ACTION = ACTION_PREFIX + "cancel"
 MENU_ACTION = ACTION_PREFIX + "menu"
+#: The ``block_id`` of an ask's buttons is this and the ask's id.
+BLOCK_PREFIX = "parkgate-"
 #: A click's text for ``handle``: the slash forms, which leave or re-show whatever the labels.
 ACTION_TEXT: dict[str, str] = {CANCEL_ACTION: "/" + P.CANCEL_WORD, MENU_ACTION: "/" + P.MENU_WORD}
 #: Slack takes at most 25 elements in an actions block: the options' buttons and the two exits.
@@ -27,6 +37,36 @@ MAX_OPTION_BUTTONS = 23
 #: The longest text Slack shows on a button, and in a section block.
 MAX_BUTTON_CHARS = 75
 MAX_SECTION_CHARS = 3000
+
+
+#: A Slack user id (``U...``, or ``W...`` on Enterprise Grid): the only sender :func:`mention` links.
+SLACK_USER_ID = re.compile(r"[UW][A-Z0-9]{2,30}")
+#: Slack's entities for its three control characters (``&`` first, so no entity is escaped twice).
+_ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"))
+
+
+def escape(text: str) -> str:
+    """``text`` as Slack shows it literally: ``&``, ``<`` and ``>`` as the entities Slack's
+    formatting docs name, so no mention, channel ping or link is read from it."""
+    for character, entity in _ENTITIES:
+        text = text.replace(character, entity)
+    return text
+
+
+def unescape(text: str) -> str:
+    """A person's message text as they typed it: Slack sends ``&``, ``<`` and ``>`` escaped."""
+    for character, entity in reversed(_ENTITIES):
+        text = text.replace(entity, character)
+    return text
+
+
+def clip(text: str, limit: int) -> str:
+    """Escaped ``text`` cut to at most ``limit`` characters, never inside an entity."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    amp = cut.rfind("&")
+    return cut[:amp] if amp != -1 and ";" not in cut[amp:] else cut
 
 
 def for_slack(text: str) -> str:
@@ -37,14 +77,21 @@ def for_slack(text: str) -> str:
 
 
 def mention(user: str) -> str:
-    """How Slack shows a user id (``<@U123>``); a sender that is no Slack user id as it is."""
-    return f"<@{user}>" if user[:1] in ("U", "W") and user.isalnum() else user
+    """How Slack shows a user id (``<@U123>``); a sender that is no Slack user id (an email,
+    a name given over HTTP) as escaped text."""
+    return f"<@{user}>" if SLACK_USER_ID.fullmatch(user) else escape(user)
+
+
+def _mrkdwn(text: str) -> dict[str, Any]:
+    """A mrkdwn text object of escaped ``text``; ``verbatim`` so Slack makes no link or
+    mention of its own from it (the ``<@U123>`` :func:`mention` builds still works)."""
+    return {"type": "mrkdwn", "text": text, "verbatim": True}
 
 
 def _button(text: str, action_id: str, ask_id: str, style: str | None = None) -> dict[str, Any]:
     button: dict[str, Any] = {
         "type": "button",
-        "text": {"type": "plain_text", "text": text[:MAX_BUTTON_CHARS], "emoji": False},
+        "text": {"type": "plain_text", "text": clip(escape(text), MAX_BUTTON_CHARS), "emoji": False},
         "action_id": action_id,
         "value": ask_id,
     }
@@ -54,8 +101,14 @@ def _button(text: str, action_id: str, ask_id: str, style: str | None = None) ->
 
 
 def question_text(ask: Ask) -> str:
-    """The ask's question as Slack shows it: the rendered menu, exits named as buttons."""
-    return for_slack(machine.render_question(ask))
+    """The ask's question as Slack shows it: the rendered menu, exits named as buttons, escaped."""
+    return escape(for_slack(machine.render_question(ask)))
+
+
+def reply_text(reply: ChannelReply) -> str:
+    """A reply's line as Slack shows it: exits named as buttons, escaped (a reminder's names,
+    the prompt a line quotes and the options a menu lists are shown as they are)."""
+    return escape(for_slack(reply.text))
 
 
 def ask_blocks(ask: Ask) -> list[dict[str, Any]]:
@@ -68,24 +121,29 @@ def ask_blocks(ask: Ask) -> list[dict[str, Any]]:
     buttons.append(_button(P.CHANNEL_SHOW_OPTIONS_BUTTON, MENU_ACTION, ask.id))
     buttons.append(_button(P.CHANNEL_CANCEL_BUTTON, CANCEL_ACTION, ask.id, style="danger"))
     return [
-        {"type": "section", "text": {"type": "mrkdwn", "text": question_text(ask)[:MAX_SECTION_CHARS]}},
-        {"type": "actions", "block_id": f"parkgate-{ask.id}", "elements": buttons},
+        {"type": "section", "text": _mrkdwn(clip(question_text(ask), MAX_SECTION_CHARS))},
+        {"type": "actions", "block_id": BLOCK_PREFIX + ask.id, "elements": buttons},
     ]
+
+
+def _escaped(ask: Ask) -> Ask:
+    """``ask`` with the text a close line quotes (its answer) escaped; names go through :func:`mention`."""
+    return ask if ask.answer is None else dataclasses.replace(ask, answer=escape(ask.answer))
 
 
 def closed_line(ask: Ask) -> str:
     """How a closed ask ended, with people named as Slack shows them (:mod:`parkgate.channels.lines`)."""
-    return lines.closed_line(ask, mention)
+    return lines.closed_line(_escaped(ask), mention)
 
 
 def already_closed_line(ask: Ask) -> str:
     """What a click on closed ``ask`` answers: "This question is already closed (answered by <@U123>)."."""
-    return lines.already_closed_line(ask, mention)
+    return lines.already_closed_line(_escaped(ask), mention)
 
 
 def closed_blocks(ask: Ask) -> list[dict[str, Any]]:
     """A closed ask: its prompt and how it ended; no buttons."""
     return [
-        {"type": "section", "text": {"type": "mrkdwn", "text": ask.prompt[:MAX_SECTION_CHARS]}},
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": closed_line(ask)}]},
+        {"type": "section", "text": _mrkdwn(clip(escape(ask.prompt), MAX_SECTION_CHARS))},
+        {"type": "context", "elements": [_mrkdwn(closed_line(ask))]},
     ]

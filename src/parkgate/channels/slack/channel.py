@@ -10,7 +10,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from parkgate.channels.base import ChannelReply, Posted
-from parkgate.channels.slack.blocks import ask_blocks, closed_blocks, closed_line, for_slack, question_text
+from parkgate.channels.slack.blocks import ask_blocks, closed_blocks, closed_line, question_text, reply_text
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Ask
 from parkgate.errors import ChannelJobFailed, InputError
@@ -99,14 +99,15 @@ class SlackChannel:
     def reply(self, ask: Ask, location: Mapping[str, Any], reply: ChannelReply) -> None:
         """The reply in the ask's thread; ``not_yours`` only to the person who clicked or wrote."""
         thread_ts = location.get("thread_ts", location["ts"])
-        text = for_slack(reply.text)
+        text = reply_text(reply)
         if reply.kind is ReplyKind.NOT_YOURS and reply.to:
             self.notify(location, reply.to, text)
             return
         self._call(self.client.chat_postMessage, channel=location["channel"], thread_ts=thread_ts, text=text)
 
     def notify(self, location: Mapping[str, Any], user: str, text: str) -> None:
-        """``chat.postEphemeral``: ``text`` shown to ``user`` alone, in the ask's thread."""
+        """``chat.postEphemeral``: ``text`` (escaped already, as :mod:`~parkgate.channels.slack.blocks`
+        builds every line) shown to ``user`` alone, in the ask's thread."""
         thread_ts = location.get("thread_ts", location["ts"])
         self._call(
             self.client.chat_postEphemeral, channel=location["channel"], user=user, text=text, thread_ts=thread_ts

@@ -2,13 +2,15 @@
 URL, verified with Slack's signing secret before anything is read or written, then
 dispatched to a Bolt app (:func:`slack_app`) on a worker thread.
 
-A bad signature, or a timestamp more than 5 minutes away, is a 401; a body that is not
-Slack's (not JSON, or a form without a JSON ``payload``) is a 400; both change nothing.
+A bad signature, or a timestamp that is not whole seconds or is more than 5 minutes away,
+is a 401; a body that is not Slack's (not JSON, or a form without a JSON ``payload``) is a
+400; both change nothing, and neither logs more than a line.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -36,6 +38,8 @@ ENV_API_URL = "PARKGATE_SLACK_API_URL"
 #: Where Slack sends events and clicks (the app manifest's request URLs).
 EVENTS_PATH = "/slack/events"
 DEFAULT_API_URL = "https://slack.com/api/"
+#: A request's ``X-Slack-Request-Timestamp``: whole seconds since the epoch, as Slack sends it.
+TIMESTAMP = re.compile(r"[0-9]{1,12}")
 
 
 def web_client(token: str, api_url: str = DEFAULT_API_URL) -> WebClient:
@@ -101,6 +105,14 @@ def _malformed(body: bytes, content_type: str) -> str | None:
     return None if isinstance(value, dict) and isinstance(value.get("type"), str) else "not a Slack event"
 
 
+def _one_timestamp(request: Request) -> bool:
+    """Whether the request has one ``X-Slack-Request-Timestamp`` and one signature, and the
+    timestamp is whole seconds (what the verifiers, ours and Bolt's, read as a number)."""
+    timestamps = request.headers.getlist("x-slack-request-timestamp")
+    signatures = request.headers.getlist("x-slack-signature")
+    return len(timestamps) == 1 and len(signatures) == 1 and TIMESTAMP.fullmatch(timestamps[0]) is not None
+
+
 class SlackEndpoint:
     """The ``POST /slack/events`` route: verify, check the body's shape, dispatch to Bolt."""
 
@@ -112,7 +124,7 @@ class SlackEndpoint:
         """One request from Slack: 401 unsigned, 400 malformed, else what Bolt answers."""
         body = await request.body()
         headers: dict[str, Any] = dict(request.headers)
-        if not self.verifier.is_valid_request(body, headers):
+        if not _one_timestamp(request) or not self.verifier.is_valid_request(body, headers):
             detail = "the request is not signed with this app's signing secret, or its timestamp is too old"
             return JSONResponse({"error": "unauthorized", "detail": detail}, status_code=401)
         problem = _malformed(body, headers.get("content-type", ""))
