@@ -1,7 +1,8 @@
 """Slack attacked the way issue 38 found it, on Bolt's real dispatch and against the
 recording Web API stand-in: hostile text in prompts, options, names and answers is shown
 as text (never a mention or a disguised link); a click acts only on the ask posted on its
-message, through the action ids parkgate makes; thread broadcasts and replies with files
+message (or on an earlier message of a post cut off by a crash, in the channel it was
+posted to), through the action ids parkgate makes; thread broadcasts and replies with files
 are read; a reply too long to be an answer is refused to the person with a 200 to Slack.
 
 The in-process tests dispatch signed requests to a Bolt app with parkgate registered, its
@@ -12,6 +13,8 @@ when ``dispatch`` returns; the served app's own threads are attacked through a l
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -24,11 +27,13 @@ from slack_sdk import WebClient
 from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, click_body, event_body, signed_headers
 
 from parkgate import ChannelTarget, Gateway, ManualClock
-from parkgate.channels.deliver import ChannelDeliverer
+from parkgate.channels.deliver import LEASE_SECONDS, ChannelDeliverer
 from parkgate.channels.slack import register
 from parkgate.checks import MAX_MESSAGE_CHARS
 from parkgate.core import phrases as P
 from polling import until
+
+Reopen = Any
 
 #: What a hostile prompt, option, name or answer holds: channel pings, a user mention, a disguised link.
 PINGS = ("<!channel>", "<!everyone>", "<!here>", "<@UCEO>")
@@ -99,6 +104,12 @@ class Served:
 
 def message(thread: str, text: str, ts: str, user: str = "UALICE", **fields: Any) -> dict[str, Any]:
     return {"type": "message", "channel": "C1", "user": user, "text": text, "ts": ts, "thread_ts": thread, **fields}
+
+
+def recorded_ts(gateway: Gateway, ask_id: str) -> str | None:
+    """The ts of ``ask_id``'s Slack post as recorded (``None``: not recorded)."""
+    post = gateway.channel_post(ask_id)
+    return None if post is None or post.location is None else str(json.loads(post.location)["ts"])
 
 
 def raw_markup(text: str) -> list[str]:
@@ -213,6 +224,47 @@ def test_a_click_acts_only_on_the_ask_posted_on_its_message(gateway: Gateway, sl
     served.click(click_body(other, "parkgate:cancel", "UBOB", "t-bob", channel=channel, ts=ts))
     assert served.told("UBOB") == ["This question is already closed (answered by <@UALICE>)."]
     assert gateway.get(other).is_open
+
+
+def test_a_post_cut_off_by_a_crash_is_posted_again_and_a_click_on_the_first_message_still_answers(
+    gateway: Gateway, slack_api: SlackWebApi, reopen: Reopen, clock: ManualClock
+) -> None:
+    Served(gateway, slack_api)
+    asked = gateway.ask("c1", "Deploy build 42?", ["Deploy", "Hold"], post_to=ChannelTarget("slack", {"channel": "C1"}))
+    ask_id = asked.ask_id
+    assert ask_id is not None
+    slack_api.held.add("chat.postMessage")  # Slack posted; the answer never gets back
+    crashed = threading.Thread(target=ChannelDeliverer(gateway.store, clock, gateway.channels).run_due)
+    crashed.start()  # the process killed during chat.postMessage
+    try:
+        until(lambda: slack_api.holding == 1, 10, "the first chat.postMessage")
+        channel, first_ts = slack_api.message_of(ask_id)
+        slack_api.held.clear()
+        clock.advance(timedelta(seconds=LEASE_SECONDS + 1))
+        served = Served(reopen(), slack_api)  # the restarted process
+        again = served.gateway
+        assert served.deliver() == 1
+        second_ts = served.thread(ask_id)
+        assert second_ts != first_ts and recorded_ts(again, ask_id) == second_ts
+        # A click with the first message's ts from another channel still changes nothing.
+        served.click(click_body(ask_id, "parkgate:option:2", "UMALLORY", "t-1", channel="C9", ts=first_ts))
+        assert served.told("UMALLORY") == [P.SLACK_NOT_THIS_MESSAGE]
+        assert again.get(ask_id).is_open
+        # The first message's buttons are the ask's: a click on it answers the ask.
+        served.click(click_body(ask_id, "parkgate:option:1", "UALICE", "t-2", channel=channel, ts=first_ts))
+        assert again.get(ask_id).answer == "Deploy"
+        served.deliver()
+        (update,) = slack_api.of("chat.update")
+        assert update.args["ts"] == second_ts  # the recorded post shows how it ended
+        # A click on it once the ask closed is told how it closed, not nothing.
+        served.click(click_body(ask_id, "parkgate:option:2", "UBOB", "t-3", channel=channel, ts=first_ts))
+        assert served.told("UBOB") == ["This question is already closed (answered by <@UALICE>)."]
+    finally:
+        slack_api.release.set()
+        crashed.join(30)
+    # The first process's late answer changes nothing: the recorded post stays the second.
+    assert recorded_ts(again, ask_id) == second_ts
+    again.close()
 
 
 @pytest.mark.parametrize(
