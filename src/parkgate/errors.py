@@ -32,6 +32,7 @@ its nearest listed base. The tree, drawn as httpx draws its own::
         + StoreClosed: the Gateway is closed
         + StoreConflict: a race, retried by the gateway before it reaches anyone
         + SchemaMissing: a PostgreSQL schema to create first (parkgate migrate)
+        + OutOfBounds: an audit's read past its --timeout or --max-rows
       x ClientError: raised by the HTTP client of its own (parkgate.client)
         + Unreachable: no answer (refused, timed out, cut off)
         + ErrorResponse: an error response with no library exception of its own
@@ -303,6 +304,11 @@ class SchemaMissing(StoreError):
             f"`parkgate migrate` (PARKGATE_PG_SCHEMA={schema}) or by opening the store with "
             "migrate=True, or fix the name"
         )
+
+
+class OutOfBounds(StoreError):
+    """A read by ``parkgate audit`` stopped by its bounds: past the time limit, or more rows
+    than allowed. Nothing past the bound was read."""
 
 
 class StoreConflict(StoreError):

@@ -21,7 +21,6 @@ from click.testing import CliRunner, Result
 
 from parkgate.cli import main
 
-NOW = datetime.now(UTC)
 #: (id, conversation, hours since asked, answered?)
 ROWS = [(1, "chat-a", 2.0, False), (2, "chat-b", 30.0, False), (3, "chat-c", 50.0, True), (4, "chat-d", 7.0, False)]
 TABLE = 'pending "asks"'  # a name that only works quoted
@@ -36,8 +35,12 @@ class Database:
 
 
 def _rows(stamp: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
+    """The rows stamped back from the moment they are written: the audit reads the wall
+    clock, so ages are measured from a time seconds before it runs (not the module's import,
+    minutes earlier in a long run)."""
+    now = datetime.now(UTC)
     return [
-        (key, conversation, stamp(NOW - timedelta(hours=hours)), stamp(NOW) if answered else None)
+        (key, conversation, stamp(now - timedelta(hours=hours)), stamp(now) if answered else None)
         for key, conversation, hours, answered in ROWS
     ]
 

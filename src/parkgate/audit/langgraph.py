@@ -29,8 +29,8 @@ from typing import Any
 
 from parkgate.audit.clock import Parked, as_utc, shorten
 from parkgate.audit.plain import Typed, loads_plain, plain
-from parkgate.audit.readonly import Bounds, OutOfBounds, Reader, read_only
-from parkgate.errors import StoreError
+from parkgate.audit.readonly import Bounds, Reader, read_only
+from parkgate.errors import OutOfBounds, StoreError
 
 INTERRUPT = "__interrupt__"
 RESUME = "__resume__"

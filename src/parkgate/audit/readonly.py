@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from parkgate.errors import StoreError, StoreUnavailable
+from parkgate.errors import OutOfBounds, StoreError, StoreUnavailable
 from parkgate.store import is_postgres_url
 from parkgate.store.sqlite_file import path_from_url
 
@@ -38,10 +38,6 @@ DEFAULT_MAX_ROWS = 10_000
 _BATCH = 500
 _SQLITE_STEPS = 1_000
 _cursor_names = itertools.count()
-
-
-class OutOfBounds(StoreError):
-    """A read stopped by its :class:`Bounds`: past the time limit, or more rows than allowed."""
 
 
 @dataclass(frozen=True)
