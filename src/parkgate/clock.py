@@ -25,13 +25,46 @@ class SystemClock:
 
 
 class ManualClock:
-    """A clock that moves only when told: tests expire asks without sleeping."""
+    """A clock that moves only when told: tests expire asks without sleeping.
+
+    Moving it wakes whoever waits on a :class:`~parkgate.Gateway` that reads it (a
+    :meth:`~parkgate.Gateway.wait`, a long-poll, the deliverer): they read again at once,
+    so a TTL or a reminder made due by :meth:`advance` is acted on then, not at the next
+    real-time read.
+    """
 
     def __init__(self, start: datetime | None = None) -> None:
         self._now = start or datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
         if self._now.tzinfo is None:
             raise ValueError("ManualClock needs a timezone-aware start time")
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
+
+    def on_move(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` after every :meth:`advance` and :meth:`set`.
+
+        Args:
+            listener: Called in the thread that moved the clock; it must be quick and must
+                not raise.
+
+        Returns:
+            The call that removes it (removing twice is harmless).
+        """
+        with self._lock:
+            self._listeners.append(listener)
+
+        def remove() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return remove
+
+    def _moved(self) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener()
 
     def now(self) -> datetime:
         """Its start time, moved only by :meth:`advance` and :meth:`set`."""
@@ -43,12 +76,15 @@ class ManualClock:
         step = by if isinstance(by, timedelta) else timedelta(seconds=by)
         with self._lock:
             self._now += step
-            return self._now
+            now = self._now
+        self._moved()
+        return now
 
     def set(self, moment: datetime) -> None:
         """Put the clock at ``moment``."""
         with self._lock:
             self._now = moment
+        self._moved()
 
 
 class _AwareClock:

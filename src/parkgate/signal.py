@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import enum
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
@@ -318,3 +319,32 @@ class CloseSignal:
         if watcher is not None:
             watcher.stop()
         self.changed(Change.ANY)
+
+
+def hear_moves(clock: object, signal: CloseSignal) -> Callable[[], None]:
+    """Wake every waiter on ``signal`` whenever ``clock`` is moved by hand.
+
+    A clock with ``on_move`` (:class:`~parkgate.clock.ManualClock`) says when a test moves
+    it; a move is :data:`Change.ANY`, so waiters and the deliverer read again at once and
+    act on a TTL or a due time the move reached. The clock holds the signal weakly: a
+    gateway never closed is still collected.
+
+    Args:
+        clock: The gateway's clock; one without ``on_move`` is the real one and never moves.
+        signal: The gateway's close signal.
+
+    Returns:
+        The call that stops listening (a no-op for a clock without ``on_move``).
+    """
+    on_move = getattr(clock, "on_move", None)
+    if not callable(on_move):
+        return lambda: None
+    hub = weakref.ref(signal)
+
+    def moved() -> None:
+        target = hub()
+        if target is not None:
+            target.changed(Change.ANY)
+
+    stop: Callable[[], None] = on_move(moved)
+    return stop

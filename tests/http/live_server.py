@@ -1,17 +1,26 @@
-"""Real parkgate server processes on loopback, a callback receiver and a cuttable TCP proxy.
+"""Live parkgate servers on loopback, a callback receiver and a cuttable TCP proxy.
 
-Imported by ``tests/http`` and ``tests/browser``. A server is started the way a
-deployment starts it: ``python -m uvicorn --factory parkgate.http.app:app_from_env``
-(or ``parkgate.http.server.serve`` for several workers, or ``parkgate serve`` itself with
-``via_cli``) with ``PARKGATE_DB``, ``PARKGATE_TOKEN`` and ``PARKGATE_PG_SCHEMA`` in its
-environment (and ``extra_env``: ``PARKGATE_CALLBACK_ALLOW`` for a test whose callbacks go to a
-receiver on loopback, say). Its output goes to ``log_path``; with ``stderr_path`` its stderr goes there.
+The suite's one live-server harness. A :class:`Server` is configured the way a deployment
+configures one: ``PARKGATE_DB``, ``PARKGATE_TOKEN``, ``PARKGATE_PG_SCHEMA`` and
+``extra_env`` (``PARKGATE_CALLBACK_ALLOW`` for a test whose callbacks go to a receiver on
+loopback, say), read by ``parkgate.http.app:app_from_env``. It runs in one of two ways:
+
+- **in a thread** (``in_thread=True``): the app is built by ``app_from_env`` in this
+  process and served by uvicorn on a free port from a thread of its own. Starting it costs
+  milliseconds, and it can take a :class:`~parkgate.ManualClock` (``clock``) that the test
+  moves. Its ``parkgate`` log lines go to ``log_path`` as the process's would. For any
+  HTTP behaviour: the process is not the point.
+- **as a process** (the default): ``python -m uvicorn --factory ...app_from_env`` (or
+  ``parkgate.http.server.serve`` for several workers, or ``parkgate serve`` itself with
+  ``via_cli``), its output in ``log_path`` (stderr in ``stderr_path`` when given). For
+  what only a process shows: kill -9, a restart, several workers, signals, the CLI's start-up.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -66,6 +75,11 @@ class Server:
     extra_args: list[str] = field(default_factory=list)
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    #: Serve from a thread of this process instead of a process of its own.
+    in_thread: bool = False
+    #: The in-thread server's clock (a ManualClock the test moves); a process reads the real one.
+    clock: Any = None
+    _threaded: Any = None
 
     @property
     def url(self) -> str:
@@ -103,7 +117,12 @@ class Server:
         ]
 
     def start(self) -> Server:
-        """Start the process and wait (bounded) until ``/healthz`` says 200."""
+        """Start the server and wait (bounded) until ``/healthz`` says 200."""
+        if self.in_thread:
+            assert self.workers == 1 and not self.via_cli, "several workers and the CLI need a process"
+            self._threaded = ThreadedServer(self.env(), self.port, self.log_path, self.clock).start()
+            return self
+        assert self.clock is None, "a server process reads the real clock: pass in_thread=True"
         with contextlib.ExitStack() as files:
             log = files.enter_context(open(self.log_path, "ab"))
             errors = files.enter_context(open(self.stderr_path, "ab")) if self.stderr_path else None
@@ -121,6 +140,12 @@ class Server:
             self.kill()
             raise AssertionError(f"{failed}:\n{self.log_tail()}") from None
 
+    @property
+    def gateway(self) -> Any:
+        """The in-thread server's :class:`~parkgate.Gateway` (to order a test's threads by its signal)."""
+        assert self._threaded is not None, "only an in-thread server's gateway is in this process"
+        return self._threaded.app.state.gateway
+
     def _healthy(self) -> Server | None:
         """This server once ``/healthz`` says 200; a failure if the process has exited."""
         assert self.proc is not None
@@ -133,6 +158,7 @@ class Server:
 
     def kill(self) -> None:
         """SIGKILL: no shutdown hooks run (for workers, the whole process group)."""
+        assert self._threaded is None, "an in-thread server cannot be killed: start it as a process"
         if self.proc is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -140,6 +166,10 @@ class Server:
 
     def stop(self) -> None:
         """A normal shutdown (SIGTERM); SIGKILL if it does not end in 20 s."""
+        if self._threaded is not None:
+            threaded, self._threaded = self._threaded, None
+            threaded.stop()
+            return
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -160,6 +190,67 @@ class Server:
 
     def log_tail(self, lines: int = 60) -> str:
         return "\n".join((self.log_text() + self.stderr_text()).splitlines()[-lines:])
+
+
+#: Held while the process environment is swapped to build an in-thread server's app.
+_ENVIRON_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _environment(env: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` replaced by ``env`` for the block (for ``app_from_env`` to read)."""
+    with _ENVIRON_LOCK:
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(env)
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+class ThreadedServer:
+    """uvicorn serving ``app_from_env``'s app from a thread of this process."""
+
+    def __init__(self, env: dict[str, str], port: int, log_path: Path, clock: Any) -> None:
+        import uvicorn
+
+        from parkgate.http.app import app_from_env
+        from parkgate.http.logs import JsonLineFormatter
+
+        with _environment(env):
+            self.app = app_from_env(clock=clock)
+        self.server = uvicorn.Server(
+            uvicorn.Config(self.app, host="127.0.0.1", port=port, log_config=None, access_log=False, lifespan="on")
+        )
+        self._log = logging.getLogger("parkgate")
+        self._handler = logging.FileHandler(log_path, encoding="utf-8")
+        self._handler.setFormatter(JsonLineFormatter())
+        self._level = self._log.level
+        self._thread = threading.Thread(target=self.server.run, name=f"parkgate-serve-{port}", daemon=True)
+
+    def start(self) -> ThreadedServer:
+        """Serve, and return once uvicorn listens (bounded)."""
+        self._log.addHandler(self._handler)
+        self._log.setLevel(logging.INFO)
+        self._thread.start()
+        try:
+            until(lambda: self.server.started or not self._thread.is_alive(), START_TIMEOUT, "uvicorn to listen")
+            if not self.server.started:
+                raise AssertionError("the in-thread server stopped before it listened")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """A normal shutdown: the lifespan ends (the deliverer stops, the gateway closes)."""
+        self.server.should_exit = True
+        self._thread.join(30)
+        self._log.removeHandler(self._handler)
+        self._log.setLevel(self._level)
+        self._handler.close()
 
 
 @dataclass

@@ -39,7 +39,7 @@ from parkgate.gateway.reads import ReadCalls
 from parkgate.gateway.run_calls import RunCalls
 from parkgate.gateway.runs import RunLifeCycle, WritePlan, new_id, new_run, pass_reply
 from parkgate.metrics import Metrics
-from parkgate.signal import Change, CloseSignal
+from parkgate.signal import Change, CloseSignal, hear_moves
 from parkgate.store import DEFAULT_URL, Store, Transaction, open_deployed_store
 from parkgate.workflow import Workflow
 
@@ -106,6 +106,8 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
         self.metrics.read_gauges_with(self.gauges)
         #: Every waiter on this gateway's asks hears their close here (see parkgate.signal).
         self.signal = CloseSignal(self.store.watch)
+        #: A clock moved by hand (a test's ManualClock) wakes every waiter to read again.
+        self._stop_hearing_clock = hear_moves(self.clock, self.signal)
         #: Set while a deliverer runs on this gateway (``deliver=True``, ``parkgate serve``).
         self.delivering = False
         self._runs = RunLifeCycle(self.ttl, escalate_after, self.workflows)
@@ -128,6 +130,7 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
         deliverer, self._deliverer = self._deliverer, None
         if deliverer is not None:
             deliverer.stop()
+        self._stop_hearing_clock()
         self.signal.close()
         self.store.close()
 

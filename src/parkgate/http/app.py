@@ -42,6 +42,7 @@ from fastapi import FastAPI
 from parkgate.async_gateway import AsyncGateway
 from parkgate.channels.serving import ServedChannel, served_channels
 from parkgate.checks import MAX_WAIT_SECONDS
+from parkgate.clock import Clock
 from parkgate.delivery import Deliverer
 from parkgate.demo import WORKFLOWS
 from parkgate.gateway import Gateway
@@ -146,7 +147,7 @@ def create_app(
     return app
 
 
-def app_from_env() -> FastAPI:
+def app_from_env(*, clock: Clock | None = None) -> FastAPI:
     """The app factory for ``uvicorn --factory parkgate.http.app:app_from_env``.
 
     Reads ``PARKGATE_DB``, ``PARKGATE_PG_SCHEMA`` and ``PARKGATE_PG_TIMEOUT`` (see
@@ -160,11 +161,15 @@ def app_from_env() -> FastAPI:
     When nothing in the process has configured logging, the ``parkgate`` records (each
     expiry's ``ask_expired`` line) go to stderr as JSON lines
     (:func:`parkgate.http.logs.ensure_stderr_logging`).
+
+    Args:
+        clock: The gateway's clock (default the real one); a test serving the app from a
+            thread passes a :class:`~parkgate.ManualClock` it moves.
     """
     ensure_stderr_logging()
     settings = settings_from_env()
     max_long_polls = max_long_polls_from_env()
-    gateway = Gateway(store=store_from_env(), workflows=WORKFLOWS.values(), surface="http")
+    gateway = Gateway(store=store_from_env(), workflows=WORKFLOWS.values(), surface="http", clock=clock)
     try:
         channels = served_channels(gateway, os.environ)
         app = create_app(gateway, settings=settings, max_long_polls=max_long_polls, channels=channels)
