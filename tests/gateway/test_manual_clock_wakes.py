@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from conftest import MakeGateway, StoreUrlFactory
 from parkgate import Ask, AskStatus, ManualClock
+
+if TYPE_CHECKING:
+    from conftest import MakeGateway, StoreUrlFactory
 
 
 def test_a_wait_sleeping_on_an_open_ask_sees_the_ttl_the_clock_was_moved_past(
