@@ -438,3 +438,17 @@ def test_cpu_split_never_counts_a_process_that_is_not_postgres() -> None:
         "raw_over_gateway": None,
     }
     assert "unknown: the server is not on this machine" in cpu_split.render(result)
+
+
+def test_parser_linear_reports_every_shape_against_its_goal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import parser_linear
+
+    out = tmp_path / "parser.json"
+    code = parser_linear.main(["--length", "6000", "--largest", "8000", "--json", str(out)])
+    cases = json.loads(out.read_text())
+    shapes = len(parser_linear.OPTION_LINES) + len(parser_linear.MARKER_LINES)
+    assert [case["kind"] for case in cases] == ["same length"] * shapes + ["four times the input"] * 5
+    assert all(case["ratio"] > 0 and case["met"] == (case["ratio"] < case["goal"]) for case in cases)
+    assert code == (0 if all(case["met"] for case in cases) else 1)  # the exit status is the verdict
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == len(cases) and all("goal <" in line for line in printed)
