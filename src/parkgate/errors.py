@@ -57,8 +57,7 @@ from typing import Any
 
 from parkgate.wire_codes import Scope
 
-#: How the message of :class:`AskAlreadyOpen` says "replace it" to a Python caller, and to
-#: an HTTP client (the request's JSON field).
+#: How :class:`AskAlreadyOpen` says "replace it" to a Python caller, and to an HTTP client.
 REPLACE_IN_PYTHON = "pass replace=True"
 REPLACE_IN_JSON = 'send "replace": true'
 
@@ -271,8 +270,7 @@ class ChannelJobFailed(ParkgateError):
 class StoreError(ParkgateError):
     """The store cannot be used as asked (not a parkgate database, read-only, ...).
 
-    Over HTTP every store error is a 503 with ``Retry-After``: the request may succeed
-    once the database is back or fixed.
+    Over HTTP a 503 with ``Retry-After``: it may succeed once the database is back or fixed.
     """
 
 
@@ -281,11 +279,8 @@ class StoreUnavailable(StoreError):
 
 
 class StoreClosed(StoreError):
-    """The store was closed (:meth:`Gateway.close`, or the end of its ``with`` block).
-
-    A closed store stays closed: it does not quietly open new connections. Open a new
-    ``Gateway`` (or store) to go on.
-    """
+    """The store was closed (:meth:`Gateway.close`, or the end of its ``with`` block); it
+    stays closed, never quietly opening new connections: open a new ``Gateway`` to go on."""
 
     def __init__(self, where: str) -> None:
         super().__init__(
@@ -307,8 +302,7 @@ class SchemaMissing(StoreError):
 
 
 class OutOfBounds(StoreError):
-    """A read by ``parkgate audit`` stopped by its bounds: past the time limit, or more rows
-    than allowed. Nothing past the bound was read."""
+    """An audit's read stopped past its time limit or its row limit; nothing more was read."""
 
 
 class StoreConflict(StoreError):
