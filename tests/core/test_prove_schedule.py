@@ -17,7 +17,8 @@ from parkgate.prove import schedule as proved
 def test_every_state_fires_its_schedule_without_closing_touching_or_removing() -> None:
     cases = enumerate_cases()
     assert {case.expired for case in cases} == {False, True}
-    failures = [failure for case in cases for failure in proved.schedule_failures(case, machine.DEFAULT_ESCALATE_AFTER)]
+    memo: dict[object, list[str]] = {}
+    failures = [f for case in cases for f in proved.schedule_failures(case, machine.DEFAULT_ESCALATE_AFTER, memo)]
     assert failures == []
     assert check().failures == []
 
@@ -46,5 +47,6 @@ def firing_when_lapsed(ask: Ask, now: datetime) -> Fired | None:
 )
 def test_a_firing_that_breaks_a_property_is_caught(monkeypatch: pytest.MonkeyPatch, broken: object, says: str) -> None:
     monkeypatch.setattr(proved, "fire_due", broken)
-    failures = [failure for case in enumerate_cases() for failure in proved.schedule_failures(case, 3)]
+    memo: dict[object, list[str]] = {}
+    failures = [failure for case in enumerate_cases() for failure in proved.schedule_failures(case, 3, memo)]
     assert any(says in failure for failure in failures)

@@ -58,6 +58,7 @@ def check(escalate_after: int = machine.DEFAULT_ESCALATE_AFTER) -> Report:
     results: list[tuple[Case, Outcome]] = []
     failures: list[str] = []
     asks: dict[tuple[object, ...], Ask] = {}  # one open ask per state: the cases of a state share it
+    schedules: dict[object, list[str]] = {}  # one schedule check per state and input, whoever sends it
     for case in enumerate_cases(escalate_after):
         ask = asks.get(case.state) or asks.setdefault(case.state, case.open_ask())
         try:
@@ -67,7 +68,7 @@ def check(escalate_after: int = machine.DEFAULT_ESCALATE_AFTER) -> Report:
             continue
         results.append((case, outcome))
         failures.extend(verify(case, outcome, escalate_after))
-        failures.extend(schedule_failures(case, escalate_after))
+        failures.extend(schedule_failures(case, escalate_after, schedules))
     failures.extend(quorum_closes(results))
     return build_report(results, failures)
 

@@ -53,12 +53,34 @@ def scheduled_asks(case: Case) -> list[Ask]:
     ]
 
 
-def schedule_failures(case: Case, escalate_after: int) -> list[str]:
-    """Every property above that one case breaks, for each schedule (empty: none)."""
+def schedule_failures(case: Case, escalate_after: int, memo: dict[object, list[str]] | None = None) -> list[str]:
+    """Every property above that one case breaks, for each schedule (empty: none).
+
+    Args:
+        case: The case; its sender plays no part (the schedule's inputs carry none).
+        escalate_after: The misses before the escalation step.
+        memo: Shared over one run: cases that differ only in their sender share the work
+            (the enumeration sends each input from four sender classes).
+
+    Returns:
+        One line a broken property, each starting with the case's description.
+    """
+    key = (case.state, case.message, escalate_after)
+    problems = memo.get(key) if memo is not None else None
+    if problems is None:
+        problems = _schedule_problems(case, escalate_after)
+        if memo is not None:
+            memo[key] = problems
+    label = case.describe()
+    return [f"{label}, {problem}" for problem in problems]
+
+
+def _schedule_problems(case: Case, escalate_after: int) -> list[str]:
+    """:func:`schedule_failures`' lines without the case's description in front."""
     failures: list[str] = []
     for ask in scheduled_asks(case):
         now = case.moment(ask.last_touched)
-        label = f"{case.describe()}, remind_after={ask.remind_after}, escalate_after={ask.escalate_after}"
+        label = f"remind_after={ask.remind_after}, escalate_after={ask.escalate_after}"
         fired = fire_due(ask, now)
         closed = ask.evolve(status=AskStatus.ANSWERED, answered_at=now)
         if fire_due(closed, now) is not None:
