@@ -13,7 +13,13 @@ measured in the same run (the least of a few timings of ``find`` on each side):
   skill output and at the largest. Goal: under :data:`FOUR_TIMES_INPUT_FACTOR` (linear:
   about 4x; quadratic: 16x).
 
-    python -m bench.parser_linear [--length 60000] [--json PATH]
+A third ratio goes through the HTTP app (``--http``): ``POST /v1/asks`` with each
+hostile option line as ``skill_output`` near the 256,000-character limit, against the
+same request with an ordinary output of the same length (short prose lines and a small
+menu), on one app and store (the app in process, on a SQLite file). Goal: under
+:data:`SAME_LENGTH_FACTOR`; the body's JSON dominates both sides.
+
+    python -m bench.parser_linear [--length 60000] [--http] [--json PATH]
 
 It prints one line a case and exits 1 when a ratio misses its goal.
 """
@@ -120,13 +126,72 @@ def measure(length: int = 60_000, largest: int = MAX_SKILL_OUTPUT_CHARS - 100) -
     return cases
 
 
+#: The hostile option lines sent through HTTP: (prefix, unit, suffix).
+HTTP_LINES: dict[str, tuple[str, str, str]] = {
+    "the reported line": ("1. a", " ", "b"),
+    "tabs after 1)": ("1)", "\t", "x"),
+    "repeated separators": ("1", " -", ""),
+    "spaces and CRLF": ("1 - a", " \r\n", "2. b"),
+    "endless digits": ("", "1", "."),
+}
+
+
+def _prose_marker(body: str) -> str:
+    return f"Some prose first.\n[[ask]]\nWhich one?\n{body}\n[[/ask]]"
+
+
+def measure_http(length: int = MAX_SKILL_OUTPUT_CHARS - 1_000) -> list[Case]:
+    """Each of :data:`HTTP_LINES` posted as a ``skill_output`` of ``length`` characters,
+    against an ordinary output of that length (the least of :data:`TRIES` posts each)."""
+    import asyncio
+    import tempfile
+
+    import httpx
+
+    from parkgate import Gateway
+    from parkgate.http.app import create_app
+
+    menu = _prose_marker("1. Red\n2. Blue")
+    ordinary_output = "ok\n" * ((length - len(menu)) // 3) + menu
+    conversations = iter(range(1_000_000))
+
+    async def timed(http: httpx.AsyncClient, output: str) -> float:
+        best = float("inf")
+        for _ in range(TRIES):
+            body = {"conversation_id": f"c-{next(conversations)}", "skill_output": output}
+            started = time.perf_counter()
+            response = await http.post("/v1/asks", json=body)
+            best = min(best, time.perf_counter() - started)
+            if response.status_code not in (201, 422):
+                raise RuntimeError(f"POST /v1/asks answered {response.status_code}: {response.text[:200]}")
+        return best
+
+    async def run(folder: str) -> list[Case]:
+        with Gateway(f"sqlite:///{folder}/parkgate.db", surface="http") as gateway:
+            app = create_app(gateway, deliver_callbacks=False)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://parkgate", timeout=600) as http:
+                baseline = await timed(http, ordinary_output)
+                cases = []
+                for name, (prefix, unit, suffix) in HTTP_LINES.items():
+                    room = length - len(_prose_marker(prefix + suffix))
+                    output = _prose_marker(prefix + unit * (room // len(unit)) + suffix)
+                    cases.append(Case("POST /v1/asks", name, await timed(http, output) / baseline, SAME_LENGTH_FACTOR))
+                return cases
+
+    with tempfile.TemporaryDirectory() as folder:
+        return asyncio.run(run(folder))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.parser_linear", description=__doc__.splitlines()[0])
     parser.add_argument("--length", type=int, default=60_000, help="characters of each same-length case")
     parser.add_argument("--largest", type=int, default=MAX_SKILL_OUTPUT_CHARS - 100, help="the four-times case's size")
+    parser.add_argument("--http", action="store_true", help="also POST each hostile line through the HTTP app")
+    parser.add_argument("--http-length", type=int, default=MAX_SKILL_OUTPUT_CHARS - 1_000, help="its output's size")
     parser.add_argument("--json", type=Path, help="also write the cases to this file")
     args = parser.parse_args(argv)
-    cases = measure(args.length, args.largest)
+    cases = measure(args.length, args.largest) + (measure_http(args.http_length) if args.http else [])
     for case in cases:
         verdict = "ok" if case.met else "MISSED"
         print(f"{case.kind:<22} {case.ratio:6.2f}x (goal < {case.goal:g}x) {verdict:<6} {case.shape}")

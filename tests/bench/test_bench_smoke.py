@@ -444,10 +444,15 @@ def test_parser_linear_reports_every_shape_against_its_goal(tmp_path: Path, caps
     from bench import parser_linear
 
     out = tmp_path / "parser.json"
-    code = parser_linear.main(["--length", "6000", "--largest", "8000", "--json", str(out)])
+    code = parser_linear.main(
+        ["--length", "6000", "--largest", "8000", "--http", "--http-length", "8000"] + ["--json", str(out)]
+    )
     cases = json.loads(out.read_text())
     shapes = len(parser_linear.OPTION_LINES) + len(parser_linear.MARKER_LINES)
-    assert [case["kind"] for case in cases] == ["same length"] * shapes + ["four times the input"] * 5
+    http = len(parser_linear.HTTP_LINES)
+    assert [case["kind"] for case in cases] == ["same length"] * shapes + ["four times the input"] * 5 + [
+        "POST /v1/asks"
+    ] * http
     assert all(case["ratio"] > 0 and case["met"] == (case["ratio"] < case["goal"]) for case in cases)
     assert code == (0 if all(case["met"] for case in cases) else 1)  # the exit status is the verdict
     printed = capsys.readouterr().out.splitlines()
