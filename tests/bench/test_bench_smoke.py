@@ -445,7 +445,7 @@ def test_parser_linear_reports_every_shape_against_its_goal(tmp_path: Path, caps
 
     out = tmp_path / "parser.json"
     code = parser_linear.main(
-        ["--length", "6000", "--largest", "8000", "--http", "--http-length", "8000"] + ["--json", str(out)]
+        ["--length", "6000", "--largest", "8000", "--http", "--http-length", "8000", "--json", str(out)]
     )
     cases = json.loads(out.read_text())
     shapes = len(parser_linear.OPTION_LINES) + len(parser_linear.MARKER_LINES)
