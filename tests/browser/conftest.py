@@ -46,6 +46,6 @@ def console_token() -> str:
 def console_server(tmp_path_factory: pytest.TempPathFactory, console_token: str) -> Iterator[Server]:
     """A real server with a token, on a SQLite file of its own."""
     folder = tmp_path_factory.mktemp("console")
-    server = Server(f"sqlite:///{folder / 'parkgate.db'}", folder / "server.log", token=console_token)
+    server = Server(f"sqlite:///{folder / 'parkgate.db'}", folder / "server.log", token=console_token, in_thread=True)
     with running(server.start()):
         yield server

@@ -158,6 +158,7 @@ def test_a_failed_callback_shows_in_the_console_and_the_operator_retries_it(
         tmp_path / "server.log",
         token=console_token,
         extra_env={"PARKGATE_CALLBACK_ALLOW": "127.0.0.1", "PARKGATE_CALLBACK_MAX_ATTEMPTS": "1"},
+        in_thread=True,
     )
     with running(server.start()), server.client() as http:
         body = {"conversation_id": "hooked", "prompt": "Ship?", "options": ["Yes", "No"]}

@@ -62,6 +62,7 @@ def busy_console(tmp_path_factory: pytest.TempPathFactory, console_token: str) -
         folder / "server.log",
         token=console_token,
         extra_env={"PARKGATE_CALLBACK_ALLOW": "127.0.0.1", "PARKGATE_CALLBACK_MAX_ATTEMPTS": "1"},
+        in_thread=True,
     )
     with running(server.start()), server.client() as http:
         http.post("/v1/workflows/uml/start", json={"conversation_id": "ops-demo"})

@@ -1,13 +1,18 @@
-"""Fixtures for the HTTP tests: real server processes on loopback, on SQLite and PostgreSQL.
+"""Fixtures for the HTTP tests: real servers on loopback, served from a thread of the test
+process unless the process is the point (kill -9, a restart, several workers, the CLI).
 
-- ``served``: one server per test module and store (parametrised ``sqlite`` /
-  ``postgres``), shared by that module's tests; each test uses its own conversations.
-- ``served_sqlite``: the same, SQLite only.
+Tests above the store run on SQLite: ``engine`` is ``sqlite`` unless a test whose
+behaviour depends on the engine parametrises it itself
+(``@pytest.mark.parametrize("engine", STORE_PARAMS)``, with a comment saying why).
+
+- ``served``: one in-thread SQLite server per test module, shared by that module's tests;
+  each test uses its own conversations. ``served_sqlite`` is the same server.
 - ``database(engine)`` / ``sqlite_database``: a fresh database location for a test
   that needs servers of its own (a StoreLocation from the shared ``store_url_factory``).
-- ``start_server(location, token=None, workers=1, **options)``: a started :class:`Server`
-  (``options`` are the Server's own, ``extra_env`` say); every server started here is
-  stopped before the database is dropped.
+- ``start_server(location, token=None, workers=1, in_thread=None, **options)``: a started
+  :class:`Server` (``options`` are the Server's own, ``extra_env`` or ``clock`` say); in a
+  thread unless ``in_thread=False``, several workers or ``via_cli``; every server started
+  here is stopped before the database is dropped.
 - ``conv``: a conversation id no other test uses.
 - ``receiver``: a started callback :class:`Receiver` on loopback, stopped afterwards.
 """
@@ -17,36 +22,26 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import psycopg
 import pytest
 from live_server import Receiver, Server
-from psycopg import sql as pgsql
-
-ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 class StartServer(Protocol):
-    """``start_server(location, token=None, workers=1, **options)``: a running server on ``location``."""
+    """``start_server(location, token=None, workers=1, in_thread=None, **options)``: a running server."""
 
-    def __call__(self, location: Any, token: str | None = None, workers: int = 1, **options: Any) -> Server: ...
-
-
-@dataclass(frozen=True)
-class Location:
-    """A database for a module-scoped server: a SQLite file or a PostgreSQL schema."""
-
-    url: str
-    schema: str | None = None
+    def __call__(
+        self, location: Any, token: str | None = None, workers: int = 1, in_thread: bool | None = None, **options: Any
+    ) -> Server: ...
 
 
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest) -> str:
-    """Each store in turn: ``sqlite`` then ``postgres``."""
-    return str(request.param)
+@pytest.fixture
+def engine() -> str:
+    """SQLite: a test above the store runs on one engine (one that depends on the engine
+    parametrises ``engine`` over ``engine_params.STORE_PARAMS`` itself)."""
+    return "sqlite"
 
 
 @pytest.fixture
@@ -69,13 +64,24 @@ def conv() -> str:
 
 @pytest.fixture
 def start_server(store_url_factory: Any, tmp_path: Path) -> Iterator[StartServer]:
-    """Start real servers; all are stopped at the end (before their databases are dropped)."""
+    """Start servers; all are stopped at the end (before their databases are dropped).
+
+    A server runs in a thread of the test process (``in_thread=None``) unless it has
+    several workers or runs ``parkgate serve`` (``via_cli``); ``in_thread=False`` asks for
+    a process where the process is the point (kill -9, a restart of a process).
+    """
     started: list[Server] = []
     numbers = itertools.count(1)
 
-    def start(location: Any, token: str | None = None, workers: int = 1, **options: Any) -> Server:
+    def start(
+        location: Any, token: str | None = None, workers: int = 1, in_thread: bool | None = None, **options: Any
+    ) -> Server:
         log = tmp_path / f"server-{next(numbers)}.log"
-        server = Server(location.url, log, token=token, schema=location.schema, workers=workers, **options)
+        if in_thread is None:
+            in_thread = workers == 1 and not options.get("via_cli", False)
+        server = Server(
+            location.url, log, token=token, schema=location.schema, workers=workers, in_thread=in_thread, **options
+        )
         started.append(server)
         return server.start()
 
@@ -84,35 +90,21 @@ def start_server(store_url_factory: Any, tmp_path: Path) -> Iterator[StartServer
         server.stop()
 
 
-def _module_server(request: pytest.FixtureRequest, engine: str, tmp: Path) -> Iterator[Server]:
-    if engine == "postgres":
-        url = str(request.getfixturevalue("pg_url"))
-        schema = f"pgh_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(pgsql.SQL("CREATE SCHEMA {}").format(pgsql.Identifier(schema)))
-        location = Location(url, schema)
-    else:
-        location = Location(f"sqlite:///{tmp / 'parkgate.db'}")
-    server = Server(location.url, tmp / "server.log", schema=location.schema)
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """An in-thread SQLite server shared by the module's tests (no token)."""
+    folder = tmp_path_factory.mktemp("served")
+    server = Server(f"sqlite:///{folder / 'parkgate.db'}", folder / "server.log", in_thread=True)
     try:
         yield server.start()
     finally:
         server.stop()
-        if location.schema:
-            with psycopg.connect(location.url, autocommit=True) as conn:
-                conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(location.schema)))
-
-
-@pytest.fixture(scope="module", params=ENGINES)
-def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A server shared by the module's tests, on SQLite and then on PostgreSQL (no token)."""
-    yield from _module_server(request, str(request.param), tmp_path_factory.mktemp("served"))
 
 
 @pytest.fixture(scope="module")
-def served_sqlite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A SQLite server shared by the module's tests (no token)."""
-    yield from _module_server(request, "sqlite", tmp_path_factory.mktemp("served"))
+def served_sqlite(served: Server) -> Server:
+    """The module's server (SQLite, like ``served``), for tests that name the engine."""
+    return served
 
 
 @pytest.fixture

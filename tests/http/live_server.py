@@ -14,6 +14,12 @@ loopback, say), read by ``parkgate.http.app:app_from_env``. It runs in one of tw
   ``parkgate.http.server.serve`` for several workers, or ``parkgate serve`` itself with
   ``via_cli``), its output in ``log_path`` (stderr in ``stderr_path`` when given). For
   what only a process shows: kill -9, a restart, several workers, signals, the CLI's start-up.
+  A stopped or killed server starts again on the same port and database (``starts``
+  counts its starts).
+
+``PARKGATE_TEST_HTTP_APP=module:factory`` serves another app factory (default
+``parkgate.http.app:app_from_env``); the reliability suite's ack-recording client
+(``tests/reliability/_server.py``) drives these servers too.
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ import httpx
 
 from polling import until
 
-APP_FACTORY = "parkgate.http.app:app_from_env"
+#: The app factory; ``PARKGATE_TEST_HTTP_APP`` may name another one (module:factory).
+APP_FACTORY = os.environ.get("PARKGATE_TEST_HTTP_APP", "parkgate.http.app:app_from_env")
 START_TIMEOUT = 60.0
 
 
@@ -61,7 +68,7 @@ wait_until = until
 
 @dataclass
 class Server:
-    """One parkgate server process; restartable on the same port and database."""
+    """One parkgate server (a process, or a thread of this one); restartable on the same port and database."""
 
     db_url: str
     log_path: Path
@@ -79,6 +86,8 @@ class Server:
     in_thread: bool = False
     #: The in-thread server's clock (a ManualClock the test moves); a process reads the real one.
     clock: Any = None
+    #: How many times it has been started (a restart counts).
+    starts: int = 0
     _threaded: Any = None
 
     @property
@@ -118,6 +127,7 @@ class Server:
 
     def start(self) -> Server:
         """Start the server and wait (bounded) until ``/healthz`` says 200."""
+        self.starts += 1
         if self.in_thread:
             assert self.workers == 1 and not self.via_cli, "several workers and the CLI need a process"
             self._threaded = ThreadedServer(self.env(), self.port, self.log_path, self.clock).start()
@@ -214,13 +224,16 @@ class ThreadedServer:
     """uvicorn serving ``app_from_env``'s app from a thread of this process."""
 
     def __init__(self, env: dict[str, str], port: int, log_path: Path, clock: Any) -> None:
+        import importlib
+
         import uvicorn
 
-        from parkgate.http.app import app_from_env
         from parkgate.http.logs import JsonLineFormatter
 
+        module, name = APP_FACTORY.split(":")
+        factory = getattr(importlib.import_module(module), name)
         with _environment(env):
-            self.app = app_from_env(clock=clock)
+            self.app = factory(clock=clock) if clock is not None else factory()
         self.server = uvicorn.Server(
             uvicorn.Config(self.app, host="127.0.0.1", port=port, log_config=None, access_log=False, lifespan="on")
         )

@@ -4,6 +4,10 @@ and a ``parkgate deliver`` process each send answered and expired callbacks, on 
 Also: a gateway that queues callbacks while nothing delivers them says so once, and a
 ``Gateway.wait`` in one process wakes on an answer committed by another gateway object
 (its own connections: another process, as far as the store can tell).
+
+In process, the gateways read a :class:`~parkgate.ManualClock` the test moves past the
+TTL; the ``parkgate deliver`` process reads the real one. A test runs on SQLite unless
+what it shows is the engine's wake across processes (then on both).
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from typing import Any
 import pytest
 from live_server import Receiver, wait_until
 
-from parkgate import AsyncGateway, Gateway, ReplyKind
+from engine_params import STORE_PARAMS
+from parkgate import AsyncGateway, Gateway, ManualClock, ReplyKind
 from parkgate.core.model import AskStatus
 from parkgate.signal import FALLBACK_READ_SECONDS
 
@@ -44,17 +49,26 @@ def park_two(gateway: Gateway, receiver: Receiver) -> None:
 
 
 def test_a_library_gateway_with_deliver_sends_answered_and_expired_callbacks(database: Any, receiver: Receiver) -> None:
-    with Gateway(store=database.open(), deliver=True) as gateway:
+    clock = ManualClock()
+    with Gateway(store=database.open(), deliver=True, clock=clock) as gateway:
         park_two(gateway, receiver)
-        wait_until(lambda: len(statuses(receiver)) == 2, 20, "both callbacks")
+        wait_until(lambda: statuses(receiver) == {"answered": "answered"}, 20, "the answer's callback")
+        clock.advance(1.001)  # past the second ask's TTL: the move wakes the deliverer
+        wait_until(lambda: len(statuses(receiver)) == 2, FALLBACK_READ_SECONDS / 2, "the expiry's callback")
     assert statuses(receiver) == {"answered": "answered", "expiring": "expired"}
 
 
 async def test_an_async_gateway_with_deliver_runs_its_deliverer_as_a_task(database: Any, receiver: Receiver) -> None:
-    async with AsyncGateway(store=database.open(), deliver=True) as gateway:
+    clock = ManualClock()
+    async with AsyncGateway(store=database.open(), deliver=True, clock=clock) as gateway:
         await gateway.ask("answered", "Deploy?", ["Deploy", "Hold"], callback_url=receiver.url)
         await gateway.ask("expiring", "Ship?", ["Ship", "Wait"], ttl=1, callback_url=receiver.url)
         await gateway.handle("answered", "1")
+        for _ in range(400):  # bounded: the deliverer runs on this loop, so poll without blocking it
+            if statuses(receiver) == {"answered": "answered"}:
+                break
+            await asyncio.sleep(0.05)
+        clock.advance(1.001)  # past the second ask's TTL: the move wakes the deliverer
         for _ in range(400):
             if len(statuses(receiver)) == 2:
                 break
@@ -71,6 +85,9 @@ def deliver_env(database: Any) -> dict[str, str]:
     return env
 
 
+# Both engines: the deliver process hears the library's commits through the engine's
+# wake across processes (LISTEN/NOTIFY, SQLite's file watch).
+@pytest.mark.parametrize("engine", STORE_PARAMS)
 def test_a_parkgate_deliver_process_sends_what_a_library_gateway_queued(
     database: Any, receiver: Receiver, tmp_path: Path
 ) -> None:
@@ -127,6 +144,8 @@ def _beat(gateway: Gateway) -> bool:
         return tx.heartbeats.last_beat() is not None
 
 
+# Both engines: the wake across gateways is the engine's (LISTEN/NOTIFY, SQLite's file watch).
+@pytest.mark.parametrize("engine", STORE_PARAMS)
 def test_a_wait_wakes_when_another_gateway_on_the_database_commits_the_answer(
     database: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -149,10 +168,23 @@ def test_a_wait_wakes_when_another_gateway_on_the_database_commits_the_answer(
 
 
 def test_a_wait_on_an_unanswered_ask_ends_with_its_own_read_at_the_due_time(database: Any) -> None:
-    with Gateway(store=database.open()) as gateway:
+    clock = ManualClock()
+    with Gateway(store=database.open(), clock=clock) as gateway:
         parked = gateway.ask("c-1", "Deploy?", ["Deploy", "Hold"], ttl=0.5)
-        started = time.monotonic()
-        ask = gateway.wait(parked.ask_id or "", 30)
-        waited = time.monotonic() - started
-    assert ask.status is AskStatus.EXPIRED
-    assert 0.4 <= waited < FALLBACK_READ_SECONDS / 2
+        ask_id = parked.ask_id or ""
+        result: dict[str, Any] = {}
+
+        def wait() -> None:
+            started = time.monotonic()
+            result["ask"] = gateway.wait(ask_id, 30)
+            result["seconds"] = time.monotonic() - started
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        assert gateway.signal.wait_until_asleep(ask_id, 10)  # it read the open ask and sleeps
+        clock.advance(0.499)  # the wait reads again and finds the ask still open
+        assert waiter.is_alive() and "ask" not in result  # not before the TTL
+        clock.advance(0.002)
+        waiter.join(30)
+    assert result["ask"].status is AskStatus.EXPIRED
+    assert result["seconds"] < FALLBACK_READ_SECONDS / 2  # its own read at the due time, no fallback read

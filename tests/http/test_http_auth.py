@@ -30,7 +30,7 @@ def token() -> str:
 def guarded(tmp_path_factory: pytest.TempPathFactory, token: str) -> Iterator[Server]:
     """One server with a token, shared by this module's tests."""
     folder = tmp_path_factory.mktemp("guarded")
-    server = Server(f"sqlite:///{folder / 'parkgate.db'}", folder / "server.log", token=token)
+    server = Server(f"sqlite:///{folder / 'parkgate.db'}", folder / "server.log", token=token, in_thread=True)
     with running(server.start()):
         yield server
 

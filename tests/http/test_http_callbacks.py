@@ -1,8 +1,10 @@
 """Callbacks from the durable outbox through real servers: a restart loses none.
 
-The receiver is a small HTTP server on loopback. The first server closes asks while
-the receiver is down (its attempts fail and are rescheduled), is killed with SIGKILL
-before any delivery, and a second server on the same database delivers them.
+The receiver is a small HTTP server on loopback. The first server (a process) closes
+asks while the receiver is down (its attempts fail and are rescheduled), is killed with
+SIGKILL before any delivery, and a second server on the same database delivers them.
+The second server, and the one whose receiver fails once, serve from a thread and read a
+:class:`~parkgate.ManualClock` the test moves past the retry's backoff.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from parkgate.delivery.outbox import OutboxDeliverer
 
 #: The receivers here listen on loopback, which callbacks may reach only when the server allows it.
 LOOPBACK_RECEIVERS = {"PARKGATE_CALLBACK_ALLOW": "127.0.0.1"}
+#: Past the backoff of a callback's first retries.
+RETRIES_DUE = timedelta(hours=1)
 
 
 def outbox(path: Any) -> list[tuple[Any, ...]]:
@@ -52,7 +56,7 @@ async def _a_deliverer_pass(database: Any, url: str) -> int:
 
 def test_a_callback_is_delivered_after_a_restart(sqlite_database: Any, start_server: Any) -> None:
     receiver = Receiver(port=free_port())  # not listening yet: deliveries fail
-    first = start_server(sqlite_database, extra_env=LOOPBACK_RECEIVERS)
+    first = start_server(sqlite_database, extra_env=LOOPBACK_RECEIVERS, in_thread=False)  # a process, to kill
     with first.client() as http:
         answered = http.post(
             "/v1/asks",
@@ -82,7 +86,9 @@ def test_a_callback_is_delivered_after_a_restart(sqlite_database: Any, start_ser
 
     receiver.start()
     try:
-        second = start_server(sqlite_database, extra_env=LOOPBACK_RECEIVERS)
+        # Its clock is past the retries the first server scheduled: they are due at its start.
+        later = ManualClock(datetime.now(UTC) + RETRIES_DUE)
+        second = start_server(sqlite_database, extra_env=LOOPBACK_RECEIVERS, clock=later)
         got = wait_until(lambda: len(receiver.got()) >= 2 and receiver.got(), 60, "the callbacks to arrive")
         by_ask = {item.data["ask_id"]: item for item in got}
         assert set(by_ask) == {answered["ask_id"], cancelled["ask_id"]}  # an open ask has no callback
@@ -109,7 +115,8 @@ def test_a_callback_is_delivered_after_a_restart(sqlite_database: Any, start_ser
 def test_a_receiver_that_fails_gets_the_same_callback_again(sqlite_database: Any, start_server: Any) -> None:
     receiver = Receiver(status=503).start()
     try:
-        server = start_server(sqlite_database, extra_env=LOOPBACK_RECEIVERS)
+        clock = ManualClock(datetime.now(UTC))
+        server = start_server(sqlite_database, extra_env=LOOPBACK_RECEIVERS, clock=clock)
         with server.client() as http:
             ask = http.post(
                 "/v1/asks",
@@ -118,6 +125,8 @@ def test_a_receiver_that_fails_gets_the_same_callback_again(sqlite_database: Any
             http.post(messages_path("cb-r"), json={"text": "1"})
         wait_until(lambda: len(receiver.got()) >= 1, 30, "the first attempt")
         receiver.status = 200
+        wait_until(lambda: outbox(sqlite_database.path)[0][1] == 1, 30, "the 503 recorded and the retry scheduled")
+        clock.advance(RETRIES_DUE)  # past the retry's backoff
         wait_until(lambda: len(receiver.got()) >= 2, 30, "a retry after the 503")
         attempts = receiver.got()
         assert {item.headers["idempotency-key"] for item in attempts} == {f"{ask['ask_id']}.closed"}

@@ -1,12 +1,14 @@
-"""The side that waits hears the end: real servers on loopback, on SQLite and PostgreSQL.
+"""The side that waits hears the end: real servers on loopback.
 
 An ask with a callback that nobody ever reads is closed by its due read and its
 ``expired`` callback is delivered; a touch moves that later; a server killed before the
 due time delivers it after its restart; two servers on one database expire each ask
 once and send one callback each; a long-poll on one server wakes on the other's commit.
 
-Times here are bounds on behaviour (not early; not by a fallback read), never speed
-goals: the lateness and wake-up figures live in ``bench/``.
+The servers serve from a thread and read a :class:`~parkgate.ManualClock` the test
+moves, except where the process is the point (kill -9, several processes on one schema).
+A move wakes the server's deliverer: what the move made due arrives well before a
+fallback read would come (the bound on each wait), and nothing arrives before it is due.
 """
 
 from __future__ import annotations
@@ -14,21 +16,27 @@ from __future__ import annotations
 import json
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 from live_server import Receiver, Server, messages_path, wait_until
 
+from engine_params import STORE_PARAMS
+from parkgate import ManualClock
 from parkgate.signal import FALLBACK_READ_SECONDS
-from polling import holds
 
 TTL = 2.0
+#: A step of the manual clock just short of a due time, or just past it.
+TICK = 0.001
 #: The receivers listen on 127.0.0.1, an internal address: the servers allow it on purpose.
 LOOPBACK_RECEIVERS = {"PARKGATE_CALLBACK_ALLOW": "127.0.0.1"}
+#: The bound on a wait for what a clock move made due: well inside a fallback read.
+WOKEN = FALLBACK_READ_SECONDS / 2
 
 
-def park(server: Server, conv: str, receiver: Receiver, ttl: float = TTL) -> tuple[str, float]:
+def park(server: Server, conv: str, receiver: Receiver, ttl: float = TTL) -> str:
     body = {
         "conversation_id": conv,
         "prompt": "Deploy?",
@@ -39,7 +47,13 @@ def park(server: Server, conv: str, receiver: Receiver, ttl: float = TTL) -> tup
     with server.client() as client:
         response = client.post("/v1/asks", json=body)
     assert response.status_code == 201, response.text
-    return str(response.json()["ask_id"]), time.monotonic()
+    return str(response.json()["ask_id"])
+
+
+def status(server: Server, ask_id: str) -> str:
+    """The ask's status as a read sees it (a read past the TTL would close it)."""
+    with server.client() as client:
+        return str(client.get(f"/v1/asks/{ask_id}").json()["status"])
 
 
 def callbacks_for(receiver: Receiver, ask_id: str) -> list[dict[str, Any]]:
@@ -58,12 +72,14 @@ def expiry_lines(*servers: Server) -> list[dict[str, Any]]:
 def test_an_ask_nobody_reads_is_expired_at_its_ttl_and_its_callback_sent(
     database: Any, start_server: Any, receiver: Receiver, conv: str
 ) -> None:
-    server = start_server(database, extra_env=LOOPBACK_RECEIVERS)
-    ask_id, parked_at = park(server, conv, receiver)
-    hits = wait_until(lambda: callbacks_for(receiver, ask_id), 20, "the expiry callback")
-    arrived = time.monotonic() - parked_at
-    assert arrived >= TTL  # never before the TTL: a due read closes only what is past it
-    assert arrived < TTL + FALLBACK_READ_SECONDS  # on the due time, not on a fallback sweep
+    clock = ManualClock(datetime.now(UTC))
+    server = start_server(database, extra_env=LOOPBACK_RECEIVERS, clock=clock)
+    ask_id = park(server, conv, receiver)
+    clock.advance(TTL - TICK)
+    assert status(server, ask_id) == "open"  # never before the TTL: a due read closes only what is past it
+    clock.advance(2 * TICK)
+    # On the due time (the move woke the deliverer), not on a fallback sweep.
+    hits = wait_until(lambda: callbacks_for(receiver, ask_id), WOKEN, "the expiry callback")
     assert [(hit["status"], hit["outcome"]) for hit in hits] == [("expired", "expired")]
     assert [line["ask_id"] for line in expiry_lines(server)] == [ask_id]  # the one ask_expired line
     assert database.raw_query("SELECT status FROM asks WHERE id = ?", (ask_id,)) == [("expired",)]
@@ -72,27 +88,29 @@ def test_an_ask_nobody_reads_is_expired_at_its_ttl_and_its_callback_sent(
 
 
 def test_a_miss_moves_the_due_read_later(database: Any, start_server: Any, receiver: Receiver, conv: str) -> None:
-    server = start_server(database, extra_env=LOOPBACK_RECEIVERS)
-    ask_id, parked_at = park(server, conv, receiver)
-    time.sleep(1.5)  # real time: the server's own clock runs on towards the TTL before the miss
+    clock = ManualClock(datetime.now(UTC))
+    server = start_server(database, extra_env=LOOPBACK_RECEIVERS, clock=clock)
+    ask_id = park(server, conv, receiver)
+    clock.advance(1.5)  # towards the TTL before the miss
     with server.client() as client:
         assert client.post(messages_path(conv), json={"text": "what?"}).json()["kind"] == "retry"
-    touched_at = time.monotonic()
-    wait_until(lambda: callbacks_for(receiver, ask_id), 20, "the expiry callback")
-    arrived = time.monotonic()
-    assert arrived - touched_at >= TTL  # due 2 s after the miss (3.5 s after parking), not at 2 s
-    assert arrived - parked_at >= 1.5 + TTL
+    clock.advance(TTL - TICK)  # 3.5 s after parking, past where the TTL was: not due
+    assert status(server, ask_id) == "open" and callbacks_for(receiver, ask_id) == []
+    clock.advance(2 * TICK)  # due 2 s after the miss
+    hits = wait_until(lambda: callbacks_for(receiver, ask_id), WOKEN, "the expiry callback")
+    assert [hit["status"] for hit in hits] == ["expired"]
 
 
 def test_a_server_killed_before_the_due_time_delivers_after_its_restart(
     database: Any, start_server: Any, receiver: Receiver, conv: str
 ) -> None:
-    server = start_server(database, extra_env=LOOPBACK_RECEIVERS)
-    ask_id, _ = park(server, conv, receiver)
+    server = start_server(database, extra_env=LOOPBACK_RECEIVERS, in_thread=False)  # a process, to kill
+    ask_id = park(server, conv, receiver)
     server.kill()  # SIGKILL: nothing runs on the way out
-    time.sleep(TTL + 1)  # real time: the TTL passes while no server runs
     assert callbacks_for(receiver, ask_id) == []
-    server.start()
+    # The restart finds the TTL passed while no server ran (its clock is past it).
+    later = ManualClock(datetime.now(UTC) + timedelta(seconds=TTL + 1))
+    start_server(database, extra_env=LOOPBACK_RECEIVERS, clock=later)
     hits = wait_until(lambda: callbacks_for(receiver, ask_id), 20, "the expiry callback after the restart")
     assert [hit["status"] for hit in hits] == ["expired"]
 
@@ -108,8 +126,9 @@ def test_two_servers_on_one_schema_expire_each_ask_once_and_send_one_callback_ea
     store_url_factory: Any, start_server: Any, receiver: Receiver
 ) -> None:
     location = store_url_factory("postgres")
-    first, second = (start_server(location, extra_env=LOOPBACK_RECEIVERS) for _ in range(2))
-    asks = [park(first if n % 2 else second, f"c-two-{n}", receiver)[0] for n in range(20)]
+    # Two processes: the point is deliverers in several processes on one schema.
+    first, second = (start_server(location, extra_env=LOOPBACK_RECEIVERS, in_thread=False) for _ in range(2))
+    asks = [park(first if n % 2 else second, f"c-two-{n}", receiver, ttl=0.5) for n in range(20)]
     wait_until(lambda: all(callbacks_for(receiver, ask_id) for ask_id in asks), 30, "every expiry callback")
     # Every row is marked delivered: no deliverer sends a delivered row again (test_http_callbacks.py).
     wait_until(lambda: _delivered(location) == sorted(asks), 30, "every outbox row marked delivered")
@@ -117,9 +136,13 @@ def test_two_servers_on_one_schema_expire_each_ask_once_and_send_one_callback_ea
     assert sorted(line["ask_id"] for line in expiry_lines(first, second)) == sorted(asks)  # expired once
 
 
+# Both engines: the wake across servers is the engine's (LISTEN/NOTIFY, SQLite's file watch).
+@pytest.mark.parametrize("engine", STORE_PARAMS)
 def test_a_long_poll_on_one_server_wakes_when_another_commits_the_answer(
     database: Any, start_server: Any, conv: str
 ) -> None:
+    # Each in-thread server has its own gateway and connections: another process, as far
+    # as the store can tell.
     first, second = (start_server(database, extra_env=LOOPBACK_RECEIVERS) for _ in range(2))
     with first.client() as client:
         parked = client.post("/v1/asks", json={"conversation_id": conv, "prompt": "Deploy?", "options": ["A", "B"]})
@@ -134,7 +157,7 @@ def test_a_long_poll_on_one_server_wakes_when_another_commits_the_answer(
 
     waiter = threading.Thread(target=long_poll)
     waiter.start()
-    assert holds(waiter, 0.5)  # the long-poll holds on the open ask (a server shows no "asleep" state)
+    assert second.gateway.signal.wait_until_asleep(ask_id, 10)  # the long-poll read the open ask and sleeps
     with first.client() as client:
         assert client.post(messages_path(conv), json={"text": "2"}).json()["kind"] == "selected"
     waiter.join(60)

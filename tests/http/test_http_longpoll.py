@@ -1,4 +1,8 @@
-"""``GET /v1/asks/{id}?wait=S`` through a real server: it wakes when the ask closes."""
+"""``GET /v1/asks/{id}?wait=S`` through a real server: it wakes when the ask closes.
+
+The server serves from a thread of the test process: its gateway's close signal says
+when a long-poll sleeps on its ask, which orders the test's threads without waiting.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,6 @@ from typing import Any
 
 import httpx
 from live_server import Server, messages_path, wait_until
-
-from polling import holds
 
 
 def park(http: httpx.Client, conversation: str) -> str:
@@ -36,9 +38,9 @@ def test_a_long_poll_wakes_when_the_ask_is_answered(served: Server, conv: str) -
         started = time.monotonic()
         thread = threading.Thread(target=poll, daemon=True)
         thread.start()
-        # The poll is in flight and holds: it has not come back on an open ask.
-        assert holds(thread, 1.0), "the long-poll returned while the ask was still open"
-        assert "response" not in result
+        # The poll is in flight and holds: it read the open ask and sleeps on it.
+        assert served.gateway.signal.wait_until_asleep(ask_id, 10), "the long-poll never slept on the open ask"
+        assert thread.is_alive() and "response" not in result
         answered_at = time.monotonic()
         reply = http.post(messages_path(conv), json={"text": "2"}).json()
         assert reply["kind"] == "selected"
@@ -56,8 +58,9 @@ def test_a_long_poll_on_an_open_ask_returns_it_open_when_the_wait_ends(served: S
     with served.client() as http:
         ask_id = park(http, conv)
         started = time.monotonic()
-        response = http.get(f"/v1/asks/{ask_id}", params={"wait": 1.5})
-        assert time.monotonic() - started >= 1.5
+        # Real time is the point: the wait is seconds of real time, and it is held to the end.
+        response = http.get(f"/v1/asks/{ask_id}", params={"wait": 0.5})
+        assert time.monotonic() - started >= 0.5
         assert response.status_code == 200 and response.json()["status"] == "open"
         # A closed ask answers at once, whatever the wait.
         http.post(f"/v1/asks/{ask_id}/cancel")
@@ -80,7 +83,8 @@ def test_several_long_polls_on_one_ask_all_wake_on_an_operator_cancel(served: Se
         threads = [threading.Thread(target=poll, daemon=True) for _ in range(4)]
         for thread in threads:
             thread.start()
-        assert holds(threads[0], 1.0) and all(thread.is_alive() for thread in threads), "a poll ended on an open ask"
+        assert served.gateway.signal.wait_until_asleep(ask_id, 10, count=4), "not every poll slept on the open ask"
+        assert all(thread.is_alive() for thread in threads), "a poll ended on an open ask"
         assert http.post(f"/v1/asks/{ask_id}/cancel").json()["status"] == "cancelled"
         wait_until(lambda: len(seen) == 4, 40, "all four long-polls to return")
     assert seen == ["cancelled"] * 4
@@ -101,7 +105,9 @@ def test_long_polls_past_the_thread_limit_hold_no_thread(served: Server) -> None
         limits = httpx.Limits(max_connections=MANY_WAITERS + 5)
         async with httpx.AsyncClient(base_url=served.url, timeout=90, limits=limits) as client:
             polls = [asyncio.create_task(client.get(f"/v1/asks/{ask_id}", params={"wait": 40})) for ask_id in ask_ids]
-            await asyncio.sleep(1.5)
+            signal = served.gateway.signal
+            asleep = await asyncio.to_thread(lambda: all(signal.wait_until_asleep(a, 20) for a in ask_ids))
+            assert asleep, "a long-poll never slept on its open ask"
             assert not any(poll.done() for poll in polls), "a long-poll returned while its ask was open"
             started = time.monotonic()
             first = await client.post(messages_path(conversations[0]), json={"text": "1"})

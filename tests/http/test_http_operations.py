@@ -138,7 +138,7 @@ def test_healthz_and_v1_are_503_json_while_the_store_is_away_and_recover(
     proxied_schema: tuple[str, str, TcpProxy], tmp_path: Any
 ) -> None:
     url, schema, proxy = proxied_schema
-    server = Server(url, tmp_path / "server.log", schema=schema)
+    server = Server(url, tmp_path / "server.log", schema=schema, in_thread=True)
     with running(server.start()), server.client(timeout=60) as http:
         parked = http.post("/v1/asks", json={"conversation_id": "away", "prompt": "Q?", "options": ["A", "B"]})
         assert parked.status_code == 201

@@ -60,7 +60,8 @@ def test_two_servers_on_one_schema_agree_with_a_sequential_gateway(
     store_url_factory: Any, start_server: Any, tmp_path: Path
 ) -> None:
     location = store_url_factory("postgres")
-    a, b = start_server(location), start_server(location)
+    # Two processes: the point is concurrency across processes on one schema.
+    a, b = start_server(location, in_thread=False), start_server(location, in_thread=False)
     servers = [a, b]
     conversations = [f"race-{n}" for n in range(CONVERSATIONS)]
     asks: dict[str, str] = {}

@@ -54,7 +54,8 @@ def answered(thread: threading.Thread, outcome: list[Any]) -> dict[str, Any]:
 def test_two_servers_answer_pass_while_another_process_holds_the_write_lock(
     sqlite_database: Any, start_server: Any
 ) -> None:
-    first, second = start_server(sqlite_database), start_server(sqlite_database)
+    # Two processes: the point is concurrency across processes on one file.
+    first, second = start_server(sqlite_database, in_thread=False), start_server(sqlite_database, in_thread=False)
     with first.client() as http:
         parked = http.post("/v1/asks", json={"conversation_id": "parked", "prompt": "Ship?", "options": ["Yes", "No"]})
     assert parked.status_code == 201, parked.text

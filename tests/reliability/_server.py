@@ -1,17 +1,14 @@
-"""A real ``parkgate`` HTTP server process on loopback, and a client that records acknowledgements.
+"""The reliability suite's client of a live server: it records which messages were acknowledged.
 
-The server is started the way a deployment starts it:
-``python -m uvicorn --factory parkgate.http.app:app_from_env`` with ``PARKGATE_DB``,
-``PARKGATE_TOKEN`` and ``PARKGATE_PG_SCHEMA`` in its environment. Its stdout and
-stderr go to one log file, which the tests read (the token must never be in it).
+The server itself is the suite's one live-server harness, :class:`Server` in
+``tests/http/live_server.py`` (a process here: these tests kill it with SIGKILL and
+restart it on the same port and database). What this module adds is the client side: a
+message is acknowledged only by a 200 with a reply; a lost connection or a 503 (with a
+clear JSON error) leaves it unacknowledged, to be re-sent with the same ``message_id``.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -19,107 +16,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 
-from polling import until
+from ._support import Message, Sent
 
-from ._support import Message, Sent, StoreSpec
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "http"))
+from live_server import Server, free_port, messages_path
 
-#: The app factory; ``PARKGATE_TEST_HTTP_APP`` may name another one (module:factory).
-APP = os.environ.get("PARKGATE_TEST_HTTP_APP", "parkgate.http.app:app_from_env")
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def server_env(spec: StoreSpec, token: str | None) -> dict[str, str]:
-    """The environment of a server process on ``spec``'s database."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PARKGATE_")}
-    env["PARKGATE_DB"] = spec.url
-    if spec.schema:
-        env["PARKGATE_PG_SCHEMA"] = spec.schema
-    if token is not None:
-        env["PARKGATE_TOKEN"] = token
-    return env
-
-
-@dataclass
-class ServerProcess:
-    """One uvicorn process serving the parkgate app; restartable on the same port."""
-
-    env: dict[str, str]
-    log_path: Path
-    port: int = field(default_factory=free_port)
-    proc: subprocess.Popen[bytes] | None = None
-    starts: int = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 60.0) -> None:
-        """Start the process and wait (bounded) until ``/healthz`` answers."""
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "--factory", APP, "--host", "127.0.0.1", "--port", str(self.port)],
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.log_path.parent,
-            )
-        self.starts += 1
-        try:
-            until(self._answers, timeout, "the server to come up (/healthz)")
-        except AssertionError as failed:
-            self.kill9()
-            raise AssertionError(f"{failed}:\n{self.log_tail()}") from None
-
-    def _answers(self) -> bool:
-        """Whether ``/healthz`` answers (not a 5xx); a failure if the process has exited."""
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise AssertionError(f"the server exited with {self.proc.returncode}")
-        try:
-            return httpx.get(self.url + "/healthz", timeout=2).status_code < 500
-        except httpx.TransportError:
-            return False
-
-    def kill9(self) -> None:
-        """SIGKILL: no shutdown hooks, no flush, nothing graceful."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(30)
-
-    def stop(self) -> None:
-        """A normal shutdown (SIGTERM), SIGKILL if it does not end in 20 s."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill9()
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log_text().splitlines()[-lines:])
-
-
-def client(server: ServerProcess, token: str | None, timeout: float = 30.0) -> httpx.Client:
-    """An HTTP client for ``server`` carrying the bearer token."""
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.Client(base_url=server.url, headers=headers, timeout=timeout)
-
-
-def messages_path(conversation_id: str) -> str:
-    return f"/v1/conversations/{quote(conversation_id, safe='')}/messages"
+__all__ = [
+    "Server",
+    "StreamResult",
+    "Unacknowledged",
+    "free_port",
+    "messages_path",
+    "post_message",
+    "stream",
+    "stream_in_threads",
+]
 
 
 class Unacknowledged(Exception):
@@ -180,15 +94,15 @@ def stream(http: httpx.Client, plan: Sequence[Message], stop_on_failure: bool, p
 
 
 def stream_in_threads(
-    server: ServerProcess, token: str | None, plans: Sequence[Sequence[Message]], stop_on_failure: bool, pace: float
+    server: Server, plans: Sequence[Sequence[Message]], stop_on_failure: bool, pace: float
 ) -> list[StreamResult]:
-    """One client thread per plan; bounded by a join timeout."""
+    """One client thread per plan (each with the server's token); bounded by a join timeout."""
     results: list[StreamResult | None] = [None] * len(plans)
     errors: list[BaseException] = []
 
     def body(index: int) -> None:
         try:
-            with client(server, token) as http:
+            with server.client() as http:
                 results[index] = stream(http, plans[index], stop_on_failure, pace)
         except BaseException as error:
             errors.append(error)

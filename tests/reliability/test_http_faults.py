@@ -34,13 +34,7 @@ from parkgate.core.kinds import AskStatus, ReplyKind
 from parkgate.core.model import Ask
 from polling import until
 
-from ._server import (
-    ServerProcess,
-    client,
-    messages_path,
-    server_env,
-    stream_in_threads,
-)
+from ._server import Server, messages_path, stream_in_threads
 from ._support import (
     Message,
     Sent,
@@ -142,7 +136,7 @@ def http_spec(spec: StoreSpec) -> StoreSpec:
 def test_kill_9_under_load_loses_nothing_acknowledged(http_spec: StoreSpec, tmp_path: Path) -> None:
     spec = http_spec
     token = secrets.token_urlsafe(24)
-    server = ServerProcess(server_env(spec, token), tmp_path / "server.log")
+    server = Server(spec.url, tmp_path / "server.log", token=token, schema=spec.schema)
     reader = Gateway(store=spec.store())
     read = _read_raw(spec, reader)
     rng = random.Random(9 if spec.engine == "sqlite" else 10)
@@ -150,7 +144,7 @@ def test_kill_9_under_load_loses_nothing_acknowledged(http_spec: StoreSpec, tmp_
     try:
         server.start()
         for round_no in range(KILLS_PER_STORE):
-            with client(server, token) as http:
+            with server.client() as http:
                 ids = {
                     f"k{round_no}-{n:02d}": park_over_http(http, f"k{round_no}-{n:02d}", n)
                     for n in range(CONVERSATIONS_PER_ROUND)
@@ -166,11 +160,11 @@ def test_kill_9_under_load_loses_nothing_acknowledged(http_spec: StoreSpec, tmp_
             def kill_at_random_point(threshold: int = threshold, extra: float = extra) -> None:
                 wait_for_rows(spec, "inbound_messages", threshold)
                 time.sleep(extra)  # real time: a random moment mid-request is what the kill aims at
-                server.kill9()
+                server.kill()
 
             killer = threading.Thread(target=kill_at_random_point, daemon=True)
             killer.start()
-            first = stream_in_threads(server, token, plans, stop_on_failure=True, pace=0.004)
+            first = stream_in_threads(server, plans, stop_on_failure=True, pace=0.004)
             killer.join(120)
             assert server.proc is not None and server.proc.poll() is not None, "the server was not killed"
             interrupted += any(result.pending or result.unsent for result in first)
@@ -180,14 +174,14 @@ def test_kill_9_under_load_loses_nothing_acknowledged(http_spec: StoreSpec, tmp_
             assert_no_half_written(spec)
             acked = [result.acked for result in first]
             check_against_replay(spec, reader, initial, plans, acked, real_clock=True, read=read, partial=True)
-            with client(server, token) as http:
+            with server.client() as http:
                 for conversation, ask in initial.items():
                     shown = http.get(f"/v1/asks/{ask.id}").json()
                     assert shown["status"] == read(ask.id).status.value, conversation
 
             # The clients re-send what was not acknowledged (same message_id), then the rest.
             rest: list[list[Message]] = [[m for m, _ in r.pending] + r.unsent for r in first]
-            second = stream_in_threads(server, token, rest, stop_on_failure=False, pace=0.0)
+            second = stream_in_threads(server, rest, stop_on_failure=False, pace=0.0)
             sent: list[list[Sent]] = []
             for before, after in zip(first, second, strict=True):
                 started = {m.message_id: t for m, t in before.pending}
@@ -221,12 +215,12 @@ def test_postgres_away_gives_503_json_and_the_server_recovers_by_itself(
     spec.store().close()
     spec.instrument_commit_order()
     token = secrets.token_urlsafe(24)
-    server = ServerProcess(server_env(spec, token), tmp_path / "server.log")
+    server = Server(spec.url, tmp_path / "server.log", token=token, schema=spec.schema)
     reader = Gateway(store=spec.store(timeout=2))
     read = _read_raw(spec, reader)
     try:
         server.start()
-        with client(server, token, timeout=60) as http:
+        with server.client(timeout=60) as http:
             ask_id = park_over_http(http, "pg-away", 0)
             body = {"text": "nope", "message_id": "away-0"}
             assert http.post(messages_path("pg-away"), json=body).json()["kind"] == "retry"
@@ -264,7 +258,7 @@ def test_postgres_away_gives_503_json_and_the_server_recovers_by_itself(
 
         restarter = threading.Thread(target=restart, daemon=True)
         restarter.start()
-        results = stream_in_threads(server, token, plans, stop_on_failure=False, pace=0.1)
+        results = stream_in_threads(server, plans, stop_on_failure=False, pace=0.1)
         restarter.join(120)
         assert len(window) == 2
         finishes = [s.finished for r in results for s in r.acked]
@@ -280,10 +274,10 @@ def test_postgres_away_gives_503_json_and_the_server_recovers_by_itself(
 
 def test_a_locked_sqlite_file_is_a_503_and_no_message_is_lost(sqlite_spec: StoreSpec, tmp_path: Path) -> None:
     sqlite_spec.store().close()
-    server = ServerProcess(server_env(sqlite_spec, None), tmp_path / "server.log")
+    server = Server(sqlite_spec.url, tmp_path / "server.log", token=None, schema=sqlite_spec.schema)
     try:
         server.start()
-        with client(server, None, timeout=120) as http:
+        with server.client(timeout=120) as http:
             ask_id = park_over_http(http, "locked", 0)
             from parkgate.store.sqlite_file import path_from_url
 
@@ -313,7 +307,7 @@ def test_a_locked_sqlite_file_is_a_503_and_no_message_is_lost(sqlite_spec: Store
 def served(sqlite_spec: StoreSpec, tmp_path: Path) -> Any:
     """A server on SQLite with a bearer token; yields (server, token)."""
     token = secrets.token_urlsafe(24)
-    server = ServerProcess(server_env(sqlite_spec, token), tmp_path / "server.log")
+    server = Server(sqlite_spec.url, tmp_path / "server.log", token=token, schema=sqlite_spec.schema)
     server.start()
     try:
         yield server, token
@@ -322,8 +316,8 @@ def served(sqlite_spec: StoreSpec, tmp_path: Path) -> Any:
 
 
 def test_a_conversations_messages_never_answer_another_conversations_ask(served: Any) -> None:
-    server, token = served
-    with client(server, token) as http:
+    server, _ = served
+    with server.client() as http:
         a = park_over_http(http, "conv-a", 0)
         b = park_over_http(http, "conv-b", 2)
         before = http.get(f"/v1/asks/{a}").json()
@@ -368,7 +362,7 @@ def test_the_token_never_appears_in_logs_or_answers(served: Any) -> None:
             assert response.status_code == 401, response.text
             assert response.json()["error"]
             bodies.append(response.text)
-        with client(server, token) as authed:
+        with server.client() as authed:
             ask_id = park_over_http(authed, "tok", 0)
         for path, kwargs in (
             (messages_path("tok"), {"json": {"text": "nope"}}),
@@ -440,5 +434,5 @@ def test_oversize_bodies_are_rejected_before_they_are_read(served: Any, framing:
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     assert sent < size // 2, f"the server read {sent} bytes of a {size}-byte body before refusing it"
     # ... and it is still serving.
-    with client(server, token) as http:
+    with server.client() as http:
         assert http.post(messages_path("big"), json={"text": "hello"}).json()["kind"] == "pass"
