@@ -119,5 +119,6 @@ def test_long_polls_past_the_thread_limit_hold_no_thread(served: Server) -> None
                 return await asyncio.gather(*polls), answered_in
 
     responses, answered_in = asyncio.run(scenario())
-    assert answered_in < 5, f"a message waited {answered_in:.1f} s behind {MANY_WAITERS} long-polls"
+    # Not a speed limit: a message queued behind the long-polls would wait out their 40 s.
+    assert answered_in < 40, f"a message waited {answered_in:.1f} s behind {MANY_WAITERS} long-polls"
     assert [response.json()["status"] for response in responses] == ["answered"] * MANY_WAITERS
