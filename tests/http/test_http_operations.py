@@ -18,6 +18,10 @@ import pytest
 from live_server import Server, TcpProxy, messages_path, running, wait_until
 from psycopg import sql as pgsql
 
+from engine_params import STORE_PARAMS
+from parkgate import Gateway
+from parkgate.http.app import create_app
+
 
 def metric(text: str, name: str, **labels: str) -> float:
     """One sample's value from Prometheus text (0 when the series is absent)."""
@@ -36,6 +40,18 @@ def test_healthz_names_the_store(served: Server) -> None:
     body = response.json()
     assert body["status"] == "ok" and body["store"] in ("sqlite", "postgresql") and body["schema_version"] >= 1
     assert served.db_url not in response.text  # never the connection string
+
+
+# Both engines: /healthz names the engine it reads.
+@pytest.mark.parametrize("engine", STORE_PARAMS)
+async def test_healthz_names_each_engine_and_never_its_url(database: Any, engine: str) -> None:
+    with Gateway(store=database.open(), surface="http") as gateway:
+        app = create_app(gateway, deliver_callbacks=False)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://parkgate") as http:
+            response = await http.get("/healthz")
+    assert response.status_code == 200
+    assert response.json()["store"] == {"sqlite": "sqlite", "postgres": "postgresql"}[engine]
+    assert database.url not in response.text
 
 
 def test_metrics_count_replies_outcomes_and_open_asks(served: Server, conv: str) -> None:
