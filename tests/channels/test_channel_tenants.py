@@ -87,7 +87,8 @@ def start(location: Any, tmp_path: Path, env: dict[str, str], token: str | None 
     ).start()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+# One engine: the channel behaviour here is above the store (issue 39; the store suite runs both).
+@pytest.fixture(params=["sqlite"])
 def tenants_server(
     request: pytest.FixtureRequest,
     store_url_factory: Factory,

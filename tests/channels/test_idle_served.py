@@ -61,6 +61,8 @@ def park(server: Server, conversation: str, **fields: Any) -> str:
     return str(answer.json()["ask_id"])
 
 
+# Both engines: an idle server waits on LISTEN/NOTIFY on PostgreSQL and on its own due reads
+# on SQLite, so what it burns idle depends on the engine.
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
 def test_an_idle_server_with_channels_uses_what_one_without_uses(
     engine: str, store_url_factory: Factory, tmp_path: Path, telegram_api: BotApiStandIn, slack_api: SlackWebApi

@@ -54,7 +54,8 @@ def slack_server(location: Any, tmp_path: Path, api: SlackWebApi) -> Server:
     return Server(location.url, tmp_path / "server.log", token=TOKEN, schema=location.schema, extra_env=env)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+# One engine: the channel behaviour here is above the store (issue 39; the store suite runs both).
+@pytest.fixture(params=["sqlite"])
 def server(
     request: pytest.FixtureRequest, store_url_factory: Factory, tmp_path: Path, slack_api: SlackWebApi
 ) -> Iterator[Server]:

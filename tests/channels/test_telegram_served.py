@@ -44,7 +44,8 @@ def telegram_server(location: Any, tmp_path: Path, api: BotApiStandIn) -> Server
     return Server(location.url, log, token=TOKEN, schema=location.schema, extra_env=env, via_cli=True)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+# One engine: the channel behaviour here is above the store (issue 39; the store suite runs both).
+@pytest.fixture(params=["sqlite"])
 def server(
     request: pytest.FixtureRequest, store_url_factory: Factory, tmp_path: Path, api: BotApiStandIn
 ) -> Iterator[Server]:

@@ -243,7 +243,7 @@ async def test_a_store_out_of_reach_is_store_unavailable(pg_url: str, pg_schema:
     proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432).start()
     user = f"{parts.username}:{parts.password}@" if parts.password else f"{parts.username}@" if parts.username else ""
     url = urlunsplit((parts.scheme, f"{user}127.0.0.1:{proxy.port}", parts.path, parts.query, ""))
-    server = Server(url, tmp_path / "serve.log", schema=pg_schema, via_cli=True)
+    server = Server(url, tmp_path / "serve.log", schema=pg_schema, in_thread=True)
     try:
         with running(server.start()), Client(server.url, timeout=30) as client:
             asked = client.ask("away", "Deploy?", ["Yes", "No"])

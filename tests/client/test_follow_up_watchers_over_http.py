@@ -60,7 +60,7 @@ def tenants(database: Any, launch: Any, tmp_path: Path) -> tuple[Server, dict[st
         f'[[token]]\nname = "{name}"\nsha256 = "{digest(token)}"\nscopes = {SCOPES}\n' for name, token in tokens.items()
     ]
     (tmp_path / "tokens.toml").write_text("\n".join(entries), encoding="utf-8")
-    server = launch(database, via_cli=True, extra_env={"PARKGATE_TOKENS_FILE": str(tmp_path / "tokens.toml")})
+    server = launch(database, extra_env={"PARKGATE_TOKENS_FILE": str(tmp_path / "tokens.toml")})
     return server, tokens
 
 
