@@ -158,12 +158,28 @@ BROWSER_FIXTURES = frozenset({"browser", "page", "chromium", "browser_page"})
 TESTS = Path(__file__).resolve().parent
 
 
+#: Tests that run one at a time on one xdist worker (``./dev test`` runs ``--dist loadgroup``):
+#: the benchmarks' smoke runs load the machine on purpose, and the tests of the throwaway
+#: PostgreSQL cluster take turns on it (they lock it across processes; one worker holding
+#: them all keeps the others from blocking on that lock).
+XDIST_GROUPS = {"bench": "bench", "faults_lock": "faults cluster", "faults_spec": "faults cluster"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test by its folder and by what it reaches (PostgreSQL, Chromium)."""
+    """Mark each test by its folder and by what it reaches (PostgreSQL, Chromium), and put
+    those of :data:`XDIST_GROUPS` in their xdist group."""
     for item in items:
         for name in sorted(markers_for(item)):
             if item.get_closest_marker(name) is None:
                 item.add_marker(getattr(pytest.mark, name))
+        group = next((XDIST_GROUPS[key] for key in xdist_keys(item) if key in XDIST_GROUPS), None)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def xdist_keys(item: pytest.Item) -> list[str]:
+    """What may put ``item`` in a group: its markers' names, then its fixtures."""
+    return [mark.name for mark in item.iter_markers()] + list(getattr(item, "fixturenames", ()))
 
 
 def markers_for(item: pytest.Item) -> set[str]:
