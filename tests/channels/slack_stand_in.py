@@ -76,7 +76,8 @@ class SlackWebApi:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # A short poll interval: stop() waits for serve_forever to notice it (0.5 s by default).
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
     @property

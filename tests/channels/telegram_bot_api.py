@@ -187,7 +187,8 @@ def bot_api(token: str) -> Iterator[BotApiStandIn]:
 
     server = Server(("127.0.0.1", 0), Handler)
     state.root = f"http://127.0.0.1:{server.server_port}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll interval: shutdown() waits for serve_forever to notice it (0.5 s by default).
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield state

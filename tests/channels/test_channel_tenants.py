@@ -1,4 +1,4 @@
-"""Tenants sharing the bot, through a real ``parkgate serve`` with named tokens, Slack and
+"""Tenants sharing the bot, through a live server (in a thread) with named tokens, Slack and
 Telegram served against their recording stand-ins: a named token posts only where its
 tokens-file ``channels`` allows (403 ``channel_not_allowed`` elsewhere, and nowhere
 without the key), ``PARKGATE_TOKEN`` posts anywhere, and in a chat or thread where two
@@ -83,7 +83,7 @@ def tokens_file(folder: Path) -> Path:
 
 def start(location: Any, tmp_path: Path, env: dict[str, str], token: str | None = None) -> Server:
     return Server(
-        location.url, tmp_path / "server.log", token=token, schema=location.schema, extra_env=env, via_cli=True
+        location.url, tmp_path / "server.log", token=token, schema=location.schema, extra_env=env, in_thread=True
     ).start()
 
 

@@ -1,5 +1,5 @@
 """docs/channels/slack.md followed from scratch: its manifest's URLs and events, fed to a
-real ``parkgate serve`` started with the page's settings, and its example ask answered."""
+live server (in a thread) started with the page's settings, and its example ask answered."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def test_a_new_user_following_the_page_gets_a_working_approval(tmp_path: Path, s
         "PARKGATE_ALLOWED_HOSTS": url.hostname or "",
         "PARKGATE_SLACK_API_URL": slack_api.url,
     }
-    server = Server(f"sqlite:///{tmp_path / 'parkgate.db'}", tmp_path / "server.log", token=TOKEN, extra_env=env)
+    db = f"sqlite:///{tmp_path / 'parkgate.db'}"
+    server = Server(db, tmp_path / "server.log", token=TOKEN, extra_env=env, in_thread=True)
     server.start()
     try:
         # Slack reaches the server by the manifest's host name.

@@ -17,6 +17,7 @@ import pytest
 import uvicorn
 from click.testing import CliRunner
 
+from parkgate import prove
 from parkgate.cli import main
 from parkgate.http import server
 from parkgate.http.app import (
@@ -315,10 +316,18 @@ def test_serve_turns_a_server_that_failed_to_start_into_one_line(tmp_path: Any, 
     assert "did not start" in result.output.strip().splitlines()[-1]
 
 
+def few_store_cases(env: pytest.MonkeyPatch) -> None:
+    """``prove``'s store run on a few of its cases: these tests are of where it runs and what it
+    prints; every case through PostgreSQL is ``tests/store/test_prove_stores.py``'s."""
+    few = [c for c in prove.store_cases() if c.mismatches == 3 and c.who is prove.Who.ANYONE and not c.expired]
+    env.setattr(prove, "store_cases", lambda escalate_after=3: few)
+
+
 @pytest.mark.postgres
 def test_prove_runs_through_the_schema_every_other_command_uses(
     pg_url: str, pg_schema: str, decoy: tuple[str, str], clean_env: pytest.MonkeyPatch
 ) -> None:
+    few_store_cases(clean_env)
     run_in_deployed_schema("prove", pg_url, pg_schema, decoy, clean_env)  # proved where serve and asks look
 
 
@@ -328,6 +337,7 @@ def test_prove_never_prints_the_store_password(pg_schema: str, clean_env: pytest
     assert parts.username and not parts.password  # the local server trusts: any password is accepted
     with_password = urlunsplit(parts._replace(netloc=parts.netloc.replace("@", ":sekret-word@", 1)))
     clean_env.setenv(ENV_PG_SCHEMA, pg_schema)
+    few_store_cases(clean_env)
     result = CliRunner().invoke(main, ["prove", "--db", with_password])
     assert result.exit_code == 0, result.output
     assert "sekret-word" not in result.output
