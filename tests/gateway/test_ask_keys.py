@@ -76,6 +76,7 @@ def test_a_bad_key_is_refused_before_anything_is_written(gateway: Gateway) -> No
     assert gateway.parked("c-key") is None
 
 
+@pytest.mark.engines("two stores race on one key: the engine's locking lets one park")
 def test_two_processes_racing_on_one_key_park_one_ask(gateway: Gateway, reopen: Reopen) -> None:
     other = reopen()  # a second process on the same database
     start = threading.Barrier(2)

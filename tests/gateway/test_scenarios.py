@@ -395,6 +395,9 @@ def test_cancel_of_an_answered_ask_keeps_its_answer(gateway: Gateway) -> None:
     assert (ask.status, ask.answer) == (AskStatus.ANSWERED, "Yes")
 
 
+@pytest.mark.engines(
+    "a close by another store object wakes the wait: LISTEN/NOTIFY on PostgreSQL, the file's watch on SQLite"
+)
 def test_wait_returns_when_another_thread_answers(gateway: Gateway, reopen: Reopen) -> None:
     parked = gateway.ask("conv-w", "Deploy?", ["Yes", "No"])
     assert parked.ask_id is not None

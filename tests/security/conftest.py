@@ -23,9 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "http"))
 from attack import ATTACKER_HOST, TOKEN_TABLE, NamedTokens
 from live_server import Server, browser_page, chromium
 
+from engine_params import STORE_PARAMS
 from parkgate.http.tokens import digest
 
-ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+#: The servers under attack run on each store: what a server refuses must not depend on it.
+ENGINES = STORE_PARAMS
 
 
 class Launch(Protocol):
@@ -39,7 +41,8 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def database(store_url_factory: Any, engine: str) -> Any:
-    """A fresh database on ``engine`` (a StoreLocation: url, schema, path, raw_query)."""
+    """A fresh, empty database on ``engine`` from the root conftest's ``store_url_factory``
+    (a StoreLocation: url, schema, path, raw_query); the server migrates it as it starts."""
     return store_url_factory(engine)
 
 
