@@ -1,7 +1,7 @@
-"""The outbox deliverer on both stores: workers claim disjoint rows, a dead worker's lease runs out.
+"""The outbox deliverer: workers claim disjoint rows, a dead worker's lease runs out.
 
-Uses the shared ``gateway`` (SQLite, then PostgreSQL) with a manual clock, and
-receivers behind ``httpx.MockTransport``.
+Uses the shared ``gateway`` (SQLite; the workers' race also on PostgreSQL) with a manual
+clock, and receivers behind ``httpx.MockTransport``.
 """
 
 from __future__ import annotations

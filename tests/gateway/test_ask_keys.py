@@ -1,4 +1,5 @@
-"""Idempotent parks: a park with a key the owner parked before returns that ask, on both stores."""
+"""Idempotent parks: a park with a key the owner parked before returns that ask; two stores racing
+on one key run on both engines, whose locking lets one park."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A redelivered message changes nothing, the metrics included, on both stores."""
+"""A redelivered message changes nothing, the metrics included; copies that race run
+on both engines, whose locking decides which one applies."""
 
 from __future__ import annotations
 

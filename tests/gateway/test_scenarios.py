@@ -1,6 +1,7 @@
-"""The seed's scenarios end to end through ``Gateway``, on a SQLite file and on PostgreSQL.
+"""The seed's scenarios end to end through ``Gateway``, on a SQLite file.
 
-Every test runs twice (the ``store`` fixture is parametrised over both engines); each
+What the stores themselves guarantee runs on both engines in ``tests/store``; here only a
+wait woken by another store object does (the wake is the engine's own). Each test
 asserts what a person or a calling agent would notice: the reply kind, whether the
 conversation is still parked, what the stored ask says afterwards.
 """
