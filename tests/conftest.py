@@ -1,19 +1,31 @@
-"""Shared fixtures: a fresh store on SQLite and on PostgreSQL, a manual clock, a gateway.
+"""Shared fixtures: a clean store on SQLite (and on PostgreSQL where it matters), a manual clock, a gateway.
 
 PostgreSQL comes from ``PARKGATE_TEST_POSTGRES_URL`` (default
 ``postgresql://postgres@127.0.0.1:5432/test``). Every test that uses it gets a schema
-of its own (uniquely named per process and test) that is dropped afterwards, so
-concurrent runs on one server never collide. When the server is unreachable the tests
-fail, naming the URL and the error: nothing is skipped, because a skipped test proves
-nothing (``./dev test`` starts the local server first, and installs it when run as root).
+of its own (named for this process), emptied or dropped afterwards, so concurrent runs
+and pytest-xdist workers on one server never collide. When the server is unreachable
+the tests fail, naming the URL and the error: nothing is skipped, because a skipped test
+proves nothing (``./dev test`` starts the local server first, and installs it when run
+as root).
+
+Set-up is paid once per test process (:class:`Databases`): a migrated SQLite template
+file that each test copies, and a pool of migrated PostgreSQL schemas that a test's end
+empties (``TRUNCATE ... RESTART IDENTITY CASCADE``) for the next, or drops if the test
+changed the schema's make-up.
+
+Engines (``tests/engine_params.py``): the store conformance suite (``tests/store``) runs
+on both; a test above the store runs on SQLite unless it is marked
+``@pytest.mark.engines("why")`` because what it checks depends on the engine.
 
 Fixtures:
 
 - ``clock``: a :class:`~parkgate.clock.ManualClock`; tests move time, never sleep.
-- ``pg_url`` / ``pg_schema``: the reachable server URL; a fresh schema on it.
-- ``store_url_factory(engine)``: a new, empty :class:`StoreLocation` ("sqlite" or
-  "postgres"); ``make_store(location)``: an open :class:`~parkgate.store.Store` on it.
-- ``store`` (parametrised over ``sqlite`` and ``postgres``) with ``store_location``.
+- ``pg_url`` / ``pg_schema``: the reachable server URL; a fresh, empty schema on it.
+- ``store_url_factory(engine, migrated=False, url=None)``: a new :class:`StoreLocation`
+  ("sqlite" or "postgres"), empty unless ``migrated``; the one maker of database
+  locations (the reliability and security fixtures build on it).
+  ``make_store(location)``: an open :class:`~parkgate.store.Store` on it.
+- ``store`` with ``store_location``: a clean, migrated database (see Engines above).
 - ``gateway``: a :class:`~parkgate.Gateway` on ``store`` with the demo workflow;
   ``reopen()``: a second Gateway on the same location (a restart).
 
@@ -28,21 +40,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 import psycopg
 import pytest
-from psycopg import sql as pgsql
 
-from engine_params import STORE_PARAMS
+from engine_params import BOTH_ENGINE_FOLDERS, ENGINES_MARKER, SQLITE_ONLY, STORE_PARAMS
 from parkgate import Gateway, ManualClock
 from parkgate.demo import UML
 from parkgate.store import Store
-from parkgate.store.postgres import create_schema as _create_schema
 from parkgate.store.postgres import drop_schema
+from store_locations import Databases, StoreLocation, create_schema
 
 PG_URL_ENV = "PARKGATE_TEST_POSTGRES_URL"
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -82,52 +92,10 @@ def require_postgres(url: str | None = None) -> str:
     return url
 
 
-def create_schema(url: str) -> str:
-    """Create a uniquely named, empty schema and return its name."""
-    return _create_schema(url, "pgt")
-
-
-@dataclass(frozen=True)
-class StoreLocation:
-    """Where one test database lives: a SQLite file, or a schema on a PostgreSQL server."""
-
-    engine: str  # "sqlite" | "postgres"
-    url: str
-    schema: str | None = None
-    path: Path | None = None
-
-    def open(self, **options: Any) -> Store:
-        """A new store object (its own connections or pool) on this database."""
-        if self.engine == "postgres":
-            from parkgate.store.postgres import PostgresStore
-
-            return PostgresStore(self.url, schema=self.schema, **options)
-        from parkgate.store.sqlite import SQLiteStore
-
-        return SQLiteStore(self.url, **options)
-
-    def raw_query(self, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Run ``statement`` (``?`` placeholders) on a fresh raw connection, outside parkgate."""
-        if self.engine == "postgres":
-            assert self.schema is not None
-            with psycopg.connect(self.url, autocommit=True) as conn:
-                conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(self.schema)))
-                cur = conn.execute(statement.replace("?", "%s").encode(), params)
-                return list(cur.fetchall()) if cur.description else []
-        import sqlite3
-
-        assert self.path is not None
-        conn = sqlite3.connect(self.path, isolation_level=None)
-        try:
-            return list(conn.execute(statement, params).fetchall())
-        finally:
-            conn.close()
-
-
 class StoreUrlFactory(Protocol):
-    """``store_url_factory(engine)``: a new, empty database location."""
+    """``store_url_factory(engine, migrated=False)``: a new database location, empty or migrated."""
 
-    def __call__(self, engine: str) -> StoreLocation: ...
+    def __call__(self, engine: str, *, migrated: bool = False, url: str | None = None) -> StoreLocation: ...
 
 
 class MakeStore(Protocol):
@@ -153,7 +121,9 @@ class Reopen(Protocol):
 #: Each folder whose tests all carry one marker.
 FOLDER_MARKERS = {"reliability": "reliability", "bench": "bench", "browser": "browser"}
 #: Fixtures that open a PostgreSQL connection, and those that start Chromium.
-POSTGRES_FIXTURES = frozenset({"pg_url", "pg_schema", "postgres_spec", "pg_location", "pg_processes"})
+POSTGRES_FIXTURES = frozenset(
+    {"pg_url", "pg_schema", "postgres_spec", "pg_location", "pg_processes", "faults_cluster", "faults_spec"}
+)
 BROWSER_FIXTURES = frozenset({"browser", "page", "chromium", "browser_page"})
 TESTS = Path(__file__).resolve().parent
 
@@ -180,6 +150,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def xdist_keys(item: pytest.Item) -> list[str]:
     """What may put ``item`` in a group: its markers' names, then its fixtures."""
     return [mark.name for mark in item.iter_markers()] + list(getattr(item, "fixturenames", ()))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run ``store_location`` (and what builds on it) on the engines the test is for.
+
+    Both engines in the store conformance suite and for a test marked ``engines("why")``;
+    SQLite elsewhere. The parameter stays in the test's id (``[sqlite]``/``[postgres]``).
+    """
+    if "store_location" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker(ENGINES_MARKER)
+    if marker is not None and not (marker.args and str(marker.args[0]).strip()):
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: @pytest.mark.engines needs the reason as its argument")
+    path = Path(str(metafunc.definition.path)).resolve()
+    folder = path.relative_to(TESTS).parts[0] if path.is_relative_to(TESTS) else None
+    both = marker is not None or folder in BOTH_ENGINE_FOLDERS
+    metafunc.parametrize("store_location", STORE_PARAMS if both else SQLITE_ONLY, indirect=True)
 
 
 def markers_for(item: pytest.Item) -> set[str]:
@@ -239,39 +226,56 @@ def pg_schema(pg_url: str) -> Iterator[str]:
         drop_schema(pg_url, name)
 
 
+@pytest.fixture(scope="session")
+def databases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Databases]:
+    """This process's :class:`Databases` (templates and the schema pool)."""
+    pool = Databases(tmp_path_factory.mktemp("databases"))
+    yield pool
+    pool.close()
+
+
 @pytest.fixture
 def store_url_factory(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, databases: Databases
 ) -> Iterator[StoreUrlFactory]:
-    """Make fresh database locations; PostgreSQL schemas made here are dropped afterwards.
+    """Make database locations: ``factory(engine)`` an empty one, ``migrated=True`` a migrated one.
 
-    A test that makes a PostgreSQL location must carry the ``postgres`` marker (a
-    ``"postgres"`` parameter gives it one), so that the quick run leaves it out.
+    ``url`` names another PostgreSQL server than the test one (the fault tests' cluster).
+
+    The one place the suite makes database locations (the reliability and security
+    suites' fixtures build on it). An empty location is what migration tests and a
+    first ``parkgate serve`` need; a migrated one costs a file copy (SQLite) or a
+    ``TRUNCATE`` of a schema from this process's pool (PostgreSQL). Everything made here
+    goes back (or is dropped) after the test. A test that makes a PostgreSQL location
+    must carry the ``postgres`` marker (a ``"postgres"`` parameter gives it one), so that
+    the quick run leaves it out.
     """
-    schemas: list[tuple[str, str]] = []
+    made: list[StoreLocation] = []
 
-    def factory(engine: str) -> StoreLocation:
+    def factory(engine: str, *, migrated: bool = False, url: str | None = None) -> StoreLocation:
         if engine == "sqlite":
-            folder = tmp_path_factory.mktemp("store")
-            path = folder / "parkgate.db"
-            return StoreLocation("sqlite", f"sqlite:///{path}", path=path)
-        if engine == "postgres":
+            location = databases.sqlite(tmp_path_factory.mktemp("store"), migrated=migrated)
+        elif engine == "postgres":
             if request.node.get_closest_marker("postgres") is None:
                 pytest.fail(f"{request.node.nodeid} reaches PostgreSQL without the postgres marker", pytrace=False)
-            url = require_postgres()
-            name = create_schema(url)
-            schemas.append((url, name))
-            return StoreLocation("postgres", url, schema=name)
-        raise ValueError(f"unknown engine {engine!r}")
+            location = databases.postgres(url or require_postgres(), migrated=migrated)
+        else:
+            raise ValueError(f"unknown engine {engine!r}")
+        made.append(location)
+        return location
 
     yield factory
-    for url, name in schemas:
-        drop_schema(url, name)
+    for location in reversed(made):
+        databases.give_back(location)
 
 
 @pytest.fixture
-def make_store() -> Iterator[MakeStore]:
-    """Open stores on a location; every store opened here is closed after the test."""
+def make_store(store_url_factory: StoreUrlFactory) -> Iterator[MakeStore]:
+    """Open stores on a location; every store opened here is closed after the test.
+
+    It depends on ``store_url_factory`` so that its stores close before the factory
+    empties or drops their databases.
+    """
     opened: list[Store] = []
 
     def make(location: StoreLocation, **options: Any) -> Store:
@@ -284,10 +288,15 @@ def make_store() -> Iterator[MakeStore]:
         store.close()
 
 
-@pytest.fixture(params=STORE_PARAMS)
+@pytest.fixture
 def store_location(request: pytest.FixtureRequest, store_url_factory: StoreUrlFactory) -> StoreLocation:
-    """A fresh database on each store in turn: a SQLite file, then a PostgreSQL schema."""
-    return store_url_factory(str(request.param))
+    """A clean, migrated database: on SQLite, and also on PostgreSQL where the test runs on both.
+
+    Parametrised by :func:`pytest_generate_tests`: over both engines in the store
+    conformance suite (``tests/store``) and for tests marked ``engines("why")``; on SQLite
+    elsewhere.
+    """
+    return store_url_factory(str(request.param), migrated=True)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The deliverer outlives its store's outages and its own errors, on both stores.
+"""The deliverer outlives its store's outages and its own errors.
 
 A heartbeat or a pass that fails (the store away) is logged once per outage with its
 cause, retried with backoff, and the loop goes on: the due read and the ``expired``

@@ -2,7 +2,7 @@
 
 Each receiver is a raw asyncio TCP server in the test's loop, so a test controls exactly
 what goes on the wire (a gzip bomb, a drip, a huge body) and sees how much of it the
-deliverer read. The store is the shared ``gateway``'s (SQLite, then PostgreSQL).
+deliverer read. The store is the shared ``gateway``'s (SQLite).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The outbox deliverer on both stores: workers claim disjoint rows, a dead worker's lease runs out.
+"""The outbox deliverer: workers claim disjoint rows, a dead worker's lease runs out.
 
-Uses the shared ``gateway`` (SQLite, then PostgreSQL) with a manual clock, and
-receivers behind ``httpx.MockTransport``.
+Uses the shared ``gateway`` (SQLite; the workers' race also on PostgreSQL) with a manual
+clock, and receivers behind ``httpx.MockTransport``.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import asyncio
 from datetime import timedelta
 
 import httpx
+import pytest
 
 from parkgate import Gateway, ManualClock
 from parkgate.delivery.outbox import DELIVERY_DEADLINE_SECONDS, LEASE_MARGIN_SECONDS, OutboxDeliverer
@@ -38,6 +39,7 @@ class Recorder:
         return httpx.Response(200)
 
 
+@pytest.mark.engines("two workers claim rows at once: the engine's claim (SKIP LOCKED on PostgreSQL) keeps them apart")
 async def test_two_workers_never_send_the_same_row_at_once(gateway: Gateway, clock: ManualClock) -> None:
     expected = close_asks_with_callbacks(gateway, 12)
     hook = Recorder()

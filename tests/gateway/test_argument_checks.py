@@ -1,7 +1,7 @@
 """Every public Gateway call checks its arguments: a wrong type or value is an InputError.
 
 The error names the argument and is raised before anything is read or written, so an
-open ask stays exactly as it was. Runs on both stores.
+open ask stays exactly as it was.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What ``ask_from_text`` parks from a stopping point that names who may answer, on both stores."""
+"""What ``ask_from_text`` parks from a stopping point that names who may answer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Idempotent parks: a park with a key the owner parked before returns that ask, on both stores."""
+"""Idempotent parks: a park with a key the owner parked before returns that ask; two stores racing
+on one key run on both engines, whose locking lets one park."""
 
 from __future__ import annotations
 
@@ -76,6 +77,7 @@ def test_a_bad_key_is_refused_before_anything_is_written(gateway: Gateway) -> No
     assert gateway.parked("c-key") is None
 
 
+@pytest.mark.engines("two stores race on one key: the engine's locking lets one park")
 def test_two_processes_racing_on_one_key_park_one_ask(gateway: Gateway, reopen: Reopen) -> None:
     other = reopen()  # a second process on the same database
     start = threading.Barrier(2)

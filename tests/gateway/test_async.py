@@ -1,4 +1,4 @@
-"""``AsyncGateway`` under asyncio, on both stores: the same behaviour, awaited."""
+"""``AsyncGateway`` under asyncio: the same behaviour, awaited."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``AsyncGateway`` offers every public ``Gateway`` call, with the same signature, awaited.
 
 The signature check walks Gateway's public methods, so a call added there and not here
-fails this file. The behaviour checks run on both stores.
+fails this file. The behaviour checks run on SQLite.
 """
 
 from __future__ import annotations

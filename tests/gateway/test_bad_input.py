@@ -1,8 +1,8 @@
 """Bad input gets a clear error naming what is wrong, and nothing already stored changes.
 
-Runs on both stores. The SQLite-only part covers database files that cannot be used:
-read-only ones, and ones that are not parkgate databases; the file must come out of
-it byte for byte as it went in.
+Runs on SQLite: input is refused before a store is reached. One part covers database
+files that cannot be used: read-only ones, and ones that are not parkgate databases; the
+file must come out of it byte for byte as it went in.
 """
 
 from __future__ import annotations

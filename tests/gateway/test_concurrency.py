@@ -64,6 +64,11 @@ def _no_errors(results: Sequence[Any]) -> None:
     assert not errors, f"workers failed: {errors!r}"
 
 
+pytestmark = pytest.mark.engines(
+    "two gateways with connections of their own race on one database: the engine's locking serialises them"
+)
+
+
 @pytest.fixture
 def two_gateways(store_location: StoreLocation, clock: ManualClock, make_gateway: MakeGateway) -> list[Gateway]:
     """Two gateways, each with its own store (pool / connections), on one database."""

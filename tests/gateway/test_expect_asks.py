@@ -1,4 +1,4 @@
-"""A text ask that expects a form, through the gateway, on SQLite and PostgreSQL.
+"""A text ask that expects a form, through the gateway.
 
 The form is stored with the ask, so a reopened gateway (another process) and the
 remembered-ask path decide alike; bad expectations are refused before anything is written.

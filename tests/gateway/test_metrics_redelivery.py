@@ -1,8 +1,11 @@
-"""A redelivered message changes nothing, the metrics included, on both stores."""
+"""A redelivered message changes nothing, the metrics included; copies that race run
+on both engines, whose locking decides which one applies."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 
 from parkgate import Gateway, ReplyKind
 
@@ -28,6 +31,7 @@ def test_a_redelivered_message_is_counted_once(gateway: Gateway) -> None:
     assert closed(gateway, "selected") == 1
 
 
+@pytest.mark.engines("copies race on several pooled connections: the engine's locking applies one")
 def test_concurrent_copies_of_one_message_are_counted_once(gateway: Gateway) -> None:
     gateway.ask("c", "Deploy?", ["Yes", "No"])
     with ThreadPoolExecutor(max_workers=4) as pool:

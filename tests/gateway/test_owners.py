@@ -1,4 +1,4 @@
-"""Owners own their asks and runs, on both stores: an ``owner`` (the HTTP service's token
+"""Owners own their asks and runs: an ``owner`` (the HTTP service's token
 name) replaces, joins and restarts only what it parked, learns nothing of another owner's
 ask or run, and no caller reopens a complete run.
 """

@@ -1,4 +1,4 @@
-"""M-of-N quorum, on both stores: a responder's selection is a vote (``voted``) until
+"""M-of-N quorum: a responder's selection is a vote (``voted``) until
 ``quorum`` distinct responders agree on one option, which closes the ask once as
 ``selected``; a later vote replaces an earlier one; any responder's cancel is a veto.
 """

@@ -1,4 +1,4 @@
-"""Reminders and escalation on both stores: due times kept with the ask, fired by the due
+"""Reminders and escalation: due times kept with the ask, fired by the due
 read once each, never a touch; an escalation adds responders. Time is the manual clock's."""
 
 from __future__ import annotations

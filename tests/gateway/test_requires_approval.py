@@ -1,6 +1,6 @@
 """``@gateway.requires_approval``: a plain function, sync or async, runs only once a person
 approves; any other close raises ``Rejected`` with the outcome and the function never runs.
-Each call blocks in a thread of its own while the test plays the person, on both stores."""
+Each call blocks in a thread of its own while the test plays the person."""
 
 from __future__ import annotations
 

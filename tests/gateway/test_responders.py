@@ -1,4 +1,4 @@
-"""Who may answer, on both stores: an ask with ``responders`` is answered, cancelled and
+"""Who may answer: an ask with ``responders`` is answered, cancelled and
 touched only by them; anyone else's message is ``not_yours`` and changes nothing; who
 answered and who closed it are kept with the ask, in the database.
 """

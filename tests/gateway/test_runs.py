@@ -1,4 +1,4 @@
-"""A run's life as a caller sees it, on both stores: ``run()`` reads it, ``finish_run()``
+"""A run's life as a caller sees it: ``run()`` reads it, ``finish_run()``
 completes it, and no parked ask outlives its run.
 """
 

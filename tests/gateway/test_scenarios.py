@@ -1,6 +1,7 @@
-"""The seed's scenarios end to end through ``Gateway``, on a SQLite file and on PostgreSQL.
+"""The seed's scenarios end to end through ``Gateway``, on a SQLite file.
 
-Every test runs twice (the ``store`` fixture is parametrised over both engines); each
+What the stores themselves guarantee runs on both engines in ``tests/store``; here only a
+wait woken by another store object does (the wake is the engine's own). Each test
 asserts what a person or a calling agent would notice: the reply kind, whether the
 conversation is still parked, what the stored ask says afterwards.
 """
@@ -395,6 +396,9 @@ def test_cancel_of_an_answered_ask_keeps_its_answer(gateway: Gateway) -> None:
     assert (ask.status, ask.answer) == (AskStatus.ANSWERED, "Yes")
 
 
+@pytest.mark.engines(
+    "a close by another store object wakes the wait: LISTEN/NOTIFY on PostgreSQL, the file's watch on SQLite"
+)
 def test_wait_returns_when_another_thread_answers(gateway: Gateway, reopen: Reopen) -> None:
     parked = gateway.ask("conv-w", "Deploy?", ["Yes", "No"])
     assert parked.ask_id is not None

@@ -1,4 +1,4 @@
-"""Who answers each phase of a workflow, on both stores: phases that name their own
+"""Who answers each phase of a workflow: phases that name their own
 responders and quorum, phases that name none (anyone's, then), and a start that names
 responders for a workflow whose phases say who answers them (refused)."""
 

@@ -1,8 +1,10 @@
 """Fixtures of the reliability suite: a database on each store, a manual clock.
 
-PostgreSQL comes from ``PARKGATE_TEST_POSTGRES_URL`` (default the local server); each
-test gets a schema of its own, dropped afterwards (through the root conftest's
-``pg_url``, which fails a test when the server is unreachable). A missing prerequisite
+Database locations come from the root conftest's ``store_url_factory`` (a migrated
+SQLite file copied from the process's template; a clean schema from the process's
+pool on ``PARKGATE_TEST_POSTGRES_URL``, failing the test when the server is
+unreachable). The fault tests' throwaway cluster is a server of its own; its schemas
+are made here. A missing prerequisite
 of the fault tests (root, Debian's postgresql-common) fails them too: nothing skips.
 """
 
@@ -16,20 +18,19 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 import pytest
 
+from engine_params import STORE_PARAMS
 from parkgate.clock import ManualClock
-from parkgate.store.postgres import create_schema, drop_schema
 from polling import until
 
 from ._support import T0, StoreSpec
 
-
-def new_schema(url: str) -> str:
-    """Create a uniquely named schema; the caller drops it with :func:`drop_schema`."""
-    return create_schema(url, "rel")
+if TYPE_CHECKING:
+    from conftest import StoreLocation, StoreUrlFactory
 
 
 @pytest.fixture
@@ -38,35 +39,28 @@ def clock() -> ManualClock:
     return ManualClock(T0)
 
 
-@pytest.fixture
-def sqlite_spec(tmp_path: Path) -> StoreSpec:
-    """A fresh SQLite file."""
-    return StoreSpec("sqlite", f"sqlite:///{tmp_path / 'parkgate.db'}")
+def as_spec(location: StoreLocation) -> StoreSpec:
+    """The reliability suite's picklable :class:`StoreSpec` of a root-conftest location."""
+    return StoreSpec(location.engine, location.url, location.schema)
 
 
 @pytest.fixture
-def postgres_spec(pg_url: str) -> Iterator[StoreSpec]:
-    """A fresh schema on the test PostgreSQL server, dropped afterwards."""
-    url = pg_url
-    schema = new_schema(url)
-    try:
-        yield StoreSpec("postgres", url, schema)
-    finally:
-        drop_schema(url, schema)
+def sqlite_spec(store_url_factory: StoreUrlFactory) -> StoreSpec:
+    """A clean, migrated SQLite file (the root conftest's ``store_url_factory``)."""
+    return as_spec(store_url_factory("sqlite", migrated=True))
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreSpec]:
-    """A fresh database on each store in turn."""
-    if request.param == "sqlite":
-        yield StoreSpec("sqlite", f"sqlite:///{tmp_path / 'parkgate.db'}")
-        return
-    url: str = request.getfixturevalue("pg_url")
-    schema = new_schema(url)
-    try:
-        yield StoreSpec("postgres", url, schema)
-    finally:
-        drop_schema(url, schema)
+@pytest.fixture
+def postgres_spec(pg_url: str, store_url_factory: StoreUrlFactory) -> StoreSpec:
+    """A clean, migrated schema on the test PostgreSQL server (the root conftest's factory)."""
+    return as_spec(store_url_factory("postgres", migrated=True))
+
+
+@pytest.fixture(params=STORE_PARAMS)
+def spec(request: pytest.FixtureRequest, store_url_factory: StoreUrlFactory) -> StoreSpec:
+    """A clean, migrated database on each store in turn: what these tests check (races,
+    redelivery, restarts, clocks across a restart) is the engines' own locking and storage."""
+    return as_spec(store_url_factory(str(request.param), migrated=True))
 
 
 # -- the throwaway PostgreSQL cluster that the fault tests may restart ----------------
@@ -199,10 +193,6 @@ def faults_lock(faults_cluster: FaultsCluster) -> Iterator[FaultsCluster]:
 
 
 @pytest.fixture
-def faults_spec(faults_lock: FaultsCluster) -> Iterator[StoreSpec]:
-    """A fresh schema on the throwaway cluster (which this test may restart)."""
-    schema = new_schema(faults_lock.url)
-    try:
-        yield StoreSpec("postgres", faults_lock.url, schema)
-    finally:
-        drop_schema(faults_lock.url, schema)
+def faults_spec(faults_lock: FaultsCluster, store_url_factory: StoreUrlFactory) -> StoreSpec:
+    """A fresh schema on the throwaway cluster (which this test may restart), from the root factory."""
+    return as_spec(store_url_factory("postgres", url=faults_lock.url))

@@ -42,7 +42,8 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def database(store_url_factory: Any, engine: str) -> Any:
-    """A fresh database on ``engine`` (a StoreLocation: url, schema, path, raw_query)."""
+    """A fresh, empty database on ``engine`` from the root conftest's ``store_url_factory``
+    (a StoreLocation: url, schema, path, raw_query); the server migrates it as it starts."""
     return store_url_factory(engine)
 
 

@@ -1,5 +1,8 @@
 """Follow-ups: an ask parked with ``follow_up=True`` is listed once it closes, until the
-waiter that acts on its close says it is done; one waiter in any process claims it."""
+waiter that acts on its close says it is done; one waiter in any process claims it.
+
+The follow-up list, its claims and leases are a store interface with SQL of each engine's
+own, so these run in the store conformance suite, on both engines."""
 
 from __future__ import annotations
 

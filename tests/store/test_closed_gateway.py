@@ -1,4 +1,5 @@
-"""A closed gateway stays closed, on both stores.
+"""A closed gateway stays closed, on both stores (each store turns a call after close into
+:class:`StoreClosed` in code of its own, so this is part of the store conformance suite).
 
 ``Gateway.close()`` (or the end of its ``with`` block) closes the store. Every later
 call raises :class:`StoreClosed`, which names the way on, instead of quietly opening new
@@ -68,12 +69,15 @@ async def test_a_closed_async_gateway_is_refused_too(store_location: StoreLocati
 
 
 def test_a_closed_store_refuses_its_own_calls_too(store_location: StoreLocation) -> None:
-    """What a Gateway does not wrap (the schema version, the callback outbox) says closed as well."""
+    """What a Gateway does not wrap (the schema version, the callback outbox, the health
+    check's ping) says closed as well."""
     store = store_location.open()
     assert store.schema_version() > 0
+    assert store.ping() is None  # open: the store answers
     store.close()
     for call in (
         store.schema_version,
+        store.ping,
         lambda: store.claim_callbacks(datetime.now(UTC), datetime.now(UTC)),
         lambda: store.callback_done(1, datetime.now(UTC)),
         store.next_callback_at,
