@@ -158,7 +158,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     Both engines in the store conformance suite and for a test marked ``engines("why")``;
     SQLite elsewhere. The parameter stays in the test's id (``[sqlite]``/``[postgres]``).
     """
-    if "store_location" not in metafunc.fixturenames:
+    if "store_location" not in metafunc.fixturenames or _parametrizes_itself(metafunc):
         return
     marker = metafunc.definition.get_closest_marker(ENGINES_MARKER)
     if marker is not None and not (marker.args and str(marker.args[0]).strip()):
@@ -167,6 +167,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     folder = path.relative_to(TESTS).parts[0] if path.is_relative_to(TESTS) else None
     both = marker is not None or folder in BOTH_ENGINE_FOLDERS
     metafunc.parametrize("store_location", STORE_PARAMS if both else SQLITE_ONLY, indirect=True)
+
+
+def _parametrizes_itself(metafunc: pytest.Metafunc) -> bool:
+    """Whether the test names its own ``store_location`` engines (``parametrize(..., indirect=True)``)."""
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0] if marker.args else marker.kwargs.get("argnames", "")
+        if "store_location" in ([n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)):
+            return True
+    return False
 
 
 def markers_for(item: pytest.Item) -> set[str]:
