@@ -45,3 +45,16 @@ def test_the_largest_adversarial_outputs_are_answered_or_refused_by_name() -> No
             find(output)
         except StoppingPointError as error:
             assert str(error)
+
+
+def test_a_text_question_too_long_or_empty_is_refused_at_its_marker_line() -> None:
+    for output, line, says in (
+        ("[[ask text]]\n\n[[/ask]]", 1, "prompt is empty"),
+        ("Intro\n[[ask text]]\n" + "x" * 5_000 + "\n[[/ask]]", 2, "the limit is 4000"),
+    ):
+        try:
+            parse(output)
+        except StoppingPointError as error:
+            assert error.line == line and says in str(error)
+        else:
+            raise AssertionError(f"{output[:30]!r} was accepted")
