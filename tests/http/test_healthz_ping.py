@@ -25,6 +25,9 @@ from parkgate.http.app import create_app
 if TYPE_CHECKING:
     from conftest import StoreLocation
 
+#: What each store sends for a health check is its own SQL.
+pytestmark = pytest.mark.engines("each store's connection check is its own statement")
+
 #: Health checks counted after the first (which also reads the schema version once).
 CHECKS = 5
 
