@@ -92,8 +92,19 @@ def message_path(database: Path, recorder: PathRecorder) -> tuple[str, set[str]]
     return kind, set(recorder.files)
 
 
+#: The store's hop when a write meets another thread's lock and retries with the lock
+#: taken first (``sqlite_file.busy``): a rare second path, not the one measured here.
+CONFLICT_HOP = "store/sqlite_file.py"
+
+
 def test_one_message_crosses_at_most_14_files_and_2_in_the_store(tmp_path: Path, recorder: PathRecorder) -> None:
-    kind, files = message_path(tmp_path / "path.db", recorder)
+    # A loaded machine can make the message meet another thread's write lock and take the
+    # retry path; the message's own path is measured again then, at most twice more.
+    for attempt in range(3):
+        recorder.files.clear()
+        kind, files = message_path(tmp_path / f"path{attempt}.db", recorder)
+        if CONFLICT_HOP not in files:
+            break
     assert kind == "retry"
     # The trace sees every layer (the guard, the route, the gateway, the core, the store):
     # a hook that missed the worker thread would see no store file and fail here.
