@@ -34,8 +34,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from parkgate.checks import MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.stopping_point import StoppingPointError, find
+from parkgate.gateway.checks import MAX_SKILL_OUTPUT_CHARS
 
 #: How much more an adversarial output may cost than an ordinary one of the same length.
 SAME_LENGTH_FACTOR = 10.0

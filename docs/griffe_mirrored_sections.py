@@ -21,8 +21,8 @@ import griffe
 
 #: Each async twin and the class whose docstrings it mirrors, as paths in ``parkgate``.
 MIRRORS = {
-    "async_gateway.AsyncGateway": "gateway.calls.Gateway",
-    "async_channel_calls.AsyncChannelCalls": "gateway.channel_calls.ChannelCalls",
+    "gateway.async_gateway.AsyncGateway": "gateway.calls.Gateway",
+    "gateway.async_channel_calls.AsyncChannelCalls": "gateway.channel_calls.ChannelCalls",
     "client.async_client.AsyncClient": "client.sync_client.Client",
 }
 

@@ -49,7 +49,7 @@ import pytest
 
 from engine_params import BOTH_ENGINE_FOLDERS, ENGINES_MARKER, SQLITE_ONLY, STORE_PARAMS
 from parkgate import Gateway, ManualClock
-from parkgate.demo import UML
+from parkgate.cli.demo import UML
 from parkgate.store import Store
 from parkgate.store.postgres import drop_schema
 from store_locations import Databases, StoreLocation, create_schema

@@ -65,7 +65,7 @@ def holds(thread: threading.Thread, seconds: float) -> bool:
     For a request to a live server that should hold (a long-poll on an open ask): a server
     process shows no "the waiter is asleep" state, so what is asserted is that real time
     passed and the request did not come back. In process, use
-    :meth:`parkgate.signal.CloseSignal.wait_until_asleep` instead.
+    :meth:`parkgate.store.signal.CloseSignal.wait_until_asleep` instead.
 
     Args:
         thread: the thread that makes the request.

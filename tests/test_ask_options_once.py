@@ -1,4 +1,4 @@
-"""An ask's options are declared once (:mod:`parkgate.ask_options`) and every surface takes
+"""An ask's options are declared once (:mod:`parkgate.gateway.options`) and every surface takes
 them from there: the gateways' and the clients' park calls, the wire layer and the HTTP
 models. An option added to the definition reaches all of them, or a test here fails.
 """
@@ -16,7 +16,10 @@ import httpx
 import pytest
 
 from parkgate import AsyncGateway, Gateway, InputError
-from parkgate.ask_options import (
+from parkgate.channels import ChannelTarget
+from parkgate.client import AsyncClient, Client, wire
+from parkgate.core.expect import Expect
+from parkgate.gateway.options import (
     JSON_NAMES,
     AskFields,
     AskOptions,
@@ -28,9 +31,6 @@ from parkgate.ask_options import (
     RunFields,
     field_names,
 )
-from parkgate.channels import ChannelTarget
-from parkgate.client import AsyncClient, Client, wire
-from parkgate.core.expect import Expect
 from parkgate.http.models import CHANNEL_FIELDS, AskIn, StartIn, options_of
 
 #: The fields of a body that are not options: what is asked, and where (a channel's field

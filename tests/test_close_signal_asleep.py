@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from parkgate.signal import CloseSignal
+from parkgate.store.signal import CloseSignal
 
 
 def _sleeper(signal: CloseSignal, ask_id: str, woken: list[bool]) -> threading.Thread:

@@ -1,4 +1,4 @@
-"""Where a callback may go (:mod:`parkgate.fence`): the rules, without a server or a socket.
+"""Where a callback may go (:mod:`parkgate.core.fence`): the rules, without a server or a socket.
 
 A callback URL parses as a client sends it or is refused with the rule it broke; an
 address in any spelling a resolver reads is fenced when internal (IPv4 carried inside
@@ -14,8 +14,7 @@ import ipaddress
 
 import pytest
 
-from parkgate.errors import InputError
-from parkgate.fence import (
+from parkgate.core.fence import (
     MAX_URL_CHARS,
     AllowList,
     CallbackRefused,
@@ -26,6 +25,7 @@ from parkgate.fence import (
     parse_allow_list,
     parse_callback_url,
 )
+from parkgate.errors import InputError
 
 
 @pytest.mark.parametrize(

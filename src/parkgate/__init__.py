@@ -8,17 +8,6 @@ Start with :class:`Gateway`::
     reply = gateway.handle("chat-1", "2")  # reply.kind is ReplyKind.SELECTED
 """
 
-from parkgate.ask_options import (
-    AskFields,
-    AskOptions,
-    ClientAskFields,
-    OwnedParkFields,
-    OwnedRunFields,
-    ParkFields,
-    PromptFields,
-    RunFields,
-)
-from parkgate.async_gateway import AsyncGateway
 from parkgate.channels.base import Channel, ChannelReply, ChannelTarget, Posted
 from parkgate.clock import Clock, ManualClock, SystemClock
 from parkgate.core.expect import Expect
@@ -50,8 +39,18 @@ from parkgate.errors import (
     UnknownWorkflow,
 )
 from parkgate.gateway import DEFAULT_TTL, Gateway, ask_to_dict
+from parkgate.gateway.async_gateway import AsyncGateway
+from parkgate.gateway.options import (
+    AskFields,
+    AskOptions,
+    ClientAskFields,
+    OwnedParkFields,
+    OwnedRunFields,
+    ParkFields,
+    PromptFields,
+    RunFields,
+)
 from parkgate.metrics import Metrics
-from parkgate.signal import Change, CloseSignal, Waiter
 from parkgate.store import Intent, Store, Transaction, open_store
 from parkgate.store.base import (
     AgentStates,
@@ -65,6 +64,7 @@ from parkgate.store.base import (
     Watcher,
 )
 from parkgate.store.channel_tables import ChannelJob, ChannelPost, ChannelTables
+from parkgate.store.signal import Change, CloseSignal, Waiter
 from parkgate.store.writes import AskStep, NewAsk, Writes
 from parkgate.workflow import Phase, Workflow
 

@@ -87,7 +87,7 @@ class StoppingPointError(InputError):
 
 class CallbackRefused(InputError):
     """A callback URL the fence refuses: it does not parse, or it reaches an internal
-    address that the allow-list does not name (:mod:`parkgate.fence`)."""
+    address that the allow-list does not name (:mod:`parkgate.core.fence`)."""
 
 
 class ConfigurationError(ParkgateError, ValueError):

@@ -20,7 +20,7 @@ from langgraph.types import interrupt
 from parkgate import Gateway, InputError, ManualClock
 from parkgate.adapters.langgraph import Closed, ParkgateInterrupts
 from parkgate.client import Client
-from parkgate.signal import Change
+from parkgate.store.signal import Change
 from polling import until
 
 CONFIG: Any = {"configurable": {"thread_id": "thread-1"}}

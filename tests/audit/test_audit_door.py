@@ -29,8 +29,8 @@ from live_server import Server
 
 from parkgate import AsyncGateway, Gateway
 from parkgate.cli import main
+from parkgate.cli.demo import WORKFLOWS
 from parkgate.core.door import DOOR_EXIT, DOOR_NON_ANSWERS
-from parkgate.demo import WORKFLOWS
 
 SENT = [*DOOR_NON_ANSWERS, DOOR_EXIT]
 

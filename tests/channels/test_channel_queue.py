@@ -27,8 +27,8 @@ from parkgate.channels.slack import SlackChannel
 from parkgate.channels.telegram import BotApi, TelegramChannel, TelegramInbound
 from parkgate.channels.telegram.buttons import button_data
 from parkgate.gateway.delivering import deliverer_for
-from parkgate.signal import FALLBACK_READ_SECONDS, Change
 from parkgate.store.channels_sql import SqlChannels
+from parkgate.store.signal import FALLBACK_READ_SECONDS, Change
 from polling import until
 
 TOKEN = "123:ABC"

@@ -29,8 +29,8 @@ from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, click_body, e
 from parkgate import ChannelTarget, Gateway, ManualClock
 from parkgate.channels.deliver import LEASE_SECONDS, ChannelDeliverer
 from parkgate.channels.slack import register
-from parkgate.checks import MAX_MESSAGE_CHARS
 from parkgate.core import phrases as P
+from parkgate.gateway.checks import MAX_MESSAGE_CHARS
 from polling import until
 
 Reopen = Any

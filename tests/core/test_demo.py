@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from parkgate.demo import DIAGRAMS, plantuml
+from parkgate.cli.demo import DIAGRAMS, plantuml
 
 LOGIN = "A user logs in, the server checks the password, then the server answers the user"
 SHOP = "An order has many lines; a customer places orders"

@@ -16,10 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from parkgate import InputError, ReplyKind
-from parkgate.checks import MAX_ID_CHARS, check_id
 from parkgate.core import machine
 from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.model import Ask, Reply
+from parkgate.gateway.checks import MAX_ID_CHARS, check_id
 
 optional_text = st.none() | st.text(max_size=40)
 replies = st.builds(

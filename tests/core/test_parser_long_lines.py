@@ -7,8 +7,8 @@ in ``bench/parser_linear.py`` (``python -m bench.parser_linear``), not asserted 
 
 from __future__ import annotations
 
-from parkgate.checks import MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.stopping_point import AskSpec, StoppingPointError, find, parse, render
+from parkgate.gateway.checks import MAX_SKILL_OUTPUT_CHARS
 
 
 def _marker(body: str) -> str:

@@ -13,7 +13,6 @@ from datetime import datetime
 import pytest
 
 from parkgate import prove
-from parkgate.checks import check_inbound_text
 from parkgate.core import machine, menu
 from parkgate.core.expect import Expect
 from parkgate.core.kinds import AskKind, ReplyKind
@@ -21,6 +20,7 @@ from parkgate.core.menu import Match, Verdict
 from parkgate.core.model import Ask, Step
 from parkgate.core.phrases import CANCEL_WORDS, CONTROL_WORDS, RESHOW_WORDS
 from parkgate.errors import InputError
+from parkgate.gateway.checks import check_inbound_text
 
 # The dimensions, as docs/contract.md states them.
 CONTROL_WORD_COUNT = 7  # menu, options, cancel, exit, quit, stop, nevermind

@@ -108,7 +108,7 @@ def test_the_run_types_and_expected_forms_import_from_parkgate() -> None:
 
 def test_importing_parkgate_loads_no_http_client_library() -> None:
     script = (
-        "import sys, parkgate, parkgate.errors, parkgate.fence\n"
+        "import sys, parkgate, parkgate.errors, parkgate.core.fence\n"
         "loaded = sorted(m for m in ('httpx', 'requests', 'aiohttp', 'urllib3') if m in sys.modules)\n"
         "assert not loaded, loaded\n"
     )

@@ -26,8 +26,8 @@ from parkgate.core.model import AskStatus
 from parkgate.delivery import Deliverer
 from parkgate.delivery.health import DelivererState
 from parkgate.http.app import create_app
-from parkgate.signal import CloseSignal
 from parkgate.store import Store
+from parkgate.store.signal import CloseSignal
 
 LAST_PASS = "parkgate_deliverer_last_pass_timestamp_seconds"
 

@@ -10,7 +10,7 @@ from flaky_store import HOOK, Hook, until
 from parkgate import Gateway, ManualClock, Store
 from parkgate.core.kinds import AskStatus
 from parkgate.delivery import Deliverer
-from parkgate.signal import CloseSignal
+from parkgate.store.signal import CloseSignal
 
 
 class CountedDueReads:

@@ -20,11 +20,11 @@ import pytest
 from standardwebhooks import Webhook
 
 from parkgate import Gateway, ManualClock
+from parkgate.core.fence import parse_allow_list
 from parkgate.core.model import CallbackStatus
 from parkgate.delivery.outbox import OutboxDeliverer
 from parkgate.delivery.signing import Signer, parse_secrets
 from parkgate.errors import CallbackNotFailed, UnknownAsk
-from parkgate.fence import parse_allow_list
 from parkgate.webhooks import WebhookVerificationError, verify
 
 SECRET = "whsec_" + base64.b64encode(b"a test secret of thirty-two bytes").decode()

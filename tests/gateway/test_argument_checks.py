@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from parkgate import AskStatus, Gateway, InputError, ManualClock, ReplyKind, StoppingPointError
-from parkgate.demo import UML
+from parkgate.cli.demo import UML
 
 if TYPE_CHECKING:
     from conftest import StoreLocation
@@ -180,7 +180,7 @@ def test_options_keep_their_own_errors(gateway: Gateway) -> None:
 
 
 def test_a_ttl_longer_than_the_limit_is_refused_and_the_limit_is_exact(gateway: Gateway, clock: ManualClock) -> None:
-    from parkgate.checks import MAX_TTL
+    from parkgate.gateway.checks import MAX_TTL
 
     with pytest.raises(InputError, match="longer than the limit"):
         gateway.ask("long", "Q?", ["A"], ttl=MAX_TTL + timedelta(microseconds=1))

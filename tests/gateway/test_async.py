@@ -63,7 +63,7 @@ async def test_async_wait_wakes_on_a_close_in_this_process_without_waiting_for_i
     gateway: Gateway, monkeypatch: pytest.MonkeyPatch, closer: str
 ) -> None:
     # A poll interval far longer than the test's bound: only the wake-up can end the wait in time.
-    monkeypatch.setattr("parkgate.signal.FALLBACK_READ_SECONDS", 60.0)
+    monkeypatch.setattr("parkgate.store.signal.FALLBACK_READ_SECONDS", 60.0)
     monkeypatch.setattr("parkgate.gateway.FALLBACK_READ_SECONDS", 60.0)
     agw = AsyncGateway(gateway)
     parked = await agw.ask("conv-wake", "Deploy?", ["Yes", "No"])

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from parkgate import AskStatus, AsyncGateway, Gateway, InputError, ManualClock, ReplyKind
-from parkgate.demo import UML
+from parkgate.cli.demo import UML
 from parkgate.workflow import Phase, Workflow
 
 if TYPE_CHECKING:

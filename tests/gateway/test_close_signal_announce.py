@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 
-from parkgate.signal import CloseSignal
+from parkgate.store.signal import CloseSignal
 from polling import until
 
 

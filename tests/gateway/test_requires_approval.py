@@ -15,7 +15,7 @@ import pytest
 from parkgate import Gateway, ManualClock, Rejected
 from parkgate.core.kinds import AskStatus
 from parkgate.errors import InputError
-from parkgate.signal import Change
+from parkgate.store.signal import Change
 from polling import until
 
 

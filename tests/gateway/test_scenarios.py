@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from parkgate import AskAlreadyOpen, AskStatus, Gateway, ManualClock, ReplyKind, UnknownAsk
+from parkgate.cli.demo import DIAGRAMS
 from parkgate.core import phrases as P
 from parkgate.core.model import Ask
-from parkgate.demo import DIAGRAMS
 
 if TYPE_CHECKING:
     from conftest import MakeGateway, Reopen, StoreLocation

@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from parkgate import Gateway, ReplyKind
-from parkgate.checks import MAX_MESSAGE_CHARS
 from parkgate.core import phrases as P
 from parkgate.core.stopping_point import MAX_PROMPT_CHARS, StoppingPointError, make_spec
+from parkgate.gateway.checks import MAX_MESSAGE_CHARS
 from parkgate.workflow import MAX_QUOTED_ANSWER_CHARS, Phase, Workflow
 
 CONFIRM = Workflow(

@@ -28,7 +28,7 @@ from live_server import Receiver, wait_until
 from engine_params import STORE_PARAMS
 from parkgate import AsyncGateway, Gateway, ManualClock, ReplyKind
 from parkgate.core.model import AskStatus
-from parkgate.signal import FALLBACK_READ_SECONDS
+from parkgate.store.signal import FALLBACK_READ_SECONDS
 
 
 @pytest.fixture(autouse=True)

@@ -259,7 +259,7 @@ def test_a_413_is_json_through_a_normal_client(served: Server, conv: str) -> Non
 
 def test_skill_output_takes_what_the_library_takes_even_with_every_character_escaped(served: Server, conv: str) -> None:
     """256,000 characters, as ``Gateway.ask_from_text`` allows; 256,001 is a 422, not a 413."""
-    from parkgate.checks import MAX_SKILL_OUTPUT_CHARS
+    from parkgate.gateway.checks import MAX_SKILL_OUTPUT_CHARS
 
     marker = "\n[[ask]]\nWhich one?\n1. A\n2. B\n[[/ask]]"
     filler = "\U0001f600" * (MAX_SKILL_OUTPUT_CHARS - len(marker))  # 12 bytes each as JSON \\u escapes

@@ -25,7 +25,7 @@ from live_server import Receiver, Server, messages_path, wait_until
 
 from engine_params import STORE_PARAMS
 from parkgate import ManualClock
-from parkgate.signal import FALLBACK_READ_SECONDS
+from parkgate.store.signal import FALLBACK_READ_SECONDS
 
 TTL = 2.0
 #: A step of the manual clock just short of a due time, or just past it.

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from parkgate import Gateway, ManualClock
+from parkgate.cli.demo import UML
 from parkgate.delivery.outbox import MAX_DELAY_SECONDS, OutboxDeliverer, backoff_delay
-from parkgate.demo import UML
 from parkgate.http.app import create_app
 
 

@@ -21,7 +21,7 @@ import pytest
 from live_server import Receiver, Server, messages_path, wait_until
 
 from parkgate import ManualClock
-from parkgate.signal import FALLBACK_READ_SECONDS
+from parkgate.store.signal import FALLBACK_READ_SECONDS
 from parkgate.webhooks import verify
 
 SECRET = "whsec_" + base64.b64encode(b"the reminders suite's 32 byte key").decode()

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from parkgate import Gateway
-from parkgate.demo import UML
+from parkgate.cli.demo import UML
 from parkgate.http.app import create_app
 
 TOKEN = "schemathesis-token"

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from parkgate import Gateway, ManualClock
-from parkgate.demo import UML
+from parkgate.cli.demo import UML
 from parkgate.http.app import create_app
 from parkgate.store import Store
 

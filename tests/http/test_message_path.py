@@ -23,7 +23,7 @@ import pytest
 
 import parkgate
 from parkgate import Gateway
-from parkgate import offload as offload_module
+from parkgate.gateway import offload as offload_module
 from parkgate.http.app import create_app
 
 PACKAGE = Path(parkgate.__file__).resolve().parent

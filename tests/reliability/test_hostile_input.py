@@ -22,12 +22,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from parkgate import Gateway
-from parkgate.checks import MAX_MESSAGE_CHARS, check_inbound_text
 from parkgate.clock import ManualClock
 from parkgate.core import machine
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind
 from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError
+from parkgate.gateway.checks import MAX_MESSAGE_CHARS, check_inbound_text
 
 from ._support import T0, Driver, ModelSpy, StoreSpec
 from .hostile import OPTION_SETS, Expect, expect, hostile_text, random_inputs

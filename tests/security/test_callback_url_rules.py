@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from parkgate.fence import CallbackRefused, loggable_url, parse_callback_url, receiver_host
+from parkgate.core.fence import CallbackRefused, loggable_url, parse_callback_url, receiver_host
 
 
 @pytest.mark.parametrize("url", ["http://example.com:0/", "http://example.com:00/h", "http://example.com:65536/"])

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from parkgate.checks import MAX_SKILL_OUTPUT_CHARS
+from parkgate.gateway.checks import MAX_SKILL_OUTPUT_CHARS
 
 HOSTILE_LINES = {
     "the reported line": ("1. a", " ", "b"),

@@ -8,9 +8,9 @@ import unicodedata
 
 import pytest
 
-from parkgate.display import HIDDEN_RANGES, is_hidden, json_line, visible_id, visible_text
+from parkgate.core.display import HIDDEN_RANGES, is_hidden, json_line, visible_id, visible_text
+from parkgate.core.fence import CallbackRefused
 from parkgate.errors import InputError
-from parkgate.fence import CallbackRefused
 from parkgate.http.ratelimit import RateLimiter
 from parkgate.http.settings import SettingsError, check_exposure, settings_from_env
 from parkgate.http.tokens import Scope, Tokens, digest
@@ -18,7 +18,7 @@ from parkgate.http.tokens import Scope, Tokens, digest
 
 def test_a_refused_callback_is_an_input_error_and_the_library_refuses_what_does_not_parse() -> None:
     assert issubclass(CallbackRefused, InputError)
-    from parkgate.ask_options import AskOptions
+    from parkgate.gateway.options import AskOptions
 
     for bad in ("http://[::1", "http://a\r\nb/", "http://xn--a.com/", "http://h:99999/"):
         with pytest.raises(InputError, match="callback_url"):

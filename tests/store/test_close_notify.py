@@ -19,8 +19,8 @@ import psycopg
 import pytest
 
 from parkgate import Gateway
-from parkgate.signal import FALLBACK_READ_SECONDS, CloseSignal
 from parkgate.store.postgres import PostgresStore
+from parkgate.store.signal import FALLBACK_READ_SECONDS, CloseSignal
 from parkgate.store.watch import WaitRegistrar
 from polling import until
 

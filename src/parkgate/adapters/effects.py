@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from parkgate.async_gateway import AsyncGateway
 from parkgate.gateway import Gateway
+from parkgate.gateway.async_gateway import AsyncGateway
 
 T = TypeVar("T")
 

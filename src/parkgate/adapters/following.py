@@ -1,7 +1,7 @@
 """How an adapter's watcher follows up closed asks: one loop for every adapter, woken by
-the close signal (:mod:`parkgate.signal`) whenever an ask may have closed, here or in
+the close signal (:mod:`parkgate.store.signal`) whenever an ask may have closed, here or in
 another process (a due read's expiry among them), and at least every
-:data:`~parkgate.signal.FALLBACK_READ_SECONDS`.
+:data:`~parkgate.store.signal.FALLBACK_READ_SECONDS`.
 
 Each adapter parks its asks with ``follow_up=<its watcher's name>`` and lists only the
 closed asks named for it (``closed_follow_ups(watcher=...)``, filtered by the store's
@@ -19,9 +19,9 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Protocol, TypeVar
 
-from parkgate.checks import check_id
 from parkgate.errors import InputError
-from parkgate.signal import FALLBACK_READ_SECONDS, Change, CloseSignal
+from parkgate.gateway.checks import check_id
+from parkgate.store.signal import FALLBACK_READ_SECONDS, Change, CloseSignal
 
 #: The signals after which a closed ask may wait to be followed up.
 FOLLOW_UP_CHANGES = frozenset({Change.CLOSED, Change.COMMITTED, Change.ANY})
@@ -65,7 +65,7 @@ async def follow_up_until_cancelled(
     signal: CloseSignal, follow_up: Callable[[], Awaitable[object]], log: logging.Logger, what: str
 ) -> None:
     """Run ``follow_up()`` at once, then on every :data:`FOLLOW_UP_CHANGES` signal and at
-    least every :data:`~parkgate.signal.FALLBACK_READ_SECONDS`, until the task is cancelled.
+    least every :data:`~parkgate.store.signal.FALLBACK_READ_SECONDS`, until the task is cancelled.
 
     Args:
         signal: The gateway's close signal.

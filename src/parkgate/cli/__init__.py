@@ -13,7 +13,7 @@ An expected error (bad input, a store that is missing or out of reach, a busy
 conversation) ends the command with one ``Error:`` line and exit code 1, never a
 traceback.
 
-Every value from a store or a server is printed through :mod:`parkgate.display`: no
+Every value from a store or a server is printed through :mod:`parkgate.core.display`: no
 Rich markup is read from data, and control, direction and invisible characters show
 as their escapes (``\\u202e``), so no value can restyle, rewrite or hide on the screen.
 
@@ -42,7 +42,7 @@ from parkgate.cli.serve import check_can_listen, deliver, serve
 from parkgate.cli.stores import db_option, shown_url
 from parkgate.cli.telegram import telegram
 from parkgate.client.wire import path_segment
-from parkgate.display import format_hours
+from parkgate.core.display import format_hours
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

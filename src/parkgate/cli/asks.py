@@ -13,8 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from parkgate.cli.stores import db_option, gateway_session, shown_url
+from parkgate.core.display import json_line, visible_id, visible_text
 from parkgate.core.model import Ask
-from parkgate.display import json_line, visible_id, visible_text
 from parkgate.gateway import ask_to_dict
 
 # Matched against the stripped text: a trailing ``\s*`` after ``\s*([smhd]?)`` would

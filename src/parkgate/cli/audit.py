@@ -22,7 +22,7 @@ from parkgate.cli.asks import parse_duration
 from parkgate.cli.audit_door import door
 from parkgate.cli.stores import shown_url
 from parkgate.clock import SystemClock
-from parkgate.display import json_line, visible_text
+from parkgate.core.display import json_line, visible_text
 from parkgate.errors import ParkgateError
 
 

@@ -24,7 +24,7 @@ from parkgate.audit.door import (
     python_sender,
     run_door,
 )
-from parkgate.display import json_line, visible_text
+from parkgate.core.display import json_line, visible_text
 from parkgate.errors import ParkgateError
 
 

@@ -10,15 +10,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from parkgate.checks import check_sender
 from parkgate.cli.stores import db_option, gateway_session
 from parkgate.core import phrases
+from parkgate.core.display import format_hours, visible_text
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Reply
 from parkgate.core.phrases import CHAT_REFUSED, CHAT_STILL_PARKED
-from parkgate.display import format_hours, visible_text
 from parkgate.errors import AskAlreadyOpen, InputError
 from parkgate.gateway import Gateway
+from parkgate.gateway.checks import check_sender
 
 #: chat's own word for running the demo again; it never reaches the open ask as a miss.
 CHAT_RESTART = "/start"

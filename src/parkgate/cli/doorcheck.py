@@ -14,9 +14,9 @@ import click
 
 from parkgate.cli.stores import gateway_session
 from parkgate.client import Client, ErrorResponse, UnexpectedResponse, Unreachable
+from parkgate.core.display import json_line, visible_text
 from parkgate.core.door import DOOR_EXIT, door_verdict
 from parkgate.core.kinds import ReplyKind
-from parkgate.display import json_line, visible_text
 from parkgate.errors import AskAlreadyOpen, InputError, ParkgateError
 
 #: The four non-answers the door check sends before its exit word.

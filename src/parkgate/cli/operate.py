@@ -14,9 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from parkgate.cli.stores import db_option, gateway_session
+from parkgate.core.display import json_line, visible_id, visible_text
 from parkgate.core.kinds import RunOutcome
 from parkgate.core.model import Ask
-from parkgate.display import json_line, visible_id, visible_text
 from parkgate.errors import UnknownAsk
 from parkgate.gateway import Gateway, ask_to_dict
 

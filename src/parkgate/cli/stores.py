@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from parkgate.demo import WORKFLOWS
+from parkgate.cli.demo import WORKFLOWS
 from parkgate.errors import ParkgateError
 from parkgate.gateway import Gateway
 from parkgate.http.logs import logging_to_stderr

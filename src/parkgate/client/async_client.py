@@ -9,14 +9,14 @@ from typing import TypeVar, Unpack
 
 import httpx
 
-from parkgate.ask_options import ClientAskFields, ParkFields, RunFields
-from parkgate.checks import MAX_WAIT_SECONDS, wait_seconds
 from parkgate.client import responses, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Reply, Run
 from parkgate.errors import UnknownRun
+from parkgate.gateway.checks import MAX_WAIT_SECONDS, wait_seconds
+from parkgate.gateway.options import ClientAskFields, ParkFields, RunFields
 
 T = TypeVar("T")
 
@@ -82,7 +82,7 @@ class AsyncClient:
             options: The labels of a choice ask.
             kind: ``choice`` or ``text``; ``choice`` when ``options`` are given, else ``text``.
             **fields: The ask's options and the channel to post it on
-                (:class:`~parkgate.ask_options.ClientAskFields`).
+                (:class:`~parkgate.gateway.options.ClientAskFields`).
 
         Returns:
             The ``asked`` reply.
@@ -99,7 +99,8 @@ class AsyncClient:
         Args:
             conversation_id: The conversation to park in.
             skill_output: Text holding one stopping point.
-            **fields: ``run_id``, ``ttl``, ``replace`` and ``callback_url`` (:class:`~parkgate.ask_options.ParkFields`).
+            **fields: ``run_id``, ``ttl``, ``replace`` and ``callback_url``
+                (:class:`~parkgate.gateway.options.ParkFields`).
 
         Returns:
             The ``asked`` reply, or ``pass`` when the output marks no stopping point.
@@ -116,7 +117,7 @@ class AsyncClient:
         Args:
             conversation_id: The conversation to park the first question in.
             workflow: The workflow's name.
-            **fields: ``run_id`` and ``replace`` (:class:`~parkgate.ask_options.RunFields`).
+            **fields: ``run_id`` and ``replace`` (:class:`~parkgate.gateway.options.RunFields`).
 
         Returns:
             The ``asked`` reply of the first question.

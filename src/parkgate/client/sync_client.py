@@ -9,14 +9,14 @@ from typing import TypeVar, Unpack
 
 import httpx
 
-from parkgate.ask_options import ClientAskFields, ParkFields, RunFields
-from parkgate.checks import MAX_WAIT_SECONDS, wait_seconds
 from parkgate.client import responses, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Reply, Run
 from parkgate.errors import UnknownRun
+from parkgate.gateway.checks import MAX_WAIT_SECONDS, wait_seconds
+from parkgate.gateway.options import ClientAskFields, ParkFields, RunFields
 
 T = TypeVar("T")
 
@@ -107,7 +107,7 @@ class Client:
                 (``{"channel": "C123", "thread_ts": ...}``) or ``telegram``
                 (``{"chat_id": 42, "message_thread_id": ...}``) to post the ask on a
                 channel the server serves (:meth:`get` then shows where), as
-                :class:`~parkgate.ask_options.ClientAskFields` types them.
+                :class:`~parkgate.gateway.options.ClientAskFields` types them.
 
         Returns:
             The ``asked`` reply.
@@ -125,7 +125,7 @@ class Client:
             conversation_id: The conversation to park in.
             skill_output: Text holding one stopping point.
             **fields: ``run_id``, ``ttl``, ``replace``, ``callback_url`` and ``key``, as in :meth:`ask`
-                (:class:`~parkgate.ask_options.ParkFields`).
+                (:class:`~parkgate.gateway.options.ParkFields`).
 
         Returns:
             The ``asked`` reply, or ``pass`` when the output marks no stopping point (nothing is parked).
@@ -142,7 +142,7 @@ class Client:
         Args:
             conversation_id: The conversation to park the first question in.
             workflow: The workflow's name.
-            **fields: ``run_id`` and ``replace``, as in :meth:`ask` (:class:`~parkgate.ask_options.RunFields`).
+            **fields: ``run_id`` and ``replace``, as in :meth:`ask` (:class:`~parkgate.gateway.options.RunFields`).
 
         Returns:
             The ``asked`` reply of the first question.

@@ -21,8 +21,13 @@ from urllib.parse import quote
 
 import httpx
 
-from parkgate.ask_options import JSON_NAMES, ClientAskFields, ParkFields, RunFields, refuse_unknown
-from parkgate.checks import (
+from parkgate.client.views import AskPage, AskView, run_from_dict
+from parkgate.core.expect import as_expect
+from parkgate.core.expect import to_dict as expect_to_dict
+from parkgate.core.kinds import AskKind
+from parkgate.core.model import Reply, Run
+from parkgate.errors import InputError
+from parkgate.gateway.checks import (
     MAX_SKILL_OUTPUT_CHARS,
     MAX_WAIT_SECONDS,
     check_context,
@@ -32,12 +37,7 @@ from parkgate.checks import (
     check_remind_after,
     check_sender,
 )
-from parkgate.client.views import AskPage, AskView, run_from_dict
-from parkgate.core.expect import as_expect
-from parkgate.core.expect import to_dict as expect_to_dict
-from parkgate.core.kinds import AskKind
-from parkgate.core.model import Reply, Run
-from parkgate.errors import InputError
+from parkgate.gateway.options import JSON_NAMES, ClientAskFields, ParkFields, RunFields, refuse_unknown
 
 T = TypeVar("T")
 
@@ -208,7 +208,7 @@ def park(
 
 def park_text(conversation_id: str, skill_output: str, fields: ParkFields) -> Call[Reply]:
     """``POST /v1/asks`` with a skill's output (checked as the library checks it: no longer
-    than :data:`~parkgate.checks.MAX_SKILL_OUTPUT_CHARS`, so its body is within the server's limit)."""
+    than :data:`~parkgate.gateway.checks.MAX_SKILL_OUTPUT_CHARS`, so its body is within the server's limit)."""
     refuse_unknown(fields, ParkFields, "ask_from_text")
     body = {
         "conversation_id": conversation_id,
@@ -219,10 +219,10 @@ def park_text(conversation_id: str, skill_output: str, fields: ParkFields) -> Ca
 
 
 def options_json(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """An ask's options (:mod:`parkgate.ask_options`) as the JSON fields of its request.
+    """An ask's options (:mod:`parkgate.gateway.options`) as the JSON fields of its request.
 
     The one place options are written as JSON: each keeps its name but ``ttl``, sent as
-    ``ttl_seconds`` (:data:`~parkgate.ask_options.JSON_NAMES`); the TTL, ``expect`` and
+    ``ttl_seconds`` (:data:`~parkgate.gateway.options.JSON_NAMES`); the TTL, ``expect`` and
     ``context`` are checked here with the library's checks, the rest by the server.
     """
     body = {JSON_NAMES.get(name, name): value for name, value in fields.items()}

@@ -6,7 +6,7 @@ ordinary read, which closes them as ``expired`` and queues their callbacks), the
 the callbacks that are due.
 Between passes it sleeps until the earliest due time, the earliest callback retry or the
 next heartbeat, and wakes early when the close signal says an ask with a due time was
-parked, a callback was queued, or another process committed (:mod:`parkgate.signal`).
+parked, a callback was queued, or another process committed (:mod:`parkgate.store.signal`).
 A pass that fails (its heartbeat included: the store away, the disk full) is logged once
 per outage and tried again after a backoff (:mod:`parkgate.delivery.health`); an error
 that escapes the loop restarts it (:mod:`parkgate.delivery.supervisor`).
@@ -34,13 +34,13 @@ from typing import Protocol
 import httpx
 
 from parkgate.clock import Clock
+from parkgate.core.fence import AllowList
 from parkgate.delivery.health import Backoff, DelivererHealth
+from parkgate.delivery.heartbeat import HEARTBEAT_SECONDS
 from parkgate.delivery.outbox import OutboxDeliverer
 from parkgate.delivery.supervisor import supervise
-from parkgate.fence import AllowList
-from parkgate.heartbeat import HEARTBEAT_SECONDS
-from parkgate.signal import FALLBACK_READ_SECONDS, Change, CloseSignal
 from parkgate.store import Store
+from parkgate.store.signal import FALLBACK_READ_SECONDS, Change, CloseSignal
 
 #: Asks closed per due-read transaction; a full batch is followed by another at once.
 DUE_BATCH = 100

@@ -11,7 +11,7 @@ event's JSON) to its URL:
   ``v1,`` signature per secret while one is rotated: :mod:`parkgate.delivery.signing`), so
   a receiver can tell a real event from a forged one (:mod:`parkgate.webhooks` verifies);
 - **fenced**: the URL's host is resolved at delivery and every address it resolves to
-  must be allowed (:func:`parkgate.fence.address_allowed`); the connection goes to the
+  must be allowed (:func:`parkgate.core.fence.address_allowed`); the connection goes to the
   address that was checked, so a name cannot change between the check and the connect;
 - **bounded**: one deadline for the whole delivery (connect, send, response), at most
   :data:`MAX_RESPONSE_BYTES` of the response read, ``Accept-Encoding: identity``, no
@@ -53,10 +53,7 @@ import httpx
 from standardwebhooks import Webhook
 
 from parkgate.clock import Clock
-from parkgate.delivery.dns import resolve
-from parkgate.delivery.marks import DeliveredMarks
-from parkgate.delivery.signing import Signer, signer_from_env
-from parkgate.fence import (
+from parkgate.core.fence import (
     ENV_CALLBACK_ALLOW,
     AllowList,
     address_allowed,
@@ -64,6 +61,9 @@ from parkgate.fence import (
     parse_allow_list,
     parse_callback_url,
 )
+from parkgate.delivery.dns import resolve
+from parkgate.delivery.marks import DeliveredMarks
+from parkgate.delivery.signing import Signer, signer_from_env
 from parkgate.store import Store
 from parkgate.store.base import Callback
 

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from parkgate.delivery.heartbeat import HEARTBEAT_SECONDS
 from parkgate.gateway.calls import DEFAULT_TTL, Gateway
 from parkgate.gateway.closing import (
     DUE_MARGIN_SECONDS,
@@ -24,8 +25,7 @@ from parkgate.gateway.closing import (
 from parkgate.gateway.messages import CONFLICT_RETRIES
 from parkgate.gateway.runs import asked_reply
 from parkgate.gateway.shapes import ask_to_dict
-from parkgate.heartbeat import HEARTBEAT_SECONDS
-from parkgate.signal import FALLBACK_READ_SECONDS
+from parkgate.store.signal import FALLBACK_READ_SECONDS
 
 __all__ = [
     "CONFLICT_RETRIES",

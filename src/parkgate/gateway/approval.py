@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar, cast
 
-from parkgate.checks import check_duration
 from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask, Reply
 from parkgate.core.phrases import HITL_APPROVE, HITL_REJECT
 from parkgate.errors import InputError, Rejected
-from parkgate.signal import FALLBACK_READ_SECONDS
+from parkgate.gateway.checks import check_duration
+from parkgate.store.signal import FALLBACK_READ_SECONDS
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -15,16 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Unpack
 
-from parkgate.ask_options import AskFields, AskOptions, OwnedParkFields, OwnedRunFields
 from parkgate.channels.base import Channel
-from parkgate.checks import (
-    MAX_SKILL_OUTPUT_CHARS,
-    check_duration,
-    check_flag,
-    check_id,
-    check_inbound_text,
-    check_workflow,
-)
 from parkgate.clock import Clock, as_clock
 from parkgate.core import machine, stopping_point
 from parkgate.core.kinds import OPERATOR, AskKind, RunOutcome
@@ -32,15 +23,24 @@ from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError
 from parkgate.gateway.approval import ApprovalCalls
 from parkgate.gateway.channel_calls import ChannelCalls
+from parkgate.gateway.checks import (
+    MAX_SKILL_OUTPUT_CHARS,
+    check_duration,
+    check_flag,
+    check_id,
+    check_inbound_text,
+    check_workflow,
+)
 from parkgate.gateway.closing import CloseReport
 from parkgate.gateway.messages import MessageCalls, UnitRunner
+from parkgate.gateway.options import AskFields, AskOptions, OwnedParkFields, OwnedRunFields
 from parkgate.gateway.parking import Park
 from parkgate.gateway.reads import ReadCalls
 from parkgate.gateway.run_calls import RunCalls
 from parkgate.gateway.runs import RunLifeCycle, WritePlan, new_id, new_run, pass_reply
 from parkgate.metrics import Metrics
-from parkgate.signal import Change, CloseSignal, hear_moves
 from parkgate.store import DEFAULT_URL, Store, Transaction, open_deployed_store
+from parkgate.store.signal import Change, CloseSignal, hear_moves
 from parkgate.workflow import Workflow
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
         self.workflows: dict[str, Workflow] = {flow.name: flow for flow in flows}
         self.metrics = metrics or Metrics(surface)
         self.metrics.read_gauges_with(self.gauges)
-        #: Every waiter on this gateway's asks hears their close here (see parkgate.signal).
+        #: Every waiter on this gateway's asks hears their close here (see parkgate.store.signal).
         self.signal = CloseSignal(self.store.watch)
         #: A clock moved by hand (a test's ManualClock) wakes every waiter to read again.
         self._stop_hearing_clock = hear_moves(self.clock, self.signal)
@@ -177,7 +177,7 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
             options: The labels of a choice ask (an empty list is an error, not a text ask).
             kind: ``choice`` or ``text``; ``choice`` when ``options`` are given, else ``text``.
             **fields: The ask's options by keyword, all optional
-                (:class:`~parkgate.ask_options.AskFields`), listed below.
+                (:class:`~parkgate.gateway.options.AskFields`), listed below.
 
         Keyword Args:
             run_id (str | None): The run to park in while it is running; a new run when left out.
@@ -245,7 +245,7 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
             skill_output: Text holding one stopping point, or exactly its JSON form.
             **fields: :meth:`ask`'s ``run_id``, ``ttl``, ``replace``, ``callback_url``,
                 ``key``, ``owner``, ``responders``, ``quorum`` and ``post_to``
-                (:class:`~parkgate.ask_options.OwnedParkFields`), checked the same way,
+                (:class:`~parkgate.gateway.options.OwnedParkFields`), checked the same way,
                 also when there is no marker.
 
         Returns:
@@ -278,7 +278,7 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
             workflow: A registered workflow's name.
             **fields: ``run_id`` (the new run's id; one made when left out), ``replace``,
                 ``owner``, ``responders``, ``quorum`` and ``post_to``, as in :meth:`ask`
-                (:class:`~parkgate.ask_options.OwnedRunFields`); every phase is for them
+                (:class:`~parkgate.gateway.options.OwnedRunFields`); every phase is for them
                 (see :mod:`parkgate.workflow` for phases that name their own), and with
                 ``post_to`` every phase is posted on that channel, each later one in the
                 thread of the one before (:mod:`parkgate.channels.threads`).

@@ -6,17 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from parkgate.ask_options import AskOptions
 from parkgate.channels.base import Channel, ChecksPosts
-from parkgate.checks import check_id, check_limit
 from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask, Reply
 from parkgate.core.stopping_point import AskSpec
 from parkgate.errors import InputError
+from parkgate.gateway.checks import check_id, check_limit
 from parkgate.gateway.messages import UnitRunner
-from parkgate.signal import Change, CloseSignal
+from parkgate.gateway.options import AskOptions
 from parkgate.store import Store
 from parkgate.store.channel_tables import ChannelJob, ChannelPost
+from parkgate.store.signal import Change, CloseSignal
 
 
 class ChannelCalls:

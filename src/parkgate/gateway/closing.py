@@ -15,10 +15,10 @@ from datetime import datetime
 from parkgate.clock import Clock
 from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask
-from parkgate.heartbeat import is_fresh
+from parkgate.delivery.heartbeat import is_fresh
 from parkgate.metrics import Metrics
-from parkgate.signal import FALLBACK_READ_SECONDS, Change, CloseSignal
 from parkgate.store import Store
+from parkgate.store.signal import FALLBACK_READ_SECONDS, Change, CloseSignal
 
 log = logging.getLogger("parkgate")
 

@@ -18,12 +18,12 @@ import httpx
 from parkgate.channels.base import Channel
 from parkgate.channels.deliver import ChannelDeliverer
 from parkgate.clock import Clock
+from parkgate.core.fence import AllowList
 from parkgate.delivery.deliverer import Deliverer, DelivererThread
 from parkgate.delivery.health import Backoff
-from parkgate.fence import AllowList
 from parkgate.metrics import Metrics
-from parkgate.signal import CloseSignal
 from parkgate.store import Store
+from parkgate.store.signal import CloseSignal
 
 
 class Delivering(Protocol):

@@ -15,9 +15,9 @@ import json
 import os
 from datetime import datetime
 
+from parkgate.core.fence import parse_callback_url, receiver_host
 from parkgate.core.kinds import EventType
 from parkgate.core.model import Ask
-from parkgate.fence import parse_callback_url, receiver_host
 from parkgate.gateway.shapes import ask_to_dict
 from parkgate.store.writes import QueuedCallback
 

@@ -15,9 +15,9 @@ from typing import TypeVar
 
 from parkgate.channels.base import ChannelReply
 from parkgate.channels.jobs import POSTED_REPLIES, REPLY
-from parkgate.checks import check_id, check_inbound_text, check_sender
 from parkgate.clock import Clock
 from parkgate.core.model import Reply
+from parkgate.gateway.checks import check_id, check_inbound_text, check_sender
 from parkgate.gateway.closing import CloseReport
 from parkgate.gateway.events import AskEvents
 from parkgate.gateway.runs import RunLifeCycle, WritePlan

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from parkgate.ask_options import AskOptions
 from parkgate.core import machine, stopping_point
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Ask, Reply
 from parkgate.core.phrases import PHRASES
+from parkgate.gateway.options import AskOptions
 from parkgate.gateway.runs import RunLifeCycle, WritePlan, asked_reply, new_id, new_run
 from parkgate.store import Transaction
 

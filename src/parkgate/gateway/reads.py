@@ -10,18 +10,18 @@ from datetime import datetime, timedelta
 
 from parkgate.channels.jobs import REPLY
 from parkgate.channels.reminders import fired_replies
-from parkgate.checks import check_duration, check_id, check_limit, check_optional_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core.model import Ask, CallbackState
 from parkgate.core.schedule import Fired, fire_due
 from parkgate.errors import CallbackNotFailed, InputError, UnknownAsk
+from parkgate.gateway.checks import check_duration, check_id, check_limit, check_optional_id, wait_seconds
 from parkgate.gateway.closing import pause_before_reading
 from parkgate.gateway.messages import UnitRunner
 from parkgate.gateway.runs import RunLifeCycle, WritePlan
 from parkgate.metrics import Metrics
-from parkgate.signal import Change, CloseSignal
 from parkgate.store import Store, Transaction
 from parkgate.store.base import AskGauges
+from parkgate.store.signal import Change, CloseSignal
 
 
 class ReadCalls:
@@ -57,7 +57,7 @@ class ReadCalls:
     def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
         """Block until the ask closes or ``timeout`` passes; return its state.
 
-        The wait is on the close signal (:mod:`parkgate.signal`): it wakes as soon as the
+        The wait is on the close signal (:mod:`parkgate.store.signal`): it wakes as soon as the
         ask closes here or in another process, and reads the ask again when its TTL falls
         due, so an ask nobody answers is closed as ``expired`` by this wait's own read.
         Expiry is still decided by the injected clock.

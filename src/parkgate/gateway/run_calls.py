@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from parkgate.checks import check_id, check_optional_id
 from parkgate.clock import Clock
 from parkgate.core.kinds import RunOutcome, RunStatus
 from parkgate.core.model import Run
 from parkgate.errors import InputError, RunStillAsking, UnknownRun
+from parkgate.gateway.checks import check_id, check_optional_id
 from parkgate.gateway.messages import UnitRunner
 from parkgate.gateway.runs import RunLifeCycle, WritePlan, changed_run, new_run, run_with
 from parkgate.store import Transaction

@@ -14,7 +14,6 @@ import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from parkgate.ask_options import AskOptions
 from parkgate.channels.base import ChannelTarget
 from parkgate.channels.jobs import POST, queued_job
 from parkgate.channels.threads import next_target
@@ -27,6 +26,7 @@ from parkgate.core.schedule import Fired
 from parkgate.errors import AskAlreadyOpen, ConversationBusy, InputError, RunClosed, UnknownWorkflow
 from parkgate.gateway.closing import ClosedAsk
 from parkgate.gateway.events import NO_SUBSCRIBER, AskEvents
+from parkgate.gateway.options import AskOptions
 from parkgate.store import Transaction
 from parkgate.store.writes import AskStep, NewAsk, QueuedCallback, QueuedChannelJob, RunChange, StoredReply, Writes
 from parkgate.workflow import Phase, Workflow

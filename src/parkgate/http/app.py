@@ -39,13 +39,13 @@ from collections.abc import AsyncIterator, Sequence
 
 from fastapi import FastAPI
 
-from parkgate.async_gateway import AsyncGateway
 from parkgate.channels.serving import ServedChannel, served_channels
-from parkgate.checks import MAX_WAIT_SECONDS
+from parkgate.cli.demo import WORKFLOWS
 from parkgate.clock import Clock
 from parkgate.delivery import Deliverer
-from parkgate.demo import WORKFLOWS
 from parkgate.gateway import Gateway
+from parkgate.gateway.async_gateway import AsyncGateway
+from parkgate.gateway.checks import MAX_WAIT_SECONDS
 from parkgate.gateway.delivering import deliverer_for
 from parkgate.http.errors import add_error_handlers, answered_as
 from parkgate.http.guard import MAX_BODY_BYTES, GuardMiddleware

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from parkgate.async_gateway import AsyncGateway
+from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.http.guard import CALLER_STATE
 from parkgate.http.longpolls import LongPolls
 from parkgate.http.quota import OpenAskCap

@@ -27,7 +27,7 @@ ENV_MAX_LONG_POLLS = "PARKGATE_MAX_LONG_POLLS"
 #: The cap when nothing sets one: four fifths of ``--max-connections``' default of 500.
 DEFAULT_MAX_LONG_POLLS = 400
 #: Long-poll store reads (and their answers' reads) running at once in a process: well
-#: under the gateway's 40 threads (:data:`parkgate.async_gateway.GATEWAY_THREADS`).
+#: under the gateway's 40 threads (:data:`parkgate.gateway.async_gateway.GATEWAY_THREADS`).
 READS_AT_ONCE = 8
 #: What a refused long-poll's ``Retry-After`` says, in seconds.
 RETRY_AFTER_SECONDS = 2

@@ -18,16 +18,22 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from parkgate.ask_options import JSON_NAMES, MAX_CALLBACK_URL_CHARS, field_names
-from parkgate.checks import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_REMINDERS, MAX_RESPONDERS, MAX_SKILL_OUTPUT_CHARS
 from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunStatus
 from parkgate.core.model import CallbackStatus, Reply
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS
+from parkgate.gateway.checks import (
+    MAX_ID_CHARS,
+    MAX_MESSAGE_CHARS,
+    MAX_REMINDERS,
+    MAX_RESPONDERS,
+    MAX_SKILL_OUTPUT_CHARS,
+)
+from parkgate.gateway.options import JSON_NAMES, MAX_CALLBACK_URL_CHARS, field_names
 from parkgate.http.channel_targets import CHANNEL_FIELDS, TelegramTargetIn
 
 #: Largest body ``POST /v1/asks`` accepts: room for a ``skill_output`` of the library's
-#: :data:`~parkgate.checks.MAX_SKILL_OUTPUT_CHARS` (256,000) characters even when a
+#: :data:`~parkgate.gateway.checks.MAX_SKILL_OUTPUT_CHARS` (256,000) characters even when a
 #: client escapes every one of them as a JSON surrogate pair (12 bytes a character).
 MAX_ASK_BODY_BYTES = 4 * 1024 * 1024
 #: Longest TTL an ask may be parked with over HTTP (ten years), in seconds.
@@ -137,7 +143,7 @@ class AskIn(_Body):
     """Park a question: ``prompt`` (+ ``kind``/``options``), or ``skill_output`` with a marker.
 
     ``kind`` defaults to ``choice`` when ``options`` are given, else ``text``. The other
-    fields are the ask's options, :class:`~parkgate.ask_options.PromptFields` by their JSON
+    fields are the ask's options, :class:`~parkgate.gateway.options.PromptFields` by their JSON
     names (:func:`options_of` reads them; a test holds the two sets equal).
     """
 
@@ -196,7 +202,7 @@ class AskIn(_Body):
 
 
 def options_of(body: BaseModel, fields: type) -> dict[str, Any]:
-    """The ask options ``fields`` names (:mod:`parkgate.ask_options`) that ``body`` holds, as
+    """The ask options ``fields`` names (:mod:`parkgate.gateway.options`) that ``body`` holds, as
     the gateway's keyword arguments: each read from its JSON name (``ttl`` from
     ``ttl_seconds``), a nested model as its dict, those left out or null left out."""
     found: dict[str, Any] = {}

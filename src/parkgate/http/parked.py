@@ -13,9 +13,9 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-from parkgate.async_gateway import AsyncGateway
 from parkgate.core.model import Ask
-from parkgate.signal import Change
+from parkgate.gateway.async_gateway import AsyncGateway
+from parkgate.store.signal import Change
 
 #: The longest a wait for a park sleeps between two reads of the conversation.
 PARK_READ_SECONDS = 1.0

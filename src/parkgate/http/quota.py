@@ -21,8 +21,8 @@ import contextlib
 import weakref
 from collections.abc import AsyncIterator
 
-from parkgate.async_gateway import AsyncGateway
 from parkgate.errors import QuotaExceeded as QuotaExceeded
+from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.http.tokens import Caller
 
 #: What a refused park's ``Retry-After`` says, in seconds: the cap frees up only as the

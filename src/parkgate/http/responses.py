@@ -15,9 +15,9 @@ from typing import Any
 from fastapi.responses import Response
 from starlette.types import Send
 
-from parkgate.async_gateway import AsyncGateway
 from parkgate.core.model import Ask, CallbackState, CallbackStatus, Run
 from parkgate.gateway import ask_to_dict
+from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.http.models import SafeJSONResponse
 
 #: The callback of an ask with a ``callback_url`` that has not closed yet.

@@ -8,7 +8,7 @@
 - ``PARKGATE_ALLOWED_HOSTS``: more ``Host`` names the server answers to (comma-separated),
   besides ``localhost``, loopback addresses and the address a connection arrived at.
 - ``PARKGATE_CALLBACK_ALLOW``: internal callback receivers allowed on purpose
-  (:func:`parkgate.fence.parse_allow_list`).
+  (:func:`parkgate.core.fence.parse_allow_list`).
 - ``PARKGATE_DB``, ``PARKGATE_PG_SCHEMA``, ``PARKGATE_PG_TIMEOUT``: the store the server
   runs on (:func:`store_from_env`).
 """
@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from parkgate.core.fence import ENV_CALLBACK_ALLOW, AllowList, parse_allow_list
 from parkgate.errors import SettingsError as SettingsError
-from parkgate.fence import ENV_CALLBACK_ALLOW, AllowList, parse_allow_list
 from parkgate.http.guard import host_of
 from parkgate.http.token_watch import WatchedTokens
 from parkgate.http.tokens import Tokens, check_token

@@ -42,9 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from parkgate.checks import check_id
 from parkgate.errors import InputError
 from parkgate.errors import TokenFileError as TokenFileError
+from parkgate.gateway.checks import check_id
 
 # Scope is defined with the codes the client shares; re-exported for the server's modules.
 from parkgate.wire_codes import Scope as Scope

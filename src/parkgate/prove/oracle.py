@@ -44,10 +44,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from parkgate.checks import MAX_MESSAGE_CHARS
 from parkgate.core.kinds import AskStatus, ReplyKind
 from parkgate.core.machine import DEFAULT_ESCALATE_AFTER
 from parkgate.core.phrases import CANCEL_WORDS, RESHOW_WORDS
+from parkgate.gateway.checks import MAX_MESSAGE_CHARS
 
 #: A canonical number: ASCII digits, no leading zero.
 CANONICAL_NUMBER = re.compile(r"[1-9][0-9]*")

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from parkgate.checks import check_inbound_text
 from parkgate.core import machine
 from parkgate.core.kinds import AskStatus, ReplyKind
 from parkgate.core.model import Ask
 from parkgate.errors import InputError
+from parkgate.gateway.checks import check_inbound_text
 
 #: The result column's word for input refused before the machine.
 REFUSED = "refused"

@@ -327,7 +327,7 @@ class Store(ABC):
         """
 
     def watch(self, signal: Any) -> Watcher | None:
-        """Start feeding ``signal`` (a :class:`parkgate.signal.CloseSignal`) with other
+        """Start feeding ``signal`` (a :class:`parkgate.store.signal.CloseSignal`) with other
         processes' commits; ``None``: this store cannot."""
         return None
 

@@ -17,12 +17,12 @@ import psycopg
 from psycopg import sql as pgsql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from parkgate.signal import CloseSignal
 from parkgate.store.base import Intent, SchemaMissing, Store, StoreClosed, StoreError, Transaction
 from parkgate.store.migrations import MigrationTable, apply_migrations
 from parkgate.store.pg_connection import ConnectionHandles, check_idle_connection, unavailable
 from parkgate.store.pg_transaction import DIALECT as DIALECT
 from parkgate.store.pg_transaction import PipelinedTransaction, PostgresTransaction
+from parkgate.store.signal import CloseSignal
 from parkgate.store.sql import DEFAULT_SIZE, RecentOpenAsks
 from parkgate.store.watch import PostgresWatcher
 

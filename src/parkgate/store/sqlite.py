@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from parkgate.core.model import Ask, AskStatus, Run, encode_votes
-from parkgate.signal import CloseSignal
 from parkgate.store import sql
 from parkgate.store.base import (
     Intent,
@@ -37,6 +36,7 @@ from parkgate.store.base import (
 )
 from parkgate.store.dialect import MUTABLE_ASK_SET, Dialect
 from parkgate.store.open_asks_sql import SqlTables
+from parkgate.store.signal import CloseSignal
 from parkgate.store.sql import DEFAULT_SIZE, Guesses, RecentOpenAsks
 from parkgate.store.sqlite_file import (
     busy,

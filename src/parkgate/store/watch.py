@@ -1,4 +1,4 @@
-"""Watchers of other processes' commits, feeding the close signal (:mod:`parkgate.signal`).
+"""Watchers of other processes' commits, feeding the close signal (:mod:`parkgate.store.signal`).
 
 - :class:`PostgresWatcher` holds one connection that ``LISTEN``\\s on channel ``parkgate``.
   Migration 5's triggers send ``<schema> <event> <id>`` from the transaction that closes
@@ -12,7 +12,7 @@
   the asks waited on here have closed.
 
 Both run in a daemon thread of their own and stop with :meth:`stop`. After (re)connecting,
-the PostgreSQL watcher signals :data:`~parkgate.signal.Change.ANY`: notifications sent
+the PostgreSQL watcher signals :data:`~parkgate.store.signal.Change.ANY`: notifications sent
 while it was away are lost, so every waiter reads again.
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import psycopg
 
-from parkgate.signal import Change, CloseSignal
+from parkgate.store.signal import Change, CloseSignal
 
 log = logging.getLogger("parkgate.watch")
 

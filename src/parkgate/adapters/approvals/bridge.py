@@ -26,13 +26,13 @@ from parkgate.adapters.approvals.records import (
 )
 from parkgate.adapters.approvals.turns import AgentDriver, AgentStep, Turn
 from parkgate.adapters.following import FOLLOW_UP_CHANGES, follow_up_until_cancelled, pages, watcher_name
-from parkgate.async_gateway import AsyncGateway, offload
-from parkgate.checks import check_duration, check_id, check_quorum, check_responders
 from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError, RunStillAsking
 from parkgate.gateway import Gateway
-from parkgate.signal import FALLBACK_READ_SECONDS
+from parkgate.gateway.async_gateway import AsyncGateway, offload
+from parkgate.gateway.checks import check_duration, check_id, check_quorum, check_responders
+from parkgate.store.signal import FALLBACK_READ_SECONDS
 
 T = TypeVar("T")
 log = logging.getLogger("parkgate.agents")
@@ -157,7 +157,7 @@ class ToolApprovals:
     async def watch(self) -> None:
         """Follow up closed approvals until cancelled: a pass at once, then one whenever an
         ask closes (here or in another process, a due read's expiry among them), and at
-        least every :data:`~parkgate.signal.FALLBACK_READ_SECONDS`. Run it as a task."""
+        least every :data:`~parkgate.store.signal.FALLBACK_READ_SECONDS`. Run it as a task."""
         what = f"the approvals of agent {self.driver.name!r}"
         await follow_up_until_cancelled(self.gateway.sync.signal, self.follow_up, log, what)
 

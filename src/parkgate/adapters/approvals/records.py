@@ -15,10 +15,10 @@ from typing import Any
 
 from parkgate.core import phrases as P
 from parkgate.core import stopping_point
+from parkgate.core.display import format_hours, json_line
 from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.model import Ask
 from parkgate.core.stopping_point import AskSpec
-from parkgate.display import format_hours, json_line
 
 #: The key of an approval's record in its ask's ``context``.
 CONTEXT_KEY = "agent_approval"

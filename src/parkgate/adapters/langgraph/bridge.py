@@ -24,11 +24,11 @@ from parkgate.adapters.langgraph.steps import log
 from parkgate.adapters.langgraph.threads import Drive, Graph, allow_closed, aperform, graph_name, perform
 from parkgate.adapters.langgraph.toolreview import ToolReview, ToolReviews
 from parkgate.adapters.langgraph.watching import DrivenConversations, warn_without_deliverer
-from parkgate.async_gateway import AsyncGateway
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Reply
 from parkgate.gateway import Gateway
-from parkgate.signal import FALLBACK_READ_SECONDS
+from parkgate.gateway.async_gateway import AsyncGateway
+from parkgate.store.signal import FALLBACK_READ_SECONDS
 
 if TYPE_CHECKING:
     from parkgate.client import AsyncClient, Client
@@ -242,7 +242,7 @@ class ParkgateInterrupts:
         """Follow up closed asks of ``graph`` until ``stop`` is set (run it in a thread).
 
         A pass at once, then one whenever the close signal says an ask closed (here or in
-        another process), and at least every :data:`~parkgate.signal.FALLBACK_READ_SECONDS`.
+        another process), and at least every :data:`~parkgate.store.signal.FALLBACK_READ_SECONDS`.
         Expiries reach it only through a deliverer's due read: with no deliverer running
         on the database, the watch logs one warning saying so (:meth:`running` runs both).
         A failed pass is logged::

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from parkgate.async_gateway import AsyncGateway
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
+from parkgate.gateway.async_gateway import AsyncGateway
 
 #: The gateway calls a bridge's start, park, drive and follow_up make, each a client method of that name.
 OVER_HTTP = frozenset(

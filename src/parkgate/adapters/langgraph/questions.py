@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from parkgate.adapters.common import option_position
-from parkgate.checks import MAX_CONTEXT_BYTES, check_default, check_duration, check_quorum, check_responders
 from parkgate.core import stopping_point
 from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.model import Ask
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
 from parkgate.errors import InputError
+from parkgate.gateway.checks import MAX_CONTEXT_BYTES, check_default, check_duration, check_quorum, check_responders
 
 #: The context key that holds the adapter's own record of an ask (thread, interrupt, answers).
 CONTEXT_KEY = "langgraph"

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from parkgate.adapters.langgraph.questions import Payload, Question
-from parkgate.checks import check_duration, check_quorum, check_responders
 from parkgate.errors import InputError
+from parkgate.gateway.checks import check_duration, check_quorum, check_responders
 
 #: The parts of a review's questions: the decision (a choice), then a Respond's text or a Reject's reason.
 DECISION = "decision"

@@ -11,8 +11,8 @@ import threading
 from collections.abc import Iterator
 
 from parkgate.adapters.langgraph.steps import log
+from parkgate.delivery.heartbeat import is_fresh
 from parkgate.gateway import Gateway
-from parkgate.heartbeat import is_fresh
 
 #: What the warning says; ``%r`` is the graph's name, ``%s`` the store's URL.
 NO_DELIVERER = (

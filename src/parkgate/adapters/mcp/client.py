@@ -22,11 +22,11 @@ from parkgate.adapters.common import ask_call
 from parkgate.adapters.effects import run_async, single
 from parkgate.adapters.mcp.forms import FormField, read_form
 from parkgate.adapters.mcp.results import ABANDONED, ACCEPT, CANCEL, DONE, ElicitContent, to_elicit_result
-from parkgate.async_gateway import AsyncGateway
 from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask, Reply
 from parkgate.errors import AskAlreadyOpen, InputError
 from parkgate.gateway import Gateway
+from parkgate.gateway.async_gateway import AsyncGateway
 
 #: How long one :meth:`AsyncGateway.wait` may last while no ``timeout`` is set; the ask's
 #: TTL still bounds the whole wait (the wait's reads close an ask past it).

@@ -18,12 +18,12 @@ from mcp_types import ElicitResult
 from parkgate.adapters.common import closed_reply, option_position
 from parkgate.adapters.effects import Steps, call, run_async, run_sync
 from parkgate.adapters.mcp.forms import FormField, ask_field
-from parkgate.async_gateway import AsyncGateway
 from parkgate.core.expect import NUMBER_FORMS, SEVERAL
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind
 from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
+from parkgate.gateway.async_gateway import AsyncGateway
 
 ElicitAction = Literal["accept", "decline", "cancel"]
 ACCEPT: ElicitAction = "accept"

@@ -21,7 +21,6 @@ from parkgate.adapters.common import ask_call
 from parkgate.adapters.effects import Steps, call, run_async
 from parkgate.adapters.mcp.forms import elicit_params
 from parkgate.adapters.mcp.results import ABANDONED, DISMISSED, aapply_elicit_result
-from parkgate.async_gateway import AsyncGateway
 from parkgate.core import stopping_point
 from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.model import Ask, Reply
@@ -29,6 +28,7 @@ from parkgate.core.phrases import MCP_DISMISSED, MCP_EXPIRED
 from parkgate.core.stopping_point import AskSpec
 from parkgate.errors import AskAlreadyOpen, InputError, UnknownAsk
 from parkgate.gateway import Gateway
+from parkgate.gateway.async_gateway import AsyncGateway
 
 #: The key of the one input request the tool's input-required round carries.
 INPUT_KEY = "parkgate_answer"

@@ -9,8 +9,8 @@ from typing import Any
 from agents import Agent, RunConfig, Runner, RunResult, RunState, ToolApprovalItem
 
 from parkgate.adapters.approvals import DEFAULT_LEASE, AgentStep, Kept, ToolApprovals, ToolCall
-from parkgate.async_gateway import AsyncGateway
 from parkgate.gateway import Gateway
+from parkgate.gateway.async_gateway import AsyncGateway
 
 #: The SDK's name in each approval's ``context``.
 SDK = "openai-agents"

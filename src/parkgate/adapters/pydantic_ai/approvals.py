@@ -10,9 +10,9 @@ from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToo
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
 
 from parkgate.adapters.approvals import DEFAULT_LEASE, AgentStep, Kept, ToolApprovals, ToolCall
-from parkgate.async_gateway import AsyncGateway
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
+from parkgate.gateway.async_gateway import AsyncGateway
 
 #: The SDK's name in each approval's ``context``.
 SDK = "pydantic-ai"

@@ -46,10 +46,10 @@ from parkgate.channels.slack.blocks import (
     unescape,
 )
 from parkgate.channels.slack.channel import NAME, SlackChannel, thread_key
-from parkgate.checks import MAX_MESSAGE_CHARS
 from parkgate.core import phrases as P
 from parkgate.core.kinds import ReplyKind
 from parkgate.errors import ParkgateError
+from parkgate.gateway.checks import MAX_MESSAGE_CHARS
 from parkgate.store.channel_tables import ChannelPost
 
 if TYPE_CHECKING:

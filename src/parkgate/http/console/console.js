@@ -11,7 +11,7 @@
   const phrases = JSON.parse(document.getElementById("phrases").textContent || "{}");
   const $ = (id) => document.getElementById(id);
 
-  // The characters shown escaped: one list, parkgate.display.HIDDEN_RANGES, sent in the page.
+  // The characters shown escaped: one list, parkgate.core.display.HIDDEN_RANGES, sent in the page.
   const hex = (n, width) => n.toString(16).padStart(width, "0");
   const hidden = new RegExp(
     "[" + (phrases.hidden || []).map(([a, b]) => "\\u{" + hex(a, 4) + "}-\\u{" + hex(b, 4) + "}").join("") + "]",

@@ -7,12 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from parkgate.ask_options import ParkFields, PromptFields
-from parkgate.async_gateway import AsyncGateway, wait_for_close
-from parkgate.checks import MAX_ID_CHARS, MAX_WAIT_SECONDS
+from parkgate.core.fence import check_callback_url
 from parkgate.core.model import Reply
 from parkgate.errors import InputError, UnknownAsk
-from parkgate.fence import check_callback_url
+from parkgate.gateway.async_gateway import AsyncGateway, wait_for_close
+from parkgate.gateway.checks import MAX_ID_CHARS, MAX_WAIT_SECONDS
+from parkgate.gateway.options import ParkFields, PromptFields
 from parkgate.http import codes
 from parkgate.http.channel_targets import channel_refusal, channel_target_of
 from parkgate.http.dependencies import CallerDep, GatewayDep, LongPollsDep, OpenAskCapDep, SettingsDep

@@ -15,8 +15,8 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope as ASGIScope
 
+from parkgate.core.display import hidden_ranges
 from parkgate.core.phrases import CHAT_STILL_PARKED, CONSOLE_RESTART, EXPIRED_NOTICE, OPERATOR_CANCELLED, STAND_IN_MODEL
-from parkgate.display import hidden_ranges
 from parkgate.http.guard import CONTENT_SECURITY_POLICY
 
 router = APIRouter(include_in_schema=False)
@@ -33,7 +33,7 @@ PAGE_HEADERS = {
 @functools.cache
 def console_page() -> str:
     """index.html with the phrases the console shows (one definition, in core.phrases) and
-    the characters it shows escaped (one definition, in :mod:`parkgate.display`)."""
+    the characters it shows escaped (one definition, in :mod:`parkgate.core.display`)."""
     phrases = json.dumps(
         {
             "stand_in": STAND_IN_MODEL,

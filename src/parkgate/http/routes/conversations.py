@@ -13,8 +13,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from starlette.convertors import PathConvertor, register_url_convertor
 
-from parkgate.async_gateway import AsyncGateway
-from parkgate.checks import MAX_WAIT_SECONDS
+from parkgate.gateway.async_gateway import AsyncGateway
+from parkgate.gateway.checks import MAX_WAIT_SECONDS
+from parkgate.gateway.offload import offload
 from parkgate.http import codes
 from parkgate.http.dependencies import GatewayDep, LongPollsDep
 from parkgate.http.errors import V1_ERRORS, documented
@@ -24,7 +25,6 @@ from parkgate.http.outputs import ConversationOut
 from parkgate.http.parked import parked_now, wait_for_parked
 from parkgate.http.responses import asks_json, error_response
 from parkgate.http.tokens import Caller, Scope, needs
-from parkgate.offload import offload
 
 router = APIRouter(tags=["conversations"])
 

@@ -14,9 +14,9 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from parkgate.async_gateway import AsyncGateway
-from parkgate.checks import MAX_ID_CHARS
 from parkgate.errors import UnknownAsk
+from parkgate.gateway.async_gateway import AsyncGateway
+from parkgate.gateway.checks import MAX_ID_CHARS
 from parkgate.http.dependencies import CallerDep, GatewayDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.models import MAX_TTL_SECONDS, SafeJSONResponse

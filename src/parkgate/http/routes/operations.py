@@ -8,10 +8,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from parkgate.async_gateway import offload
 from parkgate.delivery import Deliverer
 from parkgate.delivery.health import DelivererHealth, DelivererState
 from parkgate.gateway import Gateway
+from parkgate.gateway.async_gateway import offload
 from parkgate.http import codes
 from parkgate.http.dependencies import GatewayDep
 from parkgate.http.errors import documented

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from parkgate.ask_options import RunFields
+from parkgate.gateway.options import RunFields
 from parkgate.http.dependencies import CallerDep, GatewayDep, OpenAskCapDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.models import ReplyOut, StartIn, options_of, reply_response

@@ -9,21 +9,21 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Unpack
 
-from parkgate.ask_options import AskFields, OwnedParkFields, OwnedRunFields
-from parkgate.async_channel_calls import AsyncChannelCalls
-from parkgate.checks import check_flag, check_id, wait_seconds
 from parkgate.clock import Clock
 from parkgate.core import machine
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Ask, CallbackState, Reply, Run
 from parkgate.errors import InputError
 from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
+from parkgate.gateway.async_channel_calls import AsyncChannelCalls
+from parkgate.gateway.checks import check_flag, check_id, wait_seconds
+from parkgate.gateway.offload import GATEWAY_THREADS as GATEWAY_THREADS
+from parkgate.gateway.offload import offload as offload
+from parkgate.gateway.options import AskFields, OwnedParkFields, OwnedRunFields
 from parkgate.metrics import Metrics
-from parkgate.offload import GATEWAY_THREADS as GATEWAY_THREADS
-from parkgate.offload import offload as offload
-from parkgate.signal import Waiter
 from parkgate.store import DEFAULT_URL, Store
 from parkgate.store.base import AskGauges
+from parkgate.store.signal import Waiter
 from parkgate.workflow import Workflow
 
 #: Gateway's own defaults, read from its signature (so they cannot drift from it here).
@@ -44,10 +44,10 @@ async def wait_for_close(
 
     The one wait every asyncio waiter uses (:meth:`AsyncGateway.wait`, the HTTP long-poll,
     the adapters). It holds no thread while waiting: it sleeps on the close signal
-    (:mod:`parkgate.signal`), which wakes it as soon as the ask closes in this process or
+    (:mod:`parkgate.store.signal`), which wakes it as soon as the ask closes in this process or
     another, and reads again when the ask's TTL falls due (that read closes it as
     ``expired``), at the end of the wait, and every
-    :data:`~parkgate.signal.FALLBACK_READ_SECONDS`, as :meth:`Gateway.wait` does.
+    :data:`~parkgate.store.signal.FALLBACK_READ_SECONDS`, as :meth:`Gateway.wait` does.
     ``give_up`` is asked every :data:`GIVE_UP_CHECK_SECONDS` while it sleeps (no read);
     with ``turns``, every read takes a turn of that semaphore, so that many waits
     starting or ending together read the store a few at a time.
@@ -201,7 +201,7 @@ class AsyncGateway(AsyncChannelCalls):
             prompt: The question to show.
             options: The labels of a choice ask.
             kind: ``choice`` or ``text``; ``choice`` when ``options`` are given.
-            **fields: The ask's options by keyword (:class:`~parkgate.ask_options.AskFields`),
+            **fields: The ask's options by keyword (:class:`~parkgate.gateway.options.AskFields`),
                 as :meth:`Gateway.ask` takes them.
 
         Returns:
@@ -220,7 +220,7 @@ class AsyncGateway(AsyncChannelCalls):
             conversation_id: The conversation to park in.
             skill_output: Text holding one stopping point.
             **fields: ``run_id``, ``ttl``, ``replace``, ``callback_url`` and ``owner``
-                (:class:`~parkgate.ask_options.OwnedParkFields`).
+                (:class:`~parkgate.gateway.options.OwnedParkFields`).
 
         Returns:
             The ``asked`` reply, or ``pass`` when the output marks no stopping point.
@@ -238,7 +238,7 @@ class AsyncGateway(AsyncChannelCalls):
             conversation_id: The conversation to park the first phase in.
             workflow: A registered workflow's name.
             **fields: ``run_id``, ``replace``, ``owner``, ``responders``, ``quorum`` and
-                ``post_to`` (:class:`~parkgate.ask_options.OwnedRunFields`).
+                ``post_to`` (:class:`~parkgate.gateway.options.OwnedRunFields`).
 
         Returns:
             The ``asked`` reply of the first phase.

@@ -19,7 +19,7 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 The HTTP client sends no ``owner`` (the server records its token's name), and the JSON
 names ``ttl`` ``ttl_seconds`` (:data:`JSON_NAMES`). :meth:`AskOptions.checked` turns the
 fields into one frozen :class:`AskOptions`, each checked once with
-:mod:`parkgate.checks` (:class:`~parkgate.errors.InputError` naming the option), and
+:mod:`parkgate.gateway.checks` (:class:`~parkgate.errors.InputError` naming the option), and
 :meth:`AskOptions.fitted` checks those that depend on the question (``default``,
 ``expect``). Adding an option is a field in one ``TypedDict`` and one in
 :class:`AskOptions` (and in ``AskIn``, the HTTP model, if it goes over HTTP).
@@ -34,7 +34,12 @@ from datetime import timedelta
 from typing import Any, TypedDict
 
 from parkgate.channels.base import ChannelTarget, check_target
-from parkgate.checks import (
+from parkgate.core.expect import Expect, as_expect
+from parkgate.core.fence import parse_callback_url
+from parkgate.core.kinds import AskKind
+from parkgate.core.stopping_point import AskSpec
+from parkgate.errors import InputError
+from parkgate.gateway.checks import (
     check_before_ttl,
     check_context,
     check_default,
@@ -48,11 +53,6 @@ from parkgate.checks import (
     check_responders,
     check_string,
 )
-from parkgate.core.expect import Expect, as_expect
-from parkgate.core.kinds import AskKind
-from parkgate.core.stopping_point import AskSpec
-from parkgate.errors import InputError
-from parkgate.fence import parse_callback_url
 
 #: The longest callback URL, in characters.
 MAX_CALLBACK_URL_CHARS = 2048
@@ -294,7 +294,7 @@ def checked_schedule(given: Mapping[str, object]) -> tuple[tuple[float, ...], fl
 
 
 def _callback_url(value: object) -> str | None:
-    """A callback URL that parses (:func:`~parkgate.fence.parse_callback_url`); the fence's
+    """A callback URL that parses (:func:`~parkgate.core.fence.parse_callback_url`); the fence's
     address rules are applied where it is delivered, and by the HTTP service on park."""
     if value is None:
         return None

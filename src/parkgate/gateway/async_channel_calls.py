@@ -6,7 +6,7 @@ from __future__ import annotations
 from parkgate.channels.base import Channel
 from parkgate.core.model import Reply
 from parkgate.gateway import Gateway
-from parkgate.offload import offload
+from parkgate.gateway.offload import offload
 from parkgate.store.channel_tables import ChannelJob, ChannelPost
 
 
