@@ -8,8 +8,11 @@ transaction, which takes no lock that other processes wait on; its first write u
 and an upgrade refused (another writer holds the lock, or committed since the read) is a
 :class:`StoreConflict` that the gateway retries with the lock first. A message in a
 conversation this store remembers reads nothing and takes the lock only for its writes
-(see :class:`SQLiteTransaction`). ``busy_timeout`` bounds the wait; past it the caller
-gets :class:`StoreUnavailable`, never a half-written row. Opening the file and reading
+(see :class:`SQLiteTransaction`). Writers in one process queue on the file's
+:func:`writer_lock` before they ask SQLite for its lock, and are woken when it is free:
+SQLite's busy handler, which sleeps in growing steps, is left to writers in other
+processes. ``busy_timeout`` bounds that wait; past it the caller gets
+:class:`StoreUnavailable`, never a half-written row. Opening the file and reading
 errors is :mod:`parkgate.store.sqlite_file`'s: a message's path is here and in ``sql``.
 """
 
@@ -39,6 +42,7 @@ from parkgate.store.open_asks_sql import SqlTables
 from parkgate.store.signal import CloseSignal
 from parkgate.store.sql import DEFAULT_SIZE, Guesses, RecentOpenAsks
 from parkgate.store.sqlite_file import (
+    BUSY_TIMEOUT_MS,
     busy,
     check_is_ours,
     check_location,
@@ -90,6 +94,23 @@ DIALECT = Dialect(
 )
 
 
+#: One lock per database file in this process (see :func:`writer_lock`).
+_writer_locks: dict[Path, threading.Lock] = {}
+_writer_locks_guard = threading.Lock()
+
+
+def writer_lock(path: Path) -> threading.Lock:
+    """The lock this process's writers to the file at ``path`` take before SQLite's.
+
+    A thread that waits in SQLite's busy handler sleeps in growing steps (up to 100 ms)
+    and is not woken when the lock comes free; one waiting here is. Every store object on
+    the same file shares the lock, so two stores in one process queue too.
+    """
+    key = path.resolve()
+    with _writer_locks_guard:
+        return _writer_locks.setdefault(key, threading.Lock())
+
+
 class _StaleGuess(Exception):
     """The conversation was not as this process remembered it: retry with a real read."""
 
@@ -112,8 +133,18 @@ class SQLiteTransaction(SqlTables):
 
     dialect: Dialect = DIALECT
 
-    def __init__(self, cursor: sqlite3.Cursor, recent: RecentOpenAsks, intent: Intent = Intent.WRITE) -> None:
+    def __init__(
+        self,
+        cursor: sqlite3.Cursor,
+        recent: RecentOpenAsks,
+        intent: Intent = Intent.WRITE,
+        writer: threading.Lock | None = None,
+    ) -> None:
         self.cursor = cursor
+        #: The process's queue for this file's write lock (see :func:`writer_lock`); held
+        #: from the first write to the COMMIT or ROLLBACK when ``writing`` is set.
+        self._writer = writer if writer is not None else threading.Lock()
+        self.writing = False
         self.guesses = Guesses(recent, decides_on_nothing_open=False)
         self.began = False
         #: Whether the first statement ran in a deferred transaction (no write lock taken).
@@ -137,10 +168,23 @@ class SQLiteTransaction(SqlTables):
         return found
 
     def lock(self) -> None:
-        """Take the write lock now (``BEGIN IMMEDIATE``) unless the transaction has begun."""
+        """Take the write lock now: this process's turn first (:func:`writer_lock`), then
+        SQLite's (``BEGIN IMMEDIATE``) unless the transaction has begun; a deferred one
+        upgrades at its next write, after the process's other writers are done."""
+        if not self.writing:
+            if not self._writer.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+                # As SQLite's busy handler ends: the caller gets StoreUnavailable.
+                raise sqlite3.OperationalError("database is locked by this process's other writers past busy_timeout")
+            self.writing = True
         if not self.began:
             self.cursor.execute("BEGIN IMMEDIATE")
             self.began = True
+
+    def release(self) -> None:
+        """Let the process's next writer go (after the COMMIT or ROLLBACK)."""
+        if self.writing:
+            self.writing = False
+            self._writer.release()
 
     def send(self, statement: str, params: Sequence[Any] = ()) -> None:
         """Run a statement whose result nobody reads."""
@@ -276,6 +320,7 @@ class SQLiteStore(Store):
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._writer = writer_lock(self.path)
         self._closed = False
         try:
             check_is_ours(self.path)
@@ -299,7 +344,7 @@ class SQLiteStore(Store):
     def transaction(self, intent: Intent = Intent.WRITE) -> AbstractContextManager[Transaction]:
         """One unit of work: ``BEGIN IMMEDIATE`` first, or with ``Intent.READ_FIRST`` a
         deferred read that takes the lock at its first write (see :class:`SQLiteTransaction`)."""
-        return _TransactionScope(self._connection(), self.path, self.recent, intent)
+        return _TransactionScope(self._connection(), self.path, self.recent, intent, self._writer)
 
     def schema_version(self) -> int:
         return read_schema_version(self._connection())
@@ -334,21 +379,31 @@ class _TransactionScope(AbstractContextManager[SQLiteTransaction]):
     generator adds its own machinery to each one.
     """
 
-    __slots__ = ("_conn", "_intent", "_path", "_recent", "_tx")
+    __slots__ = ("_conn", "_intent", "_path", "_recent", "_tx", "_writer")
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, recent: RecentOpenAsks, intent: Intent) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, path: Path, recent: RecentOpenAsks, intent: Intent, writer: threading.Lock
+    ) -> None:
         self._conn = conn
         self._path = path
         self._recent = recent
         self._intent = intent
+        self._writer = writer
 
     def __enter__(self) -> SQLiteTransaction:
         # One cursor for the BEGIN, the statements and the COMMIT (Connection.execute
         # would make a cursor for each of the two).
-        self._tx = SQLiteTransaction(self._conn.cursor(), self._recent, self._intent)
+        self._tx = SQLiteTransaction(self._conn.cursor(), self._recent, self._intent, self._writer)
         return self._tx
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
+        try:
+            self._end(kind, error)
+        finally:
+            self._tx.release()
+
+    def _end(self, kind: type[BaseException] | None, error: BaseException | None) -> None:
+        """COMMIT, or ROLLBACK and raise what the caller should see."""
         tx = self._tx
         if kind is None:
             try:
