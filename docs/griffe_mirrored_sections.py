@@ -22,7 +22,6 @@ import griffe
 #: Each async twin and the class whose docstrings it mirrors, as paths in ``parkgate``.
 MIRRORS = {
     "gateway.async_gateway.AsyncGateway": "gateway.calls.Gateway",
-    "gateway.async_channel_calls.AsyncChannelCalls": "gateway.channel_calls.ChannelCalls",
     "client.async_client.AsyncClient": "client.sync_client.Client",
 }
 

@@ -9,13 +9,13 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Unpack
 
+from parkgate.channels.base import Channel
 from parkgate.clock import Clock
 from parkgate.core import machine
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Ask, CallbackState, Reply, Run
 from parkgate.errors import InputError
 from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
-from parkgate.gateway.async_channel_calls import AsyncChannelCalls
 from parkgate.gateway.checks import check_flag, check_id, wait_seconds
 from parkgate.gateway.offload import GATEWAY_THREADS as GATEWAY_THREADS
 from parkgate.gateway.offload import offload as offload
@@ -23,6 +23,7 @@ from parkgate.gateway.options import AskFields, OwnedParkFields, OwnedRunFields
 from parkgate.metrics import Metrics
 from parkgate.store import DEFAULT_URL, Store
 from parkgate.store.base import AskGauges
+from parkgate.store.channel_tables import ChannelJob, ChannelPost
 from parkgate.store.signal import Waiter
 from parkgate.workflow import Workflow
 
@@ -88,7 +89,7 @@ async def _sleep(waiter: Waiter, pause: float, give_up: Callable[[], Awaitable[b
 GIVE_UP_CHECK_SECONDS = 1.0
 
 
-class AsyncGateway(AsyncChannelCalls):
+class AsyncGateway:
     """The same gateway for asyncio code: every :class:`Gateway` call, awaited.
 
     Each call runs the sync gateway's on a worker thread (:func:`offload`; ``wait`` holds none: it waits
@@ -354,3 +355,42 @@ class AsyncGateway(AsyncChannelCalls):
         """
         check_id(ask_id, "ask_id")
         return await wait_for_close(self.sync, ask_id, wait_seconds(timeout))
+
+    # -- channels --------------------------------------------------------------
+    async def add_channel(self, channel: Channel) -> None:
+        """Add ``channel``: the deliverer runs its jobs (:meth:`Gateway.add_channel`)."""
+        self.sync.add_channel(channel)  # no I/O: nothing to hand to a thread
+
+    async def handle_in_channel(
+        self,
+        conversation_id: str,
+        text: str | bytes,
+        message_id: str | None,
+        sender: str | None,
+        *,
+        ask_id: str | None = None,
+    ) -> Reply:
+        """A channel's message or click, its reply queued for the thread (:meth:`Gateway.handle_in_channel`)."""
+        return await offload(self.sync.handle_in_channel, conversation_id, text, message_id, sender, ask_id=ask_id)
+
+    async def channel_post(self, ask_id: str) -> ChannelPost | None:
+        """Where ``ask_id`` is posted, as stored (:meth:`Gateway.channel_post`)."""
+        return await offload(self.sync.channel_post, ask_id)
+
+    async def channel_posts(self, ask_ids: list[str]) -> list[ChannelPost | None]:
+        """Where each ask is posted, as stored (:meth:`Gateway.channel_posts`)."""
+        return await offload(self.sync.channel_posts, ask_ids)
+
+    async def open_asks_in(
+        self, channel: str, thread_key: str, *, under: bool = False, limit: int = 2
+    ) -> list[tuple[str, str]]:
+        """The open asks posted in a thread (or under a place), as stored (:meth:`Gateway.open_asks_in`)."""
+        return await offload(self.sync.open_asks_in, channel, thread_key, under=under, limit=limit)
+
+    async def ask_in_thread(self, channel: str, thread_key: str) -> tuple[str, str] | None:
+        """The latest ask posted in a thread, as stored (:meth:`Gateway.ask_in_thread`)."""
+        return await offload(self.sync.ask_in_thread, channel, thread_key)
+
+    async def failed_channel_jobs(self, limit: int = 100) -> list[tuple[ChannelJob, str | None]]:
+        """The channel jobs given up, the latest first (:meth:`Gateway.failed_channel_jobs`)."""
+        return await offload(self.sync.failed_channel_jobs, limit)

@@ -1,9 +1,24 @@
-"""Durable homes for asks: SQLite (embedded default) and PostgreSQL (shared)."""
+"""Durable homes for asks: SQLite (embedded default) and PostgreSQL (shared).
 
-from __future__ import annotations
+:func:`open_store` opens one by URL. The names below are also the plug-in interface an
+engine implements: :class:`Store` and its :class:`Transaction`, the narrower interfaces a
+transaction is made of (:class:`OpenAsks`, :class:`Outbox`, :class:`ChannelTables`,
+:class:`FollowUps`, :class:`Heartbeats`, :class:`AgentStates`, :class:`AskKeys`), the
+values they pass (:class:`Writes` and its parts, :class:`Callback`, :class:`Intent`), and
+the close signal an engine's :class:`Watcher` feeds (:class:`CloseSignal`).
+"""
 
 from parkgate.store.base import (
+    AgentStates,
+    AskGauges,
+    AskKeys,
+    Callback,
+    FollowUps,
+    Heartbeats,
     Intent,
+    MessageTransaction,
+    OpenAsks,
+    Outbox,
     SchemaMissing,
     Store,
     StoreClosed,
@@ -11,7 +26,11 @@ from parkgate.store.base import (
     StoreError,
     StoreUnavailable,
     Transaction,
+    Watcher,
 )
+from parkgate.store.channel_tables import ChannelJob, ChannelPost, ChannelTables
+from parkgate.store.signal import Change, CloseSignal, Waiter
+from parkgate.store.writes import AskStep, NewAsk, QueuedCallback, QueuedChannelJob, RunChange, StoredReply, Writes
 
 DEFAULT_URL = "sqlite:///parkgate.db"
 #: The environment variable that puts a deployment's PostgreSQL store in a schema of its
@@ -73,14 +92,37 @@ def deployed_schema(url: str) -> str | None:
 __all__ = [
     "DEFAULT_URL",
     "ENV_PG_SCHEMA",
+    "AgentStates",
+    "AskGauges",
+    "AskKeys",
+    "AskStep",
+    "Callback",
+    "Change",
+    "ChannelJob",
+    "ChannelPost",
+    "ChannelTables",
+    "CloseSignal",
+    "FollowUps",
+    "Heartbeats",
     "Intent",
+    "MessageTransaction",
+    "NewAsk",
+    "OpenAsks",
+    "Outbox",
+    "QueuedCallback",
+    "QueuedChannelJob",
+    "RunChange",
     "SchemaMissing",
     "Store",
     "StoreClosed",
     "StoreConflict",
     "StoreError",
     "StoreUnavailable",
+    "StoredReply",
     "Transaction",
+    "Waiter",
+    "Watcher",
+    "Writes",
     "deployed_schema",
     "is_postgres_url",
     "open_deployed_store",
