@@ -141,7 +141,7 @@ def test_an_events_receiver_on_this_machine_needs_the_allow_list(
     store_location: StoreLocation, clock: ManualClock, make_gateway: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PARKGATE_EVENTS_URL", "http://localhost:9501/events")
-    with pytest.raises(InputError, match="PARKGATE_EVENTS_URL points at localhost.*PARKGATE_CALLBACK_ALLOW"):
+    with pytest.raises(InputError, match=r"PARKGATE_EVENTS_URL points at localhost.*PARKGATE_CALLBACK_ALLOW"):
         make_gateway(store_location, clock=clock)
     monkeypatch.setenv("PARKGATE_CALLBACK_ALLOW", "localhost:9501")
     gateway = make_gateway(store_location, clock=clock)
