@@ -280,8 +280,7 @@ def check_callback_url(url: object, allow: AllowList = AllowList(), name: str = 
         target.host, target.port
     ):
         raise CallbackRefused(
-            f"{name} points at {target.host}, this machine: refused unless the server allows it "
-            f"({ENV_CALLBACK_ALLOW})"
+            f"{name} points at {target.host}, this machine: refused unless the server allows it ({ENV_CALLBACK_ALLOW})"
         )
     return target
 
