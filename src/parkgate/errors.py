@@ -70,7 +70,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Self
 
 #: How :class:`AskAlreadyOpen` says "replace it" to a Python caller, and to an HTTP client.
 REPLACE_IN_PYTHON = "pass replace=True"
@@ -84,16 +84,6 @@ class Scope(StrEnum):
     ANSWER = "answer"
     READ = "read"
     OPERATE = "operate"
-
-
-_Error = TypeVar("_Error", bound="ParkgateError")
-
-
-def _in_server_words(error: _Error, reply: ErrorResponse) -> _Error:
-    """``error`` with the server's ``detail`` as its message: the sentence the library
-    would say, with what the client cannot rebuild (a workflow's known names) kept."""
-    error.args = (reply.detail,)
-    return error
 
 
 class ParkgateError(Exception):
@@ -152,18 +142,32 @@ class ParkgateError(Exception):
         return {}
 
     @classmethod
-    def from_wire(cls, reply: ErrorResponse, about: Mapping[str, str]) -> ParkgateError:
+    def from_wire(
+        cls, status: int, code: str | None, detail: str, body: Any, retry_after: float | None, about: Mapping[str, str]
+    ) -> ParkgateError:
         """The exception a client raises for an error response with this class's code.
 
         Args:
-            reply: the response as read: status, code, ``detail``, body, ``Retry-After``.
+            status: the response's HTTP status.
+            code: the body's ``error`` (``None`` when the body is not parkgate's JSON).
+            detail: the body's ``detail`` (else the status's reason phrase).
+            body: the decoded JSON (``None`` when it is not JSON).
+            retry_after: the ``Retry-After`` header in seconds, when the server sent one.
             about: the ids the call named (``conversation_id``, ``ask_id``, ``run_id``,
                 ``workflow``), which the error's attributes are rebuilt from.
 
         Returns:
             An instance of this class whose message is the server's ``detail``.
         """
-        return cls(reply.detail)
+        error = cls._rebuilt(about, body)
+        error.args = (detail,)  # the sentence the library would say, with what the client cannot rebuild
+        return error
+
+    @classmethod
+    def _rebuilt(cls, about: Mapping[str, str], body: Any) -> Self:
+        """This error with its attributes rebuilt from the call's ids and the body's fields
+        (:meth:`from_wire` sets its message)."""
+        return cls()
 
 
 class InputError(ParkgateError, ValueError):
@@ -191,10 +195,12 @@ class StoppingPointError(InputError):
         return (type(self), (self.reason, self.line))
 
     @classmethod
-    def from_wire(cls, reply: ErrorResponse, about: Mapping[str, str]) -> Self:
+    def from_wire(
+        cls, status: int, code: str | None, detail: str, body: Any, retry_after: float | None, about: Mapping[str, str]
+    ) -> Self:
         """The server's message, its ``line N:`` read back into ``line`` and ``reason``."""
-        found = re.fullmatch(r"line (\d+): (.*)", reply.detail, re.DOTALL)
-        return cls(found[2], int(found[1])) if found else cls(reply.detail)
+        found = re.fullmatch(r"line (\d+): (.*)", detail, re.DOTALL)
+        return cls(found[2], int(found[1])) if found else cls(detail)
 
 
 class CallbackRefused(InputError):
@@ -231,9 +237,11 @@ class AskAlreadyOpen(ParkgateError):
         return {**super().wire_detail(), "detail": self.message(REPLACE_IN_JSON)}
 
     @classmethod
-    def from_wire(cls, reply: ErrorResponse, about: Mapping[str, str]) -> Self:
+    def from_wire(
+        cls, status: int, code: str | None, detail: str, body: Any, retry_after: float | None, about: Mapping[str, str]
+    ) -> Self:
         """The library's own sentence (``replace=True``), not the JSON one the server sent."""
-        return cls(about.get("conversation_id", ""), str(reply.body.get("open_ask_id", "")))
+        return cls(about.get("conversation_id", ""), str(body.get("open_ask_id", "")))
 
     def message(self, replace: str) -> str:
         """The message, with ``replace`` saying how this caller replaces the open ask."""
@@ -259,9 +267,9 @@ class ConversationBusy(ParkgateError):
         )
 
     @classmethod
-    def from_wire(cls, reply: ErrorResponse, about: Mapping[str, str]) -> Self:
+    def _rebuilt(cls, about: Mapping[str, str], body: Any) -> Self:
         """The error, for the conversation the call named."""
-        return _in_server_words(cls(about.get("conversation_id", "")), reply)
+        return cls(about.get("conversation_id", ""))
 
 
 class RunClosed(ParkgateError):
@@ -279,9 +287,9 @@ class RunClosed(ParkgateError):
         )
 
     @classmethod
-    def from_wire(cls, reply: ErrorResponse, about: Mapping[str, str]) -> Self:
+    def _rebuilt(cls, about: Mapping[str, str], body: Any) -> Self:
         """The error, for the run the call named."""
-        return _in_server_words(cls(about.get("run_id", "")), reply)
+        return cls(about.get("run_id", ""))
 
 
 class RunStillAsking(ParkgateError):
@@ -297,9 +305,9 @@ class RunStillAsking(ParkgateError):
         super().__init__(f"run {run_id!r} still has open ask {ask_id}; answer or cancel it before finishing the run")
 
     @classmethod
-    def from_wire(cls, reply: ErrorResponse, about: Mapping[str, str]) -> Self:
+    def _rebuilt(cls, about: Mapping[str, str], body: Any) -> Self:
         """The error, for the run the call named and the open ask the body names."""
-        return _in_server_words(cls(about.get("run_id", ""), str(reply.body.get("open_ask_id", ""))), reply)
+        return cls(about.get("run_id", ""), str(body.get("open_ask_id", "")))
 
 
 class CallbackNotFailed(ParkgateError):
@@ -316,9 +324,9 @@ class CallbackNotFailed(ParkgateError):
         super().__init__(f"ask {ask_id} has no failed callback to retry: {where}")
 
     @classmethod
-    def from_wire(cls, reply: ErrorResponse, about: Mapping[str, str]) -> Self:
+    def _rebuilt(cls, about: Mapping[str, str], body: Any) -> Self:
         """The error, for the ask the call named and the callback status the body names."""
-        return _in_server_words(cls(about.get("ask_id", ""), reply.body.get("callback_status")), reply)
+        return cls(about.get("ask_id", ""), body.get("callback_status"))
 
 
 class UnknownAsk(ParkgateError, LookupError):
@@ -332,9 +340,9 @@ class UnknownAsk(ParkgateError, LookupError):
         super().__init__(f"no ask with id {ask_id!r}")
 
     @classmethod
-    def from_wire(cls, reply: ErrorResponse, about: Mapping[str, str]) -> Self:
+    def _rebuilt(cls, about: Mapping[str, str], body: Any) -> Self:
         """The error, for the ask the call named."""
-        return _in_server_words(cls(about.get("ask_id", "")), reply)
+        return cls(about.get("ask_id", ""))
 
 
 class UnknownRun(ParkgateError, LookupError):
@@ -348,9 +356,9 @@ class UnknownRun(ParkgateError, LookupError):
         super().__init__(f"no run with id {run_id!r}")
 
     @classmethod
-    def from_wire(cls, reply: ErrorResponse, about: Mapping[str, str]) -> Self:
+    def _rebuilt(cls, about: Mapping[str, str], body: Any) -> Self:
         """The error, for the run the call named."""
-        return _in_server_words(cls(about.get("run_id", "")), reply)
+        return cls(about.get("run_id", ""))
 
 
 class UnknownWorkflow(ParkgateError, LookupError):
@@ -363,9 +371,9 @@ class UnknownWorkflow(ParkgateError, LookupError):
         super().__init__(f"no workflow named {name!r}; known: {', '.join(known) or 'none'}")
 
     @classmethod
-    def from_wire(cls, reply: ErrorResponse, about: Mapping[str, str]) -> Self:
+    def _rebuilt(cls, about: Mapping[str, str], body: Any) -> Self:
         """The error, for the workflow the call named (the known ones are in the server's words)."""
-        return _in_server_words(cls(about.get("workflow", ""), []), reply)
+        return cls(about.get("workflow", ""), [])
 
 
 class QuotaExceeded(ParkgateError):
@@ -388,9 +396,11 @@ class QuotaExceeded(ParkgateError):
         return {"Retry-After": str(self.retry_after)}
 
     @classmethod
-    def from_wire(cls, reply: ErrorResponse, about: Mapping[str, str]) -> TooManyOpenAsks:
+    def from_wire(
+        cls, status: int, code: str | None, detail: str, body: Any, retry_after: float | None, about: Mapping[str, str]
+    ) -> TooManyOpenAsks:
         """The client's :class:`TooManyOpenAsks`, a :class:`RateLimited` with ``retry_after``."""
-        return TooManyOpenAsks.from_wire(reply, about)
+        return TooManyOpenAsks(status, code, detail, body, retry_after)
 
 
 class TooManyLongPolls(ParkgateError):
@@ -410,9 +420,11 @@ class TooManyLongPolls(ParkgateError):
         return {"Retry-After": str(self.retry_after), "Connection": "close"}
 
     @classmethod
-    def from_wire(cls, reply: ErrorResponse, about: Mapping[str, str]) -> RateLimited:
+    def from_wire(
+        cls, status: int, code: str | None, detail: str, body: Any, retry_after: float | None, about: Mapping[str, str]
+    ) -> RateLimited:
         """The client's :class:`RateLimited`, with ``retry_after``."""
-        return RateLimited.from_wire(reply, about)
+        return RateLimited(status, code, detail, body, retry_after)
 
 
 class MissingExtra(ParkgateError, ModuleNotFoundError):
@@ -575,9 +587,11 @@ class ErrorResponse(ClientError):
         super().__init__(f"HTTP {status} {code}: {detail}" if code else f"HTTP {status}: {detail}")
 
     @classmethod
-    def from_wire(cls, reply: ErrorResponse, about: Mapping[str, str]) -> Self:
-        """This class, with what ``reply`` read: status, code, detail, body, ``Retry-After``."""
-        return cls(reply.status, reply.code, reply.detail, reply.body, reply.retry_after)
+    def from_wire(
+        cls, status: int, code: str | None, detail: str, body: Any, retry_after: float | None, about: Mapping[str, str]
+    ) -> Self:
+        """This class, with what the client read."""
+        return cls(status, code, detail, body, retry_after)
 
 
 class BadRequest(ErrorResponse):

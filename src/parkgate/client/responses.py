@@ -75,11 +75,11 @@ def raise_error(call: Call[Any], response: httpx.Response, data: Any) -> NoRetur
     status = response.status_code
     code = data.get("error") if isinstance(data, dict) and isinstance(data.get("error"), str) else None
     detail = str(data.get("detail", "")) if code is not None else (response.reason_phrase or f"HTTP {status}")
-    reply = ErrorResponse(status, code, detail, data, _retry_after(response.headers.get("Retry-After")))
-    error = _kind(status, code).from_wire(reply, call.about)
+    retry_after = _retry_after(response.headers.get("Retry-After"))
+    error = _kind(status, code).from_wire(status, code, detail, data, retry_after, call.about)
     if isinstance(error, ErrorResponse):
         raise error
-    raise error from reply
+    raise error from ErrorResponse(status, code, detail, data, retry_after)
 
 
 def _kind(status: int, code: str | None) -> type[ParkgateError]:
