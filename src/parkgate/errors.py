@@ -225,6 +225,7 @@ class AskAlreadyOpen(ParkgateError):
 
     http_status = 409
     wire_code = "ask_already_open"
+    #: It names the open ask, so a client can read or cancel it.
     wire_fields: ClassVar[Mapping[str, str]] = {"open_ask_id": "ask_id"}
 
     def __init__(self, conversation_id: str, ask_id: str) -> None:
@@ -297,6 +298,7 @@ class RunStillAsking(ParkgateError):
 
     http_status = 409
     wire_code = "run_still_asking"
+    #: It names the open ask, so a client can read or cancel it.
     wire_fields: ClassVar[Mapping[str, str]] = {"open_ask_id": "ask_id"}
 
     def __init__(self, run_id: str, ask_id: str) -> None:
@@ -315,6 +317,7 @@ class CallbackNotFailed(ParkgateError):
 
     http_status = 409
     wire_code = "callback_not_failed"
+    #: It says where the callback stands.
     wire_fields: ClassVar[Mapping[str, str]] = {"callback_status": "status"}
 
     def __init__(self, ask_id: str, status: str | None) -> None:
