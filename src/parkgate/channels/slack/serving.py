@@ -27,7 +27,7 @@ from starlette.routing import Route
 from parkgate.channels.serving import ServedChannel
 from parkgate.channels.slack.bolt import register
 from parkgate.channels.slack.channel import API_TIMEOUT_SECONDS, SlackChannel
-from parkgate.errors import SettingsError
+from parkgate.errors import BadRequest, SettingsError, Unauthorized
 
 if TYPE_CHECKING:
     from parkgate.gateway import Gateway
@@ -126,10 +126,12 @@ class SlackEndpoint:
         headers: dict[str, Any] = dict(request.headers)
         if not _one_timestamp(request) or not self.verifier.is_valid_request(body, headers):
             detail = "the request is not signed with this app's signing secret, or its timestamp is too old"
-            return JSONResponse({"error": "unauthorized", "detail": detail}, status_code=401)
+            return JSONResponse(
+                {"error": Unauthorized.wire_code, "detail": detail}, status_code=Unauthorized.http_status
+            )
         problem = _malformed(body, headers.get("content-type", ""))
         if problem is not None:
-            return JSONResponse({"error": "bad_request", "detail": problem}, status_code=400)
+            return JSONResponse({"error": BadRequest.wire_code, "detail": problem}, status_code=BadRequest.http_status)
         bolt_request = to_bolt_request(request, body)
         answer = await anyio.to_thread.run_sync(self.app.dispatch, bolt_request)
         return to_starlette_response(answer)

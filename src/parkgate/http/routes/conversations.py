@@ -13,10 +13,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from starlette.convertors import PathConvertor, register_url_convertor
 
+from parkgate.errors import Forbidden
 from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.gateway.checks import MAX_WAIT_SECONDS
 from parkgate.gateway.offload import offload
-from parkgate.http import codes
 from parkgate.http.dependencies import GatewayDep, LongPollsDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.guard import CALLER_STATE
@@ -57,7 +57,9 @@ async def post_message(conversation_id: str, body: MessageIn, request: Request) 
     if bound is not None:
         if sender is not None and sender != bound:
             return error_response(
-                403, codes.SENDER_MISMATCH, "this token posts as one sender, and the body names another"
+                Forbidden.http_status,
+                Forbidden.SENDER_MISMATCH,
+                "this token posts as one sender, and the body names another",
             )
         sender = bound
     # The sync gateway's call on a worker thread, as AsyncGateway.handle makes it, one hop fewer.
