@@ -11,7 +11,9 @@ conversation this store remembers reads nothing and takes the lock only for its 
 (see :class:`SQLiteTransaction`). Writers in one process queue on the file's
 :func:`writer_lock` before they ask SQLite for its lock, and are woken when it is free:
 SQLite's busy handler, which sleeps in growing steps, is left to writers in other
-processes. ``busy_timeout`` bounds that wait; past it the caller gets
+processes. The writes that queue while a commit is in flight share the next transaction,
+each in a savepoint, and its one sync (group commit, :class:`FileWriters`); each is
+answered only after that COMMIT. ``busy_timeout`` bounds that wait; past it the caller gets
 :class:`StoreUnavailable`, never a half-written row. Opening the file and reading
 errors is :mod:`parkgate.store.sqlite_file`'s: a message's path is here and in ``sql``.
 """
