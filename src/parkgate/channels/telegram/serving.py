@@ -32,15 +32,12 @@ from parkgate.channels.serving import ServedChannel
 from parkgate.channels.telegram.api import DEFAULT_ROOT, BotApi
 from parkgate.channels.telegram.channel import TelegramChannel
 from parkgate.channels.telegram.inbound import TelegramInbound
+from parkgate.channels.telegram.spec import ENV_API_URL, ENV_BOT_TOKEN, ENV_BOT_USERNAME, ENV_WEBHOOK_SECRET
 from parkgate.errors import BadRequest, InputError, SettingsError, Unauthorized
 
 if TYPE_CHECKING:
     from parkgate.gateway import Gateway
 
-ENV_BOT_TOKEN = "PARKGATE_TELEGRAM_BOT_TOKEN"
-ENV_WEBHOOK_SECRET = "PARKGATE_TELEGRAM_WEBHOOK_SECRET"
-ENV_API_URL = "PARKGATE_TELEGRAM_API_URL"
-ENV_BOT_USERNAME = "PARKGATE_TELEGRAM_BOT_USERNAME"
 #: Where Telegram sends updates (the URL given to ``setWebhook``).
 WEBHOOK_PATH = "/telegram/webhook"
 #: The header Telegram sends the webhook's ``secret_token`` in.
