@@ -20,7 +20,9 @@ errors is :mod:`parkgate.store.sqlite_file`'s: a message's path is here and in `
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import tempfile
 import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -422,6 +424,10 @@ _SAVE_IF_UNCHANGED = f"UPDATE asks SET status = ?, {MUTABLE_ASK_SET} WHERE {_UNC
 _STILL_UNCHANGED = f"SELECT 1 FROM asks WHERE {_UNCHANGED}"
 
 
+#: The name that asks for a database private to one store and gone when it closes.
+MEMORY = ":memory:"
+
+
 class SQLiteStore(Store):
     """Asks in one SQLite file (WAL mode). ``synchronous`` is ``"full"`` (default) or
     ``"normal"`` (see :data:`parkgate.store.sqlite_file.SYNCHRONOUS`); the URL's ``?synchronous=`` sets it too.
@@ -435,6 +441,11 @@ class SQLiteStore(Store):
     ``remember`` is how many conversations this store remembers the open ask of, so that
     a message there is decided before the write lock is taken and without a read (see
     :class:`SQLiteTransaction`); 0 reads every time.
+
+    ``:memory:`` (or ``sqlite:///:memory:``) is a database of this store alone that is gone
+    when it closes: a file in a private temporary folder, removed by :meth:`close`. A
+    file, not SQLite's in-memory database, because each thread and the group commit have
+    a connection of their own, and SQLite gives each connection its own in-memory one.
     """
 
     def __init__(
@@ -447,6 +458,11 @@ class SQLiteStore(Store):
     ) -> None:
         self.url = url
         self.path, options = parse_url(url)
+        #: The private folder of a ``:memory:`` store, removed with it on close.
+        self._scratch: Path | None = None
+        if str(self.path) == MEMORY:
+            self._scratch = Path(tempfile.mkdtemp(prefix="parkgate-memory-"))
+            self.path = self._scratch / "parkgate.db"
         self.synchronous = check_options(synchronous or options.get("synchronous"), remember)
         self.recent = RecentOpenAsks(remember)
         check_location(self.path, url, creating=migrate)
@@ -523,6 +539,8 @@ class SQLiteStore(Store):
             self._all.clear()
             self._writer_conn = None
         self._local = threading.local()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
 
 class _TransactionScope(AbstractContextManager[SQLiteTransaction]):
