@@ -1,4 +1,5 @@
-"""The ``parkgate`` command: serve, deliver, chat, asks, show, cancel, doorcheck, audit, migrate, prove, telegram.
+"""The ``parkgate`` command: serve, deliver, chat, asks, show, cancel, doorcheck, audit, migrate, prove, telegram,
+mcp-gateway.
 
 ``--db`` (or ``PARKGATE_DB``) chooses the store everywhere: ``sqlite:///parkgate.db``
 (the default), a file path, or ``postgresql://...``; with PostgreSQL,
@@ -24,7 +25,8 @@ JSON object a line; ``asks`` only reads, so it closes (and logs) nothing.
 One module a command group: :mod:`~parkgate.cli.serve` (serve, deliver),
 :mod:`~parkgate.cli.chat`, :mod:`~parkgate.cli.asks`, :mod:`~parkgate.cli.operate` (show,
 cancel), :mod:`~parkgate.cli.doorcheck`, :mod:`~parkgate.cli.audit`,
-:mod:`~parkgate.cli.maintenance` (migrate, prove), :mod:`~parkgate.cli.telegram`; :mod:`~parkgate.cli.stores` opens
+:mod:`~parkgate.cli.maintenance` (migrate, prove), :mod:`~parkgate.cli.telegram`,
+:mod:`~parkgate.cli.mcp_gateway`; :mod:`~parkgate.cli.stores` opens
 the store each of them works on.
 """
 
@@ -37,6 +39,7 @@ from parkgate.cli.audit import audit
 from parkgate.cli.chat import CHAT_RESTART, chat
 from parkgate.cli.doorcheck import DOORCHECK_EXIT, DOORCHECK_INPUTS, doorcheck, doorcheck_verdict
 from parkgate.cli.maintenance import migrate, prove
+from parkgate.cli.mcp_gateway import mcp_gateway
 from parkgate.cli.operate import cancel, show
 from parkgate.cli.serve import check_can_listen, deliver, serve
 from parkgate.cli.stores import db_option, shown_url
@@ -62,6 +65,7 @@ main.add_command(migrate)
 main.add_command(prove)
 main.add_command(audit)
 main.add_command(telegram)
+main.add_command(mcp_gateway)
 
 __all__ = [
     "CHAT_RESTART",
