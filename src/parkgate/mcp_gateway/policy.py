@@ -61,6 +61,8 @@ _RULE_KEYS = frozenset(
         "redact",
     }
 )
+#: A rule's keys that are the ask's options, in the order their checks depend on each other.
+_ASK_KEYS = ("responders", "quorum", "ttl", "escalate_after", "escalate_to", "remind_after", "callback_url", "post_to")
 _TOP_KEYS = frozenset({"servers", "approval", "redact", "max_value_chars"})
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)\s*(d|h|m|s|ms))+")
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s|ms)")
@@ -158,7 +160,9 @@ def parse_policy(text: str, name: str = "the config", base: Path = Path()) -> Po
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise ConfigurationError(f"{name}: not TOML: {error}") from None
+        found = re.search(r"\(at line (\d+)", str(error))
+        line = int(found[1]) if found else max(1, len(text.splitlines()))  # "at end of document"
+        raise ConfigurationError(f"{name}, line {line}: not TOML: {error}") from None
     lines = _Lines(text)
 
     def fail(where: tuple[Any, ...], key: str | None, message: str) -> ConfigurationError:
@@ -258,23 +262,25 @@ def _rule(number: int, data: object, redact: tuple[str, ...], fail: Fail) -> Rul
         raise fail(where, "options", f"{label}: options: {error}") from None
     hold = _duration(data.get("hold", DEFAULT_HOLD), where, "hold", label, fail)
     fields: dict[str, Any] = {"follow_up": True}
-    try:
-        for key in ("responders", "quorum", "callback_url", "escalate_to"):
-            if key in data:
-                fields[key] = data[key]
-        for key in ("ttl", "escalate_after"):
-            if key in data:
-                fields[key] = _duration(data[key], where, key, label, fail)
-        if "remind_after" in data:
-            given = data["remind_after"]
-            many = given if isinstance(given, list) else [given]
-            fields["remind_after"] = [_duration(one, where, "remind_after", label, fail) for one in many]
-        if "post_to" in data:
-            fields["post_to"] = _target(data["post_to"], where, label, fail)
-        AskOptions.checked(fields)  # the gateway's own checks, so that a rule that loads parks
-    except InputError as error:
-        key = next((k for k in ("responders", "quorum", "callback_url", "escalate_to") if k in str(error)), None)
-        raise fail(where, key, f"{label}: {error}") from None
+    # One key at a time, in the order the gateway's checks depend on each other (quorum on
+    # responders, escalation on the TTL), so the error names the key that broke them.
+    for key in (
+        "responders",
+        "quorum",
+        "ttl",
+        "escalate_after",
+        "escalate_to",
+        "remind_after",
+        "callback_url",
+        "post_to",
+    ):
+        if key not in data:
+            continue
+        fields[key] = _field(key, data[key], where, label, fail)
+        try:
+            AskOptions.checked(fields)  # the gateway's own checks, so that a rule that loads parks
+        except InputError as error:
+            raise fail(where, key, f"{label}: {error}") from None
     return Rule(
         number,
         tools,
@@ -285,6 +291,17 @@ def _rule(number: int, data: object, redact: tuple[str, ...], fail: Fail) -> Rul
         redact + _globs(data.get("redact", []), where, "redact", fail),
         fields,
     )
+
+
+def _field(key: str, value: object, where: tuple[Any, ...], label: str, fail: Fail) -> Any:
+    """A rule's ask option as :meth:`Gateway.ask <parkgate.Gateway.ask>` takes it."""
+    if key in ("ttl", "escalate_after"):
+        return _duration(value, where, key, label, fail)
+    if key == "remind_after":
+        return [_duration(one, where, key, label, fail) for one in (value if isinstance(value, list) else [value])]
+    if key == "post_to":
+        return _target(value, where, label, fail)
+    return value
 
 
 def _target(value: object, where: tuple[Any, ...], label: str, fail: Fail) -> ChannelTarget:

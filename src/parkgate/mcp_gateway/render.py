@@ -22,6 +22,8 @@ from parkgate.core.stopping_point import MAX_PROMPT_CHARS
 CONVERSATION_PREFIX = "mcp-"
 #: At most this many arguments are shown; the rest are counted.
 MAX_SHOWN_ARGUMENTS = 40
+#: The most characters of JSON the shown arguments take (the ask's context holds 16 KiB).
+MAX_SHOWN_JSON = 8000
 
 
 def call_hash(server: str, tool: str, arguments: Mapping[str, Any]) -> str:
@@ -45,14 +47,17 @@ def conversation_of(digest: str) -> str:
 def shown_arguments(arguments: Mapping[str, Any], redact: Sequence[str], max_chars: int) -> dict[str, Any]:
     """``arguments`` as a person is shown them: a value whose name matches a ``redact`` glob
     (any case, at any depth) is :data:`~parkgate.core.phrases.MCP_GATEWAY_REDACTED`, and a
-    value longer than ``max_chars`` (a string, or another value's JSON) is cut, saying how
-    much was left out."""
-    shown: dict[str, Any] = {}
-    for position, (name, value) in enumerate(arguments.items()):
-        if position == MAX_SHOWN_ARGUMENTS:
-            shown["…"] = P.MCP_GATEWAY_CUT.format(count=len(arguments) - position)
-            break
-        shown[name] = _shown(name, value, redact, max_chars)
+    value longer than ``max_chars`` (a string, or a number's or other value's JSON) is cut,
+    saying how much was left out. Objects and lists keep their shape, each value in them
+    cut alike; when that is still over :data:`MAX_SHOWN_JSON` characters of JSON (the ask's
+    context has a limit), each argument is cut as a whole, to its share of it."""
+    names = list(arguments)[:MAX_SHOWN_ARGUMENTS]
+    shown = {name: _shown(name, arguments[name], redact, max_chars) for name in names}
+    if len(json.dumps(shown, ensure_ascii=False)) > MAX_SHOWN_JSON:
+        share = max(10, min(max_chars, MAX_SHOWN_JSON // max(1, len(names)) - 50))
+        shown = {name: _cut(_shown(name, arguments[name], redact, share), share) for name in names}
+    if len(arguments) > len(names):
+        shown["…"] = P.MCP_GATEWAY_CUT.format(count=len(arguments) - len(names))
     return shown
 
 
@@ -60,9 +65,14 @@ def _shown(name: str, value: Any, redact: Sequence[str], max_chars: int) -> Any:
     if _secret(name, redact):
         return P.MCP_GATEWAY_REDACTED
     if isinstance(value, Mapping):
-        value = {key: _shown(str(key), item, redact, max_chars) for key, item in value.items()}
-    elif isinstance(value, list):
-        value = [_shown(name, item, (), max_chars) for item in value]
+        return {str(key): _shown(str(key), item, redact, max_chars) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shown(name, item, (), max_chars) for item in value]
+    return _cut(value, max_chars)
+
+
+def _cut(value: Any, max_chars: int) -> Any:
+    """``value`` as it is, or its text (JSON for a value that is not a string) cut at ``max_chars``."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     if len(text) <= max_chars:
         return value
