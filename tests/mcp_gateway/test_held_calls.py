@@ -293,3 +293,24 @@ async def test_approving_on_slack_forwards_the_call_and_an_identical_call_posts_
     finally:
         server.stop()
     assert setup.calls("deploy") == [{"tool": "deploy", "arguments": DEPLOY}]
+
+
+async def test_two_identical_calls_held_on_one_approval_forward_once_and_the_other_asks_again(
+    setup: Setup, http_server: Server
+) -> None:
+    setup.configure(rule(ttl='"10m"', hold='"3s"'))
+    with http_server.client() as http:
+        async with connected(setup, "stdio") as client, anyio.create_task_group() as group:
+            calls = Calls(client, group)
+            calls.start("one", "deploy", DEPLOY)
+            (ask,) = await parked(http)
+            calls.start("two", "deploy", DEPLOY)
+            await calls.held_on("one", ask["ask_id"])
+            await calls.held_on("two", ask["ask_id"])
+            say(http, ask, "Approve", "alice")
+            results = [await calls.result("one"), await calls.result("two")]
+    forwarded = [result for result in results if not result.is_error]
+    assert [text_of(result) for result in forwarded] == ["deployed 1.2.3 to prod"]
+    (again,) = [result for result in results if result.is_error]
+    assert again.meta[META_KEY]["status"] == "pending" and ask_id_of(again) != ask["ask_id"]
+    assert setup.calls("deploy") == [{"tool": "deploy", "arguments": DEPLOY}]
