@@ -205,3 +205,21 @@ AGENT_EXPIRED = "No decision: the question expired after {duration}; the tool di
 CHANNEL_REMINDER = "Still waiting on {who}: {prompt} (asked {waited} ago; it expires in {left})."
 CHANNEL_ESCALATION = "Now also asking {who}: {prompt} (asked {waited} ago; it expires in {left})."
 CHANNEL_ANYONE = "anyone here"
+# The MCP approval gateway (parkgate.mcp_gateway): the ask's prompt ({arguments}, one
+# "name: value" line each, or MCP_GATEWAY_NO_ARGUMENTS), what a held call reports as
+# progress, and the tool results an agent sees when the call did not run: still pending
+# ({left}: until it expires, "9 min"), rejected or cancelled ({who}: who closed it),
+# expired ({duration}: its TTL).
+MCP_GATEWAY_PROMPT = "Run {tool} on {server}?\n{arguments}"
+MCP_GATEWAY_NO_ARGUMENTS = "(no arguments)"
+MCP_GATEWAY_REDACTED = "[redacted]"
+MCP_GATEWAY_CUT = "… ({count} more characters)"
+MCP_GATEWAY_WAITING = "Waiting for approval: ask {ask_id}"
+MCP_GATEWAY_PENDING = (
+    "Approval pending: {tool} has not run. Ask {ask_id} waits for a person (it expires in {left}). "
+    "Call {tool} again with exactly the same arguments to wait for the decision; other arguments ask again."
+)
+MCP_GATEWAY_REJECTED = "Rejected by {who} (ask {ask_id}): {tool} did not run."
+MCP_GATEWAY_CANCELLED = "Cancelled by {who} (ask {ask_id}): {tool} did not run."
+MCP_GATEWAY_EXPIRED = "Expired: nobody answered ask {ask_id} within {duration}; {tool} did not run."
+MCP_GATEWAY_NOBODY = "nobody"
