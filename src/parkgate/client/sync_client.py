@@ -347,6 +347,35 @@ class Client:
         """
         return self._send(wire.finish_run(run_id, outcome))
 
+    def keep_agent_state(self, run_id: str, state: str) -> None:
+        """Keep an agent SDK's serialised state with the run, replacing what was kept
+        (:meth:`Gateway.keep_agent_state <parkgate.Gateway.keep_agent_state>`).
+
+        Args:
+            run_id: The run (it need not exist yet; one another token started is unknown).
+            state: The state as text.
+        """
+        self._send(wire.keep_agent_state(run_id, state))
+
+    def agent_state(self, run_id: str) -> str | None:
+        """The agent state kept with the run.
+
+        Args:
+            run_id: The run.
+
+        Returns:
+            The state, or ``None`` when none is kept.
+        """
+        return self._send(wire.agent_state(run_id))
+
+    def forget_agent_state(self, run_id: str) -> None:
+        """Remove the agent state kept with the run, if any.
+
+        Args:
+            run_id: The run.
+        """
+        self._send(wire.forget_agent_state(run_id))
+
     def closed_follow_ups(
         self, limit: int = wire.DEFAULT_PAGE_ASKS, *, watcher: str | None = None, after: str | None = None
     ) -> list[AskView]:

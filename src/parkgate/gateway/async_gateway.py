@@ -323,6 +323,18 @@ class AsyncGateway:
         """Record a run that ended before it asked anything (:meth:`Gateway.record_run`)."""
         return await offload(self.sync.record_run, run_id, conversation_id, outcome, owner=owner)
 
+    async def keep_agent_state(self, run_id: str, state: str) -> None:
+        """Keep an agent SDK's state with a run (:meth:`Gateway.keep_agent_state`)."""
+        await offload(self.sync.keep_agent_state, run_id, state)
+
+    async def agent_state(self, run_id: str) -> str | None:
+        """The agent state kept with a run, or ``None`` (:meth:`Gateway.agent_state`)."""
+        return await offload(self.sync.agent_state, run_id)
+
+    async def forget_agent_state(self, run_id: str) -> None:
+        """Remove the agent state kept with a run (:meth:`Gateway.forget_agent_state`)."""
+        await offload(self.sync.forget_agent_state, run_id)
+
     async def gauges(self) -> AskGauges:
         """The open, overdue and unread-due figures (:meth:`Gateway.gauges`)."""
         return await offload(self.sync.gauges)

@@ -1,4 +1,5 @@
-"""The gateway's calls on runs: read one, finish one, record one that never asked."""
+"""The gateway's calls on runs: read one, finish one, record one that never asked, and
+keep an agent SDK's state with one."""
 
 from __future__ import annotations
 
@@ -6,16 +7,20 @@ from parkgate.clock import Clock
 from parkgate.core.kinds import RunOutcome, RunStatus
 from parkgate.core.model import Run
 from parkgate.errors import InputError, RunStillAsking, UnknownRun
-from parkgate.gateway.checks import check_id, check_optional_id
+from parkgate.gateway.checks import check_id, check_optional_id, check_string
 from parkgate.gateway.messages import UnitRunner
 from parkgate.gateway.runs import RunLifeCycle, WritePlan, changed_run, new_run, run_with
-from parkgate.store import Transaction
+from parkgate.store import Store, Transaction
+
+#: The longest agent state kept with a run, in characters (a transcript, not a log).
+MAX_AGENT_STATE_CHARS = 64 * 1024 * 1024
 
 
 class RunCalls:
     """The run calls of :class:`~parkgate.gateway.Gateway`."""
 
     clock: Clock
+    store: Store
     _runs: RunLifeCycle
     _units: UnitRunner
 
@@ -109,3 +114,46 @@ class RunCalls:
             return run
 
         return self._units.run(body)
+
+    def keep_agent_state(self, run_id: str, state: str) -> None:
+        """Keep an agent SDK's serialised state with ``run_id``, replacing what was kept.
+
+        The OpenAI Agents and Pydantic AI adapters keep here what resumes their agent (its
+        ``RunState``, its message history, the decisions taken so far), so that any process
+        on the database, or any client of its server, resumes the run. The run need not
+        exist yet: the state is kept before the ask that makes it is parked, so that a close
+        the moment it is parked finds it.
+
+        Args:
+            run_id: The run the state belongs to.
+            state: The state as text.
+        """
+        check_id(run_id, "run_id")
+        check_string(state, "state", limit=MAX_AGENT_STATE_CHARS)
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            tx.agent_states.keep(run_id, state, now)
+
+    def agent_state(self, run_id: str) -> str | None:
+        """The agent state kept with ``run_id`` (:meth:`keep_agent_state`), or ``None``.
+
+        Args:
+            run_id: The run.
+
+        Returns:
+            The state as it was kept, or ``None`` when none is.
+        """
+        check_id(run_id, "run_id")
+        with self.store.transaction() as tx:
+            return tx.agent_states.kept(run_id)
+
+    def forget_agent_state(self, run_id: str) -> None:
+        """Remove the agent state kept with ``run_id``, if any (an adapter does, before it
+        resumes the agent, so that no other process resumes it again).
+
+        Args:
+            run_id: The run.
+        """
+        check_id(run_id, "run_id")
+        with self.store.transaction() as tx:
+            tx.agent_states.forget(run_id)

@@ -1,6 +1,7 @@
 """The bridge both agent SDK adapters share: :class:`ToolApprovals` parks each tool call
-waiting for approval as an ask, keeps the SDK's state with the run in the store, and
-resumes the agent once, with every decision of its turn, whoever closed the last ask."""
+waiting for approval as an ask, keeps the SDK's state with the run (in the store, or on
+the server over HTTP), and resumes the agent once, with every decision of its turn,
+whoever closed the last ask."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import time
 import uuid
 from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from parkgate.adapters import common
+from parkgate.adapters.approvals import over_http
 from parkgate.adapters.approvals.records import (
     Kept,
     ToolCall,
@@ -30,9 +32,12 @@ from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, Reply
 from parkgate.errors import InputError, RunStillAsking
 from parkgate.gateway import Gateway
-from parkgate.gateway.async_gateway import AsyncGateway, offload
+from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.gateway.checks import check_duration, check_id, check_quorum, check_responders
 from parkgate.store.signal import FALLBACK_READ_SECONDS
+
+if TYPE_CHECKING:
+    from parkgate.client import AsyncClient, Client
 
 T = TypeVar("T")
 log = logging.getLogger("parkgate.agents")
@@ -51,7 +56,9 @@ class ToolApprovals:
     docs/adapters/openai-agents.md and docs/adapters/pydantic-ai.md).
 
     Args:
-        gateway: A :class:`Gateway` or an :class:`AsyncGateway`.
+        gateway: A :class:`Gateway` or an :class:`AsyncGateway`; or, over HTTP, a
+            :class:`~parkgate.client.Client` or an :class:`~parkgate.client.AsyncClient`
+            (the watcher then needs a Gateway: call :meth:`follow_up` instead).
         driver: The SDK's side: starts, reads and resumes the agent.
         ttl: Every approval's TTL; the gateway's by default.
         responders: Who may answer (senders); anyone when left out.
@@ -59,12 +66,12 @@ class ToolApprovals:
         lease: How long a resume may take before another waiter may take it over.
 
     Raises:
-        InputError: ``gateway`` is neither a Gateway nor an AsyncGateway, or an option is bad.
+        InputError: ``gateway`` is none of those, or an option is bad.
     """
 
     def __init__(
         self,
-        gateway: Gateway | AsyncGateway,
+        gateway: Gateway | AsyncGateway | Client | AsyncClient,
         driver: AgentDriver,
         *,
         ttl: timedelta | float | None = None,
@@ -72,12 +79,9 @@ class ToolApprovals:
         quorum: int = 1,
         lease: timedelta = DEFAULT_LEASE,
     ) -> None:
-        if isinstance(gateway, AsyncGateway):
-            self.gateway = gateway
-        elif isinstance(gateway, Gateway):
-            self.gateway = AsyncGateway(gateway)
-        else:
-            raise InputError(f"gateway must be a Gateway or an AsyncGateway, not {type(gateway).__name__}")
+        self._backend = over_http.backend(gateway)
+        #: Where the approvals' calls go: the gateway awaited, or a client standing in for it.
+        self.gateway = self._backend.calls
         self.driver = driver
         self.ttl = check_duration(ttl, "ttl") if ttl is not None else None
         checked = check_responders(list(responders) if responders is not None else None)
@@ -157,29 +161,37 @@ class ToolApprovals:
     async def watch(self) -> None:
         """Follow up closed approvals until cancelled: a pass at once, then one whenever an
         ask closes (here or in another process, a due read's expiry among them), and at
-        least every :data:`~parkgate.store.signal.FALLBACK_READ_SECONDS`. Run it as a task."""
+        least every :data:`~parkgate.store.signal.FALLBACK_READ_SECONDS`. Run it as a task.
+
+        Raises:
+            InputError: The approvals are on a client: the close signal is the database's.
+        """
         what = f"the approvals of agent {self.driver.name!r}"
-        await follow_up_until_cancelled(self.gateway.sync.signal, self.follow_up, log, what)
+        await follow_up_until_cancelled(self._local("watch").signal, self.follow_up, log, what)
 
     # -- sync ----------------------------------------------------------------------------
     def run_sync(self, conversation_id: str, agent_input: Any) -> Turn:
         """:meth:`run` from code with no running event loop."""
-        return _blocking(self.run(conversation_id, agent_input))
+        return self._blocking(self.run(conversation_id, agent_input))
 
     def handle_sync(
         self, conversation_id: str, text: str | bytes, message_id: str | None = None, sender: str | None = None
     ) -> Turn:
         """:meth:`handle` from code with no running event loop."""
-        return _blocking(self.handle(conversation_id, text, message_id, sender))
+        return self._blocking(self.handle(conversation_id, text, message_id, sender))
 
     def follow_up_sync(self) -> int:
         """:meth:`follow_up` from code with no running event loop."""
-        return _blocking(self.follow_up())
+        return self._blocking(self.follow_up())
 
     def watch_sync(self, stop: threading.Event) -> None:
-        """:meth:`watch` in a thread of its own, until ``stop`` is set."""
+        """:meth:`watch` in a thread of its own, until ``stop`` is set.
+
+        Raises:
+            InputError: The approvals are on a client: the close signal is the database's.
+        """
         wake = threading.Event()
-        remove = self.gateway.sync.signal.listen(
+        remove = self._local("watch_sync").signal.listen(
             lambda change, ask_id: wake.set() if change in FOLLOW_UP_CHANGES else None
         )
         try:
@@ -281,24 +293,28 @@ class ToolApprovals:
 
     # -- the kept state --------------------------------------------------------------------
     async def _keep(self, run_id: str, kept: Kept | None) -> None:
-        await offload(self._keep_now, run_id, kept)
-
-    def _keep_now(self, run_id: str, kept: Kept | None) -> None:
-        gateway = self.gateway.sync
-        with gateway.store.transaction() as tx:
-            if kept is None:
-                tx.agent_states.forget(run_id)
-            else:
-                tx.agent_states.keep(run_id, kept.to_text(), gateway.clock.now())
+        if kept is None:
+            await self.gateway.forget_agent_state(run_id)
+        else:
+            await self.gateway.keep_agent_state(run_id, kept.to_text())
 
     async def _kept(self, run_id: str) -> Kept | None:
-        return await offload(self._kept_now, run_id)
-
-    def _kept_now(self, run_id: str) -> Kept | None:
-        with self.gateway.sync.store.transaction() as tx:
-            text = tx.agent_states.kept(run_id)
+        text = await self.gateway.agent_state(run_id)
         return Kept.from_text(text) if text is not None else None
 
+    # -- where the calls go ----------------------------------------------------------------
+    def _local(self, what: str) -> Gateway:
+        """The gateway on the database, for ``what`` (a call that needs its close signal)."""
+        if self._backend.local is None:
+            raise InputError(
+                f"{what} needs a Gateway on the database (it wakes on the close signal); tool approvals "
+                "on a Client run, handle and follow up over HTTP: call follow_up() when the agent starts "
+                f"and every so often (docs/adapters/{self.driver.sdk}.md, Over HTTP)"
+            )
+        return self._backend.local
 
-def _blocking(work: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(work)
+    def _blocking(self, work: Coroutine[Any, Any, T]) -> T:
+        if self._backend.no_sync is not None:
+            work.close()
+            raise InputError(self._backend.no_sync)
+        return asyncio.run(work)

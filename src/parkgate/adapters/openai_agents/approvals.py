@@ -9,6 +9,7 @@ from typing import Any
 from agents import Agent, RunConfig, Runner, RunResult, RunState, ToolApprovalItem
 
 from parkgate.adapters.approvals import DEFAULT_LEASE, AgentStep, Kept, ToolApprovals, ToolCall
+from parkgate.client import AsyncClient, Client
 from parkgate.gateway import Gateway
 from parkgate.gateway.async_gateway import AsyncGateway
 
@@ -69,11 +70,12 @@ class AgentApprovals(ToolApprovals):
 
     Each ``ToolApprovalItem`` of a run's ``interruptions`` is asked (Approve / Reject, the
     tool and its arguments shown), one at a time; the ``RunState`` is kept with the run in
-    the gateway's store, so any process on the database resumes it. See
+    the gateway's store (on the server over HTTP), so any process resumes it. See
     docs/adapters/openai-agents.md.
 
     Args:
-        gateway: A :class:`Gateway` or an :class:`AsyncGateway`.
+        gateway: A :class:`Gateway` or an :class:`AsyncGateway`; or, over HTTP, a
+            :class:`~parkgate.client.Client` or an :class:`~parkgate.client.AsyncClient`.
         agent: The agent to run.
         run_config: Passed to every ``Runner.run``.
         ttl: Every approval's TTL; the gateway's by default.
@@ -82,12 +84,12 @@ class AgentApprovals(ToolApprovals):
         lease: How long a resume may take before another waiter may take it over.
 
     Raises:
-        InputError: ``gateway`` is neither a Gateway nor an AsyncGateway, or ``ttl`` is bad.
+        InputError: ``gateway`` is none of those, or ``ttl`` is bad.
     """
 
     def __init__(
         self,
-        gateway: Gateway | AsyncGateway,
+        gateway: Gateway | AsyncGateway | Client | AsyncClient,
         agent: Agent[Any],
         run_config: RunConfig | None = None,
         *,

@@ -10,6 +10,7 @@ from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToo
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
 
 from parkgate.adapters.approvals import DEFAULT_LEASE, AgentStep, Kept, ToolApprovals, ToolCall
+from parkgate.client import AsyncClient, Client
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
 from parkgate.gateway.async_gateway import AsyncGateway
@@ -89,12 +90,13 @@ class DeferredApprovals(ToolApprovals):
 
     Each call of a run's ``DeferredToolRequests.approvals`` is asked (Approve / Reject,
     the tool and its arguments shown), one at a time; the message history is kept with the
-    run in the gateway's store, so any process on the database resumes it. A decision holds
+    run in the gateway's store (on the server over HTTP), so any process resumes it. A decision holds
     for the arguments shown: a call whose arguments changed is asked again. See
     docs/adapters/pydantic-ai.md.
 
     Args:
-        gateway: A :class:`Gateway` or an :class:`AsyncGateway`.
+        gateway: A :class:`Gateway` or an :class:`AsyncGateway`; or, over HTTP, a
+            :class:`~parkgate.client.Client` or an :class:`~parkgate.client.AsyncClient`.
         agent: The agent to run; its ``output_type`` includes ``DeferredToolRequests``.
         deps: Passed to every ``agent.run``.
         ttl: Every approval's TTL; the gateway's by default.
@@ -103,12 +105,12 @@ class DeferredApprovals(ToolApprovals):
         lease: How long a resume may take before another waiter may take it over.
 
     Raises:
-        InputError: ``gateway`` is neither a Gateway nor an AsyncGateway, or ``ttl`` is bad.
+        InputError: ``gateway`` is none of those, or ``ttl`` is bad.
     """
 
     def __init__(
         self,
-        gateway: Gateway | AsyncGateway,
+        gateway: Gateway | AsyncGateway | Client | AsyncClient,
         agent: Agent[Any, Any],
         deps: Any = None,
         *,
