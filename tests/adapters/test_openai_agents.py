@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from agents import Agent, RunConfig, function_tool
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+from pydantic import BaseModel
 
 from parkgate import AskAlreadyOpen, Gateway, InputError, ManualClock, ReplyKind
-from parkgate.adapters.openai_agents import DEFAULT_LEASE, AgentApprovals
+from parkgate.adapters.openai_agents import DEFAULT_LEASE, AgentApprovals, Finished
 from parkgate.core import phrases as P
 
 if TYPE_CHECKING:
@@ -261,3 +262,94 @@ async def test_a_resume_that_fails_midway_is_never_run_again(
     clock.advance(DEFAULT_LEASE + timedelta(seconds=1))  # the failed resumer's claim runs out
     assert await approvals.follow_up() == 0
     assert ops.ran == ["prod"]  # at most once: the approved tool never runs twice
+
+
+async def test_a_run_the_watcher_resumes_hands_its_final_output_to_the_hook_and_keeps_it_on_the_run(
+    gateway: Gateway, reopen: Reopen
+) -> None:
+    ops = Ops()
+    heard: list[Finished] = []
+    approvals = approvals_for(gateway, ops, on_result=heard.append)
+    turn = await approvals.run("c1", "deploy prod")
+    assert turn.reply.run_id is not None
+    chat = reopen()  # the person answers on a surface of its own (a channel, the console's chat)
+    try:
+        assert chat.handle("c1", "1", sender="alice").kind is ReplyKind.SELECTED
+    finally:
+        chat.close()
+    watcher = asyncio.create_task(approvals.watch())
+    try:
+        await eventually(lambda: bool(heard), "the watcher resumed the run and told the hook")
+    finally:
+        watcher.cancel()
+    assert ops.ran == ["prod"]
+    assert heard == [Finished("c1", turn.reply.run_id, "deployed prod", heard[0].result)]
+    assert heard[0].result is not None and heard[0].result.final_output == "deployed prod"
+    run = gateway.run(turn.reply.run_id)
+    assert run is not None and (run.status.value, run.outcome, run.output) == ("complete", "done", "deployed prod")
+    assert run.answers == {"deploy:call-prod": "Approve"}
+
+
+async def test_a_reject_is_recorded_in_the_runs_answers_and_an_async_hook_is_awaited(gateway: Gateway) -> None:
+    ops = Ops()
+    heard: list[Any] = []
+
+    async def hook(finished: Finished) -> None:
+        await asyncio.sleep(0)
+        heard.append(finished.final_output)
+
+    approvals = approvals_for(gateway, ops, on_result=hook)
+    turn = await approvals.run("c1", "deploy prod")
+    done = await approvals.handle("c1", "2")
+    assert done.finished and heard == [done.final_output] == [P.AGENT_REJECTED]
+    assert turn.reply.run_id is not None
+    run = gateway.run(turn.reply.run_id)
+    assert run is not None and run.answers == {"deploy:call-prod": "Reject"} and run.output == P.AGENT_REJECTED
+
+
+async def test_a_cancelled_run_keeps_its_outcome_and_the_output_and_a_failing_hook_is_logged(
+    gateway: Gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    ops = Ops()
+
+    def hook(finished: Finished) -> None:
+        raise RuntimeError("the results queue is down")
+
+    approvals = approvals_for(gateway, ops, on_result=hook)
+    turn = await approvals.run("c1", "deploy prod")
+    done = await approvals.handle("c1", "cancel")
+    assert done.finished and done.final_output == P.AGENT_CANCELLED
+    assert turn.reply.run_id is not None
+    run = gateway.run(turn.reply.run_id)
+    assert run is not None and (run.outcome, run.output, run.answers) == ("cancelled", P.AGENT_CANCELLED, {})
+    assert "the result hook failed on run" in caplog.text and "the results queue is down" in caplog.text
+
+
+class Report(BaseModel):
+    service: str
+    deployed: bool
+
+
+async def test_a_structured_final_output_is_kept_on_the_run_as_json(gateway: Gateway) -> None:
+    ran: list[str] = []
+
+    @function_tool(needs_approval=True)
+    def deploy(env: str) -> str:
+        """Deploy the service to ``env``."""
+        ran.append(env)
+        return f"deployed {env}"
+
+    def respond(call: ModelCall) -> Any:
+        if tool_outputs(call.input):
+            return [assistant_message('{"service": "api", "deployed": true}')]
+        return [function_call("deploy", {"env": "prod"}, call_id="call-prod")]
+
+    model = ScriptedModel([ModelStep.respond(respond) for _ in range(4)])
+    agent = Agent(name="ops", model=model, tools=[deploy], output_type=Report)
+    approvals = AgentApprovals(gateway, agent, OFFLINE)
+    turn = await approvals.run("c1", "deploy api")
+    done = await approvals.handle("c1", "1")
+    assert done.final_output == Report(service="api", deployed=True) and ran == ["prod"]
+    assert turn.reply.run_id is not None
+    run = gateway.run(turn.reply.run_id)
+    assert run is not None and run.output == {"service": "api", "deployed": True}

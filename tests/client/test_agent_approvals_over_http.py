@@ -190,3 +190,43 @@ def test_an_agent_state_is_its_runs_owners_alone(guarded: Any, conv: str) -> Non
         assert owner.agent_state(run_id) == '{"transcript": "secret"}'
         owner.forget_agent_state(run_id)
         assert owner.agent_state(run_id) is None
+
+
+async def test_a_follow_up_over_a_client_hands_the_output_to_the_hook_and_the_server_keeps_it(
+    served: Server, conv: str
+) -> None:
+    ops = PydanticOps()
+    heard: list[tuple[str, Any]] = []
+    with Client(served.url) as client:
+        approvals = DeferredApprovals(
+            client, ops.agent, on_result=lambda done: heard.append((done.run_id, done.final_output))
+        )
+        turn = await approvals.run(conv, "deploy prod")
+        run_id = turn.reply.run_id or ""
+        assert client.handle(conv, "Approve", sender="alice").kind is ReplyKind.SELECTED  # a surface of its own
+        assert heard == [] and ops.ran == []
+        assert await approvals.follow_up() == 1
+        assert heard == [(run_id, "deployed prod")] and ops.ran == ["prod"]
+        run = client.run(run_id)
+        assert run is not None and (run.status, run.outcome, run.output) == (
+            RunStatus.COMPLETE,
+            "done",
+            "deployed prod",
+        )
+        assert run.answers == {"deploy:call-prod": "Approve"}
+
+
+def test_finish_run_keeps_a_json_output_on_the_run_and_refuses_what_json_cannot_hold(served: Server, conv: str) -> None:
+    with Client(served.url) as client:
+        run_id = client.ask(conv, "Ship it?", ["Yes", "No"]).run_id or ""
+        assert client.handle(conv, "Yes").kind is ReplyKind.SELECTED
+        with pytest.raises(InputError, match="cannot be sent as JSON"):
+            client.finish_run(run_id, output={"ratio": float("nan")})
+        with pytest.raises(InputError, match=r"output \(as JSON\) is 300002 characters; the limit is 256000"):
+            client.finish_run(run_id, output="x" * 300_000)  # the server's refusal
+        unchanged = client.run(run_id)
+        assert unchanged is not None and unchanged.status is RunStatus.RUNNING and unchanged.output is None
+        finished = client.finish_run(run_id, output={"shipped": ["api", "web"], "minutes": 4})
+        assert finished.output == {"shipped": ["api", "web"], "minutes": 4}
+        again = client.run(run_id)
+        assert again is not None and again.output == finished.output and again.answers == {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
-from typing import TypeVar, Unpack
+from typing import Any, TypeVar, Unpack
 
 import httpx
 
@@ -201,9 +201,9 @@ class AsyncClient:
         """Record a run that ended before it asked anything (:meth:`Client.record_run`)."""
         return await self._send(wire.record_run(run_id, conversation_id, outcome))
 
-    async def finish_run(self, run_id: str, outcome: str = "done") -> Run:
+    async def finish_run(self, run_id: str, outcome: str = "done", *, output: Any = None) -> Run:
         """As :meth:`Client.finish_run <parkgate.client.Client.finish_run>`."""
-        return await self._send(wire.finish_run(run_id, outcome))
+        return await self._send(wire.finish_run(run_id, outcome, output))
 
     async def keep_agent_state(self, run_id: str, state: str) -> None:
         """Keep an agent SDK's state with the run (:meth:`Client.keep_agent_state`)."""

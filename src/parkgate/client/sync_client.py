@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
-from typing import TypeVar, Unpack
+from typing import Any, TypeVar, Unpack
 
 import httpx
 
@@ -331,12 +331,14 @@ class Client:
         """
         return self._send(wire.record_run(run_id, conversation_id, outcome))
 
-    def finish_run(self, run_id: str, outcome: str = "done") -> Run:
+    def finish_run(self, run_id: str, outcome: str = "done", *, output: Any = None) -> Run:
         """Mark a run complete once the work after its last answer is done.
 
         Args:
             run_id: The run to finish.
             outcome: An id-like string recorded on the run.
+            output: What the run gave (an agent's final output), any JSON value, kept on
+                the run; ``None`` keeps what was recorded before.
 
         Returns:
             The run, now complete.
@@ -345,7 +347,7 @@ class Client:
             RunStillAsking: The run's ask is open.
             UnknownRun: No run has this id.
         """
-        return self._send(wire.finish_run(run_id, outcome))
+        return self._send(wire.finish_run(run_id, outcome, output))
 
     def keep_agent_state(self, run_id: str, state: str) -> None:
         """Keep an agent SDK's serialised state with the run, replacing what was kept

@@ -315,9 +315,9 @@ class AsyncGateway:
         """The run with this id, or ``None`` (:meth:`Gateway.run`)."""
         return await offload(self.sync.run, run_id)
 
-    async def finish_run(self, run_id: str, outcome: str = "done") -> Run:
+    async def finish_run(self, run_id: str, outcome: str = "done", *, output: Any = None) -> Run:
         """Mark a run complete and return it (:meth:`Gateway.finish_run`)."""
-        return await offload(self.sync.finish_run, run_id, outcome)
+        return await offload(self.sync.finish_run, run_id, outcome, output=output)
 
     async def record_run(self, run_id: str, conversation_id: str, outcome: str, *, owner: str | None = None) -> Run:
         """Record a run that ended before it asked anything (:meth:`Gateway.record_run`)."""

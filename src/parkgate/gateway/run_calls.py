@@ -3,6 +3,10 @@ keep an agent SDK's state with one."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from typing import Any
+
 from parkgate.clock import Clock
 from parkgate.core.kinds import RunOutcome, RunStatus
 from parkgate.core.model import Run
@@ -14,6 +18,18 @@ from parkgate.store import Store, Transaction
 
 #: The longest agent state kept with a run, in characters (a transcript, not a log).
 MAX_AGENT_STATE_CHARS = 64 * 1024 * 1024
+#: The longest output a run keeps, in characters of its JSON text.
+MAX_RUN_OUTPUT_CHARS = 256_000
+
+
+def check_output(output: object) -> None:
+    """A run's output as :meth:`RunCalls.finish_run` keeps it: a JSON value (finite
+    numbers, text that is Unicode) of at most :data:`MAX_RUN_OUTPUT_CHARS` as JSON text."""
+    try:
+        text = json.dumps(output, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"output is not a JSON value ({error})") from None
+    check_string(text, "output (as JSON)", limit=MAX_RUN_OUTPUT_CHARS)
 
 
 class RunCalls:
@@ -47,14 +63,18 @@ class RunCalls:
 
         return self._units.run(body)
 
-    def finish_run(self, run_id: str, outcome: str = RunOutcome.DONE.value) -> Run:
+    def finish_run(self, run_id: str, outcome: str = RunOutcome.DONE.value, *, output: Any = None) -> Run:
         """Mark a run complete once the caller's work after its last answer is done.
 
-        A pending ask past its TTL is closed as ``expired`` on the way.
+        A pending ask past its TTL is closed as ``expired`` on the way. A run already
+        complete takes the new ``outcome`` and ``output``.
 
         Args:
             run_id: The run to finish.
             outcome: An id-like string recorded on the run.
+            output: What the run gave (an agent's final output), kept on the run as JSON:
+                a JSON value of at most :data:`MAX_RUN_OUTPUT_CHARS` characters as JSON
+                text. ``None`` keeps what was recorded before.
 
         Returns:
             The run, now complete.
@@ -66,6 +86,7 @@ class RunCalls:
         """
         check_id(run_id, "run_id")
         check_id(outcome, "outcome")
+        check_output(output)
         now = self.clock.now()
 
         def body(tx: Transaction, plan: WritePlan) -> Run:
@@ -76,6 +97,8 @@ class RunCalls:
             if pending is not None and pending.is_open:
                 raise RunStillAsking(run_id, pending.id)
             finished = run_with(run, now, RunStatus.COMPLETE, outcome)
+            if output is not None:
+                finished = dataclasses.replace(finished, output=output)
             plan.runs.append(finished)
             return finished
 

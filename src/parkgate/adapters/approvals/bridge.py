@@ -6,6 +6,7 @@ whoever closed the last ask."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import threading
 import time
@@ -13,6 +14,8 @@ import uuid
 from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic_core import to_jsonable_python
 
 from parkgate.adapters import common
 from parkgate.adapters.approvals import over_http
@@ -26,7 +29,7 @@ from parkgate.adapters.approvals.records import (
     record_of,
     undecided,
 )
-from parkgate.adapters.approvals.turns import AgentDriver, AgentStep, Turn
+from parkgate.adapters.approvals.turns import AgentDriver, AgentStep, Finished, ResultHook, Turn
 from parkgate.adapters.following import FOLLOW_UP_CHANGES, follow_up_until_cancelled, pages, watcher_name
 from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, Reply
@@ -34,6 +37,7 @@ from parkgate.errors import InputError, RunStillAsking
 from parkgate.gateway import Gateway
 from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.gateway.checks import check_duration, check_id, check_quorum, check_responders
+from parkgate.gateway.run_calls import check_output
 from parkgate.store.signal import FALLBACK_READ_SECONDS
 
 if TYPE_CHECKING:
@@ -64,6 +68,10 @@ class ToolApprovals:
         responders: Who may answer (senders); anyone when left out.
         quorum: How many responders must pick the same option.
         lease: How long a resume may take before another waiter may take it over.
+        on_result: Called with a :class:`Finished` whenever a resumed run finishes, in
+            whichever call or process resumed it (:meth:`handle`, :meth:`follow_up`,
+            :meth:`watch`), after its final output is recorded on the run (its ``output``);
+            an awaitable it returns is awaited. An error it raises is logged.
 
     Raises:
         InputError: ``gateway`` is none of those, or an option is bad.
@@ -78,6 +86,7 @@ class ToolApprovals:
         responders: Sequence[str] | None = None,
         quorum: int = 1,
         lease: timedelta = DEFAULT_LEASE,
+        on_result: ResultHook | None = None,
     ) -> None:
         self._backend = over_http.backend(gateway)
         #: Where the approvals' calls go: the gateway awaited, or a client standing in for it.
@@ -88,6 +97,7 @@ class ToolApprovals:
         self.responders = list(checked) or None
         self.quorum = check_quorum(quorum if quorum != 1 else None, checked)
         self.lease = lease
+        self.on_result = on_result
         #: What this agent's approvals are parked with (``follow_up``) and its watcher lists.
         self.watcher = watcher_name(driver.sdk, driver.name)
 
@@ -243,10 +253,11 @@ class ToolApprovals:
         return await self._settle(ask.conversation_id, ask.run_id, step, reply)
 
     async def _settle(self, conversation_id: str, run_id: str | None, step: AgentStep, reply: Reply | None) -> Turn:
-        """After the agent ran: park its first approval, or close its run."""
+        """After the agent ran: park its first approval, or close its run with its output."""
         if not step.calls:
             if run_id is not None:
-                await self._close_run(run_id)
+                await self._close_run(run_id, step.final_output)
+                await self._tell(Finished(conversation_id, run_id, step.final_output, step.result))
             return Turn(reply or common.pass_reply(), step.result, step.final_output, finished=True)
         if run_id is None or not await self._running(run_id):
             if run_id is not None:
@@ -270,6 +281,7 @@ class ToolApprovals:
             list(spec.options),
             kind=spec.kind,
             run_id=run_id,
+            phase=phase_of(call),
             ttl=self.ttl,
             responders=self.responders,
             quorum=self.quorum if self.quorum != 1 else None,
@@ -281,15 +293,47 @@ class ToolApprovals:
         run = await self.gateway.run(run_id)
         return run is not None and run.status == RunStatus.RUNNING
 
-    async def _close_run(self, run_id: str) -> None:
-        """The agent finished: forget its state and close its run as ``done`` if still running."""
+    async def _close_run(self, run_id: str, final_output: Any) -> None:
+        """The agent finished: forget its state, close its run as ``done`` if still running,
+        and record the final output on it (a run a cancel or an expiry ended keeps its outcome)."""
         await self._keep(run_id, None)
-        if not await self._running(run_id):
+        run = await self.gateway.run(run_id)
+        if run is None:
+            return
+        output = self._output(run_id, final_output)
+        outcome = run.outcome or RunOutcome.DONE.value
+        if run.status == RunStatus.RUNNING:
+            try:
+                await self.gateway.finish_run(run_id, RunOutcome.DONE.value, output=output)
+                return
+            except RunStillAsking as still:  # an approval the agent no longer waits on
+                await self.gateway.cancel(still.ask_id)
+                outcome = RunOutcome.CANCELLED.value
+        if output is not None:
+            await self.gateway.finish_run(run_id, outcome, output=output)
+
+    @staticmethod
+    def _output(run_id: str, final_output: Any) -> Any:
+        """The final output as the run keeps it (JSON; a value JSON cannot hold as its text),
+        or ``None`` when it is too long to keep."""
+        output = to_jsonable_python(final_output, fallback=str)
+        try:
+            check_output(output)
+        except InputError as refused:
+            log.warning("run %s keeps no output: %s", run_id, refused)
+            return None
+        return output
+
+    async def _tell(self, finished: Finished) -> None:
+        """Hand a resumed run's end to the result hook; an error it raises is logged."""
+        if self.on_result is None:
             return
         try:
-            await self.gateway.finish_run(run_id, RunOutcome.DONE.value)
-        except RunStillAsking as still:  # an approval the agent no longer waits on
-            await self.gateway.cancel(still.ask_id)
+            heard = self.on_result(finished)
+            if inspect.isawaitable(heard):
+                await heard
+        except Exception:
+            log.exception("the result hook failed on run %s (its output is kept on the run)", finished.run_id)
 
     # -- the kept state --------------------------------------------------------------------
     async def _keep(self, run_id: str, kept: Kept | None) -> None:
@@ -318,3 +362,14 @@ class ToolApprovals:
             work.close()
             raise InputError(self._backend.no_sync)
         return asyncio.run(work)
+
+
+def phase_of(call: ToolCall) -> str:
+    """The phase an approval is parked under, its run's answers keyed by it:
+    ``<tool>:<call id>``, else the call id, else a digest of it (a phase is an id)."""
+    for candidate in (f"{call.tool}:{call.call_id}", call.call_id):
+        try:
+            return check_id(candidate, "phase")
+        except InputError:
+            continue
+    return "call:" + digest(call.call_id)[:40]

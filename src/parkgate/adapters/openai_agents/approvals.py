@@ -8,7 +8,7 @@ from typing import Any
 
 from agents import Agent, RunConfig, Runner, RunResult, RunState, ToolApprovalItem
 
-from parkgate.adapters.approvals import DEFAULT_LEASE, AgentStep, Kept, ToolApprovals, ToolCall
+from parkgate.adapters.approvals import DEFAULT_LEASE, AgentStep, Kept, ResultHook, ToolApprovals, ToolCall
 from parkgate.client import AsyncClient, Client
 from parkgate.gateway import Gateway
 from parkgate.gateway.async_gateway import AsyncGateway
@@ -82,6 +82,9 @@ class AgentApprovals(ToolApprovals):
         responders: Who may answer (senders); anyone when left out.
         quorum: How many responders must pick the same option (1 by default).
         lease: How long a resume may take before another waiter may take it over.
+        on_result: Called with a :class:`~parkgate.adapters.approvals.Finished` (the run
+            id and its final output, also recorded as the run's ``output``) whenever a
+            resumed run finishes, in whichever call or process resumed it.
 
     Raises:
         InputError: ``gateway`` is none of those, or ``ttl`` is bad.
@@ -97,7 +100,10 @@ class AgentApprovals(ToolApprovals):
         responders: Sequence[str] | None = None,
         quorum: int = 1,
         lease: timedelta = DEFAULT_LEASE,
+        on_result: ResultHook | None = None,
     ) -> None:
         driver = RunStateDriver(agent, run_config)
-        super().__init__(gateway, driver, ttl=ttl, responders=responders, quorum=quorum, lease=lease)
+        super().__init__(
+            gateway, driver, ttl=ttl, responders=responders, quorum=quorum, lease=lease, on_result=on_result
+        )
         self.agent = agent

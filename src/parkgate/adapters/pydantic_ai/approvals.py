@@ -9,7 +9,7 @@ from typing import Any
 from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
 
-from parkgate.adapters.approvals import DEFAULT_LEASE, AgentStep, Kept, ToolApprovals, ToolCall
+from parkgate.adapters.approvals import DEFAULT_LEASE, AgentStep, Kept, ResultHook, ToolApprovals, ToolCall
 from parkgate.client import AsyncClient, Client
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
@@ -103,6 +103,9 @@ class DeferredApprovals(ToolApprovals):
         responders: Who may answer (senders); anyone when left out.
         quorum: How many responders must pick the same option (1 by default).
         lease: How long a resume may take before another waiter may take it over.
+        on_result: Called with a :class:`~parkgate.adapters.approvals.Finished` (the run
+            id and its final output, also recorded as the run's ``output``) whenever a
+            resumed run finishes, in whichever call or process resumed it.
 
     Raises:
         InputError: ``gateway`` is none of those, or ``ttl`` is bad.
@@ -118,7 +121,10 @@ class DeferredApprovals(ToolApprovals):
         responders: Sequence[str] | None = None,
         quorum: int = 1,
         lease: timedelta = DEFAULT_LEASE,
+        on_result: ResultHook | None = None,
     ) -> None:
         driver = HistoryDriver(agent, deps)
-        super().__init__(gateway, driver, ttl=ttl, responders=responders, quorum=quorum, lease=lease)
+        super().__init__(
+            gateway, driver, ttl=ttl, responders=responders, quorum=quorum, lease=lease, on_result=on_result
+        )
         self.agent = agent

@@ -52,8 +52,10 @@ async def get_run(run_id: str, gateway: GatewayDep) -> Response:
 @router.post("/v1/runs/{run_id}/finish", response_model=RunOut, responses=documented(404, 409, *V1_ERRORS))
 @needs(Scope.OPERATE)
 async def finish_run(run_id: str, gateway: GatewayDep, body: FinishIn | None = None) -> Response:
-    """Mark a run complete once the work after its last answer is done (409 while an ask is pending)."""
-    run = await gateway.finish_run(run_id, (body or FinishIn()).outcome)
+    """Mark a run complete once the work after its last answer is done (409 while an ask
+    is pending), with what it gave (``output``, any JSON value) when given."""
+    body = body or FinishIn()
+    run = await gateway.finish_run(run_id, body.outcome, output=body.output)
     return SafeJSONResponse(run_to_dict(run))
 
 
