@@ -1,5 +1,5 @@
 """Pydantic AI deferred tool approvals parked through parkgate, from sync code: approved,
-rejected, resumed by another process, and expired with nobody reading while a watcher runs
+rejected with a reason, resumed by another process, and expired with nobody reading while a watcher runs
 (the resumed run's final output handed to a result hook).
 
     python examples/pydantic_ai_approval.py [STORE_URL]
@@ -65,9 +65,11 @@ def main(store_url: str) -> None:
     print(turn.text)
     print("agent:", turn.final_output)
 
-    # 2. Reject: the tool does not run, and the model is told why.
+    # 2. Reject, and the reason asked for after it: the tool does not run, and the model
+    # reads why ("-" would give no reason).
     approvals.run_sync("chat-1", "Deploy the web to production")
-    print("agent:", approvals.handle_sync("chat-1", "2").final_output)
+    print(approvals.handle_sync("chat-1", "2").text)
+    print("agent:", approvals.handle_sync("chat-1", "the freeze starts at noon").final_output)
 
     # 3. Another process (a new gateway and agent on the same database) takes the answer.
     approvals.run_sync("chat-2", "Deploy the db to production")

@@ -120,12 +120,64 @@ async def test_four_misses_then_cancel_rejects_and_the_model_hears_why(gateway: 
     assert turn.final_output == P.AGENT_CANCELLED
 
 
-async def test_reject_does_not_run_the_tool(gateway: Gateway) -> None:
+async def test_reject_asks_why_and_the_model_reads_the_reason_the_run_keeps(gateway: Gateway) -> None:
     ops = Ops()
     approvals = approvals_for(gateway, ops)
-    await approvals.run("c1", "deploy prod")
-    turn = await approvals.handle("c1", "2")
-    assert turn.reply.kind is ReplyKind.SELECTED and turn.final_output == P.AGENT_REJECTED and ops.ran == []
+    turn = await approvals.run("c1", "deploy prod")
+    rejected = await approvals.handle("c1", "2")
+    assert rejected.reply.kind is ReplyKind.SELECTED and not rejected.finished and ops.model.remaining_steps == 5
+    assert rejected.text.startswith("Selected 2. Reject\n\nWhy not run deploy? The agent is told your reason")
+    kinds = [(await approvals.handle("c1", word)).reply.kind for word in ("  ", "/menu")]
+    assert kinds == [ReplyKind.RETRY, ReplyKind.RESHOWN]  # the question's door: a miss, a re-show
+    done = await approvals.handle("c1", "wrong version, use 1.4.3")
+    assert done.reply.kind is ReplyKind.ANSWERED and done.finished and ops.ran == []
+    assert ops.last_outputs == ["Rejected: wrong version, use 1.4.3"] and done.final_output == ops.last_outputs[0]
+    assert turn.reply.run_id is not None
+    run = gateway.run(turn.reply.run_id)
+    assert run is not None and (run.outcome, run.output) == ("done", "Rejected: wrong version, use 1.4.3")
+    assert run.answers == {"deploy:call-prod": "Reject", "deploy:call-prod:reason": "wrong version, use 1.4.3"}
+
+
+async def test_a_dash_or_a_reason_question_nobody_answers_gives_no_reason(gateway: Gateway, clock: ManualClock) -> None:
+    ops = Ops("prod", "staging")
+    approvals = approvals_for(gateway, ops, ttl=timedelta(minutes=30))
+    await approvals.run("c1", "deploy both")
+    await approvals.handle("c1", "2")
+    asked = await approvals.handle("c1", "-")
+    assert asked.asked is not None and "Run deploy (2 of 2)?" in asked.asked.text
+    await approvals.handle("c1", "2")
+    clock.advance(timedelta(minutes=31))
+    assert gateway.read_due() == 1  # the reason question expires: its default, "-", stands in
+    assert await approvals.follow_up() == 1
+    assert ops.last_outputs == [P.AGENT_REJECTED, P.AGENT_REJECTED] and ops.ran == []
+
+
+async def test_a_cancel_at_the_reason_question_drops_the_turn_and_the_reject_stands(gateway: Gateway) -> None:
+    ops = Ops("prod", "staging")
+    approvals = approvals_for(gateway, ops)
+    turn = await approvals.run("c1", "deploy both")
+    await approvals.handle("c1", "2")
+    done = await approvals.handle("c1", "cancel")  # a text question's data: the reason is "cancel"
+    assert done.asked is not None and "Run deploy (2 of 2)?" in done.asked.text
+    await approvals.handle("c1", "2")
+    dropped = await approvals.handle("c1", "/cancel")
+    assert dropped.reply.kind is ReplyKind.CANCELLED and dropped.finished and ops.ran == []
+    assert ops.last_outputs == ["Rejected: cancel", P.AGENT_REJECTED]
+    assert turn.reply.run_id is not None
+    run = gateway.run(turn.reply.run_id)
+    assert run is not None and run.outcome == "cancelled"
+
+
+async def test_a_reason_given_with_the_reject_or_none_asked_for_resumes_at_once(gateway: Gateway) -> None:
+    ops = Ops()
+    given = approvals_for(gateway, ops)
+    await given.run("c1", "deploy prod")
+    turn = await given.handle("c1", "2", sender="alice", reason="use 1.4.3")
+    assert turn.finished and turn.asked is None and ops.last_outputs == ["Rejected: use 1.4.3"]
+    unasked = approvals_for(gateway, ops, ask_reason=False)
+    await unasked.run("c2", "deploy prod")
+    turn = await unasked.handle("c2", "2", reason="   ")  # a blank reason is none
+    assert turn.finished and ops.last_outputs == [P.AGENT_REJECTED] and ops.ran == []
 
 
 async def test_an_expiry_nobody_reads_resumes_the_run_with_the_rejection(
@@ -183,7 +235,8 @@ async def test_two_approvals_in_one_turn_are_asked_in_turn_and_resumed_once(gate
     second = await approvals.handle("c1", "1")
     assert second.reply.kind is ReplyKind.SELECTED and second.result is None and ops.ran == []
     assert second.asked is not None and "Run deploy (2 of 2)?" in second.asked.text and '"staging"' in second.asked.text
-    done = await approvals.handle("c1", "2")
+    await approvals.handle("c1", "2")
+    done = await approvals.handle("c1", "-")
     assert ops.ran == ["prod"] and done.final_output == f"deployed prod | {P.AGENT_REJECTED}"
 
 
@@ -298,7 +351,7 @@ async def test_a_reject_is_recorded_in_the_runs_answers_and_an_async_hook_is_awa
         await asyncio.sleep(0)
         heard.append(finished.final_output)
 
-    approvals = approvals_for(gateway, ops, on_result=hook)
+    approvals = approvals_for(gateway, ops, on_result=hook, ask_reason=False)
     turn = await approvals.run("c1", "deploy prod")
     done = await approvals.handle("c1", "2")
     assert done.finished and heard == [done.final_output] == [P.AGENT_REJECTED]

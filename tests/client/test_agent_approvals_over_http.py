@@ -230,3 +230,36 @@ def test_finish_run_keeps_a_json_output_on_the_run_and_refuses_what_json_cannot_
         assert finished.output == {"shipped": ["api", "web"], "minutes": 4}
         again = client.run(run_id)
         assert again is not None and again.output == finished.output and again.answers == {}
+
+
+async def test_a_reject_on_another_surface_asks_why_over_http_and_the_model_reads_the_typed_reason(
+    served: Server, conv: str
+) -> None:
+    ops = Ops()
+    heard: list[Any] = []
+    with Client(served.url) as client, Client(served.url) as chat:  # the agent's client, and a chat surface's
+        approvals = AgentApprovals(client, ops.agent, OFFLINE, on_result=lambda done: heard.append(done.final_output))
+        run_id = (await approvals.run(conv, "deploy prod")).reply.run_id or ""
+        assert chat.handle(conv, "Reject", sender="bob").kind is ReplyKind.SELECTED
+        assert await approvals.follow_up() == 1  # parks the reason question
+        why = chat.parked(conv)
+        assert why is not None and why.prompt.startswith("Why not run deploy?") and why.run_id == run_id
+        reply = chat.handle(conv, "wrong version, use 1.4.3", sender="bob")
+        assert reply.kind is ReplyKind.ANSWERED and heard == []
+        assert await approvals.follow_up() == 1
+        assert heard == ["Rejected: wrong version, use 1.4.3"] == ops.seen and ops.ran == []
+        run = client.run(run_id)
+        assert run is not None and run.answers == {
+            "deploy:call-prod": "Reject",
+            "deploy:call-prod:reason": "wrong version, use 1.4.3",
+        }
+
+
+async def test_a_reason_field_over_an_async_client_rejects_with_it_in_one_call(served: Server, conv: str) -> None:
+    ops = PydanticOps()
+    async with AsyncClient(served.url) as client:
+        approvals = DeferredApprovals(client, ops.agent)
+        await approvals.run(conv, "deploy prod")
+        turn = await approvals.handle(conv, "2", reason="wrong version, use 1.4.3")
+        assert turn.finished and turn.final_output == "Rejected: wrong version, use 1.4.3" == ops.seen[0]
+        assert await client.parked(conv) is None and ops.ran == []

@@ -20,23 +20,35 @@ from pydantic_core import to_jsonable_python
 from parkgate.adapters import common
 from parkgate.adapters.approvals import over_http
 from parkgate.adapters.approvals.records import (
+    REASON,
     Kept,
     ToolCall,
     decision_of,
     digest,
     question,
+    reason_of,
+    reason_question,
     record,
     record_of,
+    rejection,
     undecided,
 )
 from parkgate.adapters.approvals.turns import AgentDriver, AgentStep, Finished, ResultHook, Turn
 from parkgate.adapters.following import FOLLOW_UP_CHANGES, follow_up_until_cancelled, pages, watcher_name
+from parkgate.core import phrases as P
 from parkgate.core.kinds import AskStatus, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, Reply
-from parkgate.errors import InputError, RunStillAsking
+from parkgate.errors import AskAlreadyOpen, ConversationBusy, InputError, RunClosed, RunStillAsking
 from parkgate.gateway import Gateway
 from parkgate.gateway.async_gateway import AsyncGateway
-from parkgate.gateway.checks import check_duration, check_id, check_quorum, check_responders
+from parkgate.gateway.checks import (
+    MAX_ID_CHARS,
+    check_duration,
+    check_id,
+    check_quorum,
+    check_responders,
+    check_string,
+)
 from parkgate.gateway.run_calls import check_output
 from parkgate.store.signal import FALLBACK_READ_SECONDS
 
@@ -52,7 +64,7 @@ DEFAULT_LEASE = timedelta(hours=1)
 FOLLOW_UP_BATCH = 100
 #: How often a sync watcher with a ``stop`` event looks at it while idle.
 STOP_CHECK_SECONDS = 0.2
-_CLOSING = frozenset({ReplyKind.SELECTED, ReplyKind.CANCELLED})
+_CLOSING = frozenset({ReplyKind.SELECTED, ReplyKind.ANSWERED, ReplyKind.CANCELLED})
 
 
 class ToolApprovals:
@@ -68,6 +80,9 @@ class ToolApprovals:
         responders: Who may answer (senders); anyone when left out.
         quorum: How many responders must pick the same option.
         lease: How long a resume may take before another waiter may take it over.
+        ask_reason: After a Reject, ask why (a text question in the same run, with the
+            approvals' TTL and responders; ``-``, or no answer before the TTL, gives no
+            reason): the model reads "Rejected: <reason>". ``False`` resumes at once.
         on_result: Called with a :class:`Finished` whenever a resumed run finishes, in
             whichever call or process resumed it (:meth:`handle`, :meth:`follow_up`,
             :meth:`watch`), after its final output is recorded on the run (its ``output``);
@@ -86,6 +101,7 @@ class ToolApprovals:
         responders: Sequence[str] | None = None,
         quorum: int = 1,
         lease: timedelta = DEFAULT_LEASE,
+        ask_reason: bool = True,
         on_result: ResultHook | None = None,
     ) -> None:
         self._backend = over_http.backend(gateway)
@@ -97,6 +113,7 @@ class ToolApprovals:
         self.responders = list(checked) or None
         self.quorum = check_quorum(quorum if quorum != 1 else None, checked)
         self.lease = lease
+        self.ask_reason = ask_reason
         self.on_result = on_result
         #: What this agent's approvals are parked with (``follow_up``) and its watcher lists.
         self.watcher = watcher_name(driver.sdk, driver.name)
@@ -122,30 +139,40 @@ class ToolApprovals:
         return await self._settle(conversation_id, None, step, None)
 
     async def handle(
-        self, conversation_id: str, text: str | bytes, message_id: str | None = None, sender: str | None = None
+        self,
+        conversation_id: str,
+        text: str | bytes,
+        message_id: str | None = None,
+        sender: str | None = None,
+        *,
+        reason: str | None = None,
     ) -> Turn:
         """Handle one message from the person; resume the agent when it closes an approval.
 
         The message goes through :meth:`Gateway.handle <parkgate.Gateway.handle>`. A reply
         that closes an approval (a selection, a cancel, an expiry found on this read)
         decides its tool call; once every call of the turn is decided the agent is resumed
-        here, and its next approval parked or its final output returned.
+        here, and its next approval parked or its final output returned. A Reject asks
+        why first (``turn.asked``), unless ``reason`` gives it.
 
         Args:
             conversation_id: The conversation the message arrived in.
             text: What the person wrote.
             message_id: The message's id on its surface, for redeliveries.
             sender: Who wrote it (checked against the responders; kept as ``answered_by``).
+            reason: Why, when this message rejects (a surface with a reason field): the
+                model reads it, and no question asks for it. Unused by any other message.
 
         Returns:
             The gateway's reply, and what the agent did.
         """
+        given = None if reason is None else check_string(reason, "reason").strip() or None
         reply = await self.gateway.handle(conversation_id, text, message_id, sender)
         closed_id = reply.ask_id if reply.kind in _CLOSING else reply.expired_ask_id
         if closed_id is None:
             return Turn(reply)
         ask = await self.gateway.get(closed_id)
-        turn = await self._follow_up(ask, reply)
+        turn = await self._follow_up(ask, reply, given)
         return turn if turn is not None else Turn(reply)
 
     async def follow_up(self) -> int:
@@ -185,10 +212,16 @@ class ToolApprovals:
         return self._blocking(self.run(conversation_id, agent_input))
 
     def handle_sync(
-        self, conversation_id: str, text: str | bytes, message_id: str | None = None, sender: str | None = None
+        self,
+        conversation_id: str,
+        text: str | bytes,
+        message_id: str | None = None,
+        sender: str | None = None,
+        *,
+        reason: str | None = None,
     ) -> Turn:
         """:meth:`handle` from code with no running event loop."""
-        return self._blocking(self.handle(conversation_id, text, message_id, sender))
+        return self._blocking(self.handle(conversation_id, text, message_id, sender, reason=reason))
 
     def follow_up_sync(self) -> int:
         """:meth:`follow_up` from code with no running event loop."""
@@ -218,26 +251,41 @@ class ToolApprovals:
             remove()
 
     # -- following up ----------------------------------------------------------------------
-    async def _follow_up(self, ask: Ask, reply: Reply | None) -> Turn | None:
-        """Decide the call of a closed approval and resume the agent when the turn is decided;
-        ``None`` when the ask is not this agent's, or another waiter has its follow-up."""
+    async def _follow_up(self, ask: Ask, reply: Reply | None, reason: str | None = None) -> Turn | None:
+        """Decide the call of a closed approval (or reason question) and resume the agent
+        when the turn is decided; ``None`` when the ask is not this agent's, or another
+        waiter has its follow-up."""
         data = record_of(ask, self.driver.sdk, self.driver.name)
         if data is None or ask.run_id is None or ask.is_open:
             return None
         if not await self.gateway.claim_follow_up(ask.id, self.lease):
             return None
         kept = await self._kept(ask.run_id)
-        turn = None if kept is None else await self._decide(ask, data, kept, reply)
+        turn = None if kept is None else await self._decide(ask, data, kept, reply, reason)
         await self.gateway.follow_up_done(ask.id)
         return turn
 
-    async def _decide(self, ask: Ask, data: Mapping[str, Any], kept: Kept, reply: Reply | None) -> Turn:
+    async def _decide(
+        self, ask: Ask, data: Mapping[str, Any], kept: Kept, reply: Reply | None, reason: str | None
+    ) -> Turn:
         assert ask.run_id is not None
         calls = await self.driver.pending(kept)
-        if ask.status is AskStatus.ANSWERED:
-            call = next((call for call in calls if call.call_id == data["call_id"]), None)
-            if call is not None and digest(call.arguments) == data.get("digest"):
-                kept = kept.deciding(call.call_id, decision_of(ask, call.arguments))
+        call = next((call for call in calls if call.call_id == data["call_id"]), None)
+        shown = call if call is not None and digest(call.arguments) == data.get("digest") else None
+        if data.get("asks") == REASON:  # why a call was rejected: the reason question closed
+            if shown is not None:
+                by = data.get("rejected_by")
+                kept = kept.deciding(shown.call_id, rejection(shown.arguments, reason_of(ask), by))
+            if ask.status is AskStatus.CANCELLED:  # a cancel word or an operator's: the turn is dropped
+                for call in undecided(calls, kept.decisions):
+                    kept = kept.deciding(call.call_id, decision_of(ask, call.arguments))
+        elif ask.status is AskStatus.ANSWERED:
+            if shown is not None:
+                if ask.answer == P.HITL_REJECT and reason is None and self.ask_reason:
+                    asked = await self._ask_reason(ask, shown)
+                    if asked is not None:
+                        return Turn(reply or asked, asked=asked)
+                kept = kept.deciding(shown.call_id, decision_of(ask, shown.arguments, reason))
         else:  # nobody decided: every call of the turn still waiting is rejected, saying why
             for call in undecided(calls, kept.decisions):
                 kept = kept.deciding(call.call_id, decision_of(ask, call.arguments))
@@ -288,6 +336,30 @@ class ToolApprovals:
             context=context,
             follow_up=self.watcher,
         )
+
+    async def _ask_reason(self, rejected: Ask, call: ToolCall) -> Reply | None:
+        """Ask why ``call`` was rejected, in its run and conversation; ``None`` when the
+        question cannot be parked (then the call is rejected with no reason)."""
+        assert rejected.run_id is not None
+        spec = reason_question(call)
+        phase = phase_of(call)
+        context = record(self.driver.sdk, self.driver.name, call, asks=REASON, rejected_by=rejected.answered_by)
+        try:
+            return await self.gateway.ask(
+                rejected.conversation_id,
+                spec.prompt,
+                kind=spec.kind,
+                run_id=rejected.run_id,
+                phase=f"{phase}:{REASON}" if len(phase) + len(REASON) < MAX_ID_CHARS else None,
+                ttl=self.ttl,
+                responders=self.responders,
+                default=P.HITL_NO_REASON,  # a reason nobody gives is no reason: the run goes on
+                context=context,
+                follow_up=self.watcher,
+            )
+        except (AskAlreadyOpen, ConversationBusy, RunClosed) as refused:  # another ask took the conversation
+            log.warning("run %s: no reason asked for the rejected %s (%s)", rejected.run_id, call.tool, refused)
+            return None
 
     async def _running(self, run_id: str) -> bool:
         run = await self.gateway.run(run_id)

@@ -82,6 +82,8 @@ class AgentApprovals(ToolApprovals):
         responders: Who may answer (senders); anyone when left out.
         quorum: How many responders must pick the same option (1 by default).
         lease: How long a resume may take before another waiter may take it over.
+        ask_reason: After a Reject, ask why (``-``, or no answer before the TTL, gives no
+            reason); the model reads "Rejected: <reason>". ``False`` resumes at once.
         on_result: Called with a :class:`~parkgate.adapters.approvals.Finished` (the run
             id and its final output, also recorded as the run's ``output``) whenever a
             resumed run finishes, in whichever call or process resumed it.
@@ -100,10 +102,18 @@ class AgentApprovals(ToolApprovals):
         responders: Sequence[str] | None = None,
         quorum: int = 1,
         lease: timedelta = DEFAULT_LEASE,
+        ask_reason: bool = True,
         on_result: ResultHook | None = None,
     ) -> None:
         driver = RunStateDriver(agent, run_config)
         super().__init__(
-            gateway, driver, ttl=ttl, responders=responders, quorum=quorum, lease=lease, on_result=on_result
+            gateway,
+            driver,
+            ttl=ttl,
+            responders=responders,
+            quorum=quorum,
+            lease=lease,
+            ask_reason=ask_reason,
+            on_result=on_result,
         )
         self.agent = agent
