@@ -10,10 +10,11 @@ more than the service shows.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from parkgate.channels.registry import names as channel_names
 from parkgate.core.expect import Expect
 from parkgate.core.kinds import AskKind, AskStatus, RunStatus
 from parkgate.core.model import CallbackState, CallbackStatus, Run, Vote
@@ -31,8 +32,9 @@ class AskView:
     cancelled it (``operator`` for an operator's cancel). ``reminders_sent`` counts its
     reminders so far, ``escalated_at`` says when it escalated, and ``next_due_at`` when its
     next reminder or escalation falls due (``None``: none remains, or it is closed).
-    ``slack`` (``{channel, ts}``) and ``telegram`` (``{chat_id, message_id}``) say where it
-    is posted on a channel, once it is.
+    ``posts`` says where it is posted on a channel, once it is, under the channel's name
+    (:mod:`parkgate.channels.registry`), as the ask's JSON does; each registered channel's
+    name reads its post too (``view.slack``: ``{channel, ts}``, ``None`` when not posted there).
     """
 
     ask_id: str
@@ -67,8 +69,13 @@ class AskView:
     reminders_sent: int = 0
     escalated_at: datetime | None = None
     next_due_at: datetime | None = None
-    slack: Mapping[str, str] | None = None
-    telegram: Mapping[str, int] | None = None
+    posts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Mapping[str, Any] | None:
+        """A registered channel's post (``view.slack``), ``None`` when it is not posted there."""
+        if name.startswith("_") or name not in channel_names():
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return self.posts.get(name)
 
     @property
     def is_open(self) -> bool:
@@ -119,8 +126,7 @@ class AskView:
             reminders_sent=int(data.get("reminders_sent", 0)),
             escalated_at=_maybe_stamp(data.get("escalated_at")),
             next_due_at=_maybe_stamp(data.get("next_due_at")),
-            slack=_location(data.get("slack")),
-            telegram=_location(data.get("telegram")),
+            posts={name: _location(data[name]) for name in channel_names() if data.get(name) is not None},
         )
 
 
@@ -167,10 +173,8 @@ def run_from_dict(data: Mapping[str, Any]) -> Run:
     )
 
 
-def _location(value: object) -> dict[str, Any] | None:
-    """A channel post's location object, as given (``None`` when the ask is not posted)."""
-    if value is None:
-        return None
+def _location(value: object) -> dict[str, Any]:
+    """A channel post's location object, as given."""
     if not isinstance(value, Mapping):
         raise TypeError(f"expected an object, not {type(value).__name__}")
     return dict(value)

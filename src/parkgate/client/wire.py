@@ -21,6 +21,8 @@ from urllib.parse import quote
 
 import httpx
 
+from parkgate.channels.base import check_target
+from parkgate.channels.registry import names as channel_names
 from parkgate.client.views import AskPage, AskView, run_from_dict
 from parkgate.core.expect import as_expect
 from parkgate.core.expect import to_dict as expect_to_dict
@@ -194,8 +196,11 @@ def park(
     fields: ClientAskFields,
 ) -> Call[Reply]:
     """``POST /v1/asks`` with a prompt, its ``options`` and ``kind``, and the ask's ``fields``
-    (a ``slack`` or ``telegram`` target among them, checked by the server)."""
-    refuse_unknown(fields, ClientAskFields, "ask")
+    (the channel to post on among them: ``post_to``, or a registered channel's key, such
+    as ``slack={"channel": "C123"}``, checked by the server)."""
+    refuse_unknown(
+        {name: value for name, value in fields.items() if name not in channel_names()}, ClientAskFields, "ask"
+    )
     body = {
         "conversation_id": conversation_id,
         "prompt": prompt,
@@ -222,8 +227,9 @@ def options_json(fields: Mapping[str, Any]) -> dict[str, Any]:
     """An ask's options (:mod:`parkgate.gateway.options`) as the JSON fields of its request.
 
     The one place options are written as JSON: each keeps its name but ``ttl``, sent as
-    ``ttl_seconds`` (:data:`~parkgate.gateway.options.JSON_NAMES`); the TTL, ``expect`` and
-    ``context`` are checked here with the library's checks, the rest by the server.
+    ``ttl_seconds`` (:data:`~parkgate.gateway.options.JSON_NAMES`), and ``post_to``, sent
+    as its channel's key; the TTL, ``expect``, ``context`` and ``post_to`` are checked here
+    with the library's checks, the rest by the server.
     """
     body = {JSON_NAMES.get(name, name): value for name, value in fields.items()}
     if fields.get("ttl") is not None:
@@ -237,9 +243,14 @@ def options_json(fields: Mapping[str, Any]) -> dict[str, Any]:
         body["expect"] = None if form is None else expect_to_dict(form)
     if "context" in fields:
         body["context"] = check_context(fields["context"])
-    for name in ("slack", "telegram"):  # a channel's target, as POST /v1/asks takes it
+    for name in channel_names():  # a channel's target, as POST /v1/asks takes it
         if isinstance(fields.get(name), Mapping):
             body[name] = dict(fields[name])
+    target = check_target(body.pop("post_to", None))
+    if target is not None:
+        if body.get(target.channel) is not None:
+            raise InputError(f"an ask is posted to one channel: give post_to or {target.channel}, not both")
+        body[target.channel] = dict(target.where)
     return body
 
 

@@ -30,7 +30,7 @@ from parkgate.gateway.checks import (
     MAX_SKILL_OUTPUT_CHARS,
 )
 from parkgate.gateway.options import JSON_NAMES, MAX_CALLBACK_URL_CHARS, field_names
-from parkgate.http.channel_targets import CHANNEL_FIELDS, TelegramTargetIn
+from parkgate.http.channel_targets import CHANNEL_FIELDS, ChannelFieldsIn
 
 #: Largest body ``POST /v1/asks`` accepts: room for a ``skill_output`` of the library's
 #: :data:`~parkgate.gateway.checks.MAX_SKILL_OUTPUT_CHARS` (256,000) characters even when a
@@ -129,22 +129,14 @@ class ExpectJSON(_Body):
     max_items: Annotated[int, Field(ge=1)] | None = Field(default=None, description="Most picked (several form).")
 
 
-class SlackTargetIn(_Body):
-    """Where ``POST /v1/asks`` posts the ask on Slack: a channel, and a thread to post in
-    (a new thread, under the ask's own message, when ``thread_ts`` is left out)."""
-
-    channel: Annotated[str, Field(min_length=1, max_length=80)] = Field(description="A channel id, such as C123.")
-    thread_ts: Annotated[str, Field(min_length=1, max_length=40)] | None = Field(
-        default=None, description="The ts of the message whose thread the ask is posted in."
-    )
-
-
-class AskIn(_Body):
+class AskIn(_Body, ChannelFieldsIn):
     """Park a question: ``prompt`` (+ ``kind``/``options``), or ``skill_output`` with a marker.
 
-    ``kind`` defaults to ``choice`` when ``options`` are given, else ``text``. The other
-    fields are the ask's options, :class:`~parkgate.gateway.options.PromptFields` by their JSON
-    names (:func:`options_of` reads them; a test holds the two sets equal).
+    ``kind`` defaults to ``choice`` when ``options`` are given, else ``text``. The channel
+    to post on is one key per registered channel
+    (:class:`~parkgate.http.channel_targets.ChannelFieldsIn`). The other fields are the
+    ask's options, :class:`~parkgate.gateway.options.PromptFields` by their JSON names
+    (:func:`options_of` reads them; a test holds the two sets equal).
     """
 
     conversation_id: Id
@@ -173,10 +165,6 @@ class AskIn(_Body):
         default=False,
         description="A waiter claims the closed ask's follow-up, then ends it; a string names that waiter.",
     )
-    slack: SlackTargetIn | None = Field(
-        default=None, description="Post the ask on Slack (when the server serves Slack); its JSON then has slack."
-    )
-    telegram: TelegramTargetIn | None = Field(default=None, description="Post it on Telegram; its JSON has telegram.")
     remind_after: Seconds | Annotated[list[Seconds], Field(min_length=1, max_length=MAX_REMINDERS)] | None = Field(
         default=None,
         description="Seconds from the last touch to a reminder, or a list of them (each shorter than the TTL).",

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from parkgate.http.channel_targets import ChannelPostsOut
 from parkgate.http.models import (
     AskKindName,
     AskStatusName,
@@ -36,8 +37,9 @@ class VoteOut(BaseModel):
     at: str
 
 
-class AskOut(BaseModel):
-    """An ask as stored (``status`` open, answered, cancelled or expired)."""
+class AskOut(ChannelPostsOut):
+    """An ask as stored (``status`` open, answered, cancelled or expired), and where it is
+    posted on a channel, under the channel's name (:class:`~parkgate.http.channel_targets.ChannelPostsOut`)."""
 
     ask_id: str
     conversation_id: str
@@ -73,10 +75,6 @@ class AskOut(BaseModel):
     callback: CallbackOut | None = Field(
         default=None, description="Where its callback stands (an ask parked with a callback_url)."
     )
-    slack: dict[str, str] | None = Field(
-        default=None, description="Where it is posted on Slack ({channel, ts}); absent until it is posted."
-    )
-    telegram: dict[str, int] | None = Field(default=None, description="Its Telegram post: {chat_id, message_id}.")
 
 
 class RunOut(BaseModel):
