@@ -169,6 +169,7 @@ def run_from_dict(data: Mapping[str, Any]) -> Run:
         created_at=_stamp(data["created_at"]),
         updated_at=_stamp(data["updated_at"]),
         owner=data.get("owner"),
+        output=data.get("output"),
     )
 
 

@@ -178,7 +178,8 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One run: the asks parked under one id, a workflow's answers, and how it ended."""
+    """One run: the asks parked under one id, its answers by phase, how it ended and what
+    it gave (``output``)."""
 
     id: str
     conversation_id: str
@@ -192,6 +193,8 @@ class Run:
     #: Who started it (the HTTP token's name; ``None`` for the library or a server
     #: without named tokens): only its owner parks in it.
     owner: str | None = None
+    #: What the run gave when it finished, as JSON (an agent's final output; ``None``: nothing recorded).
+    output: Any = None
 
     @property
     def run_id(self) -> str:
@@ -200,7 +203,7 @@ class Run:
 
     @property
     def answers(self) -> dict[str, Any]:
-        """A workflow's answers so far, by phase (the run's ``context``; ``answers`` in its JSON)."""
+        """The run's answers so far, by phase (the run's ``context``; ``answers`` in its JSON)."""
         return self.context
 
 

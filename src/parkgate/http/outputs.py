@@ -86,11 +86,14 @@ class RunOut(BaseModel):
     status: RunStatusName
     outcome: str | None = None
     pending_ask_id: str | None = None
-    answers: dict[str, str] = Field(description="A workflow run's answers by phase; empty for a plain ask's run.")
+    answers: dict[str, str] = Field(description="The run's answers by phase; empty when its asks name no phase.")
     created_at: str
     updated_at: str
     owner: str | None = Field(
         default=None, description="The name of the token that started it (null without named tokens)."
+    )
+    output: Any = Field(
+        default=None, description="What the run gave when it finished (an agent's final output); null: nothing."
     )
 
 

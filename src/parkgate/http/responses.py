@@ -91,4 +91,5 @@ def run_to_dict(run: Run) -> dict[str, Any]:
         "created_at": run.created_at.isoformat(),
         "updated_at": run.updated_at.isoformat(),
         "owner": run.owner,
+        "output": run.output,
     }

@@ -25,7 +25,9 @@ MUTABLE_ASK_SET = (
     "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?, "
     "votes = ?, answered_by = ?, closed_by = ?"
 )
-RUN_COLUMNS = "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at, owner"
+RUN_COLUMNS = (
+    "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at, owner, output"
+)
 
 
 @dataclass(frozen=True)

@@ -131,10 +131,10 @@ def ask_from_row(row: Sequence[Any], decode: Callable[[Any], datetime]) -> Ask:
 def run_upsert(run: Run, dialect: Dialect) -> Statement:
     encode = dialect.encode_time
     return (
-        f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome, "
         "context = excluded.context, pending_ask_id = excluded.pending_ask_id, "
-        "updated_at = excluded.updated_at",
+        "updated_at = excluded.updated_at, output = excluded.output",
         (
             run.id,
             run.conversation_id,
@@ -146,6 +146,7 @@ def run_upsert(run: Run, dialect: Dialect) -> Statement:
             encode(run.created_at),
             encode(run.updated_at),
             run.owner,
+            None if run.output is None else json.dumps(run.output, ensure_ascii=False),
         ),
     )
 

@@ -146,8 +146,19 @@ def read_run(runner: Runner, run_id: str) -> Run | None:
     if not row:
         return None
     decode, context = runner.dialect.decode_time, json.loads(row[5])
+    output = None if row[10] is None else json.loads(row[10])
     return Run(
-        row[0], row[1], row[2], _RUN_STATUSES[row[3]], row[4], context, row[6], decode(row[7]), decode(row[8]), row[9]
+        row[0],
+        row[1],
+        row[2],
+        _RUN_STATUSES[row[3]],
+        row[4],
+        context,
+        row[6],
+        decode(row[7]),
+        decode(row[8]),
+        row[9],
+        output,
     )
 
 
