@@ -297,3 +297,19 @@ def _check_json_strings(value: object, what: str) -> None:
             pending.extend(item)
         elif isinstance(item, str) and "\x00" in item:
             raise InputError(f"{what} contains a NUL character")
+
+
+#: The longest agent state kept with a run, in characters (a transcript, not a log).
+MAX_AGENT_STATE_CHARS = 64 * 1024 * 1024
+#: The longest output a run keeps, in characters of its JSON text.
+MAX_RUN_OUTPUT_CHARS = 256_000
+
+
+def check_output(output: object) -> None:
+    """A run's output as :meth:`Gateway.finish_run <parkgate.Gateway.finish_run>` keeps it: a JSON value (finite
+    numbers, text that is Unicode) of at most :data:`MAX_RUN_OUTPUT_CHARS` as JSON text."""
+    try:
+        text = json.dumps(output, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"output is not a JSON value ({error})") from None
+    check_string(text, "output (as JSON)", limit=MAX_RUN_OUTPUT_CHARS)

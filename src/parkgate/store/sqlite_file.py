@@ -13,7 +13,7 @@ from parkgate.store.migrations import MigrationTable, apply_migrations
 
 BUSY_TIMEOUT_MS = 10_000
 #: WAL pages past which a commit checkpoints the file itself (SQLite's default is 1,000).
-#: Checkpoints are made off the commit path, by :mod:`parkgate.store.sqlite_checkpoint`,
+#: Checkpoints are made off the commit path, by :class:`parkgate.store.sqlite.Checkpointer`,
 #: long before this; it stays as the WAL's bound if that thread ever falls behind (a
 #: commit that crosses it copies every changed page into the file and syncs it).
 WAL_AUTOCHECKPOINT_PAGES = 40_000

@@ -45,11 +45,11 @@ from parkgate.gateway.checks import (
     MAX_ID_CHARS,
     check_duration,
     check_id,
+    check_output,
     check_quorum,
     check_responders,
     check_string,
 )
-from parkgate.gateway.run_calls import check_output
 from parkgate.store.signal import FALLBACK_READ_SECONDS
 
 if TYPE_CHECKING:
