@@ -37,6 +37,15 @@ from parkgate.errors import InputError
 MAX_TARGET_CHARS = 2048
 
 
+class RetryLater(ConnectionError):
+    """A platform's answer that the call may be made again no sooner than ``seconds`` from
+    now (a 429's ``retry_after``): the deliverer retries the job then, not before."""
+
+    def __init__(self, message: str, seconds: float) -> None:
+        super().__init__(message)
+        self.seconds = seconds
+
+
 @dataclass(frozen=True, slots=True)
 class ChannelTarget:
     """Where a park posts its ask: a channel's name and that channel's JSON object.

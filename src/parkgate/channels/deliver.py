@@ -29,7 +29,9 @@ A job that raises is retried with the callbacks' backoff and jitter
 :func:`~parkgate.delivery.outbox.jittered`) up to
 :data:`~parkgate.delivery.outbox.MAX_ATTEMPTS` attempts, then kept as failed, with its
 last error, for an operator (:meth:`~parkgate.store.base.ChannelTables.failed_jobs`).
-Jobs live in the database: a job queued before a restart runs after it.
+A platform that says when to call again (:class:`~parkgate.channels.base.RetryLater`, a
+429's ``retry_after``) is retried no sooner. Jobs live in the database: a job queued
+before a restart runs after it.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import random
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 
-from parkgate.channels.base import Channel, ChannelJobFailed, ChannelReply
+from parkgate.channels.base import Channel, ChannelJobFailed, ChannelReply, RetryLater
 from parkgate.channels.jobs import CLOSED, POST, REPLY
 from parkgate.clock import Clock
 from parkgate.delivery.outbox import MAX_ATTEMPTS, backoff_delay, jittered
@@ -202,7 +204,10 @@ class ChannelDeliverer:
         final = isinstance(error, ChannelJobFailed) or attempt >= MAX_ATTEMPTS
         described = f"{type(error).__name__}: {error}"
         now = self.clock.now()
-        retry_at = None if final else now + timedelta(seconds=jittered(backoff_delay(attempt), self._draw()))
+        delay = jittered(backoff_delay(attempt), self._draw())
+        if isinstance(error, RetryLater):  # the platform said when: never sooner
+            delay = max(delay, error.seconds)
+        retry_at = None if final else now + timedelta(seconds=delay)
         with self.store.transaction() as tx:
             tx.channels.job_failed(job.id, described, retry_at, now)
         log.warning(
