@@ -123,6 +123,8 @@ def test_a_forged_interaction_is_refused_a_non_responder_is_told_privately_and_a
         # The Developer Portal's check of the endpoint: a PING is answered PONG.
         assert interact(server, signer, signer.ping()).json() == {"type": 1}
 
+        show_options = button(message, "Show options")  # the edit on close removes the buttons
+
         # Forged: signed with another key, not signed, or a body changed after signing. 401, nothing read.
         press = signer.press(message, button(message, "1. Deploy"), ALICE)
         assert interact(server, signer, press, key=SigningKey.generate()).status_code == 401
@@ -153,7 +155,7 @@ def test_a_forged_interaction_is_refused_a_non_responder_is_told_privately_and_a
         assert (closed["status"], closed["answer"], closed["answered_by"]) == ("answered", "Deploy", ALICE)
 
         # A press on the closed ask is told how it closed, privately; the post is not edited again.
-        late = signer.press(message, button(message, "Show options"), ALICE)
+        late = signer.press(message, show_options, ALICE)
         assert interact(server, signer, late).json() == {"type": 6}
         assert followups(api, 2)[1].body["content"] == f"This question is already closed (answered by <@{ALICE}>)."
         assert len(api.edits()) == 1
@@ -183,9 +185,8 @@ def test_a_two_of_three_ask_closes_on_the_second_responders_vote(
 
 def test_replys_form_answers_a_free_text_ask(server: Server, api: DiscordApi, signer: Signer) -> None:
     with server.client() as client:
-        ask = park(
-            client, "notes-1", prompt="What should the release notes say?", options=[], discord={"channel_id": CHANNEL}
-        )
+        prompt = "What should the release notes say?"
+        ask = park(client, "notes-1", prompt=prompt, kind="text", options=[], discord={"channel_id": CHANNEL})
         message = posted(client, api, ask["ask_id"])
         assert labels(message) == [["Reply", "Show options", "Cancel"]]
         assert "press Reply to answer" in message["content"] and "/cancel" not in message["content"]
