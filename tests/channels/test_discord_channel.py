@@ -3,7 +3,7 @@ environment as ``parkgate serve`` configures its workers, on a clock the test mo
 against the recording REST stand-in: options past Discord's 20 option buttons are typed
 in Reply's form, a question longer than a message is a 422 and never posted, a target
 that is not a channel id is refused, and a 429 is waited out when short and honoured by
-the job's retry when long.
+the job's retry when long (each job counted in the metrics, by channel).
 """
 
 from __future__ import annotations
@@ -134,3 +134,8 @@ def test_a_429_is_waited_out_when_short_and_the_job_retried_no_sooner_when_long(
         server.clock.advance(31)
         message_of(client, api, ask_id)
         assert len(api.posts(CHANNEL)) == 4
+
+        # The metrics count each channel's jobs: the long wait's post is a retry, then done.
+        scraped = client.get("/metrics").text
+        assert 'parkgate_channel_jobs_total{channel="discord",job="post",outcome="retry",surface="http"} 1.0' in scraped
+        assert 'parkgate_channel_jobs_total{channel="discord",job="post",outcome="done",surface="http"} 2.0' in scraped

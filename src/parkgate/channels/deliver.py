@@ -69,6 +69,8 @@ class ChannelDeliverer:
         channels: The channels by name (a live mapping: channels added later run too);
             jobs of other channels are left to another process.
         draw: The jitter's random draw from 0 to 1 (tests pass a fixed one).
+        on_job: Called with each job's channel, kind and outcome once it ran (``done``,
+            ``retry`` or ``failed``): the per-channel metrics.
     """
 
     def __init__(
@@ -77,11 +79,13 @@ class ChannelDeliverer:
         clock: Clock,
         channels: Mapping[str, Channel],
         draw: Callable[[], float] = random.random,
+        on_job: Callable[[str, str, str], None] = lambda channel, job, outcome: None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.channels = channels
         self._draw = draw
+        self._on_job = on_job
         #: The running lane of each channel that has one.
         self._lanes: dict[str, asyncio.Task[int]] = {}
         #: Called when a lane's pass ends (the deliverer wakes: more may be due).
@@ -165,6 +169,7 @@ class ChannelDeliverer:
             return False
         with self.store.transaction() as tx:
             tx.channels.job_done(job.id, self.clock.now())
+        self._on_job(job.channel, job.job, "done")
         return True
 
     def _perform(self, job: ChannelJob) -> None:
@@ -210,6 +215,7 @@ class ChannelDeliverer:
         retry_at = None if final else now + timedelta(seconds=delay)
         with self.store.transaction() as tx:
             tx.channels.job_failed(job.id, described, retry_at, now)
+        self._on_job(job.channel, job.job, "failed" if final else "retry")
         log.warning(
             "channel job %s (%s %s of ask %s) failed%s: %s",
             job.id,
