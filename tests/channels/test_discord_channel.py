@@ -139,3 +139,26 @@ def test_a_429_is_waited_out_when_short_and_the_job_retried_no_sooner_when_long(
         scraped = client.get("/metrics").text
         assert 'parkgate_channel_jobs_total{channel="discord",job="post",outcome="retry",surface="http"} 1.0' in scraped
         assert 'parkgate_channel_jobs_total{channel="discord",job="post",outcome="done",surface="http"} 2.0' in scraped
+
+
+def test_a_reminder_and_an_escalation_go_in_the_asks_thread_and_ping_whom_they_name(
+    server: Server, api: DiscordApi
+) -> None:
+    bob = "700000000000000022"
+    with server.client() as client:
+        fields = {"ttl_seconds": 3600, "remind_after": 600, "escalate_after": 1200, "escalate_to": [bob]}
+        answer = park(client, "remind", discord={"channel_id": CHANNEL}, responders=[ALICE], **fields)
+        assert answer.status_code == 201, answer.text
+        message = message_of(client, api, answer.json()["ask_id"])
+        server.clock.advance(600)
+        (reminder,) = until(lambda: api.posts(message["id"]), 10, "the reminder in the ask's thread")
+        assert reminder.body["content"].startswith(f"Still waiting on <@{ALICE}>: Deploy?")
+        assert reminder.body["allowed_mentions"] == {"parse": [], "users": [ALICE], "roles": []}
+        (started,) = api.of("POST", f"/channels/{CHANNEL}/messages/{message['id']}/threads")
+        assert started.body == {"name": "Deploy?", "auto_archive_duration": 1440}
+
+        server.clock.advance(600)
+        escalation = until(lambda: api.posts(message["id"])[1:], 10, "the escalation in the ask's thread")[0]
+        assert escalation.body["content"].startswith(f"Now also asking <@{bob}>: Deploy?")
+        assert escalation.body["allowed_mentions"] == {"parse": [], "users": [bob], "roles": []}
+        assert len(api.of("POST", r"/channels/[0-9]+/messages/[0-9]+/threads")) == 1  # the thread, started once

@@ -14,7 +14,7 @@ contract already reads: an option's number, ``/cancel`` or ``/menu``.
 **Mentions.** Every message is sent with ``allowed_mentions`` empty, so nothing in a
 prompt, a label or an answer pings anyone (``@everyone`` included); people are named
 ``<@id>`` (a role ``<@&id>``), which Discord shows as their name. A reminder or an
-escalation pings the responders it names, and no one else (:func:`allowed_mentions`).
+escalation pings the people it names, and no one else (:func:`allowed_mentions`).
 
 A message holds at most :data:`MAX_CONTENT_CHARS` characters: a longer question is
 refused when the ask is parked (:func:`check_fits`), a close edit and a thread line are
@@ -246,11 +246,11 @@ def thread_line(ask: Ask, text: str) -> str:
     return clip(shown, MAX_CONTENT_CHARS)
 
 
-def allowed_mentions(ask: Ask | None = None) -> dict[str, Any]:
-    """Who a message may ping: no one, or (a reminder, an escalation) ``ask``'s responders."""
-    if ask is None:
+def allowed_mentions(people: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Who a message may ping: no one, or (a reminder, an escalation) the ``people`` it
+    names: user ids, and roles written ``<@&id>``."""
+    if not people:
         return {"parse": []}
-    people = [*ask.responders, *ask.escalate_to]
     users = sorted({person for person in people if SNOWFLAKE.fullmatch(person)})[:100]
     roles = sorted({found.group(1) for person in people if (found := ROLE.fullmatch(person))})[:100]
     return {"parse": [], "users": users, "roles": roles}
