@@ -124,7 +124,7 @@ class Metrics:
         )
         self.channel_jobs = Counter(
             "parkgate_channel_jobs",
-            "Channel jobs run, by channel (slack, telegram, ...), job (post, closed, reply) and "
+            "Channel jobs run, by channel, job (post, closed, reply) and "
             "outcome: done, retry (failed, tried again later) or failed (given up: GET /v1/channels/failed).",
             ["channel", "job", "outcome", "surface"],
             registry=self.registry,
