@@ -245,7 +245,3 @@ class DiscordInteractions:
             if where.get("channel_id") == interaction.channel_id and where.get("message_id") == interaction.message_id:
                 return True
         return post.unrecorded_sends and json.loads(post.target).get("channel_id") == interaction.channel_id
-
-    def close(self) -> None:
-        """Stop taking work, once what is queued is done."""
-        self._pool.shutdown(wait=False)

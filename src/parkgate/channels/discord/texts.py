@@ -56,10 +56,11 @@ MAX_INPUT_CHARS = min(4000, MAX_MESSAGE_CHARS)
 MAX_THREAD_NAME_CHARS = 100
 #: The rows options take; the last row holds the exits.
 MAX_OPTION_BUTTONS = (MAX_ROWS - 1) * MAX_ROW_BUTTONS
-#: Component types, button styles and interaction response types, as Discord numbers them.
+#: Component types, button styles, a text field's style and the modal response, as Discord numbers them.
 ACTION_ROW, BUTTON, TEXT_INPUT = 1, 2, 4
 PRIMARY, SECONDARY, DANGER = 1, 2, 4
-SHORT, PARAGRAPH = 1, 2
+PARAGRAPH = 2
+MODAL = 9
 #: Every ``custom_id`` parkgate makes starts with this.
 PREFIX = "pg"
 #: The button part of a ``custom_id``: Cancel, Show options, Reply (opens the form), the form itself.
@@ -190,7 +191,7 @@ def components(ask: Ask) -> list[dict[str, Any]]:
 def modal(ask_id: str, prompt: str) -> dict[str, Any]:
     """The interaction response that opens Reply's form: one text field for the answer."""
     return {
-        "type": 9,
+        "type": MODAL,
         "data": {
             "custom_id": custom_id(ask_id, FORM),
             "title": clip(MODAL_TITLE, MAX_MODAL_TEXT_CHARS),
