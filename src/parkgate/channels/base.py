@@ -31,19 +31,11 @@ from typing import Any, Protocol, runtime_checkable
 from parkgate.core.kinds import EventType, ReplyKind
 from parkgate.core.model import Ask
 from parkgate.errors import ChannelJobFailed as ChannelJobFailed
+from parkgate.errors import ChannelRetryLater as ChannelRetryLater
 from parkgate.errors import InputError
 
 #: The largest target a park takes, in characters of its JSON.
 MAX_TARGET_CHARS = 2048
-
-
-class RetryLater(ConnectionError):
-    """A platform's answer that the call may be made again no sooner than ``seconds`` from
-    now (a 429's ``retry_after``): the deliverer retries the job then, not before."""
-
-    def __init__(self, message: str, seconds: float) -> None:
-        super().__init__(message)
-        self.seconds = seconds
 
 
 @dataclass(frozen=True, slots=True)

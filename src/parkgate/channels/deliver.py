@@ -29,7 +29,7 @@ A job that raises is retried with the callbacks' backoff and jitter
 :func:`~parkgate.delivery.outbox.jittered`) up to
 :data:`~parkgate.delivery.outbox.MAX_ATTEMPTS` attempts, then kept as failed, with its
 last error, for an operator (:meth:`~parkgate.store.base.ChannelTables.failed_jobs`).
-A platform that says when to call again (:class:`~parkgate.channels.base.RetryLater`, a
+A platform that says when to call again (:class:`~parkgate.errors.ChannelRetryLater`, a
 429's ``retry_after``) is retried no sooner. Jobs live in the database: a job queued
 before a restart runs after it.
 """
@@ -43,7 +43,7 @@ import random
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 
-from parkgate.channels.base import Channel, ChannelJobFailed, ChannelReply, RetryLater
+from parkgate.channels.base import Channel, ChannelJobFailed, ChannelReply, ChannelRetryLater
 from parkgate.channels.jobs import CLOSED, POST, REPLY
 from parkgate.clock import Clock
 from parkgate.delivery.outbox import MAX_ATTEMPTS, backoff_delay, jittered
@@ -210,7 +210,7 @@ class ChannelDeliverer:
         described = f"{type(error).__name__}: {error}"
         now = self.clock.now()
         delay = jittered(backoff_delay(attempt), self._draw())
-        if isinstance(error, RetryLater):  # the platform said when: never sooner
+        if isinstance(error, ChannelRetryLater):  # the platform said when: never sooner
             delay = max(delay, error.seconds)
         retry_at = None if final else now + timedelta(seconds=delay)
         with self.store.transaction() as tx:

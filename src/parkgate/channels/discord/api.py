@@ -11,10 +11,12 @@ What an answer means for the job that made the call:
 - a 429 (rate limited) is waited out when Discord asks for at most
   :data:`MAX_WAIT_SECONDS` (its ``retry_after``, in seconds, or the ``Retry-After``
   header), then the call is made again; a longer wait raises
-  :class:`~parkgate.channels.base.RetryLater`, so the job is retried no sooner;
+  :class:`~parkgate.errors.ChannelRetryLater`, so the job is retried no sooner;
 - a 400, 401, 403 or 404 is a refusal no retry changes (a channel that is gone, a
-  missing permission, a form Discord does not take): :class:`DiscordRefused`, and the job
-  is given up at once, kept as failed with Discord's code and message;
+  missing permission, a form Discord does not take):
+  :class:`~parkgate.errors.ChannelJobFailed`, and the job is given up at once, kept as
+  failed with Discord's code and message (a code the caller expects, ``tolerate``, is
+  answered ``None`` instead);
 - anything else (Discord away, a 5xx, a timeout) raises :class:`ConnectionError`, and
   the job is retried with backoff.
 """
@@ -27,8 +29,7 @@ from typing import Any
 
 import httpx
 
-from parkgate.channels.base import RetryLater
-from parkgate.errors import ChannelJobFailed
+from parkgate.errors import ChannelJobFailed, ChannelRetryLater
 
 #: The public REST API's root (version 10).
 DEFAULT_ROOT = "https://discord.com/api/v10"
@@ -42,15 +43,6 @@ MAX_WAITS = 3
 PERMANENT_STATUSES = frozenset({400, 401, 403, 404})
 #: Discord asks every bot to name itself so (``DiscordBot ($url, $version)``).
 USER_AGENT = "DiscordBot (https://github.com/parkgate/parkgate, 0.1)"
-
-
-class DiscordRefused(ChannelJobFailed):
-    """Discord refused a call for good: its HTTP status, Discord's JSON error ``code`` and message."""
-
-    def __init__(self, what: str, status: int, code: int | None, message: str) -> None:
-        super().__init__(f"Discord refused {what}: HTTP {status}, code {code}: {message}")
-        self.status = status
-        self.code = code
 
 
 class DiscordApi:
@@ -76,7 +68,14 @@ class DiscordApi:
         self._owns_client = client is None
         self._sleep = sleep
 
-    def call(self, method: str, path: str, body: Mapping[str, Any] | None = None, what: str | None = None) -> Any:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        what: str | None = None,
+        tolerate: frozenset[int] = frozenset(),
+    ) -> Any:
         """Make one call and return its JSON answer (``None`` for an empty one).
 
         Args:
@@ -85,13 +84,15 @@ class DiscordApi:
             body: The JSON body.
             what: How an error names the call (default ``method path``; a followup's path
                 holds the interaction's token, which is never logged).
+            tolerate: Discord's error codes that are an answer here, not a failure
+                (a thread that exists already).
 
         Returns:
-            The answer's JSON.
+            The answer's JSON; ``None`` for a refusal with a code in ``tolerate``.
 
         Raises:
-            DiscordRefused: A refusal no retry changes.
-            RetryLater: Rate limited for longer than :data:`MAX_WAIT_SECONDS`.
+            ChannelJobFailed: A refusal no retry changes.
+            ChannelRetryLater: Rate limited for longer than :data:`MAX_WAIT_SECONDS`.
             ConnectionError: The call failed, and may succeed later.
         """
         named = what or f"{method} {path}"
@@ -103,10 +104,10 @@ class DiscordApi:
             except httpx.HTTPError as error:
                 raise ConnectionError(f"{named}: {type(error).__name__}: {error}") from error
             if response.status_code != 429:
-                return _answer(named, response)
+                return _answer(named, response, tolerate)
             wait = _retry_after(response)
             if wait > MAX_WAIT_SECONDS or waits == MAX_WAITS:
-                raise RetryLater(f"{named}: rate limited for {wait:g} s", wait)
+                raise ChannelRetryLater(f"{named}: rate limited for {wait:g} s", wait)
             self._sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
@@ -130,8 +131,8 @@ def _retry_after(response: httpx.Response) -> float:
     return max(0.0, float(value))
 
 
-def _answer(named: str, response: httpx.Response) -> Any:
-    """A call's JSON answer; raise its error when it is one."""
+def _answer(named: str, response: httpx.Response, tolerate: frozenset[int]) -> Any:
+    """A call's JSON answer (``None`` for a refusal ``tolerate`` names); raise its error when it is one."""
     status = response.status_code
     try:
         answer = response.json() if response.content else None
@@ -142,5 +143,7 @@ def _answer(named: str, response: httpx.Response) -> Any:
     code = answer.get("code") if isinstance(answer, dict) else None
     message = str(answer.get("message", "")) if isinstance(answer, dict) else ""
     if status in PERMANENT_STATUSES:
-        raise DiscordRefused(named, status, code if isinstance(code, int) else None, message or f"HTTP {status}")
+        if code in tolerate:
+            return None
+        raise ChannelJobFailed(f"Discord refused {named}: HTTP {status}, code {code}: {message or '-'}")
     raise ConnectionError(f"{named}: HTTP {status} {message}".rstrip())

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from parkgate.channels.base import ChannelReply, Posted
-from parkgate.channels.discord.api import DiscordApi, DiscordRefused
+from parkgate.channels.discord.api import DiscordApi
 from parkgate.channels.discord.models import DiscordTarget
 from parkgate.channels.discord.spec import NAME
 from parkgate.channels.discord.texts import (
@@ -149,17 +149,13 @@ class DiscordChannel:
         if known is not None:
             return known
         path = f"/channels/{location['channel_id']}/messages/{message_id}/threads"
+        body = {"name": thread_name(ask), "auto_archive_duration": THREAD_ARCHIVE_MINUTES}
         try:
-            thread = str(
-                self.api.call(
-                    "POST", path, {"name": thread_name(ask), "auto_archive_duration": THREAD_ARCHIVE_MINUTES}
-                )["id"]
-            )
-        except DiscordRefused as refused:
-            if refused.code != THREAD_EXISTS:
-                log.warning("no thread for ask %s's message (%s): its lines go in its channel", ask.id, refused)
-                return None
-            thread = message_id
+            started = self.api.call("POST", path, body, tolerate=frozenset({THREAD_EXISTS}))
+        except ChannelJobFailed as refused:
+            log.warning("no thread for ask %s's message (%s): its lines go in its channel", ask.id, refused)
+            return None
+        thread = message_id if started is None else str(started["id"])
         with self._lock:
             self._threads[message_id] = thread
             while len(self._threads) > THREADS_KEPT:
