@@ -3,7 +3,8 @@ environment as ``parkgate serve`` configures its workers, on a clock the test mo
 against the recording REST stand-in: options past Discord's 20 option buttons are typed
 in Reply's form, a question longer than a message is a 422 and never posted, a target
 that is not a channel id is refused, and a 429 is waited out when short and honoured by
-the job's retry when long (each job counted in the metrics, by channel).
+the job's retry when long (each job counted in the metrics, by channel); and the library
+refuses a target that is not Discord's before anything is written.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ import pytest
 from discord_stand_in import BOT_TOKEN, DiscordApi, Signer, check_response
 from live_server import Server
 
-from parkgate import ManualClock
+from parkgate import ChannelTarget, Gateway, ManualClock
+from parkgate.channels.discord import DiscordApi as RestApi
+from parkgate.channels.discord import DiscordChannel
+from parkgate.errors import InputError
 from polling import until
 
 TOKEN = "secret-token"
@@ -162,3 +166,11 @@ def test_a_reminder_and_an_escalation_go_in_the_asks_thread_and_ping_whom_they_n
         assert escalation.body["content"].startswith(f"Now also asking <@{bob}>: Deploy?")
         assert escalation.body["allowed_mentions"] == {"parse": [], "users": [bob], "roles": []}
         assert len(api.of("POST", r"/channels/[0-9]+/messages/[0-9]+/threads")) == 1  # the thread, started once
+
+
+def test_the_library_refuses_a_target_that_is_not_discords_before_anything_is_written(gateway: Gateway) -> None:
+    gateway.add_channel(DiscordChannel(RestApi(BOT_TOKEN, "http://127.0.0.1:9")))
+    for where in ({"channel_id": CHANNEL, "thread": "1"}, {"channel_id": 800000000000000001}, {}):
+        with pytest.raises(InputError, match="discord"):
+            gateway.ask("refused", "Deploy?", ["Deploy"], post_to=ChannelTarget("discord", where))
+    assert gateway.parked("refused") is None

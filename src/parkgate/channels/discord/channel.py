@@ -56,12 +56,12 @@ def check_target(where: Mapping[str, Any]) -> str:
     Raises:
         InputError: It is not one (another key, or a channel id that is not a Discord id).
     """
+    unknown = sorted(set(where) - {"channel_id"})
+    if unknown:
+        raise InputError(f"discord takes channel_id, not {unknown[0]!r}")
     try:
         return DiscordTarget.model_validate(dict(where), strict=True).channel_id
     except ValueError:
-        unknown = sorted(set(where) - {"channel_id"})
-        if unknown:
-            raise InputError(f"discord takes channel_id, not {unknown[0]!r}") from None
         raise InputError("discord.channel_id must be a Discord channel id: digits, as a string") from None
 
 
