@@ -185,5 +185,5 @@ def test_a_client_sends_the_librarys_post_to_as_its_channels_key() -> None:
     assert keyed.body == call.body, "the channel's key as a keyword sends the same"
     with pytest.raises(InputError, match="one channel"):
         wire.park("c-1", "Deploy?", ["Yes"], None, typing.cast(ClientAskFields, {"post_to": target, "slack": {}}))
-    with pytest.raises(TypeError, match="discord"):
-        wire.park("c-1", "Deploy?", ["Yes"], None, typing.cast(ClientAskFields, {"discord": {"channel": "x"}}))
+    with pytest.raises(TypeError, match="mattermost"):
+        wire.park("c-1", "Deploy?", ["Yes"], None, typing.cast(ClientAskFields, {"mattermost": {"channel": "x"}}))

@@ -63,14 +63,14 @@ def files_naming(word: str, under: Path = PACKAGE) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("channel", ["slack", "telegram"])
+@pytest.mark.parametrize("channel", ["slack", "telegram", "discord"])
 def test_outside_its_package_at_most_three_files_name_a_channel(channel: str) -> None:
     naming = files_naming(channel)
     assert "channels/registry.py" in naming  # the list of the channels that ship: the check sees it
     assert len(naming) <= MOST_FILES, naming
 
 
-@pytest.mark.parametrize("channel", ["slack", "telegram"])
+@pytest.mark.parametrize("channel", ["slack", "telegram", "discord"])
 def test_the_core_names_no_channel(channel: str) -> None:
     assert files_naming(channel, PACKAGE / "core") == []
 

@@ -33,6 +33,7 @@ from parkgate.core.machine import joined_names
 from parkgate.core.model import Ask
 from parkgate.core.phrases import PHRASES
 from parkgate.errors import ChannelJobFailed as ChannelJobFailed
+from parkgate.errors import ChannelRetryLater as ChannelRetryLater
 from parkgate.errors import InputError
 
 #: The largest target a park takes, in characters of its JSON.
