@@ -128,7 +128,7 @@ class DiscordChannel:
             return
         pinged = PINGED.get(reply.kind)
         named = pinged(ask) if pinged is not None else ()
-        body = {"content": thread_line(ask, reply.text), "allowed_mentions": allowed_mentions(named)}
+        body = {"content": thread_line(ask, reply.shown(str)), "allowed_mentions": allowed_mentions(named)}
         thread = self._thread_of(ask, location)
         if thread is None:  # no thread can be started there: a reply to the message, in its channel
             body["message_reference"] = {"message_id": location["message_id"], "fail_if_not_exists": False}

@@ -235,7 +235,7 @@ def already_closed_line(ask: Ask) -> str:
 
 def not_yours_line(ask: Ask) -> str:
     """What a press by someone the ask is not for answers: who it is for, as Discord names them."""
-    return machine.not_yours_line(dataclasses.replace(ask, responders=tuple(mention(r) for r in ask.responders)))
+    return machine.not_yours_line(ask, mention)
 
 
 def thread_line(ask: Ask, text: str) -> str:
