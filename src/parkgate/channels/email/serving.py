@@ -149,7 +149,9 @@ class EmailPages:
             csrf = self.signer.csrf(token)
             return Shown(200, answer_page(ask.prompt, link, token, csrf, said=reply.text, root=self.root))
         refused = reply.kind is ReplyKind.NOT_YOURS
-        return Shown(403 if refused else 200, outcome_page(ask.prompt, reply.text, refused=refused, root=self.root))
+        note = f"{E.YOUR_ANSWER}: {said}" if reply.kind is ReplyKind.ANSWERED else None
+        page = outcome_page(ask.prompt, reply.text, refused=refused, note=note, root=self.root)
+        return Shown(403 if refused else 200, page)
 
 
 def _label(ask: Ask, link: Link) -> str | None:
