@@ -24,11 +24,12 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'none'; style-src 'self'; img-src data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
 #: The headers of every page: no caching of a page made for one link, the link never
-#: sent on as a referrer, and no indexing.
+#: sent on as a referrer to another site (with none at all, a browser sends the form's POST
+#: from the origin "null", which the guard refuses as cross-site), and no indexing.
 HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "Cache-Control": "no-store",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
     "X-Robots-Tag": "noindex, nofollow",
 }
 STYLE = """main.email { display: block; max-width: 40rem; margin: 1.5rem auto; }
@@ -49,7 +50,7 @@ def _page(title: str, body: str, root: str) -> str:
     return (
         '<!doctype html>\n<html lang="en">\n<head>\n  <meta charset="utf-8">\n'
         '  <meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        '  <meta name="referrer" content="no-referrer">\n'
+        '  <meta name="referrer" content="same-origin">\n'
         f"  <title>{escape(title)} · {E.PAGE_TITLE}</title>\n"
         '  <link rel="icon" href="data:,">\n'
         f'  <link rel="stylesheet" href="{escape(root)}{CONSOLE_STYLE_PATH}">\n'
