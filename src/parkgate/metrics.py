@@ -122,6 +122,13 @@ class Metrics:
             ["surface"],
             registry=self.registry,
         )
+        self.channel_jobs = Counter(
+            "parkgate_channel_jobs",
+            "Channel jobs run (a post, an update on close, a reply in the thread), by channel, job and "
+            "result: done, retry (failed, tried again later) or failed (given up: GET /v1/channels/failed).",
+            ["channel", "job", "result"],
+            registry=self.registry,
+        )
         self._open_asks = _AskGauges()
         self.registry.register(self._open_asks)
         self._reply_children: dict[ReplyKind, Any] = {}
@@ -172,6 +179,11 @@ class Metrics:
                     multiprocess_mode="max",
                 )
         self._last_pass.set(at.timestamp())
+
+    def channel_job(self, channel: str, job: str, result: str) -> None:
+        """Count one channel job's attempt (``parkgate_channel_jobs_total``): its channel, its
+        job (``post``, ``closed``, ``reply``) and its result (``done``, ``retry``, ``failed``)."""
+        self.channel_jobs.labels(channel, job, result).inc()
 
     def retry(self) -> None:
         """Count one transaction run again after a conflict."""

@@ -226,6 +226,9 @@ def test_with_the_smtp_server_away_the_send_is_retried_and_delivered_when_it_ret
         assert sent.to == ALICE and len(sent.links) == 3
         until(lambda: ask_json(client, ask_id).get("email"), 10, "the post's location")
         assert client.get("/v1/channels/failed").json()["jobs"] == []
+        metrics = client.get("/metrics").text  # counted per channel: a retry, then the send
+        assert 'parkgate_channel_jobs_total{channel="email",job="post",result="retry"}' in metrics
+        assert 'parkgate_channel_jobs_total{channel="email",job="post",result="done"} 1.0' in metrics
 
 
 def test_a_refusal_for_good_is_given_up_at_once_and_shown_as_failed(server: Server, smtp: SmtpServer) -> None:
@@ -236,3 +239,5 @@ def test_a_refusal_for_good_is_given_up_at_once_and_shown_as_failed(server: Serv
         assert (job["ask_id"], job["channel"], job["job"], job["attempts"]) == (ask_id, "email", "post", 1)
         assert "550" in job["last_error"] and "not allowed" in job["last_error"]
         assert smtp.got() == []
+        metrics = client.get("/metrics").text
+        assert 'parkgate_channel_jobs_total{channel="email",job="post",result="failed"} 1.0' in metrics

@@ -56,6 +56,8 @@ log = logging.getLogger("parkgate.channels")
 #: deliverer claims a job while it runs. A job claimed by a process that died runs again
 #: once its lease ends.
 LEASE_SECONDS = 120.0
+#: What became of a job's attempt, as ``parkgate_channel_jobs_total`` counts it.
+DONE, RETRY, FAILED = "done", "retry", "failed"
 
 
 class ChannelDeliverer:
@@ -67,6 +69,8 @@ class ChannelDeliverer:
         channels: The channels by name (a live mapping: channels added later run too);
             jobs of other channels are left to another process.
         draw: The jitter's random draw from 0 to 1 (tests pass a fixed one).
+        counted: Called with each job's channel, job and result (``done``, ``retry`` or
+            ``failed``): the gateway's metrics count them (``parkgate_channel_jobs_total``).
     """
 
     def __init__(
@@ -75,8 +79,10 @@ class ChannelDeliverer:
         clock: Clock,
         channels: Mapping[str, Channel],
         draw: Callable[[], float] = random.random,
+        counted: Callable[[str, str, str], None] = lambda channel, job, result: None,
     ) -> None:
         self.store = store
+        self._counted = counted
         self.clock = clock
         self.channels = channels
         self._draw = draw
@@ -163,6 +169,7 @@ class ChannelDeliverer:
             return False
         with self.store.transaction() as tx:
             tx.channels.job_done(job.id, self.clock.now())
+        self._counted(job.channel, job.job, DONE)
         return True
 
     def _perform(self, job: ChannelJob) -> None:
@@ -205,6 +212,7 @@ class ChannelDeliverer:
         retry_at = None if final else now + timedelta(seconds=jittered(backoff_delay(attempt), self._draw()))
         with self.store.transaction() as tx:
             tx.channels.job_failed(job.id, described, retry_at, now)
+        self._counted(job.channel, job.job, FAILED if final else RETRY)
         log.warning(
             "channel job %s (%s %s of ask %s) failed%s: %s",
             job.id,
