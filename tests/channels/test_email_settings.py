@@ -126,3 +126,13 @@ def test_addresses_that_could_not_answer_are_refused_when_the_ask_is_parked(smtp
         target = ChannelTarget("email", {"to": [ALICE, "eve@example.com"]})
         gateway.ask("c", "Deploy?", ["Deploy"], post_to=target, responders=[ALICE])
     assert gateway.open_asks() == []
+
+
+def test_a_tokens_channels_patterns_must_allow_every_address_an_ask_is_sent_to() -> None:
+    from parkgate.http.channel_targets import channel_refusal
+    from parkgate.http.tokens import ALL_SCOPES, Caller
+
+    ops = Caller("ops-bot", ALL_SCOPES, channels=("email:*@example.com",))
+    assert channel_refusal(ops, ChannelTarget("email", {"to": [ALICE, "bob@example.com"]})) is None
+    refusal = channel_refusal(ops, ChannelTarget("email", {"to": [ALICE, "eve@elsewhere.org"]}))
+    assert refusal is not None and "may not post to email:eve@elsewhere.org" in refusal
