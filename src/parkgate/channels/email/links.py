@@ -5,7 +5,7 @@ made for and nothing after the ask's time.
 A link's token is ``<payload>.<mac>``, both unpadded base64url: the payload is the JSON
 list ``[version, ask id, choice, address, expiry]`` (the expiry in whole Unix seconds),
 the mac its HMAC-SHA256 under a key of its own (:data:`LINK_LABEL`). Changing any byte
-of either makes the token fail :meth:`LinkSigner.read`. The confirm page carries a CSRF
+of either makes :meth:`LinkSigner.read` refuse the token. The confirm page carries a CSRF
 token bound to the link (:meth:`LinkSigner.csrf`, another HMAC), so the POST that
 records an answer comes from the page made for that link.
 
@@ -24,6 +24,8 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from parkgate.errors import InputError
+
 #: The choice of the link that drops the ask.
 CANCEL = "cancel"
 #: The choice of a text ask's link to its answer form.
@@ -35,11 +37,6 @@ LINK_LABEL = b"parkgate email link\x00"
 CSRF_LABEL = b"parkgate email confirm\x00"
 #: The longest token read (an ask id and an address at their limits fit well within it).
 MAX_TOKEN_CHARS = 2048
-
-
-class BadLink(ValueError):
-    """A token that is not one this server signed as it is (changed, cut, or another
-    server's): the page refuses it and nothing is read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,25 +89,26 @@ class LinkSigner:
         """The link ``token`` signs.
 
         Raises:
-            BadLink: It is not a token this key signed, as it is.
+            InputError: It is not a token this key signed, as it is (changed, cut, or
+                another server's): the page refuses it and nothing is read.
         """
         if len(token) > MAX_TOKEN_CHARS or token.count(".") != 1:
-            raise BadLink("not a link this server made")
+            raise InputError("not a link this server made")
         encoded, _, mac = token.partition(".")
         try:
             data, given = _unb64(encoded), _unb64(mac)
         except (binascii.Error, ValueError):
-            raise BadLink("not a link this server made") from None
+            raise InputError("not a link this server made") from None
         if not hmac.compare_digest(given, self._mac(LINK_LABEL, data)):
-            raise BadLink("the link's signature does not match: it was changed, or made with another secret")
+            raise InputError("the link's signature does not match: it was changed, or made with another secret")
         try:
             version, ask_id, choice, address, expires = json.loads(data)
         except (ValueError, TypeError):
-            raise BadLink("not a link this server made") from None
+            raise InputError("not a link this server made") from None
         if version != VERSION or not all(isinstance(part, str) for part in (ask_id, choice, address)):
-            raise BadLink("not a link this server made")
+            raise InputError("not a link this server made")
         if not isinstance(expires, int):
-            raise BadLink("not a link this server made")
+            raise InputError("not a link this server made")
         return Link(ask_id, choice, address, datetime.fromtimestamp(expires, UTC))
 
     def csrf(self, token: str) -> str:

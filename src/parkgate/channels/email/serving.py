@@ -27,7 +27,7 @@ from starlette.routing import Route
 
 from parkgate.channels.email import phrases as E
 from parkgate.channels.email.channel import EmailChannel, closed_at
-from parkgate.channels.email.links import ANSWER, CANCEL, BadLink, Link, event_id
+from parkgate.channels.email.links import ANSWER, CANCEL, Link, event_id
 from parkgate.channels.email.messages import when
 from parkgate.channels.email.pages import (
     CONFIRM_PATH,
@@ -95,7 +95,7 @@ class EmailPages:
         """The link and its open ask, or the page that says why it answers nothing."""
         try:
             link = self.signer.read(token)
-        except BadLink as error:
+        except InputError as error:
             return Shown(403, outcome_page(None, E.BAD_LINK.format(why=error), refused=True, root=self.root))
         try:
             ask = self.gateway.get(link.ask_id)
