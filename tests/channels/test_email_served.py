@@ -241,3 +241,18 @@ def test_a_refusal_for_good_is_given_up_at_once_and_shown_as_failed(server: Serv
         assert smtp.got() == []
         metrics = client.get("/metrics").text
         assert 'parkgate_channel_jobs_total{channel="email",job="post",result="failed"} 1.0' in metrics
+
+
+def test_the_escalation_mails_the_addresses_it_adds_and_their_links_answer(server: Server, smtp: SmtpServer) -> None:
+    assert server.clock is not None
+    with server.client() as client:
+        fields = {"responders": [ALICE], "ttl_seconds": 600, "escalate_after": 60, "escalate_to": [BOB]}
+        ask_id = park(client, "deploy-10", [ALICE], **fields)
+        (sent,) = smtp.wait_for(1)
+        server.clock.advance(61)
+        escalated = {message.to: message for message in smtp.wait_for(3)[1:]}
+        assert sorted(escalated) == [ALICE, BOB]
+        assert escalated[ALICE].message["In-Reply-To"] == sent.message["Message-ID"]
+        assert escalated[BOB].text.startswith(f"Now also asking {BOB}: Deploy to production?")
+        assert outcome_of(confirm(escalated[BOB].links[0]).text) == "Selected 1. Deploy"
+        assert ask_json(client, ask_id)["answered_by"] == BOB
