@@ -58,6 +58,8 @@ log = logging.getLogger("parkgate.channels")
 #: deliverer claims a job while it runs. A job claimed by a process that died runs again
 #: once its lease ends.
 LEASE_SECONDS = 120.0
+#: What became of a job's attempt, as ``parkgate_channel_jobs_total`` counts it.
+DONE, RETRY, FAILED = "done", "retry", "failed"
 
 
 class ChannelDeliverer:
@@ -169,7 +171,7 @@ class ChannelDeliverer:
             return False
         with self.store.transaction() as tx:
             tx.channels.job_done(job.id, self.clock.now())
-        self._on_job(job.channel, job.job, "done")
+        self._on_job(job.channel, job.job, DONE)
         return True
 
     def _perform(self, job: ChannelJob) -> None:
@@ -215,7 +217,7 @@ class ChannelDeliverer:
         retry_at = None if final else now + timedelta(seconds=delay)
         with self.store.transaction() as tx:
             tx.channels.job_failed(job.id, described, retry_at, now)
-        self._on_job(job.channel, job.job, "failed" if final else "retry")
+        self._on_job(job.channel, job.job, FAILED if final else RETRY)
         log.warning(
             "channel job %s (%s %s of ask %s) failed%s: %s",
             job.id,

@@ -35,7 +35,12 @@ from typing import Any
 from parkgate.errors import MissingExtra, SettingsError
 
 #: The channels that ship with parkgate: the modules whose import registers each.
-BUILT_IN = ("parkgate.channels.slack.spec", "parkgate.channels.telegram.spec", "parkgate.channels.discord.spec")
+BUILT_IN = (
+    "parkgate.channels.slack.spec",
+    "parkgate.channels.telegram.spec",
+    "parkgate.channels.discord.spec",
+    "parkgate.channels.email.spec",
+)
 #: More channels to load: a comma list of importable modules, each calling :func:`register`.
 ENV_CHANNELS = "PARKGATE_CHANNELS"
 
