@@ -131,7 +131,11 @@ class EmailChannel:
         part = f"{reply.kind.value}.{ask.reminders_sent}"
         messages = [
             self._ask_email(
-                ask, address, message_id(ask.id, address, self.settings.domain, part), thread=thread, lead=reply.text
+                ask,
+                address,
+                message_id(ask.id, address, self.settings.domain, part),
+                thread=thread,
+                lead=reply.shown(str),
             )
             for address, thread in self._threads(ask, location)
         ]
