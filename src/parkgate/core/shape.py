@@ -1,0 +1,307 @@
+"""Fields declared once: each field of a declared dataclass (an ask, a run, a vote, a
+callback's state) carries a :class:`FieldSpec` that says what its JSON calls it, how its
+value is written as JSON and read back, how a store keeps it, and whether the public
+JSON shows it.
+
+Everything that restates a value's fields is derived from these declarations: the
+store's columns, inserts and row decoding (:mod:`parkgate.store.ask_rows`), the JSON the
+API sends (:func:`to_json`), its OpenAPI schema (:func:`parkgate.http.outputs.model_of`)
+and the client's views (:func:`from_json`). Adding a field to an ask is the field, its
+spec when it is not a plain value, a migration pair and the code that uses it.
+
+A field without a spec is a plain value (text, a number, a flag or ``None``): its JSON
+is the value under the field's name, and a store keeps it in a column of that name.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, Field, dataclass, fields
+from datetime import datetime
+from enum import Enum
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
+
+#: The key of a field's spec in its ``dataclasses.field(metadata=...)``.
+SPEC_KEY = "parkgate.shape"
+
+
+@dataclass(frozen=True, slots=True)
+class Codec:
+    """How a field's value is written as JSON and read back, and how a store keeps it.
+
+    ``None`` is ``None`` everywhere: the functions see only other values.
+    """
+
+    #: The value as JSON; ``None``: the value is its own JSON (text, a number, a flag).
+    to_json: Callable[[Any], Any] | None = None
+    #: The value from its JSON; ``None``: the JSON is the value.
+    from_json: Callable[[Any], Any] | None = None
+    #: What the JSON value is, for a schema (``str``, ``list[str]``, a declared class, a
+    #: ``list`` of one); ``None``: the field's own type.
+    json_type: Any = None
+    #: How a store keeps the value: ``"value"`` (its JSON value), ``"text"`` (its JSON as
+    #: text) or ``"time"`` (the store's own time type).
+    stored: Literal["value", "text", "time"] = "value"
+    #: A ``"text"`` value that is empty is stored as ``NULL`` (read back as the field's default).
+    empty_is_null: bool = False
+    #: The value as stored text, when not ``json.dumps`` of its JSON (a cached encoder).
+    to_text: Callable[[Any], str] | None = None
+    #: The value from stored text, when not :attr:`from_json` of ``json.loads`` (a cached decoder).
+    from_text: Callable[[str], Any] | None = None
+
+    def text_of(self, value: Any) -> str:
+        """``value`` as the text a store keeps (a ``"text"`` codec)."""
+        if self.to_text is not None:
+            return self.to_text(value)
+        return json.dumps(self.to_json(value) if self.to_json is not None else value, ensure_ascii=False)
+
+    def from_stored_text(self, raw: str) -> Any:
+        """The value a store's text holds (a ``"text"`` codec)."""
+        if self.from_text is not None:
+            return self.from_text(raw)
+        loaded = json.loads(raw)
+        return self.from_json(loaded) if self.from_json is not None else loaded
+
+
+#: A plain value: text, a number, a flag.
+PLAIN = Codec()
+#: A moment: ISO 8601 text in JSON, the store's time type in a store.
+TIME = Codec(to_json=datetime.isoformat, from_json=datetime.fromisoformat, json_type=str, stored="time")
+#: A number of seconds, read back as a float whatever number the JSON or the store holds.
+SECONDS = Codec(from_json=float, json_type=float)
+#: A JSON object (a mapping of JSON values), copied both ways and stored as its text.
+OBJECT = Codec(to_json=dict, from_json=dict, json_type=dict[str, Any], stored="text")
+
+
+def enum_codec(kind: type[Enum]) -> Codec:
+    """An enum's member as its value (the JSON and the store hold the value)."""
+    members = {member.value: member for member in kind}  # a dict lookup: cheaper than kind(value) per row
+    values = tuple(members)
+    return Codec(to_json=_value_of, from_json=members.__getitem__, json_type=Literal[values])
+
+
+def _value_of(member: Enum | str) -> Any:
+    # A str-valued member may be given as its plain value (a run's status often is).
+    return member.value if isinstance(member, Enum) else member
+
+
+def texts_codec(*, empty_is_null: bool, from_text: Callable[[str], Any] | None = None) -> Codec:
+    """A tuple of strings: a JSON list, stored as its text."""
+    return Codec(
+        to_json=list,
+        from_json=_texts,
+        json_type=list[str],
+        stored="text",
+        empty_is_null=empty_is_null,
+        from_text=from_text,
+    )
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"expected a list of strings, not {type(value).__name__}")
+    return tuple(_text(item) for item in value)
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, not {type(value).__name__}")
+    return value
+
+
+def _floats(value: Any) -> tuple[float, ...]:
+    return tuple(float(item) for item in value)
+
+
+#: A tuple of numbers of seconds: a JSON list, stored as its text (``NULL`` when empty).
+SECONDS_LIST = Codec(to_json=list, from_json=_floats, json_type=list[float], stored="text", empty_is_null=True)
+
+
+def object_codec(kind: type[Any], *, empty_is_null: bool = False) -> Codec:
+    """A tuple of declared values (such as votes): a JSON list of their objects, stored as its text."""
+
+    def write(values: Any) -> list[dict[str, Any]]:
+        return [to_json(value) for value in values]
+
+    def read(values: Any) -> tuple[Any, ...]:
+        return tuple(from_json(kind, item) for item in values)
+
+    return Codec(to_json=write, from_json=read, json_type=list[kind], stored="text", empty_is_null=empty_is_null)  # type: ignore[valid-type]
+
+
+def nested_codec(kind: type[Any]) -> Codec:
+    """One declared value (such as a callback's state) as its JSON object."""
+    return Codec(to_json=to_json, from_json=lambda data: from_json(kind, data), json_type=kind, stored="text")
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    """One field's declaration beyond its name and type."""
+
+    codec: Codec = PLAIN
+    #: Its JSON name; ``""``: the field's name.
+    wire: str = ""
+    #: Its column in a store; ``""``: the field's name; ``None``: no column of its own.
+    column: str | None = ""
+    #: Whether the public JSON (the API's, the client's) shows it.
+    public: bool = True
+    #: What it holds, for the API's schema.
+    doc: str = ""
+
+
+def spec(
+    codec: Codec = PLAIN, *, wire: str = "", column: str | None = "", public: bool = True, doc: str = ""
+) -> dict[str, FieldSpec]:
+    """A field's declaration, as ``dataclasses.field(metadata=spec(...))`` takes it."""
+    return {SPEC_KEY: FieldSpec(codec, wire, column, public, doc)}
+
+
+_PLAIN_SPEC = FieldSpec()
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """A declared field, its names resolved: what every derivation reads."""
+
+    name: str
+    spec: FieldSpec
+    #: The field's type, resolved.
+    type: Any
+    #: Whether a value must be given (the field has no default).
+    required: bool
+    #: The field's default (``None`` for a required field).
+    default: Any
+
+    @property
+    def codec(self) -> Codec:
+        return self.spec.codec
+
+    @property
+    def wire(self) -> str:
+        """The field's JSON name."""
+        return self.spec.wire or self.name
+
+    @property
+    def column(self) -> str | None:
+        """The field's column in a store (``None``: it has none of its own)."""
+        return self.name if self.spec.column == "" else self.spec.column
+
+
+def declared(kind: type[Any]) -> tuple[Declared, ...]:
+    """The fields of the dataclass ``kind``, in order, each with its spec.
+
+    Args:
+        kind: A dataclass whose fields may carry a :func:`spec`.
+
+    Returns:
+        One :class:`Declared` a field (a field without a spec is a plain value).
+    """
+    found = _DECLARED.get(kind)
+    if found is None:
+        hints = typing.get_type_hints(kind)
+        found = _DECLARED[kind] = tuple(_declared(item, hints[item.name]) for item in fields(kind))
+    return found
+
+
+#: Each declared class's fields, read once (a derivation runs per row, per response).
+_DECLARED: dict[type[Any], tuple[Declared, ...]] = {}
+_PUBLIC: dict[type[Any], tuple[Declared, ...]] = {}
+_WRITERS: dict[type[Any], tuple[tuple[str, str, Callable[[Any], Any] | None], ...]] = {}
+
+
+def _declared(item: Field[Any], hint: Any) -> Declared:
+    found = item.metadata.get(SPEC_KEY, _PLAIN_SPEC)
+    if item.default is not MISSING:
+        return Declared(item.name, found, hint, False, item.default)
+    if item.default_factory is not MISSING:
+        return Declared(item.name, found, hint, False, item.default_factory())
+    return Declared(item.name, found, hint, True, None)
+
+
+def public(kind: type[Any]) -> tuple[Declared, ...]:
+    """The fields of ``kind`` the public JSON shows."""
+    found = _PUBLIC.get(kind)
+    if found is None:
+        found = _PUBLIC[kind] = tuple(item for item in declared(kind) if item.spec.public)
+    return found
+
+
+def _writers(kind: type[Any]) -> tuple[tuple[str, str, Callable[[Any], Any] | None], ...]:
+    found = _WRITERS.get(kind)
+    if found is None:
+        found = _WRITERS[kind] = tuple((item.name, item.wire, item.codec.to_json) for item in public(kind))
+    return found
+
+
+def to_json(value: Any) -> dict[str, Any]:
+    """The public JSON object of a declared value: one key a public field, in field order.
+
+    Args:
+        value: An instance of a declared dataclass.
+
+    Returns:
+        JSON-ready values, each under its field's JSON name.
+    """
+    data: dict[str, Any] = {}
+    for name, wire, write in _writers(type(value)):
+        item = getattr(value, name)
+        data[wire] = item if item is None or write is None else write(item)
+    return data
+
+
+def from_json(kind: type[T], data: Mapping[str, Any], **given: Any) -> T:
+    """The declared value the public JSON object ``data`` describes.
+
+    A field missing from ``data``, or ``null`` there, takes its default; a required
+    field must be present (``KeyError``). A required text field must be text.
+
+    Args:
+        kind: The declared dataclass.
+        data: Its JSON object.
+        **given: Values of fields the JSON does not carry.
+
+    Returns:
+        The value.
+
+    Raises:
+        KeyError: A required field is missing.
+        TypeError: A value is not of its field's JSON type.
+        ValueError: A value is not one its field takes (an unknown status, a bad time).
+    """
+    values: dict[str, Any] = {}
+    for item in public(kind):
+        if item.name in given:
+            continue
+        raw = data[item.wire] if item.required else data.get(item.wire)
+        if raw is None:
+            values[item.name] = item.default
+        elif item.codec.from_json is not None:
+            values[item.name] = item.codec.from_json(raw)
+        else:
+            values[item.name] = _text(raw) if item.type is str else raw
+    return kind(**values, **given)
+
+
+__all__ = [
+    "OBJECT",
+    "PLAIN",
+    "SECONDS",
+    "SECONDS_LIST",
+    "TIME",
+    "Codec",
+    "Declared",
+    "FieldSpec",
+    "declared",
+    "enum_codec",
+    "from_json",
+    "nested_codec",
+    "object_codec",
+    "public",
+    "spec",
+    "texts_codec",
+    "to_json",
+]
