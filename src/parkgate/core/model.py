@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -29,6 +29,8 @@ from parkgate.core.shape import (
     Codec,
     enum_codec,
     from_json,
+    json_reader,
+    json_writer,
     object_codec,
     spec,
     texts_codec,
@@ -262,6 +264,10 @@ class Step:
         return self.ask.is_open
 
 
+#: A run's answers: text by phase, as a JSON object.
+ANSWERS = replace(OBJECT, json_type=dict[str, str])
+
+
 @dataclass(frozen=True, slots=True)
 class Run:
     """One run: the asks parked under one id, a workflow's answers, and how it ended."""
@@ -273,7 +279,7 @@ class Run:
     outcome: str | None
     #: A workflow's answers so far, by phase (``answers`` in its JSON).
     context: dict[str, Any] = field(
-        metadata=spec(OBJECT, wire="answers", doc="A workflow run's answers by phase; empty for a plain ask's run.")
+        metadata=spec(ANSWERS, wire="answers", doc="A workflow run's answers by phase; empty for a plain ask's run.")
     )
     pending_ask_id: str | None
     created_at: datetime = field(metadata=spec(TIME))
@@ -336,7 +342,7 @@ class Reply:
             asked again after a selection or answer.
     """
 
-    kind: ReplyKind
+    kind: ReplyKind = field(metadata=spec(enum_codec(ReplyKind)))
     text: str
     parked: bool
     ask_id: str | None = None
@@ -344,7 +350,10 @@ class Reply:
     answer: str | None = None
     option_index: int | None = None
     run_id: str | None = None
-    next_ask: Reply | None = None
+    next_ask: Reply | None = field(
+        default=None,
+        metadata=spec(Codec(to_json=lambda reply: reply.to_dict(), from_json=lambda data: _reply_of(data))),
+    )
 
     @property
     def routes_onward(self) -> bool:
@@ -354,23 +363,10 @@ class Reply:
     def to_dict(self) -> dict[str, Any]:
         """The reply as JSON-ready values, one key a field, in field order.
 
-        Built field by field rather than with ``dataclasses.asdict``, which deep-copies
-        every field: this runs for every reply the gateway answers.
-
         Returns:
             The reply's JSON object, ``next_ask`` nested as one.
         """
-        return {
-            "kind": self.kind.value,
-            "text": self.text,
-            "parked": self.parked,
-            "ask_id": self.ask_id,
-            "expired_ask_id": self.expired_ask_id,
-            "answer": self.answer,
-            "option_index": self.option_index,
-            "run_id": self.run_id,
-            "next_ask": self.next_ask.to_dict() if self.next_ask else None,
-        }
+        return _reply_json(self)
 
     def to_json(self) -> str:
         """The compact form a redelivery is answered from: :meth:`from_json` reads it back.
@@ -392,18 +388,7 @@ class Reply:
         Returns:
             The reply.
         """
-        follow = data.get("next_ask")
-        return cls(
-            kind=ReplyKind(data["kind"]),
-            text=data["text"],
-            parked=bool(data["parked"]),
-            ask_id=data.get("ask_id"),
-            expired_ask_id=data.get("expired_ask_id"),
-            answer=data.get("answer"),
-            option_index=data.get("option_index"),
-            run_id=data.get("run_id"),
-            next_ask=cls.from_dict(follow) if follow else None,
-        )
+        return _reply_of(data)
 
     @classmethod
     def from_json(cls, raw: str) -> Reply:
@@ -413,6 +398,11 @@ class Reply:
         redelivery after an upgrade returns the reply first given.
         """
         return cls.from_dict(json.loads(raw, object_hook=_renamed))
+
+
+# A reply is written for every message: its writer and reader are kept, not looked up.
+_reply_json: Callable[[Reply], dict[str, Any]] = json_writer(Reply)
+_reply_of: Callable[[Mapping[str, Any]], Reply] = json_reader(Reply)
 
 
 #: The key earlier versions stored a reply's next ask under.

@@ -20,7 +20,8 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, fields
 from datetime import datetime
-from enum import Enum
+from enum import Enum, StrEnum
+from operator import attrgetter
 from typing import Any, Literal, TypeVar
 
 T = TypeVar("T")
@@ -81,12 +82,10 @@ def enum_codec(kind: type[Enum]) -> Codec:
     """An enum's member as its value (the JSON and the store hold the value)."""
     members = {member.value: member for member in kind}  # a dict lookup: cheaper than kind(value) per row
     values = tuple(members)
-    return Codec(to_json=_value_of, from_json=members.__getitem__, json_type=Literal[values])
-
-
-def _value_of(member: Enum | str) -> Any:
-    # A str-valued member may be given as its plain value (a run's status often is).
-    return member.value if isinstance(member, Enum) else member
+    # Built-in functions both: no frame of this module on a message's path. A StrEnum's
+    # member may be given as its plain value (a run's status often is): str() takes both.
+    write = str if issubclass(kind, StrEnum) else attrgetter("value")
+    return Codec(to_json=write, from_json=members.__getitem__, json_type=Literal[values])
 
 
 def texts_codec(*, empty_is_null: bool, from_text: Callable[[str], Any] | None = None) -> Codec:
@@ -210,7 +209,6 @@ def declared(kind: type[Any]) -> tuple[Declared, ...]:
 #: Each declared class's fields, read once (a derivation runs per row, per response).
 _DECLARED: dict[type[Any], tuple[Declared, ...]] = {}
 _PUBLIC: dict[type[Any], tuple[Declared, ...]] = {}
-_WRITERS: dict[type[Any], tuple[tuple[str, str, Callable[[Any], Any] | None], ...]] = {}
 
 
 def _declared(item: Field[Any], hint: Any) -> Declared:
@@ -230,13 +228,6 @@ def public(kind: type[Any]) -> tuple[Declared, ...]:
     return found
 
 
-def _writers(kind: type[Any]) -> tuple[tuple[str, str, Callable[[Any], Any] | None], ...]:
-    found = _WRITERS.get(kind)
-    if found is None:
-        found = _WRITERS[kind] = tuple((item.name, item.wire, item.codec.to_json) for item in public(kind))
-    return found
-
-
 def to_json(value: Any) -> dict[str, Any]:
     """The public JSON object of a declared value: one key a public field, in field order.
 
@@ -246,44 +237,96 @@ def to_json(value: Any) -> dict[str, Any]:
     Returns:
         JSON-ready values, each under its field's JSON name.
     """
-    data: dict[str, Any] = {}
-    for name, wire, write in _writers(type(value)):
-        item = getattr(value, name)
-        data[wire] = item if item is None or write is None else write(item)
-    return data
+    return json_writer(type(value))(value)
 
 
-def from_json(kind: type[T], data: Mapping[str, Any], **given: Any) -> T:
+def from_json(kind: type[T], data: Mapping[str, Any]) -> T:
     """The declared value the public JSON object ``data`` describes.
 
     A field missing from ``data``, or ``null`` there, takes its default; a required
-    field must be present (``KeyError``). A required text field must be text.
+    field must be present. A text field's value must be text.
 
     Args:
         kind: The declared dataclass.
         data: Its JSON object.
-        **given: Values of fields the JSON does not carry.
 
     Returns:
         The value.
 
     Raises:
-        KeyError: A required field is missing.
+        KeyError: A required field is missing, or an enum's value is unknown.
         TypeError: A value is not of its field's JSON type.
-        ValueError: A value is not one its field takes (an unknown status, a bad time).
+        ValueError: A value is not one its field takes (a time that does not parse).
     """
-    values: dict[str, Any] = {}
-    for item in public(kind):
-        if item.name in given:
+    return json_reader(kind)(data)
+
+
+def json_writer(kind: type[T]) -> Callable[[T], dict[str, Any]]:
+    """:func:`to_json` for one declared class: what a caller on a hot path keeps and calls."""
+    write = _JSON_WRITERS.get(kind)
+    if write is None:
+        write = _JSON_WRITERS[kind] = _json_writer(kind)
+    return write
+
+
+def json_reader(kind: type[T]) -> Callable[[Mapping[str, Any]], T]:
+    """:func:`from_json` for one declared class: what a caller on a hot path keeps and calls."""
+    read = _JSON_READERS.get(kind)
+    if read is None:
+        read = _JSON_READERS[kind] = _json_reader(kind)
+    return read
+
+
+# Every reply and every ask shown is written by these, so each class's writer and reader
+# are compiled once from its declaration (as dataclasses compiles __init__): the code is
+# the hand-written dict display and constructor call it replaces.
+_JSON_WRITERS: dict[type[Any], Callable[[Any], dict[str, Any]]] = {}
+_JSON_READERS: dict[type[Any], Callable[[Mapping[str, Any]], Any]] = {}
+
+
+def _json_writer(kind: type[Any]) -> Callable[[Any], dict[str, Any]]:
+    namespace: dict[str, Any] = {}
+    parts = []
+    for at, item in enumerate(public(kind)):
+        value = f"value.{item.name}"
+        if item.codec.to_json is not None:
+            namespace[f"write{at}"] = item.codec.to_json
+            value = f"(None if (v := {value}) is None else write{at}(v))"
+        parts.append(f"{item.wire!r}: {value}")
+    return compiled(f"{kind.__name__} to JSON", "value", "{" + ", ".join(parts) + "}", namespace)
+
+
+def _json_reader(kind: type[Any]) -> Callable[[Mapping[str, Any]], Any]:
+    namespace: dict[str, Any] = {"kind": kind}
+    parts = []
+    for at, item in enumerate(public(kind)):
+        raw = f"data[{item.wire!r}]" if item.required else f"data.get({item.wire!r})"
+        read = item.codec.from_json or (_text if item.type is str else None)
+        if read is None and item.default is None:
+            parts.append(f"{item.name}={raw}")
             continue
-        raw = data[item.wire] if item.required else data.get(item.wire)
-        if raw is None:
-            values[item.name] = item.default
-        elif item.codec.from_json is not None:
-            values[item.name] = item.codec.from_json(raw)
-        else:
-            values[item.name] = _text(raw) if item.type is str else raw
-    return kind(**values, **given)
+        namespace[f"default{at}"] = item.default
+        value = "v"
+        if read is not None:
+            namespace[f"read{at}"] = read
+            value = f"read{at}(v)"
+        parts.append(f"{item.name}=(default{at} if (v := {raw}) is None else {value})")
+    return compiled(f"{kind.__name__} from JSON", "data", f"kind({', '.join(parts)})", namespace)
+
+
+def compiled(what: str, arguments: str, body: str, namespace: dict[str, Any]) -> Callable[..., Any]:
+    """``def f(arguments): return body``, compiled in ``namespace``: code derived from a
+    declaration, built once where it runs per row or per response.
+
+    Args:
+        what: What the function does (its code's file name, in a traceback).
+        arguments: Its parameter list.
+        body: The expression it returns.
+        namespace: The names ``body`` uses.
+    """
+    exec(compile(f"def f({arguments}):\n    return {body}\n", f"<{what}>", "exec"), namespace)
+    function: Callable[..., Any] = namespace.pop("f")
+    return function
 
 
 __all__ = [
@@ -295,9 +338,12 @@ __all__ = [
     "Codec",
     "Declared",
     "FieldSpec",
+    "compiled",
     "declared",
     "enum_codec",
     "from_json",
+    "json_reader",
+    "json_writer",
     "nested_codec",
     "object_codec",
     "public",

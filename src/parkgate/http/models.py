@@ -250,20 +250,6 @@ class FinishIn(_Body):
     outcome: Id = "done"
 
 
-class ReplyOut(BaseModel):
-    """What the gateway did with a message (branch on ``kind``, never on ``text``)."""
-
-    kind: ReplyKindName
-    text: str
-    parked: bool
-    ask_id: str | None = None
-    expired_ask_id: str | None = None
-    answer: str | None = None
-    option_index: int | None = None
-    run_id: str | None = None
-    next_ask: ReplyOut | None = None
-
-
 class SafeJSONResponse(JSONResponse):
     """JSON that always encodes: text a client sent with lone surrogates is escaped, not a 500."""
 
@@ -276,7 +262,7 @@ class SafeJSONResponse(JSONResponse):
 
 
 def reply_response(reply: Reply, status: int = 200) -> Response:
-    """A :class:`~parkgate.Reply` in its public JSON shape (:class:`ReplyOut`).
+    """A :class:`~parkgate.Reply` in its public JSON shape (:class:`~parkgate.http.outputs.ReplyOut`).
 
     Args:
         reply: What the gateway answered.
@@ -295,7 +281,6 @@ __all__ = [
     "ExpectJSON",
     "FinishIn",
     "MessageIn",
-    "ReplyOut",
     "SafeJSONResponse",
     "StartIn",
     "one_of",

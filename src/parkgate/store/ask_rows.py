@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from parkgate.core.model import Ask, Run
-from parkgate.core.shape import Codec, Declared, declared
+from parkgate.core.shape import Codec, Declared, compiled, declared
 
 T = TypeVar("T")
 
@@ -73,7 +73,7 @@ class Rows(Generic[T]):
         """A function of a value and the dialect's ``encode_time`` that gives the stored
         values of ``fields``, in that order."""
         parts = [self._written(self._stored[name]) for name in fields]
-        return self._compiled("write", "value, encode_time", f"({', '.join(parts)},)")
+        return compiled(f"{self.kind.__name__} row", "value, encode_time", f"({', '.join(parts)},)", self._namespace)
 
     def _written(self, item: Declared) -> str:
         """The expression of ``item``'s stored value, read off ``value``."""
@@ -92,7 +92,7 @@ class Rows(Generic[T]):
         parts = [f"{item.name}={self._field_read(item)}" for item in self._stored.values()]
         parts += [f"{name}={name}" for name in given]
         arguments = ", ".join(["row", "decode_time", *(["*", *given] if given else [])])
-        return self._compiled("read", arguments, f"kind({', '.join(parts)})")
+        return compiled(f"{self.kind.__name__} from row", arguments, f"kind({', '.join(parts)})", self._namespace)
 
     def _field_read(self, item: Declared) -> str:
         """The expression of ``item``'s value, read from its column of ``row``."""
@@ -110,12 +110,6 @@ class Rows(Generic[T]):
     def _bind(self, name: str, value: object) -> str:
         self._namespace[name] = value
         return name
-
-    def _compiled(self, name: str, arguments: str, body: str) -> Callable[..., Any]:
-        source = f"def {name}({arguments}):\n    return {body}\n"
-        exec(compile(source, f"<{self.kind.__name__} rows>", "exec"), self._namespace)  # the declaration's own code
-        function: Callable[..., Any] = self._namespace.pop(name)
-        return function
 
 
 def _text_reader(codec: Codec) -> Callable[[str], Any]:

@@ -17,8 +17,8 @@ from parkgate.http import codes
 from parkgate.http.channel_targets import channel_refusal, channel_target_of
 from parkgate.http.dependencies import CallerDep, GatewayDep, LongPollsDep, OpenAskCapDep, SettingsDep
 from parkgate.http.errors import V1_ERRORS, documented
-from parkgate.http.models import AskIn, CancelIn, OpenStatus, ReplyOut, SafeJSONResponse, options_of, reply_response
-from parkgate.http.outputs import AskListOut, AskOut
+from parkgate.http.models import AskIn, CancelIn, OpenStatus, SafeJSONResponse, options_of, reply_response
+from parkgate.http.outputs import AskListOut, AskOut, ReplyOut
 from parkgate.http.paging import DEFAULT_PAGE_ASKS, MAX_CURSOR_CHARS, MAX_PAGE_ASKS, decode_cursor, encode_cursor
 from parkgate.http.responses import ask_response, asks_json, error_response
 from parkgate.http.tokens import Scope, needs
