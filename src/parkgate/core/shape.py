@@ -329,6 +329,68 @@ def compiled(what: str, arguments: str, body: str, namespace: dict[str, Any]) ->
     return function
 
 
+class Form(Enum):
+    """The JSON form of an option a caller may set: the HTTP input model maps each to the
+    JSON it takes, the client to how it writes a Python value there."""
+
+    #: Text, stored as given.
+    TEXT = "text"
+    #: An id: non-empty text of at most 200 characters.
+    ID = "id"
+    #: True or false (``null``: false).
+    FLAG = "flag"
+    #: True or false, or an id naming who (a watcher).
+    FLAG_OR_ID = "flag_or_id"
+    #: A whole number.
+    COUNT = "count"
+    #: A URL.
+    URL = "url"
+    #: A duration: positive seconds in JSON; a timedelta or seconds in Python.
+    SECONDS = "seconds"
+    #: Durations: seconds, or a list of them.
+    OFFSETS = "offsets"
+    #: A list of distinct senders' ids.
+    SENDERS = "senders"
+    #: A text answer's form: its JSON object; an Expect, a form's name or a mapping in Python.
+    EXPECT = "expect"
+    #: A JSON object.
+    OBJECT = "object"
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """How an option travels in JSON (``Annotated[type, Option(...)]`` on its field of an
+    options ``TypedDict``): its form, what it means (the schema's description) and its JSON
+    name (``""``: the option's name). An option without one is the library's only."""
+
+    form: Form
+    doc: str = ""
+    wire: str = ""
+
+
+def declared_options(options: type) -> dict[str, Option]:
+    """The options an options ``TypedDict`` holds that travel in JSON, by name, in order.
+
+    Args:
+        options: A ``TypedDict`` whose fields may be ``Annotated[type, Option(...)]``.
+
+    Returns:
+        Each such option's :class:`Option`, its ``wire`` name filled in.
+    """
+    found = _OPTIONS.get(options)
+    if found is None:
+        found = {}
+        for name, hint in typing.get_type_hints(options, include_extras=True).items():
+            option = next((item for item in getattr(hint, "__metadata__", ()) if isinstance(item, Option)), None)
+            if option is not None:
+                found[name] = Option(option.form, option.doc, option.wire or name)
+        _OPTIONS[options] = found
+    return found
+
+
+_OPTIONS: dict[type, dict[str, Option]] = {}
+
+
 __all__ = [
     "OBJECT",
     "PLAIN",
@@ -338,8 +400,11 @@ __all__ = [
     "Codec",
     "Declared",
     "FieldSpec",
+    "Form",
+    "Option",
     "compiled",
     "declared",
+    "declared_options",
     "enum_codec",
     "from_json",
     "json_reader",

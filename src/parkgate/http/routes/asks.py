@@ -65,8 +65,9 @@ async def park_ask(
     refusal = channel_refusal(caller, channel_target_of(body))
     if refusal is not None:
         return error_response(403, codes.CHANNEL_NOT_ALLOWED, refusal)
-    if body.callback_url is not None:
-        check_callback_url(body.callback_url, settings.callback_allow)
+    callback_url = options_of(body, ParkFields).get("callback_url")
+    if callback_url is not None:
+        check_callback_url(callback_url, settings.callback_allow)
     async with cap.room(caller):
         reply = await _park(gateway, body, caller.owner)
     return reply_response(reply, 201 if reply.parked else 200)
