@@ -31,6 +31,7 @@ from parkgate.gateway.options import (
     RunFields,
     field_names,
 )
+from parkgate.http.channel_targets import channel_target_of
 from parkgate.http.models import CHANNEL_FIELDS, AskIn, StartIn, options_of
 
 #: The fields of a body that are not options: what is asked, and where (a channel's field
@@ -174,3 +175,16 @@ def test_the_checked_options_are_one_frozen_value() -> None:
         checked.ttl = None  # type: ignore[misc]
     with pytest.raises(InputError, match="ttl"):
         AskOptions.checked({"ttl": "60"})
+
+
+def test_a_client_sends_the_librarys_post_to_as_its_channels_key() -> None:
+    target = ChannelTarget("slack", {"channel": "C123"})
+    call = wire.park("c-1", "Deploy?", ["Yes"], None, {"post_to": target})
+    assert call.body is not None and json.loads(call.body)["slack"] == {"channel": "C123"}
+    assert channel_target_of(AskIn.model_validate_json(call.body)) == target
+    keyed = wire.park("c-1", "Deploy?", ["Yes"], None, typing.cast(ClientAskFields, {"slack": {"channel": "C123"}}))
+    assert keyed.body == call.body, "the channel's key as a keyword sends the same"
+    with pytest.raises(InputError, match="one channel"):
+        wire.park("c-1", "Deploy?", ["Yes"], None, typing.cast(ClientAskFields, {"post_to": target, "slack": {}}))
+    with pytest.raises(TypeError, match="discord"):
+        wire.park("c-1", "Deploy?", ["Yes"], None, typing.cast(ClientAskFields, {"discord": {"channel": "x"}}))

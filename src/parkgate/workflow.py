@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Unpack
 
 from parkgate.core.kinds import AskKind
+from parkgate.core.option_lines import option_line
 from parkgate.core.schedule import SCHEDULE_KEYS, ScheduleFields
 from parkgate.core.stopping_point import MAX_PROMPT_CHARS, is_marker_line, make_spec
 from parkgate.errors import InputError
@@ -136,12 +137,14 @@ class Phase:
 
 
 def _quotable(answer: str) -> str:
+    """``answer`` as a prompt may quote it: cut to :data:`MAX_QUOTED_ANSWER_CHARS`, its
+    line breaks made ``\n`` (a ``\r`` is one to the prompt's check), and each line that
+    reads as a stopping-point marker or a numbered option (``2) b``) quoted with ``> ``, so
+    no answer can end the prompt with what looks like an option or a marker."""
     if len(answer) > MAX_QUOTED_ANSWER_CHARS:
         answer = answer[: MAX_QUOTED_ANSWER_CHARS - 1] + _ELLIPSIS
-    lines = answer.split("\n")
-    if not any(is_marker_line(line) for line in lines):
-        return answer
-    return "\n".join("> " + line if is_marker_line(line) else line for line in lines)
+    lines = answer.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return "\n".join("> " + line if is_marker_line(line) or option_line(line) else line for line in lines)
 
 
 @dataclass(frozen=True)

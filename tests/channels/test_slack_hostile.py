@@ -28,6 +28,7 @@ from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, click_body, e
 
 from parkgate import ChannelTarget, Gateway, ManualClock
 from parkgate.channels.deliver import LEASE_SECONDS, ChannelDeliverer
+from parkgate.channels.slack import phrases as SP
 from parkgate.channels.slack import register
 from parkgate.core import phrases as P
 from parkgate.gateway.checks import MAX_MESSAGE_CHARS
@@ -216,7 +217,7 @@ def test_a_click_acts_only_on_the_ask_posted_on_its_message(gateway: Gateway, sl
         served.click(click_body(named, "parkgate:option:1", "UALICE", f"t-{named}", channel=channel, ts=ts))
     for named in (here, other, nowhere, telegram):
         assert gateway.get(named).is_open and gateway.get(named).mismatches == 0
-    assert served.told("UALICE", 3) == [P.SLACK_NOT_THIS_MESSAGE] * 3
+    assert served.told("UALICE", 3) == [SP.NOT_THIS_MESSAGE] * 3
 
     # Once the message's own ask closed, such a click answers how it stands.
     served.click(slack_api.click(here, "parkgate:option:2", "UALICE", "t-here"))
@@ -248,7 +249,7 @@ def test_a_post_cut_off_by_a_crash_is_posted_again_and_a_click_on_the_first_mess
         assert second_ts != first_ts and recorded_ts(again, ask_id) == second_ts
         # A click with the first message's ts from another channel still changes nothing.
         served.click(click_body(ask_id, "parkgate:option:2", "UMALLORY", "t-1", channel="C9", ts=first_ts))
-        assert served.told("UMALLORY") == [P.SLACK_NOT_THIS_MESSAGE]
+        assert served.told("UMALLORY") == [SP.NOT_THIS_MESSAGE]
         assert again.get(ask_id).is_open
         # The first message's buttons are the ask's: a click on it answers the ask.
         served.click(click_body(ask_id, "parkgate:option:1", "UALICE", "t-2", channel=channel, ts=first_ts))
@@ -318,7 +319,7 @@ def test_a_broadcast_reply_and_a_file_with_text_answer_and_a_file_alone_is_told_
     assert sqlite_gateway.get(with_text).answer == "Deploy"
     assert sqlite_gateway.get(alone).is_open
     (line,) = served.told("UALICE")
-    assert line == P.SLACK_FILE_NOT_READ
+    assert line == SP.FILE_NOT_READ
     (private,) = slack_api.of("chat.postEphemeral")
     assert private.args["thread_ts"] == served.thread(alone)
 

@@ -77,14 +77,33 @@ def test_asks_lists_open_asks_and_exits_zero_when_none_is_past_its_ttl(db: str) 
     assert rows[0]["overdue"] is False
 
 
-def test_asks_exits_one_when_an_open_ask_is_past_its_ttl_and_closes_nothing(db: str) -> None:
+def test_asks_lists_a_lapsed_unread_ask_and_exits_zero_it_closes_on_its_next_read(db: str) -> None:
     stale = _park(db, "stale", datetime.now(UTC) - timedelta(hours=7))
     _park(db, "fresh", datetime.now(UTC) - timedelta(minutes=5))
     result = CliRunner().invoke(main, ["asks", "--db", db])
-    assert result.exit_code == 1
-    assert "1 past their TTL" in result.stdout and "stale" in result.stdout
+    assert result.exit_code == 0, result.output  # nothing waits on it: not a fault
+    assert "1 past their TTL (each closes on its next read)" in result.stdout and "stale" in result.stdout
+    assert "past TTL" in result.stdout and "late" not in result.stdout
     again = CliRunner().invoke(main, ["asks", "--db", db, "--json"])
     assert stale in again.stdout  # the audit looked; it did not expire the row
+
+
+def test_asks_exits_one_when_a_waited_on_ask_missed_its_due_read(db: str) -> None:
+    asked_at = datetime.now(UTC) - timedelta(hours=7)
+    with Gateway(db, clock=ManualClock(asked_at), ttl=timedelta(hours=6)) as gateway:
+        waited = gateway.ask("watched", "Deploy?", ["Yes", "No"], follow_up=True).ask_id
+        just_due = gateway.ask("just-due", "Deploy?", ["Yes", "No"], follow_up=True, ttl=7 * 3600 - 30).ask_id
+    result = CliRunner().invoke(main, ["asks", "--db", db])
+    assert result.exit_code == 1, result.output
+    assert "2 past their TTL" in result.stdout
+    assert "1 waited on and not closed: their due read is over 60 s late" in result.stdout
+    assert "Is a deliverer running" in " ".join(result.stdout.split())  # the line folds at 80 columns
+    rows = {
+        row["ask_id"]: row
+        for row in map(json.loads, CliRunner().invoke(main, ["asks", "--db", db, "--json"]).stdout.splitlines())
+    }
+    assert rows[waited]["late"] is True and rows[just_due]["late"] is False  # 30 s past due: not late yet
+    assert rows[just_due]["overdue"] is True
 
 
 @pytest.mark.parametrize("columns", ["80", "140"])
@@ -117,12 +136,13 @@ def test_asks_older_than_filters(db: str) -> None:
 
 
 def test_asks_older_than_narrows_the_listing_not_the_ttl_check(db: str) -> None:
-    """An ask past a short TTL but younger than --older-than still fails the clock check."""
+    """A waited-on ask whose due read is late but younger than --older-than still fails the clock check."""
     _park(db, "old", datetime.now(UTC) - timedelta(hours=3))
-    _park(db, "short", datetime.now(UTC) - timedelta(minutes=10), ttl=timedelta(minutes=1))
+    with Gateway(db, clock=ManualClock(datetime.now(UTC) - timedelta(minutes=10)), ttl=timedelta(minutes=1)) as gateway:
+        gateway.ask("short", "Deploy?", ["Yes", "No"], follow_up=True)
     result = CliRunner().invoke(main, ["asks", "--db", db, "--older-than", "2h"])
     assert result.exit_code == 1
-    assert "1 of 2 open listed, 1 past their TTL" in result.stdout
+    assert "1 of 2 open listed, 1 past their TTL" in result.stdout and "1 waited on and not closed" in result.stdout
     assert "old" in result.stdout and "short" not in result.stdout
 
 
@@ -217,7 +237,7 @@ def test_asks_logs_nothing_because_it_closes_nothing(db: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "parkgate", "asks", "--db", db, "--json"], capture_output=True, text=True, timeout=60
     )
-    assert done.returncode == 1 and done.stderr == ""
+    assert done.returncode == 0 and done.stderr == ""  # unread and lapsed: not a fault
     assert json.loads(done.stdout)["overdue"] is True
 
 

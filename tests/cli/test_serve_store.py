@@ -409,3 +409,16 @@ def test_a_webhook_secret_that_cannot_sign_stops_the_start_saying_how_to_make_on
     assert "PARKGATE_WEBHOOK_SECRET must start with whsec_" in result.output
     assert "base64.b64encode(os.urandom(32))" in result.output  # how to make one
     assert workers == [] and not db.exists()  # nothing started, nothing made
+
+
+@pytest.mark.parametrize("command", ["serve", "deliver"])
+def test_an_events_receiver_the_fence_refuses_stops_the_start_naming_both_variables(
+    tmp_path: Any, workers: list[dict[str, Any]], command: str
+) -> None:
+    db = tmp_path / "s.db"
+    env = {"PARKGATE_EVENTS_URL": "http://127.0.0.1:9501/events", "PARKGATE_CALLBACK_ALLOW": ""}
+    result = CliRunner().invoke(main, [command, "--db", f"sqlite:///{db}"], env=env)
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "PARKGATE_EVENTS_URL points at an internal address (127.0.0.1)" in result.output
+    assert "PARKGATE_CALLBACK_ALLOW" in result.output  # what lets it in
+    assert workers == [] and not db.exists()  # nothing started, nothing made

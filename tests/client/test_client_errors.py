@@ -26,7 +26,6 @@ from parkgate.client import (
     UnexpectedResponse,
     Unreachable,
     UnsupportedMediaType,
-    responses,
 )
 from parkgate.core.model import CallbackStatus
 from parkgate.errors import (
@@ -41,7 +40,6 @@ from parkgate.errors import (
     UnknownRun,
     UnknownWorkflow,
 )
-from parkgate.http import codes
 from parkgate.http.tokens import Scope
 
 
@@ -260,13 +258,6 @@ async def test_a_store_out_of_reach_is_store_unavailable(pg_url: str, pg_schema:
 
 
 # -- without a server ---------------------------------------------------------------------
-
-
-def test_every_library_error_the_server_answers_with_is_raised_as_its_own_class() -> None:
-    about = {"conversation_id": "c", "ask_id": "a", "run_id": "r", "workflow": "w"}
-    for error_class, _, code in codes.LIBRARY_ERRORS:
-        built = responses.EXCEPTION_FOR_CODE[code](about, {"open_ask_id": "a"}, "detail")
-        assert type(built) is error_class, code
 
 
 @pytest.mark.parametrize(

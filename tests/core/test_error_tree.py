@@ -26,7 +26,6 @@ from parkgate.errors import (
     UnknownRun,
     UnknownWorkflow,
 )
-from parkgate.http.app import answered_as
 
 
 def _modules() -> list[ModuleType]:
@@ -75,7 +74,7 @@ def test_store_errors_and_bad_workflows_are_in_the_tree() -> None:
 def test_every_parkgate_error_has_a_documented_status_that_is_not_a_500(name: str) -> None:
     error = _public(_exception_classes())[name]
     assert issubclass(error, ParkgateError)
-    status, code = answered_as(error)
+    status, code = error.answered_as()
     assert status == 503 or 400 <= status < 500, (name, status)
     assert code and code != "internal_error"
 

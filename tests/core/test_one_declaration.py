@@ -20,6 +20,7 @@ from parkgate.client import AskView
 from parkgate.core.model import Ask, AskKind, AskShape, AskStatus, Vote
 from parkgate.core.shape import declared, public
 from parkgate.gateway.shapes import SHOWN, ask_to_dict
+from parkgate.http.channel_targets import CHANNEL_FIELDS
 from parkgate.http.outputs import AskOut
 from parkgate.store.ask_rows import ASK_ROWS, RUN_ROWS
 
@@ -120,7 +121,7 @@ def test_the_json_the_schema_and_the_view_hold_the_same_fields() -> None:
     ask = _an_ask()
     shown = ask_to_dict(ask)
     assert set(shown) == {item.wire for item in public(Ask)} | {"next_due_at"}
-    assert set(AskOut.model_fields) == set(shown) | set(SHOWN) | {"slack", "telegram"}
+    assert set(AskOut.model_fields) == set(shown) | set(SHOWN) | set(CHANNEL_FIELDS), "and where it is posted"
     assert {"default", "callback_url", "watched"}.isdisjoint(shown), "an ask's own fields are never shown"
     view = AskView.from_dict(shown)
     assert all(getattr(view, item.name) == getattr(ask, item.name) for item in declared(AskShape))

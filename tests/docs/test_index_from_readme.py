@@ -47,3 +47,27 @@ def test_each_link_reference_in_an_included_section_resolves_in_both_files() -> 
         assert (ROOT / in_readme[label]).is_file(), in_readme[label]
         assert (ROOT / "docs" / in_index[label]).is_file(), in_index[label]
         assert in_readme[label] == f"docs/{in_index[label]}"
+
+
+def test_the_readme_guide_links_every_page_of_the_site_but_the_generated_reference() -> None:
+    """A reader of the README finds every guide, channel and adapter page the site has."""
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        """mkdocs.yml's ``!!python/name:`` tags, read as plain text."""
+
+    _Loader.add_multi_constructor("", lambda loader, suffix, node: None)  # !relative, !!python/name:...
+    nav = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_Loader)["nav"]
+
+    def pages(entries: object) -> list[str]:
+        if isinstance(entries, str):
+            return [entries]
+        if isinstance(entries, list):
+            return [page for entry in entries for page in pages(entry)]
+        if isinstance(entries, dict):
+            return [page for value in entries.values() for page in pages(value)]
+        return []
+
+    in_guide = {dict(REFERENCE_DEFINITION.findall(README))[label] for label in REFERENCE_USE.findall(section("guide"))}
+    wanted = {f"docs/{page}" for page in pages(nav) if page != "index.md" and not page.startswith("reference/")}
+    assert sorted(wanted - in_guide) == []

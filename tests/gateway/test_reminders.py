@@ -119,6 +119,36 @@ def test_an_escalation_is_an_event_for_the_events_subscriber(
     assert gateway.get(ask_id).responders == ()  # anyone may answer: escalate_to among them
 
 
+def test_each_event_of_an_ask_carries_the_next_seq(
+    store_location: StoreLocation, clock: ManualClock, make_gateway: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PARKGATE_EVENTS_URL", "http://events.test/in")
+    gateway = make_gateway(store_location, clock=clock)
+    parked = gateway.ask(
+        "c-1", "Deploy?", ["Deploy", "Hold"], ttl=60, remind_after=[1, 3], escalate_after=2, escalate_to=["U_CAROL"]
+    )
+    for _ in range(3):
+        clock.advance(timedelta(seconds=1))
+        assert gateway.read_due() == 1
+    gateway.handle("c-1", "1")
+    rows = store_location.raw_query("SELECT event_id, payload FROM outbox ORDER BY id")
+    ask_id = parked.ask_id or ""
+    events = [(event_id.removeprefix(f"{ask_id}."), json.loads(body)["data"]["seq"]) for event_id, body in rows]
+    assert events == [("opened", 1), ("reminder.1", 2), ("escalated", 3), ("reminder.2", 4), ("closed", 5)]
+
+
+def test_an_events_receiver_on_this_machine_needs_the_allow_list(
+    store_location: StoreLocation, clock: ManualClock, make_gateway: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PARKGATE_EVENTS_URL", "http://localhost:9501/events")
+    with pytest.raises(InputError, match=r"PARKGATE_EVENTS_URL points at localhost.*PARKGATE_CALLBACK_ALLOW"):
+        make_gateway(store_location, clock=clock)
+    monkeypatch.setenv("PARKGATE_CALLBACK_ALLOW", "localhost:9501")
+    gateway = make_gateway(store_location, clock=clock)
+    gateway.ask("c-1", "Deploy?", ["Deploy", "Hold"], ttl=60)
+    assert [row[0] for row in store_location.raw_query("SELECT url FROM outbox")] == ["http://localhost:9501/events"]
+
+
 @pytest.mark.parametrize(
     ("fields", "named"),
     [

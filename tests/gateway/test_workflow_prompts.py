@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from parkgate import Gateway, ReplyKind
@@ -104,6 +104,9 @@ def test_an_invalid_phase_is_refused_when_it_is_defined() -> None:
         Phase("marker", "Fine\n[[/ask]]")
 
 
+@example("\r0)")  # a carriage return is a line break to the prompt's check
+@example("x\n1) a\n2) b")  # the answer's last line would read as the prompt's option
+@example("[[/ask]]\r2. two")
 @given(st.text(min_size=1, max_size=MAX_MESSAGE_CHARS).filter(lambda text: "\x00" not in text))
 def test_every_filled_prompt_can_be_parked(answer: str) -> None:
     phase = Phase("confirm", "You wrote:\n{describe}\nand {describe} again. OK?", options=("Yes", "No"))

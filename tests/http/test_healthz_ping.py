@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from parkgate import Gateway
-from parkgate.http import codes
+from parkgate.errors import StoreError
 from parkgate.http.app import create_app
 
 if TYPE_CHECKING:
@@ -115,5 +115,5 @@ async def test_healthz_is_503_once_the_store_stops_answering(http: httpx.AsyncCl
     app = http._transport.app  # type: ignore[attr-defined]
     app.state.gateway.store.close()
     health = await http.get("/healthz")
-    assert health.status_code == 503 and health.json()["error"] == codes.STORE_ERROR, health.text
+    assert health.status_code == 503 and health.json()["error"] == StoreError.wire_code, health.text
     assert "closed" in health.json()["detail"]

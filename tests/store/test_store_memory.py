@@ -209,14 +209,36 @@ class _RecordingCursor:
         return getattr(self._cursor, name)
 
 
+class _RecordingConnection:
+    """A connection that notes every statement sent on it or its cursors, and is otherwise
+    the connection: SQLite's group commits run on the store's writer connection."""
+
+    def __init__(self, conn: Any, sent: list[str]) -> None:
+        self._conn = conn
+        self._sent = sent
+
+    def execute(self, statement: str, params: Any = ()) -> Any:
+        self._sent.append(statement)
+        return self._conn.execute(statement, params)
+
+    def cursor(self) -> _RecordingCursor:
+        return _RecordingCursor(self._conn.cursor(), self._sent)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
 def _record_statements(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[list[str]]:
-    """Make ``module.name`` (a transaction class) note every statement, one list per transaction."""
+    """Make ``module.name`` (a transaction class) note every statement, one list per transaction
+    (on SQLite, those on the writer connection, the fifth argument, too)."""
     sent: list[list[str]] = []
     transaction = getattr(module, name)
 
     class Recording(transaction):  # type: ignore[misc, valid-type]
         def __init__(self, cursor: Any, *args: Any) -> None:
             sent.append([])
+            if len(args) > 3 and args[3] is not None:
+                args = (*args[:3], _RecordingConnection(args[3], sent[-1]), *args[4:])
             super().__init__(_RecordingCursor(cursor, sent[-1]), *args)
 
     monkeypatch.setattr(module, name, Recording)

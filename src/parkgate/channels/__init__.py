@@ -1,6 +1,11 @@
-"""Channels: platforms where people answer asks (Slack; a channel is one module).
+"""Channels: platforms where people answer asks (Slack, Telegram; a channel is one package).
 
-The interface, in four parts:
+The interface, in five parts:
+
+- **The registry** (:mod:`parkgate.channels.registry`): each channel's package declares
+  it once (a :class:`~parkgate.channels.registry.ChannelSpec`: its name, settings,
+  target and location models, inbound routes, commands); what needs a channel outside
+  the package (the HTTP API, serving, the CLI, the clients, the console) reads it there.
 
 - **A channel** (:class:`~parkgate.channels.base.Channel`) posts an ask, updates it when
   it closes, and posts a reply's text in its thread. It is added to a gateway with
@@ -16,8 +21,8 @@ The interface, in four parts:
   the close or the message it follows, so nothing is lost, and run by the deliverer
   (:class:`~parkgate.channels.deliver.ChannelDeliverer`) with the callbacks' backoff;
   failed jobs stay visible.
-- **Serving** (:mod:`parkgate.channels.serving`): ``parkgate serve`` mounts each channel
-  its environment switches on.
+- **Serving** (:mod:`parkgate.channels.serving`): ``parkgate serve`` mounts each
+  registered channel its environment switches on.
 """
 
 from __future__ import annotations

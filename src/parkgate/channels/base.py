@@ -67,7 +67,7 @@ def check_target(value: object) -> ChannelTarget | None:
     if not isinstance(value, ChannelTarget):
         raise InputError(f"post_to must be a ChannelTarget, not {type(value).__name__}")
     if not isinstance(value.channel, str) or not value.channel.isidentifier() or len(value.channel) > 40:
-        raise InputError("post_to's channel must be a channel's name, such as 'slack'")
+        raise InputError("post_to's channel must be a channel's name: an identifier of at most 40 characters")
     if not isinstance(value.where, Mapping):
         raise InputError(f"post_to's where must be a JSON object, not {type(value.where).__name__}")
     try:

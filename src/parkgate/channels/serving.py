@@ -1,40 +1,32 @@
-"""How ``parkgate serve`` mounts channels: each channel module is switched on by an
-environment variable and hands back its :class:`ServedChannel`.
+"""How ``parkgate serve`` mounts channels: each registered channel
+(:mod:`parkgate.channels.registry`) is switched on by its setting and hands back its
+:class:`ServedChannel`.
 
-A channel module (``parkgate.channels.slack``, ...) defines
-``serve(gateway, environ) -> ServedChannel``: it reads its settings from ``environ``
-(raising :class:`~parkgate.errors.InputError` naming a missing or bad one), and returns
-the channel the deliverer runs jobs for and the routes the server mounts. It also
-defines ``sending(environ) -> Channel``: the channel alone, from only what sending needs,
-for ``parkgate deliver``, which runs jobs and serves no routes. A new channel is that
-module and one line in :data:`SERVED`.
+A channel's declaration names ``serve(gateway, environ) -> ServedChannel``: it reads its
+settings from ``environ`` (raising :class:`~parkgate.errors.InputError` naming a missing
+or bad one), and returns the channel the deliverer runs jobs for and the inbound routes
+the server mounts. It also names ``sending(environ) -> Channel``: the channel alone, from
+only what sending needs, for ``parkgate deliver``, which runs jobs and serves no routes.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from parkgate.channels.base import Channel
+from parkgate.channels.registry import ChannelSpec, registered
 
 if TYPE_CHECKING:
     from parkgate.gateway import Gateway
 
-#: Each served channel's module, and the environment variable whose presence switches it on.
-SERVED: Mapping[str, str] = {
-    "parkgate.channels.slack": "PARKGATE_SLACK_BOT_TOKEN",
-    "parkgate.channels.telegram": "PARKGATE_TELEGRAM_BOT_TOKEN",
-}
-
 
 @dataclass(frozen=True)
 class ServedChannel:
-    """What a channel module's ``serve`` returns.
+    """What a channel's ``serve`` returns: the channel and its inbound routes.
 
-    ``routes`` are Starlette routes the server mounts (such as ``POST /slack/events``);
+    ``routes`` are Starlette routes the server mounts (a platform's inbound events);
     they answer the platform, which signs its requests instead of sending a bearer token,
     so the server's guard leaves ``signed_paths`` to the route's own verification (no
     token, any body type) and keeps its host, cross-site and size checks.
@@ -54,14 +46,14 @@ def served_channels(gateway: Gateway, environ: Mapping[str, str]) -> list[Served
         environ: The environment (``os.environ``) the channels read their settings from.
 
     Returns:
-        The served channels, in :data:`SERVED`'s order.
+        The served channels, in the order registered.
 
     Raises:
         InputError: A switched-on channel's settings are missing or bad.
     """
     served: list[ServedChannel] = []
-    for module in _switched_on(environ):
-        one: ServedChannel = module.serve(gateway, environ)
+    for spec in _switched_on(environ):
+        one: ServedChannel = spec.imported(spec.serve)(gateway, environ)
         gateway.add_channel(one.channel)
         served.append(one)
     return served
@@ -77,21 +69,21 @@ def sending_channels(gateway: Gateway, environ: Mapping[str, str]) -> list[Chann
         environ: The environment (``os.environ``) the channels read their settings from.
 
     Returns:
-        The channels, in :data:`SERVED`'s order.
+        The channels, in the order registered.
 
     Raises:
         InputError: A switched-on channel's sending settings are missing or bad.
     """
     channels: list[Channel] = []
-    for module in _switched_on(environ):
-        channel: Channel = module.sending(environ)
+    for spec in _switched_on(environ):
+        channel: Channel = spec.imported(spec.sending)(environ)
         gateway.add_channel(channel)
         channels.append(channel)
     return channels
 
 
-def _switched_on(environ: Mapping[str, str]) -> Iterator[ModuleType]:
-    """The channel modules whose switch ``environ`` sets, imported."""
-    for module_name, switch in SERVED.items():
-        if environ.get(switch, "").strip():
-            yield importlib.import_module(module_name)
+def _switched_on(environ: Mapping[str, str]) -> Iterator[ChannelSpec]:
+    """The registered channels whose switch ``environ`` sets."""
+    for spec in registered():
+        if environ.get(spec.switch, "").strip():
+            yield spec

@@ -3,22 +3,18 @@ before it (a workflow's next phase follows its answered phase).
 
 Read from the stored post (``channel_posts``) alone, so it holds in any process, with or
 without the channel added. A channel whose asks each start a thread names the fields
-that keep the next one in it (:data:`THREAD_FIELDS`); any other channel's target is
+that keep the next one in it (its declaration's ``thread``:
+:attr:`~parkgate.channels.registry.ChannelSpec.thread`); any other channel's target is
 used as it was given (Telegram's chat and forum topic).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 
 from parkgate.channels.base import ChannelTarget
+from parkgate.channels.registry import spec_of
 from parkgate.store.channel_tables import ChannelPost
-
-#: Per channel: the target's thread field, and the location fields that name the thread,
-#: in order (a Slack ask posted in a thread keeps its ``thread_ts``; one that started a
-#: thread is that thread, its ``ts``).
-THREAD_FIELDS: Mapping[str, tuple[str, tuple[str, ...]]] = {"slack": ("thread_ts", ("thread_ts", "ts"))}
 
 
 def next_target(post: ChannelPost | None) -> ChannelTarget | None:
@@ -34,7 +30,8 @@ def next_target(post: ChannelPost | None) -> ChannelTarget | None:
     if post is None:
         return None
     where = dict(json.loads(post.target))
-    fields = THREAD_FIELDS.get(post.channel)
+    spec = spec_of(post.channel)
+    fields = spec.thread if spec is not None else None
     if fields is not None and post.location is not None and fields[0] not in where:
         location = json.loads(post.location)
         thread = next((location[name] for name in fields[1] if location.get(name)), None)

@@ -1,4 +1,5 @@
-"""The ``parkgate`` command: serve, deliver, chat, asks, show, cancel, doorcheck, audit, migrate, prove, telegram.
+"""The ``parkgate`` command: serve, deliver, chat, asks, show, cancel, doorcheck, audit, migrate, prove,
+mcp-gateway, and each registered channel's commands.
 
 ``--db`` (or ``PARKGATE_DB``) chooses the store everywhere: ``sqlite:///parkgate.db``
 (the default), a file path, or ``postgresql://...``; with PostgreSQL,
@@ -24,23 +25,26 @@ JSON object a line; ``asks`` only reads, so it closes (and logs) nothing.
 One module a command group: :mod:`~parkgate.cli.serve` (serve, deliver),
 :mod:`~parkgate.cli.chat`, :mod:`~parkgate.cli.asks`, :mod:`~parkgate.cli.operate` (show,
 cancel), :mod:`~parkgate.cli.doorcheck`, :mod:`~parkgate.cli.audit`,
-:mod:`~parkgate.cli.maintenance` (migrate, prove), :mod:`~parkgate.cli.telegram`; :mod:`~parkgate.cli.stores` opens
-the store each of them works on.
+:mod:`~parkgate.cli.maintenance` (migrate, prove), :mod:`~parkgate.cli.mcp_gateway`;
+:mod:`~parkgate.cli.stores` opens the store each of them works on. A channel's own
+commands (``parkgate telegram``) live in its package and are mounted from the channel
+registry (:mod:`parkgate.channels.registry`).
 """
 
 from __future__ import annotations
 
 import click
 
+from parkgate.channels.registry import registered
 from parkgate.cli.asks import asks, parse_duration
 from parkgate.cli.audit import audit
 from parkgate.cli.chat import CHAT_RESTART, chat
 from parkgate.cli.doorcheck import DOORCHECK_EXIT, DOORCHECK_INPUTS, doorcheck, doorcheck_verdict
 from parkgate.cli.maintenance import migrate, prove
+from parkgate.cli.mcp_gateway import mcp_gateway
 from parkgate.cli.operate import cancel, show
 from parkgate.cli.serve import check_can_listen, deliver, serve
 from parkgate.cli.stores import db_option, shown_url
-from parkgate.cli.telegram import telegram
 from parkgate.client.wire import path_segment
 from parkgate.core.display import format_hours
 
@@ -61,7 +65,10 @@ main.add_command(doorcheck)
 main.add_command(migrate)
 main.add_command(prove)
 main.add_command(audit)
-main.add_command(telegram)
+main.add_command(mcp_gateway)
+for _spec in registered():
+    for _command in _spec.commands:
+        main.add_command(_spec.imported(_command))
 
 __all__ = [
     "CHAT_RESTART",

@@ -25,6 +25,10 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "": 3600}
 #: The most of a question ``asks`` shows (its first line); the rest is cut with an ellipsis.
 ASKS_QUESTION_CHARS = 200
 
+#: How late a due read may be before ``asks`` calls it a fault: a working deliverer
+#: reads every due time within seconds and passes at least every 15 s.
+LATE_DUE_READ = timedelta(minutes=1)
+
 
 def parse_duration(text: str) -> timedelta:
     """``90s``, ``30m``, ``6h``, ``2d``, or a bare number of hours."""
@@ -49,29 +53,59 @@ def parse_duration(text: str) -> timedelta:
 def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
     """List open asks and their hours open: the clock check.
 
-    Reads without closing anything, and exits 1 if any open ask is older than its
-    TTL (a row the readers should have expired), listed or not: --older-than narrows
-    the listing, never the check. Asks with responders are listed again below, with
-    who may answer, how many must agree and each responder's current vote.
+    Reads without closing anything. An ask past its TTL that nothing waits on is
+    listed as such and is no fault: it closes as ``expired`` on its next read. The exit
+    status is 1 only for a real fault: an ask something waits on (a callback, a watcher,
+    a channel post) whose due read is more than a minute late, which happens only when
+    no deliverer runs on the database or keeps up. --older-than narrows the listing,
+    never the check. Asks with responders are listed again below, with who may answer,
+    how many must agree and each responder's current vote.
     """
     minimum = parse_duration(older_than) if older_than else None
     with gateway_session(db_url, reading=True) as gateway:
         now = gateway.clock.now()
         everything = gateway.audit()
         found = [ask for ask in everything if minimum is None or now - ask.asked_at >= minimum]
-        overdue = [ask for ask in everything if ask.is_expired(now)]
+        lapsed = [ask for ask in everything if ask.is_expired(now)]
+        late = [ask for ask in lapsed if due_read_late(ask, now)]
         if as_json:
             for ask in found:
-                click.echo(json_line({**ask_to_dict(ask, now), "overdue": ask.is_expired(now)}))
+                click.echo(
+                    json_line(
+                        {**ask_to_dict(ask, now), "overdue": ask.is_expired(now), "late": due_read_late(ask, now)}
+                    )
+                )
         else:
             console = Console()
             console.print(_asks_table(found, now, shown_url(db_url)))
             if any(ask.responders for ask in found):
                 console.print(_who_table(found))
             shown = f"{len(found)} open" if minimum is None else f"{len(found)} of {len(everything)} open listed"
-            console.print(f"{shown}, {len(overdue)} past their TTL")
-    if overdue:
+            console.print(f"{shown}, {len(lapsed)} past their TTL (each closes on its next read)")
+            if late:
+                console.print(
+                    Text(
+                        f"{len(late)} waited on and not closed: their due read is over "
+                        f"{LATE_DUE_READ.total_seconds():.0f} s late. Is a deliverer running on this database "
+                        "(parkgate serve or parkgate deliver)?",
+                        style="red",
+                    )
+                )
+    if late:
         sys.exit(1)
+
+
+def due_read_late(ask: Ask, now: datetime) -> bool:
+    """Is ``ask`` a fault of the clock: something waits on it and its due read, which
+    should have closed it at its TTL, is more than :data:`LATE_DUE_READ` late?"""
+    return ask.watched and ask.is_open and now - ask.due_at > LATE_DUE_READ
+
+
+def _state(ask: Ask, now: datetime) -> Text:
+    """``open``; ``past TTL`` (closes on its next read); ``late`` (its due read is late)."""
+    if due_read_late(ask, now):
+        return Text("late", style="bold red")
+    return Text("past TTL", style="yellow") if ask.is_expired(now) else Text("open")
 
 
 def _where_asked(ask: Ask) -> Text:
@@ -107,7 +141,7 @@ def _asks_table(found: list[Ask], now: datetime, where: str) -> Table:
             ask.asked_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M"),
             f"{(now - ask.asked_at).total_seconds() / 3600:.2f}",
             str(ask.mismatches),
-            Text("past TTL", style="red") if ask.is_expired(now) else "open",
+            _state(ask, now),
             _where_asked(ask),
         )
     return table

@@ -103,11 +103,12 @@ class Client:
                 must take), ``context`` (a JSON object kept and shown with the ask),
                 ``phase``, ``follow_up`` (a waiter claims the closed ask's follow-up; a string names it) and
                 ``key`` (an idempotency key: a park with a key this token parked before
-                returns that ask, ``parked`` false once it closed), and ``slack``
-                (``{"channel": "C123", "thread_ts": ...}``) or ``telegram``
-                (``{"chat_id": 42, "message_thread_id": ...}``) to post the ask on a
-                channel the server serves (:meth:`get` then shows where), as
-                :class:`~parkgate.gateway.options.ClientAskFields` types them.
+                returns that ask, ``parked`` false once it closed), and ``post_to`` (a
+                :class:`~parkgate.channels.ChannelTarget`, as the library takes it) or a
+                registered channel's key (``slack={"channel": "C123", "thread_ts": ...}``,
+                ``telegram={"chat_id": 42}``, as ``POST /v1/asks`` takes it) to post the ask
+                on a channel the server serves (:meth:`get` then shows where), as
+                :class:`~parkgate.gateway.options.ClientAskFields` says.
 
         Returns:
             The ``asked`` reply.

@@ -21,6 +21,8 @@ from urllib.parse import quote
 
 import httpx
 
+from parkgate.channels.base import check_target
+from parkgate.channels.registry import names as channel_names
 from parkgate.client.views import AskPage, AskView, run_from_dict
 from parkgate.core.expect import as_expect
 from parkgate.core.expect import to_dict as expect_to_dict
@@ -195,8 +197,11 @@ def park(
     fields: ClientAskFields,
 ) -> Call[Reply]:
     """``POST /v1/asks`` with a prompt, its ``options`` and ``kind``, and the ask's ``fields``
-    (a ``slack`` or ``telegram`` target among them, checked by the server)."""
-    refuse_unknown(fields, ClientAskFields, "ask")
+    (the channel to post on among them: ``post_to``, or a registered channel's key, such
+    as ``slack={"channel": "C123"}``, checked by the server)."""
+    refuse_unknown(
+        {name: value for name, value in fields.items() if name not in channel_names()}, ClientAskFields, "ask"
+    )
     body = {
         "conversation_id": conversation_id,
         "prompt": prompt,
@@ -224,8 +229,8 @@ def options_json(fields: Mapping[str, Any], declared: type) -> dict[str, Any]:
 
     The one place options are written as JSON: each under its JSON name, written as its
     form says (:class:`~parkgate.core.shape.Option`): durations as seconds, an ``expect``
-    as its object, each checked here with the library's checks; the rest as given, checked
-    by the server.
+    as its object, each checked here with the library's checks; ``post_to`` as its
+    channel's key, checked here too; the rest as given, checked by the server.
 
     Args:
         fields: The options given, by name.
@@ -240,9 +245,14 @@ def options_json(fields: Mapping[str, Any], declared: type) -> dict[str, Any]:
         else:
             send = _SEND.get(option.form)
             body[option.wire] = value if value is None or send is None else send(value, name)
-    for name in ("slack", "telegram"):  # a channel's target, as POST /v1/asks takes it
+    for name in channel_names():  # a channel's target, as POST /v1/asks takes it
         if isinstance(fields.get(name), Mapping):
             body[name] = dict(fields[name])
+    target = check_target(body.pop("post_to", None))
+    if target is not None:
+        if body.get(target.channel) is not None:
+            raise InputError(f"an ask is posted to one channel: give post_to or {target.channel}, not both")
+        body[target.channel] = dict(target.where)
     return body
 
 

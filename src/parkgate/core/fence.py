@@ -198,16 +198,19 @@ def is_internal(address: IPAddress) -> bool:
     return not address.is_global or address.is_multicast or address.is_reserved
 
 
-def parse_callback_url(url: object) -> CallbackTarget:
-    """Where ``url`` points, or :class:`CallbackRefused` saying why it is not a usable URL."""
+def parse_callback_url(url: object, name: str = "callback_url") -> CallbackTarget:
+    """Where ``url`` points, or :class:`CallbackRefused` saying why it is not a usable URL.
+
+    ``name`` is what the refusal calls the URL (the field, or the variable it came from).
+    """
     if not isinstance(url, str):
-        raise CallbackRefused(f"callback_url must be a string, not {type(url).__name__}")
+        raise CallbackRefused(f"{name} must be a string, not {type(url).__name__}")
     if len(url) > MAX_URL_CHARS:
-        raise CallbackRefused(f"callback_url is longer than {MAX_URL_CHARS} characters")
+        raise CallbackRefused(f"{name} is longer than {MAX_URL_CHARS} characters")
     for position, char in enumerate(url):
         if not char.isprintable():  # CR/LF, tabs, NUL, direction marks: a space is percent-encoded
             raise CallbackRefused(
-                f"callback_url holds a control or invisible character (U+{ord(char):04X} at position {position})"
+                f"{name} holds a control or invisible character (U+{ord(char):04X} at position {position})"
             )
     import httpx  # here, not at the top: `import parkgate` loads no HTTP client library
 
@@ -217,22 +220,22 @@ def parse_callback_url(url: object) -> CallbackTarget:
     except (httpx.InvalidURL, ValueError, UnicodeError) as error:
         # A host IDNA cannot encode (``１２７.0.0.1``, ``☃.com``) is refused here, once:
         # the client could never send it, so a delivery would only fail and be retried.
-        raise CallbackRefused(f"callback_url is not a URL that can be sent to ({error})") from None
+        raise CallbackRefused(f"{name} is not a URL that can be sent to ({error})") from None
     if parsed.scheme not in DEFAULT_PORTS or not url.lower().startswith(f"{parsed.scheme}://"):
-        raise CallbackRefused("callback_url must be an http:// or https:// URL")
+        raise CallbackRefused(f"{name} must be an http:// or https:// URL")
     if parsed.userinfo or "@" in urlsplit(url).netloc:
-        raise CallbackRefused("callback_url may not carry a user name or password (user@host)")
+        raise CallbackRefused(f"{name} may not carry a user name or password (user@host)")
     raw_host = parsed.raw_host.decode("ascii", "replace")
     if not raw_host:
-        raise CallbackRefused("callback_url has no host")
+        raise CallbackRefused(f"{name} has no host")
     # ``parsed.port`` is None when the URL names no port; 0 is a port it names (and refused).
     port = DEFAULT_PORTS[parsed.scheme] if parsed.port is None else parsed.port
     if not 1 <= port <= 65535:
-        raise CallbackRefused(f"callback_url's port {port} is not from 1 to 65535")
+        raise CallbackRefused(f"{name}'s port {port} is not from 1 to 65535")
     try:
         host = _normal_host(raw_host)
     except ValueError:
-        raise CallbackRefused(f"callback_url's host {parsed.host!r} is not a valid host name or address") from None
+        raise CallbackRefused(f"{name}'s host {parsed.host!r} is not a valid host name or address") from None
     return CallbackTarget(parsed.scheme, host, port, literal_address(host))
 
 
@@ -259,17 +262,17 @@ def loggable_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def check_callback_url(url: object, allow: AllowList = AllowList()) -> CallbackTarget:
+def check_callback_url(url: object, allow: AllowList = AllowList(), name: str = "callback_url") -> CallbackTarget:
     """The park-time check: ``url`` parses (:func:`parse_callback_url`), and a host that is
     an address or a ``localhost`` name is internal only if ``allow`` lets it in.
 
-    Raises :class:`CallbackRefused` (an :class:`InputError`) naming the rule.
+    Raises :class:`CallbackRefused` (an :class:`InputError`) naming the rule and ``name``.
     """
-    target = parse_callback_url(url)
+    target = parse_callback_url(url, name)
     if target.address is not None:
         if is_internal(target.address) and not allow.covers(target.address, target.port):
             raise CallbackRefused(
-                f"callback_url points at an internal address ({target.address.compressed}): loopback, private, "
+                f"{name} points at an internal address ({target.address.compressed}): loopback, private, "
                 "link-local, multicast and unspecified addresses are refused unless the server allows them "
                 f"({ENV_CALLBACK_ALLOW})"
             )
@@ -277,8 +280,7 @@ def check_callback_url(url: object, allow: AllowList = AllowList()) -> CallbackT
         target.host, target.port
     ):
         raise CallbackRefused(
-            f"callback_url points at {target.host}, this machine: refused unless the server allows it "
-            f"({ENV_CALLBACK_ALLOW})"
+            f"{name} points at {target.host}, this machine: refused unless the server allows it ({ENV_CALLBACK_ALLOW})"
         )
     return target
 

@@ -166,20 +166,6 @@ CHANNEL_SECONDS = "{count} s"
 # The buttons under every posted ask besides its options.
 CHANNEL_CANCEL_BUTTON = "Cancel"
 CHANNEL_SHOW_OPTIONS_BUTTON = "Show options"
-# Slack: its composer swallows unknown slash commands (/cancel never reaches a bot), so
-# on Slack the exits are the buttons: every line naming the slash forms names them
-# instead. Each key is a line above, replaced wherever it appears in a Slack reply.
-SLACK_EXITS: dict[str, str] = {
-    EXITS_HINT: "press Show options to see the question again, or Cancel to drop it",
-    TEXT_EXITS_HINT: "press Cancel to drop this question, Show options to see it again",
-    CHOICE_MENU_FOOTER: "Press an option or reply with its number; Show options or Cancel.",
-    CHOICE_MENU_FOOTER_SLASHED: "Press an option or reply with its number; Show options or Cancel.",
-}
-# Slack: what a person is told privately when parkgate does not take what they sent in an
-# ask's thread: a file with no text (only typed text answers), or a click on a button that
-# is not on the message of the question it names (nothing changes).
-SLACK_FILE_NOT_READ = "Only typed text answers this question; files are not read. Type your answer in this thread."
-SLACK_NOT_THIS_MESSAGE = "That button is not on the message of the question it names, so it changed nothing."
 # A channel message longer than any answer is taken ({count} characters, {limit} at most):
 # refused, with nothing changed, and the person told.
 CHANNEL_MESSAGE_TOO_LONG = (
@@ -219,3 +205,21 @@ AGENT_EXPIRED = "No decision: the question expired after {duration}; the tool di
 CHANNEL_REMINDER = "Still waiting on {who}: {prompt} (asked {waited} ago; it expires in {left})."
 CHANNEL_ESCALATION = "Now also asking {who}: {prompt} (asked {waited} ago; it expires in {left})."
 CHANNEL_ANYONE = "anyone here"
+# The MCP approval gateway (parkgate.mcp_gateway): the ask's prompt ({arguments}, one
+# "name: value" line each, or MCP_GATEWAY_NO_ARGUMENTS), what a held call reports as
+# progress, and the tool results an agent sees when the call did not run: still pending
+# ({left}: until it expires, "9 min"), rejected or cancelled ({who}: who closed it),
+# expired ({duration}: its TTL).
+MCP_GATEWAY_PROMPT = "Run {tool} on {server}?\n{arguments}"
+MCP_GATEWAY_NO_ARGUMENTS = "(no arguments)"
+MCP_GATEWAY_REDACTED = "[redacted]"
+MCP_GATEWAY_CUT = "… ({count} more characters)"
+MCP_GATEWAY_WAITING = "Waiting for approval: ask {ask_id}"
+MCP_GATEWAY_PENDING = (
+    "Approval pending: {tool} has not run. Ask {ask_id} waits for a person (it expires in {left}). "
+    "Call {tool} again with exactly the same arguments to wait for the decision; other arguments ask again."
+)
+MCP_GATEWAY_REJECTED = "Rejected by {who} (ask {ask_id}): {tool} did not run."
+MCP_GATEWAY_CANCELLED = "Cancelled by {who} (ask {ask_id}): {tool} did not run."
+MCP_GATEWAY_EXPIRED = "Expired: nobody answered ask {ask_id} within {duration}; {tool} did not run."
+MCP_GATEWAY_NOBODY = "nobody"

@@ -41,7 +41,7 @@ class ChannelCalls:
         """
         name = getattr(channel, "name", None)
         if not isinstance(name, str) or not name.isidentifier():
-            raise InputError("a channel needs a name, such as 'slack'")
+            raise InputError("a channel needs a name: an identifier, its key in post_to and in an ask's JSON")
         self.channels[name] = channel
         self._units.on_channel_jobs = lambda: self.signal.changed(Change.OUTBOX)
         self.signal.changed(Change.OUTBOX)  # jobs queued before it was added may be due

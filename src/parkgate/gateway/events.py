@@ -2,11 +2,17 @@
 the callbacks it sends, here and nowhere else.
 
 Each event is one JSON body in Standard Webhooks' recommended shape,
-``{"type": "ask.closed", "timestamp": ..., "data": <the ask's JSON>}``, with an id of its
+``{"type": "ask.closed", "timestamp": ..., "data": <the ask's JSON and "seq">}``, with an id of its
 own (its ``webhook-id``, the same on every attempt and for every receiver). It goes to the
 ask's ``callback_url`` (its reminders, escalation and close) and to the server-wide
 subscriber ``PARKGATE_EVENTS_URL`` (every ask's events, ``ask.opened`` included), queued
 in the outbox in the transaction that decided it, so it is sent at least once.
+
+Delivery is at least once and retried, so events may arrive out of order (a retried
+``ask.opened`` after the ``ask.closed`` that followed it). ``data.seq`` orders one ask's
+events: it counts the events the ask has had, this one included (1 for ``ask.opened``,
+one more for each reminder, the escalation and the close), so a receiver keeps the event
+with the highest ``seq`` per ask id and drops any older one that arrives after it.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import json
 import os
 from datetime import datetime
 
-from parkgate.core.fence import parse_callback_url, receiver_host
+from parkgate.core.fence import ENV_CALLBACK_ALLOW, check_callback_url, parse_allow_list, receiver_host
 from parkgate.core.kinds import EventType
 from parkgate.core.model import Ask
 from parkgate.gateway.shapes import ask_to_dict
@@ -33,21 +39,39 @@ def event_id(event: EventType, ask: Ask) -> str:
     return f"{ask.id}.{name}"
 
 
+def event_seq(ask: Ask) -> int:
+    """The event's place among its ask's events: the events the ask has had, counting the
+    one ``ask`` stands after (opened, each reminder, the escalation, the close).
+
+    Each event moves exactly one of these counts by one, so the number grows by one per
+    event of the ask whichever order reminders and the escalation came in.
+    """
+    return 1 + ask.reminders_sent + (ask.escalated_at is not None) + (not ask.is_open)
+
+
 def event_body(event: EventType, ask: Ask, now: datetime) -> str:
-    """The event's JSON body: ``{"type", "timestamp", "data": <the ask's JSON>}``."""
-    return json.dumps({"type": event.value, "timestamp": now.isoformat(), "data": ask_to_dict(ask)}, ensure_ascii=False)
+    """The event's JSON body: ``{"type", "timestamp", "data"}``, ``data`` the ask's JSON
+    and its event's ``seq`` (:func:`event_seq`)."""
+    data = {**ask_to_dict(ask), "seq": event_seq(ask)}
+    return json.dumps({"type": event.value, "timestamp": now.isoformat(), "data": data}, ensure_ascii=False)
 
 
 def events_url_from_env() -> str | None:
-    """``PARKGATE_EVENTS_URL`` (checked to parse as a callback URL), or ``None`` when unset.
+    """``PARKGATE_EVENTS_URL``, checked as the fence checks an ask's ``callback_url``, or
+    ``None`` when unset.
+
+    An internal receiver (loopback, a private address, ``localhost``) is refused unless
+    ``PARKGATE_CALLBACK_ALLOW`` lets it in: the deliverer would refuse every event sent
+    there, so the server refuses to start instead.
 
     Raises:
-        CallbackRefused: The URL does not parse, or is not http(s).
+        CallbackRefused: The URL does not parse, is not http(s), or points at an internal
+            receiver the allow-list does not name; the message names the variable.
     """
     url = os.environ.get(ENV_EVENTS_URL, "").strip()
     if not url:
         return None
-    parse_callback_url(url)
+    check_callback_url(url, parse_allow_list(os.environ.get(ENV_CALLBACK_ALLOW)), name=ENV_EVENTS_URL)
     return url
 
 

@@ -9,11 +9,11 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 | fields | adds | taken by |
 | --- | --- | --- |
 | :class:`RunFields` | ``run_id``, ``replace``, ``responders``, ``quorum`` | ``Client.start`` |
-| :class:`OwnedRunFields` | ``owner``, ``post_to`` | ``Gateway.start`` |
+| :class:`OwnedRunFields` | ``owner``, ``post_to`` (:class:`PostFields`) | ``Gateway.start`` |
 | :class:`ParkFields` | ``ttl``, ``callback_url``, ``key``, ``remind_after``, ``escalate_*`` | ``ask_from_text`` |
 | :class:`OwnedParkFields` | ``owner`` | ``Gateway.ask_from_text`` |
 | :class:`PromptFields` | ``default``, ``expect``, ``context``, ``phase``, ``follow_up`` | ``POST /v1/asks`` |
-| :class:`ClientAskFields` | ``slack``, ``telegram`` | ``Client.ask`` |
+| :class:`ClientAskFields` | ``post_to`` (:class:`PostFields`) | ``Client.ask`` |
 | :class:`AskFields` | ``watched`` | ``Gateway.ask`` |
 
 An option that travels in JSON says how, on its field: ``Annotated[type,
@@ -87,16 +87,21 @@ class RunFields(TypedDict, total=False):
     ]
 
 
-class OwnedRunFields(RunFields, total=False):
+class PostFields(TypedDict, total=False):
+    """The channel to post an ask on."""
+
+    #: Post the ask to a channel (:mod:`parkgate.channels`): a ChannelTarget, or a
+    #: ``(channel, where)`` pair; the post is updated when it closes (implies ``watched``).
+    #: A workflow's later phases are posted in the same place and thread.
+    post_to: ChannelTarget | tuple[str, Mapping[str, Any]] | None
+
+
+class OwnedRunFields(RunFields, PostFields, total=False):
     """:class:`RunFields`, who parks (a library caller's own; the HTTP service passes its
     token's name) and the channel to post on."""
 
     #: Who parks the ask; an owner reaches only its own asks and runs.
     owner: str | None
-    #: Post the ask to a channel (:mod:`parkgate.channels`): a ChannelTarget, or a
-    #: ``(channel, where)`` pair; the post is updated when it closes (implies ``watched``).
-    #: A workflow's later phases are posted in the same place and thread.
-    post_to: ChannelTarget | tuple[str, Mapping[str, Any]] | None
 
 
 class ParkFields(RunFields, ScheduleFields, total=False):
@@ -143,14 +148,14 @@ class PromptFields(ParkFields, total=False):
     ]
 
 
-class ClientAskFields(PromptFields, total=False):
-    """:class:`PromptFields` and the channel to post the ask on, as ``POST /v1/asks``
-    takes it (one at most): what :meth:`Client.ask <parkgate.client.Client.ask>` takes."""
+class ClientAskFields(PromptFields, PostFields, total=False):
+    """:class:`PromptFields` and the channel to post the ask on: what
+    :meth:`Client.ask <parkgate.client.Client.ask>` takes.
 
-    #: Post the ask on Slack: ``{"channel": "C123", "thread_ts": ...}`` (``thread_ts`` optional).
-    slack: Mapping[str, str] | None
-    #: Post the ask on Telegram: ``{"chat_id": 42, "message_thread_id": ...}`` (the topic optional).
-    telegram: Mapping[str, int] | None
+    The client sends ``post_to`` as ``POST /v1/asks`` takes a channel, under its name
+    (``slack: {...}``), and takes that key as a keyword too (``slack={"channel": "C123"}``),
+    for every registered channel (:mod:`parkgate.channels.registry`); one channel at most.
+    """
 
 
 class AskFields(PromptFields, OwnedParkFields, total=False):

@@ -78,10 +78,12 @@ class WritePlan:
         events and the channel jobs queued; the plan then starts empty (its closes stay to
         report). A posted ask's close queues its channel update in the store itself
         (:mod:`parkgate.channels.jobs`), whichever statement closes it."""
+        # A message that touches no events, channel or schedule (most) builds none of their values.
         callbacks = self._callbacks(clock) if self._has_events() else ()
         self._queued = len(self.closed)
         self.callbacks_queued += len(callbacks)
-        jobs, fired = tuple(self.channel_jobs), tuple(item.ask for item in self.fired)
+        jobs = tuple(self.channel_jobs) if self.channel_jobs else ()
+        fired = tuple(item.ask for item in self.fired) if self.fired else ()
         if self.steps or self.runs or self.park is not None or self.reply is not None or callbacks or jobs or fired:
             tx.write(Writes(tuple(self.steps), tuple(self.runs), self.park, self.reply, callbacks, jobs, fired))
             self.channel_jobs_written += len(jobs)

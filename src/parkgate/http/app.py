@@ -47,7 +47,7 @@ from parkgate.gateway import Gateway
 from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.gateway.checks import MAX_WAIT_SECONDS
 from parkgate.gateway.delivering import deliverer_for
-from parkgate.http.errors import add_error_handlers, answered_as
+from parkgate.http.errors import add_error_handlers
 from parkgate.http.guard import MAX_BODY_BYTES, GuardMiddleware
 from parkgate.http.logs import ensure_stderr_logging
 from parkgate.http.longpolls import DEFAULT_MAX_LONG_POLLS, LongPolls, max_long_polls_from_env
@@ -191,7 +191,6 @@ __all__ = [
     "AskIn",
     "MessageIn",
     "StartIn",
-    "answered_as",
     "app_from_env",
     "create_app",
     "open_server_store",

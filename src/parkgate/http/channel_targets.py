@@ -1,32 +1,90 @@
-"""Where ``POST /v1/asks`` posts an ask on a channel whose target holds no text: the
-bodies of those channel fields (:data:`CHANNEL_FIELDS`), the target a body's one channel
-field names, and whether the caller's token may post there (its tokens-file ``channels``)."""
+"""The channel keys of the API, made from the channel registry
+(:mod:`parkgate.channels.registry`): one key per registered channel in ``POST /v1/asks``
+(:class:`ChannelFieldsIn`, each the channel's target model) and in an ask's JSON
+(:class:`ChannelPostsOut`, each its location model); the target a body's one channel key
+names, and whether the caller's token may post there (its tokens-file ``channels``)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from parkgate.channels.base import ChannelTarget
+from parkgate.channels.registry import ChannelSpec, registered, spec_of
 from parkgate.errors import InputError
+from parkgate.gateway.checks import check_inbound_text
 from parkgate.http.tokens import Caller
 
 
-class TelegramTargetIn(BaseModel):
-    """Where ``POST /v1/asks`` posts the ask on Telegram: a chat, and a forum topic of it."""
+class _StrictTarget(BaseModel):
+    """What every channel's target takes over HTTP, as every body does: strict types, no
+    unknown fields, and only text a store can keep."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    chat_id: int = Field(description="The chat's id (a group's is negative).")
-    message_thread_id: Annotated[int, Field(ge=1)] | None = Field(default=None, description="The forum topic.")
+    @model_validator(mode="after")
+    def _storable_text(self) -> _StrictTarget:
+        for name, value in self:
+            if isinstance(value, str):
+                check_inbound_text(value, what=name)
+        return self
 
 
-#: The channel fields of ``POST /v1/asks``: each a channel's name (:mod:`parkgate.channels`).
-CHANNEL_FIELDS = ("slack", "telegram")
-#: Per channel field: the field of its target a token's ``channels`` patterns are matched
-#: on, after ``<channel>:`` (a Slack channel id, a Telegram chat id).
-TARGET_ID_FIELDS = {"slack": "channel", "telegram": "chat_id"}
+def _target_in(spec: ChannelSpec) -> type[BaseModel]:
+    """The channel's target model as ``POST /v1/asks`` takes it (``SlackTarget`` as ``SlackTargetIn``)."""
+    target: type[BaseModel] = spec.imported(spec.target)
+    model: type[BaseModel] = create_model(
+        f"{target.__name__}In", __base__=(target, _StrictTarget), __doc__=target.__doc__, __module__=__name__
+    )
+    return model
+
+
+class _StrictPost(BaseModel):
+    """What every channel's post location is in a response: no key it does not declare."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _post_out(spec: ChannelSpec) -> type[BaseModel]:
+    """The channel's location model as an ask's JSON shows it, forbidding other keys (under its own name)."""
+    location: type[BaseModel] = spec.imported(spec.location)
+    model: type[BaseModel] = create_model(
+        location.__name__, __base__=(location, _StrictPost), __doc__=location.__doc__, __module__=__name__
+    )
+    return model
+
+
+#: The channel keys of ``POST /v1/asks``: each a registered channel's name, in the order registered.
+CHANNEL_FIELDS: tuple[str, ...] = tuple(spec.name for spec in registered())
+
+_posts_in: dict[str, Any] = {
+    spec.name: (
+        _target_in(spec) | None,
+        Field(
+            default=None,
+            description=f"Post the ask on {spec.title} (when the server serves {spec.title}); "
+            f"its JSON then has {spec.name}.",
+        ),
+    )
+    for spec in registered()
+}
+_posts_out: dict[str, Any] = {
+    spec.name: (
+        _post_out(spec) | None,
+        Field(default=None, description=f"Where it is posted on {spec.title}; absent until it is posted."),
+    )
+    for spec in registered()
+}
+
+if TYPE_CHECKING:
+    ChannelFieldsIn = BaseModel
+    ChannelPostsOut = BaseModel
+else:
+    #: ``POST /v1/asks``' channel keys: one a registered channel, each its target (at most one is given).
+    ChannelFieldsIn = create_model("ChannelFieldsIn", __module__=__name__, **_posts_in)
+    #: An ask's JSON's channel keys: where it is posted, under its channel's name.
+    ChannelPostsOut = create_model("ChannelPostsOut", __module__=__name__, **_posts_out)
 
 
 def channel_target_of(body: BaseModel) -> ChannelTarget | None:
@@ -38,8 +96,9 @@ def channel_target_of(body: BaseModel) -> ChannelTarget | None:
 
 
 def target_name(target: ChannelTarget) -> str:
-    """``target`` as a token's ``channels`` patterns read it: ``"slack:C0OPS"``, ``"telegram:-100777"``."""
-    return f"{target.channel}:{target.where.get(TARGET_ID_FIELDS.get(target.channel, ''), '')}"
+    """``target`` as a token's ``channels`` patterns read it: ``"<channel>:<its target id>"``."""
+    spec = spec_of(target.channel)
+    return f"{target.channel}:{target.where.get(spec.target_id, '') if spec is not None else ''}"
 
 
 def channel_refusal(caller: Caller, target: ChannelTarget | None) -> str | None:

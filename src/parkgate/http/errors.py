@@ -1,9 +1,11 @@
-"""How errors reach a client: the status and ``error`` code of each of parkgate's errors,
-the exception handlers that answer with them, and their entries in the OpenAPI schema.
+"""How errors reach a client: the exception handlers, and the errors' entries in the
+OpenAPI schema.
 
 Every error is JSON ``{"error": code, "detail": message}`` (plus a field naming what a
 client acts on next, where there is one) with a 4xx, or a 503 while the store is out of
-reach. A parkgate error is never a 500; anything else is, logged with its traceback.
+reach. A parkgate error answers with what its class states (:mod:`parkgate.errors`:
+status, code, body, headers) and is never a 500; anything else is, logged with its
+traceback.
 """
 
 from __future__ import annotations
@@ -17,25 +19,12 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from parkgate.errors import REPLACE_IN_JSON, AskAlreadyOpen, CallbackNotFailed, ParkgateError, RunStillAsking
-from parkgate.http import codes
-from parkgate.http.longpolls import TooManyLongPolls
+from parkgate.errors import ErrorResponse, InvalidRequest, NotFound, ParkgateError, ServerError, StoreError
+from parkgate.http.models import SafeJSONResponse
 from parkgate.http.outputs import ErrorOut
-from parkgate.http.quota import QuotaExceeded
 from parkgate.http.responses import error_response
-from parkgate.store import StoreError
 
 log = logging.getLogger("parkgate.http")
-
-#: What the API answers each of parkgate's errors with, status and ``error`` code: the
-#: library's (:data:`parkgate.http.codes.LIBRARY_ERRORS`) and the server's own. An error
-#: takes the entry of the nearest class in its MRO, and ``ParkgateError``'s covers one not
-#: listed, so no parkgate error is ever a 500. The tree is drawn in :mod:`parkgate.errors`.
-ANSWERED_ERRORS: tuple[tuple[type[Exception], int, str], ...] = (
-    *codes.LIBRARY_ERRORS,
-    (QuotaExceeded, 429, codes.TOO_MANY_OPEN_ASKS),
-    (TooManyLongPolls, 429, codes.TOO_MANY_LONG_POLLS),
-)
 
 #: What each error status means on this API, as the OpenAPI schema describes it.
 STATUS_MEANINGS = {
@@ -64,19 +53,13 @@ def documented(*statuses: int, extra: Responses | None = None) -> Responses:
     return {**(extra or {}), **errors}
 
 
-def answered_as(error: type[ParkgateError]) -> tuple[int, str]:
-    """The status and ``error`` code the API answers ``error`` with (see :data:`ANSWERED_ERRORS`)."""
-    answers = {error_class: (status, code) for error_class, status, code in ANSWERED_ERRORS}
-    return next(answers[cls] for cls in error.__mro__ if cls in answers)
-
-
 def validation_detail(error: RequestValidationError) -> tuple[str, str]:
     """The ``error`` code and detail of a request the route's schema refuses (at most ten problems named)."""
     problems = error.errors()
     if any(problem.get("type") == "json_invalid" for problem in problems):
         first = next(problem for problem in problems if problem.get("type") == "json_invalid")
         reason = (first.get("ctx") or {}).get("error")
-        return codes.MALFORMED_JSON, f"the body is not valid JSON{f' ({reason})' if reason else ''}"
+        return InvalidRequest.MALFORMED_JSON, f"the body is not valid JSON{f' ({reason})' if reason else ''}"
     parts = []
     for problem in problems[:10]:
         where = ".".join(str(step) for step in problem.get("loc", ()) if step != "body") or "body"
@@ -90,7 +73,7 @@ def validation_detail(error: RequestValidationError) -> tuple[str, str]:
                 if isinstance(problem.get("input"), (bytes, bytearray)):
                     message += " sent as Content-Type: application/json"
         parts.append(f"{where}: {message}")
-    return codes.INVALID_REQUEST, "; ".join(parts) or "the request is not valid"
+    return InvalidRequest.wire_code, "; ".join(parts) or "the request is not valid"
 
 
 def allowed_methods(request: Request) -> list[str]:
@@ -106,54 +89,40 @@ def allowed_methods(request: Request) -> list[str]:
 async def invalid_request(_: Request, error: RequestValidationError) -> Response:
     """422: the body or query is not what the route's schema takes."""
     code, detail = validation_detail(error)
-    return error_response(422, code, detail)
+    return error_response(InvalidRequest.http_status, code, detail)
 
 
 async def http_error(request: Request, error: StarletteHTTPException) -> Response:
     """Starlette's own errors (no route, wrong method) in the one error shape."""
     if error.status_code == 404:
-        return error_response(404, codes.NOT_FOUND, "no such route")
+        return error_response(NotFound.http_status, NotFound.wire_code, "no such route")
     if error.status_code == 405:
         allowed = allowed_methods(request)
         detail = f"{request.method} is not allowed here; use {', '.join(allowed)}"
-        return error_response(405, "method_not_allowed", detail, {"Allow": ", ".join(allowed)})
+        return error_response(405, ErrorResponse.METHOD_NOT_ALLOWED, detail, {"Allow": ", ".join(allowed)})
     if error.status_code == 400:
         # No route raises a 400 (GuardMiddleware answers its own 400s before routing):
         # this is FastAPI failing to parse a body the JSON decoder gave up on in some
         # other way than a syntax error (nesting too deep for it). To the client that is
         # malformed JSON, like any other.
-        return error_response(422, codes.MALFORMED_JSON, "the body could not be read as JSON (nested too deeply?)")
-    return error_response(error.status_code, "http_error", str(error.detail), error.headers)
+        detail = "the body could not be read as JSON (nested too deeply?)"
+        return error_response(InvalidRequest.http_status, InvalidRequest.MALFORMED_JSON, detail)
+    return error_response(error.status_code, ErrorResponse.HTTP_ERROR, str(error.detail), error.headers)
 
 
 async def parkgate_error(_: Request, error: ParkgateError) -> Response:
-    """A parkgate error with its status and code (:func:`answered_as`)."""
-    status, code = answered_as(type(error))
-    detail = str(error)
-    headers: dict[str, str] = {}
-    extra: dict[str, Any] = {}
-    if isinstance(error, AskAlreadyOpen):
-        detail = error.message(REPLACE_IN_JSON)  # the JSON field, not the Python argument
-    # The errors about an open ask name it, so a client can read or cancel it; a
-    # refused callback retry says where the callback stands.
-    if isinstance(error, (AskAlreadyOpen, RunStillAsking)):
-        extra["open_ask_id"] = error.ask_id
-    if isinstance(error, CallbackNotFailed):
-        extra["callback_status"] = error.status
-    if isinstance(error, QuotaExceeded):
-        headers["Retry-After"] = str(error.retry_after)
-    if isinstance(error, TooManyLongPolls):  # and the connection's slot goes back at once
-        headers.update({"Retry-After": str(error.retry_after), "Connection": "close"})
+    """A parkgate error as its class states it: status, body and headers."""
     if isinstance(error, StoreError):
         log.warning("store error answered with 503: %s", error)
-        headers["Retry-After"] = "1"
-    return error_response(status, code, detail, headers, **extra)
+    status = error.answered_as()[0]
+    return SafeJSONResponse(error.wire_detail(), status_code=status, headers=error.wire_headers())
 
 
 async def unexpected_error(_: Request, error: Exception) -> Response:
     """500 for what no other handler answers, its traceback in the server log."""
     log.exception("unexpected error", exc_info=error)
-    return error_response(500, "internal_error", "an unexpected error; the server log has the details")
+    detail = "an unexpected error; the server log has the details"
+    return error_response(ServerError.http_status, ServerError.wire_code, detail)
 
 
 def add_error_handlers(app: FastAPI) -> None:

@@ -27,14 +27,17 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from parkgate.http import codes
+from parkgate.errors import ErrorResponse
 from parkgate.http.connections import ConnectionBoundsMixin
 
 
 def head_refusal(limit: int) -> bytes:
     """The 431 (JSON ``{"error", "detail"}``, ``Connection: close``) for a head past ``limit`` bytes."""
     body = json.dumps(
-        {"error": codes.REQUEST_HEAD_TOO_LARGE, "detail": f"the request head passed {limit} bytes before it ended"}
+        {
+            "error": ErrorResponse.REQUEST_HEAD_TOO_LARGE,
+            "detail": f"the request head passed {limit} bytes before it ended",
+        }
     ).encode()
     return (
         b"HTTP/1.1 431 Request Header Fields Too Large\r\n"

@@ -40,7 +40,15 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as ASGIScope
 
-from parkgate.http import codes
+from parkgate.errors import (
+    BadRequest,
+    ErrorResponse,
+    Forbidden,
+    InvalidRequest,
+    RateLimited,
+    Unauthorized,
+    UnsupportedMediaType,
+)
 from parkgate.http.ratelimit import RateLimiter
 from parkgate.http.responses import Refusal, body_too_large
 from parkgate.http.tokens import ANONYMOUS, NEED_ATTRIBUTE, Caller, Need, Scope, Tokens
@@ -185,7 +193,9 @@ class GuardMiddleware:
         if host == "localhost" or host in self.allowed_hosts or _names_this_server(incoming.scope, host):
             return None
         detail = f"this server does not answer to the host {raw.decode('latin-1')[:200]!r}; its operator can add it "
-        return Refusal(400, "host_not_allowed", detail + "with --allowed-host (PARKGATE_ALLOWED_HOSTS)")
+        return Refusal(
+            BadRequest.http_status, BadRequest.HOST_NOT_ALLOWED, detail + "with --allowed-host (PARKGATE_ALLOWED_HOSTS)"
+        )
 
     def check_token(self, incoming: Incoming) -> Refusal | None:
         """Check 5, on ``/v1``: the bearer token names a caller (401 ``unauthorized``); a
@@ -200,7 +210,12 @@ class GuardMiddleware:
         incoming.caller = self.identify(credentials.strip()) if given else None
         if incoming.caller is not None:
             return None
-        return Refusal(401, "unauthorized", WRONG_TOKEN if given else MISSING_TOKEN, {"WWW-Authenticate": "Bearer"})
+        return Refusal(
+            Unauthorized.http_status,
+            Unauthorized.wire_code,
+            WRONG_TOKEN if given else MISSING_TOKEN,
+            {"WWW-Authenticate": "Bearer"},
+        )
 
     def check_rate(self, incoming: Incoming) -> Refusal | None:
         """Check 6: a caller with a rate has a request left this second (429 ``rate_limited``)."""
@@ -211,7 +226,7 @@ class GuardMiddleware:
         if wait is None:
             return None
         detail = f"the token {caller.name!r} may send {caller.rate_per_second:g} requests a second; retry in {wait} s"
-        return Refusal(429, "rate_limited", detail, {"Retry-After": str(wait)})
+        return Refusal(RateLimited.http_status, RateLimited.wire_code, detail, {"Retry-After": str(wait)})
 
     def check_scope(self, incoming: Incoming) -> Refusal | None:
         """Check 7: the caller holds the scope the route it asks for needs (403 ``missing_scope``).
@@ -227,7 +242,7 @@ class GuardMiddleware:
             return None
         what = f"{incoming.method} {incoming.path}"
         detail = f"the token {caller.name!r} lacks the scope {need.scope.value!r} for {what}"
-        return Refusal(403, "missing_scope", detail, extra={"scope": need.scope.value})
+        return Refusal(Forbidden.http_status, Forbidden.wire_code, detail, extra={"scope": need.scope.value})
 
     def check_size(self, incoming: Incoming) -> Refusal | None:
         """Check 10: a declared body is within its cap (413 ``body_too_large``, before it is read)."""
@@ -259,7 +274,9 @@ class GuardMiddleware:
             body.decode("utf-8")  # JSON is UTF-8 (RFC 8259)
         except UnicodeDecodeError as error:
             problem = f"the body is not valid UTF-8 (byte 0x{body[error.start]:02x} at offset {error.start}): "
-            await Refusal(422, codes.MALFORMED_JSON, problem + "send the JSON encoded as UTF-8").send(send)
+            await Refusal(
+                InvalidRequest.http_status, InvalidRequest.MALFORMED_JSON, problem + "send the JSON encoded as UTF-8"
+            ).send(send)
             return
         unread: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
@@ -275,7 +292,7 @@ def check_head(incoming: Incoming) -> Refusal | None:
     if incoming.head_size <= MAX_HEAD_BYTES:
         return None
     detail = f"the request line and headers are over {MAX_HEAD_BYTES} bytes"
-    return Refusal(431, codes.REQUEST_HEAD_TOO_LARGE, detail, {"Connection": "close"})
+    return Refusal(431, ErrorResponse.REQUEST_HEAD_TOO_LARGE, detail, {"Connection": "close"})
 
 
 def check_cross_site(incoming: Incoming) -> Refusal | None:
@@ -288,7 +305,7 @@ def check_cross_site(incoming: Incoming) -> Refusal | None:
     if fetch_site is not None and fetch_site.strip().lower() not in (b"same-origin", b"none"):
         site = fetch_site.decode("latin-1")
         detail = f"the browser says this request comes from another site (Sec-Fetch-Site: {site})"
-        return Refusal(403, "cross_site", detail)
+        return Refusal(Forbidden.http_status, Forbidden.CROSS_SITE, detail)
     origin = headers.get(b"origin")
     if origin is None:
         return None
@@ -299,7 +316,7 @@ def check_cross_site(incoming: Incoming) -> Refusal | None:
     if theirs is not None and theirs == _netloc(scheme, headers.get(b"host", b"").decode("latin-1")):
         return None
     detail = f"the request comes from another origin ({text}); this server answers only its own pages"
-    return Refusal(403, "cross_site", detail)
+    return Refusal(Forbidden.http_status, Forbidden.CROSS_SITE, detail)
 
 
 def check_path(incoming: Incoming) -> Refusal | None:
@@ -314,14 +331,18 @@ def check_path(incoming: Incoming) -> Refusal | None:
     except UnicodeDecodeError as error:
         byte = error.object[error.start]
         problem = f"the URL path is not valid UTF-8 once its %-escapes are decoded (a byte 0x{byte:02x} cannot start "
-        return Refusal(400, "bad_request", problem + "or continue a character there): percent-encode ids as UTF-8")
+        return Refusal(
+            BadRequest.http_status,
+            BadRequest.wire_code,
+            problem + "or continue a character there): percent-encode ids as UTF-8",
+        )
     return None
 
 
 def check_length(incoming: Incoming) -> Refusal | None:
     """Check 8: a ``Content-Length`` is a number (400 ``bad_request``)."""
     if b"content-length" in incoming.headers and incoming.size is None:
-        return Refusal(400, "bad_request", "Content-Length is not a number")
+        return Refusal(BadRequest.http_status, BadRequest.wire_code, "Content-Length is not a number")
     return None
 
 
@@ -339,7 +360,9 @@ def check_media_type(incoming: Incoming, signed: Collection[str] = ()) -> Refusa
         )
     else:
         problem = None
-    return None if problem is None else Refusal(415, "unsupported_media_type", problem)
+    return (
+        None if problem is None else Refusal(UnsupportedMediaType.http_status, UnsupportedMediaType.wire_code, problem)
+    )
 
 
 def _names_this_server(scope: ASGIScope, host: str) -> bool:

@@ -31,7 +31,7 @@ from parkgate.gateway.checks import (
     MAX_SKILL_OUTPUT_CHARS,
 )
 from parkgate.gateway.options import MAX_CALLBACK_URL_CHARS, PromptFields, RunFields
-from parkgate.http.channel_targets import CHANNEL_FIELDS, TelegramTargetIn
+from parkgate.http.channel_targets import CHANNEL_FIELDS, ChannelFieldsIn
 
 #: Largest body ``POST /v1/asks`` accepts: room for a ``skill_output`` of the library's
 #: :data:`~parkgate.gateway.checks.MAX_SKILL_OUTPUT_CHARS` (256,000) characters even when a
@@ -121,16 +121,6 @@ class ExpectJSON(_Body):
     max_items: Annotated[int, Field(ge=1)] | None = Field(default=None, description="Most picked (several form).")
 
 
-class SlackTargetIn(_Body):
-    """Where ``POST /v1/asks`` posts the ask on Slack: a channel, and a thread to post in
-    (a new thread, under the ask's own message, when ``thread_ts`` is left out)."""
-
-    channel: Annotated[str, Field(min_length=1, max_length=80)] = Field(description="A channel id, such as C123.")
-    thread_ts: Annotated[str, Field(min_length=1, max_length=40)] | None = Field(
-        default=None, description="The ts of the message whose thread the ask is posted in."
-    )
-
-
 #: The JSON each form of option takes (:class:`~parkgate.core.shape.Form`); the gateway
 #: checks the rest (distinct senders, a quorum that fits, a known form).
 JSON_FORMS: dict[Form, Any] = {
@@ -175,12 +165,14 @@ else:
     _RunOptionsIn = options_model("RunOptionsIn", RunFields)
 
 
-class AskIn(_PromptOptionsIn):
+class AskIn(_PromptOptionsIn, ChannelFieldsIn):
     """Park a question: ``prompt`` (+ ``kind``/``options``), or ``skill_output`` with a marker.
 
-    ``kind`` defaults to ``choice`` when ``options`` are given, else ``text``. The other
-    fields are the ask's options, :class:`~parkgate.gateway.options.PromptFields` by their JSON
-    names, derived from their declaration (:func:`options_model`; :func:`options_of` reads them).
+    ``kind`` defaults to ``choice`` when ``options`` are given, else ``text``. The channel
+    to post on is one key per registered channel
+    (:class:`~parkgate.http.channel_targets.ChannelFieldsIn`). The other fields are the
+    ask's options, :class:`~parkgate.gateway.options.PromptFields` by their JSON names,
+    derived from their declaration (:func:`options_model`; :func:`options_of` reads them).
     """
 
     conversation_id: Id
@@ -190,10 +182,6 @@ class AskIn(_PromptOptionsIn):
     skill_output: Annotated[str, Field(max_length=MAX_SKILL_OUTPUT_CHARS)] | None = Field(
         default=None, description="Free text holding one [[ask]] ... [[/ask]] marker."
     )
-    slack: SlackTargetIn | None = Field(
-        default=None, description="Post the ask on Slack (when the server serves Slack); its JSON then has slack."
-    )
-    telegram: TelegramTargetIn | None = Field(default=None, description="Post it on Telegram; its JSON has telegram.")
 
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:

@@ -1,5 +1,6 @@
 """The OpenAPI schema at ``/openapi.json``: FastAPI's, plus the bearer token every ``/v1``
-route takes when the server runs with tokens."""
+route takes when the server runs with tokens. A plain route documents itself through its
+``described`` attribute, a FastAPI route that is never served (the messages route)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def openapi_of(app: FastAPI) -> Callable[[], dict[str, Any]]:
 
     def openapi() -> dict[str, Any]:
         if not app.openapi_schema:
-            schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+            routes = [getattr(route, "described", route) for route in app.routes]
+            schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=routes)
             app.openapi_schema = with_bearer(schema)
         return app.openapi_schema
 

@@ -19,7 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from parkgate.core.expect import Expect
 from parkgate.core.model import AskShape, CallbackState, Reply, Run, Vote
 from parkgate.core.shape import Declared, public
+from parkgate.errors import ParkgateError
 from parkgate.gateway.shapes import SHOWN
+from parkgate.http.channel_targets import ChannelPostsOut
 from parkgate.http.models import ExpectJSON
 
 #: Every response model's settings: a key it does not declare is never sent.
@@ -36,13 +38,16 @@ class Out(BaseModel):
 _MODELS: dict[type[Any], Any] = {Expect: ExpectJSON}
 
 
-def model_of(kind: type[Any], name: str, extra: Mapping[str, tuple[Any, Any]] | None = None) -> type[BaseModel]:
+def model_of(
+    kind: type[Any], name: str, extra: Mapping[str, tuple[Any, Any]] | None = None, base: type[Out] | None = None
+) -> type[BaseModel]:
     """The response model of a declared value's public JSON, and the ``extra`` keys shown with it.
 
     Args:
         kind: A declared dataclass (:mod:`parkgate.core.shape`).
         name: The model's name in the schema.
         extra: Keys its JSON holds beyond the declared fields, each as ``(type, Field(...))``.
+        base: A model whose keys the JSON holds too (an :class:`Out`, so it forbids others).
 
     Returns:
         A model with one required property a public field (typed by its codec's JSON type,
@@ -53,7 +58,7 @@ def model_of(kind: type[Any], name: str, extra: Mapping[str, tuple[Any, Any]] | 
     }
     properties.update(extra or {})
     model: type[BaseModel] = create_model(
-        name, __config__=STRICT, __doc__=kind.__doc__, __module__=__name__, **properties
+        name, __base__=base or Out, __doc__=kind.__doc__, __module__=__name__, **properties
     )
     model.model_rebuild(_types_namespace={name: model})  # a value that holds one of its own (a reply's next ask)
     _MODELS[kind] = model
@@ -91,6 +96,11 @@ def _without_none(hint: Any) -> Any:
     return rest[0] if len(rest) == 1 else typing.Union[tuple(rest)]  # noqa: UP007  # built from parts
 
 
+class _Posted(Out, ChannelPostsOut):
+    """Where an ask is posted on a channel, under the channel's name
+    (:class:`~parkgate.http.channel_targets.ChannelPostsOut`): absent until it is posted."""
+
+
 VoteOut = model_of(Vote, "VoteOut")
 CallbackOut = model_of(CallbackState, "CallbackOut")
 ReplyOut = model_of(Reply, "ReplyOut")
@@ -102,15 +112,8 @@ AskOut = model_of(
         "next_due_at": (str | None, Field(description=SHOWN["next_due_at"])),
         "hours_open": (float | None, Field(default=None, description=SHOWN["hours_open"])),
         "callback": (CallbackOut | None, Field(default=None, description=SHOWN["callback"])),
-        "slack": (
-            dict[str, str] | None,
-            Field(default=None, description="Where it is posted on Slack ({channel, ts}); absent until it is posted."),
-        ),
-        "telegram": (
-            dict[str, int] | None,
-            Field(default=None, description="Its Telegram post: {chat_id, message_id}."),
-        ),
     },
+    base=_Posted,
 )
 
 
@@ -135,23 +138,41 @@ class WorkflowsOut(Out):
     workflows: list[str]
 
 
-class ErrorOut(Out):
-    """Every error: a short code and a sentence naming what is wrong, and a key naming what
-    a client acts on next where there is one."""
+def _error_fields() -> dict[str, tuple[Any, Any]]:
+    """The keys an error body may carry past ``error`` and ``detail`` that an error class
+    states (its ``wire_fields``: :mod:`parkgate.errors`), each with the codes that send it."""
+    sent_with: dict[str, set[str]] = {}
+    pending: list[type[ParkgateError]] = [ParkgateError]
+    while pending:
+        error = pending.pop()
+        pending.extend(error.__subclasses__())
+        for key in vars(error).get("wire_fields", {}):
+            sent_with.setdefault(key, set()).update(error.declared_codes())
+    return {
+        key: (str | None, Field(default=None, description=f"Sent with {', '.join(sorted(codes))}."))
+        for key, codes in sorted(sent_with.items())
+    }
 
-    error: str
-    detail: str
-    open_ask_id: str | None = Field(
-        default=None,
-        description="The open ask a 409 is about (conversation_busy, run_still_asking): read or cancel it.",
-    )
-    callback_status: str | None = Field(
-        default=None, description="Where the callback stands, when a retry is refused (callback_not_failed)."
-    )
-    scope: str | None = Field(default=None, description="The scope a 403 missing_scope says the token lacks.")
-    deliverer: str | None = Field(default=None, description="The deliverer's state, when it is failing (503).")
-    failing_since: str | None = Field(default=None, description="Since when the deliverer fails.")
-    last_pass: str | None = Field(default=None, description="When the deliverer last finished a pass.")
+
+_ERROR_FIELDS: dict[str, Any] = {
+    "error": (str, Field(description="The error's code.")),
+    "detail": (str, Field(description="What is wrong, in a sentence.")),
+    **_error_fields(),
+    "scope": (str | None, Field(default=None, description="The scope a 403 missing_scope says the token lacks.")),
+    "deliverer": (str | None, Field(default=None, description="The deliverer's state, when it is failing (503).")),
+    "failing_since": (str | None, Field(default=None, description="Since when the deliverer fails.")),
+    "last_pass": (str | None, Field(default=None, description="When the deliverer last finished a pass.")),
+}
+#: Every error: a short code and a sentence naming what is wrong, and the keys naming what
+#: a client acts on next where there are some.
+ErrorOut = create_model(
+    "ErrorOut",
+    __base__=Out,
+    __doc__="Every error: a short code and a sentence naming what is wrong, and the keys naming what a client "
+    "acts on next where there are some.",
+    __module__=__name__,
+    **_ERROR_FIELDS,
+)
 
 
 class HealthOut(Out):

@@ -17,6 +17,7 @@ from starlette.types import Send
 
 from parkgate.core.model import Ask, CallbackState, CallbackStatus, Run
 from parkgate.core.shape import to_json
+from parkgate.errors import BodyTooLarge
 from parkgate.gateway import ask_to_dict
 from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.http.models import SafeJSONResponse
@@ -54,7 +55,9 @@ class Refusal:
 
 def body_too_large(what: str, limit: int) -> Refusal:
     """The guard's 413 for a body over ``limit`` bytes; the connection is closed after it."""
-    return Refusal(413, "body_too_large", f"{what}; the limit is {limit} bytes", {"Connection": "close"})
+    return Refusal(
+        BodyTooLarge.http_status, BodyTooLarge.wire_code, f"{what}; the limit is {limit} bytes", {"Connection": "close"}
+    )
 
 
 async def asks_json(gateway: AsyncGateway, asks: list[Ask], now: datetime | None = None) -> list[dict[str, Any]]:

@@ -43,11 +43,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from parkgate.errors import InputError
+from parkgate.errors import Scope as Scope  # a 403 names the one it lacked: defined with the errors
 from parkgate.errors import TokenFileError as TokenFileError
 from parkgate.gateway.checks import check_id
-
-# Scope is defined with the codes the client shares; re-exported for the server's modules.
-from parkgate.wire_codes import Scope as Scope
 
 ALL_SCOPES: frozenset[Scope] = frozenset(Scope)
 

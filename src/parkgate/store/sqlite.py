@@ -11,14 +11,18 @@ conversation this store remembers reads nothing and takes the lock only for its 
 (see :class:`SQLiteTransaction`). Writers in one process queue on the file's
 :func:`writer_lock` before they ask SQLite for its lock, and are woken when it is free:
 SQLite's busy handler, which sleeps in growing steps, is left to writers in other
-processes. ``busy_timeout`` bounds that wait; past it the caller gets
+processes. The writes that queue while a commit is in flight share the next transaction,
+each in a savepoint, and its one sync (group commit, :class:`FileWriters`); each is
+answered only after that COMMIT. ``busy_timeout`` bounds that wait; past it the caller gets
 :class:`StoreUnavailable`, never a half-written row. Opening the file and reading
 errors is :mod:`parkgate.store.sqlite_file`'s: a message's path is here and in ``sql``.
 """
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import tempfile
 import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -112,6 +116,124 @@ def writer_lock(path: Path) -> threading.Lock:
         return _writer_locks.setdefault(key, threading.Lock())
 
 
+#: The most units one group commit holds: a bound on how long its first one waits.
+MAX_GROUP = 64
+
+
+class _Group:
+    """One transaction on a store's writer connection that several units share, and its end."""
+
+    __slots__ = ("conn", "done", "error", "failed", "members")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        #: The units whose writes it holds (each released its savepoint).
+        self.members = 0
+        #: Set once it committed or failed; its members wait on it before they answer.
+        self.done = threading.Event()
+        self.failed = False
+        #: The COMMIT's error, if the COMMIT failed (``None``: rolled back by another unit's failure).
+        self.error: sqlite3.Error | None = None
+
+
+class FileWriters:
+    """This process's writers to one file: their queue (:func:`writer_lock`) and the group
+    commit they share.
+
+    A writer takes the lock, then joins the open group (a transaction begun on the
+    store's writer connection; the first joiner sends ``BEGIN IMMEDIATE``) inside a
+    savepoint of its own, and lets the lock go. The group is committed, with one sync,
+    when a writer lets the lock go and none waits for it (or it holds :data:`MAX_GROUP`):
+    writes that arrive while a commit is in flight queue on the lock and share the next
+    one. Every method but :meth:`take` is called with the lock held.
+    """
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self.lock = lock
+        self.group: _Group | None = None
+        #: Threads queued for the lock (a group stays open for them).
+        self.waiting = 0
+        self._count = threading.Lock()
+
+    def take(self) -> None:
+        """Queue for the lock (this process's turn, before SQLite's)."""
+        with self._count:
+            self.waiting += 1
+        try:
+            if not self.lock.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+                # As SQLite's busy handler ends: the caller gets StoreUnavailable.
+                raise sqlite3.OperationalError("database is locked by this process's other writers past busy_timeout")
+        finally:
+            with self._count:
+                self.waiting -= 1
+
+    def join(self, conn: sqlite3.Connection, solo: bool) -> tuple[_Group, bool]:
+        """The open group on ``conn`` (begun now if there is none, or if ``solo``), and
+        whether it was begun now (its first unit needs no savepoint)."""
+        group = self.group
+        if group is not None and (solo or group.conn is not conn):
+            self.commit()
+            group = None
+        if group is not None:
+            return group, False
+        conn.execute("BEGIN IMMEDIATE")
+        self.group = _Group(conn)
+        return self.group, True
+
+    def commit(self) -> None:
+        """Commit the open group, if any (one sync for all its units), and wake its members."""
+        group, self.group = self.group, None
+        if group is None:
+            return
+        try:
+            group.conn.execute("COMMIT")
+        except sqlite3.Error as error:
+            group.failed, group.error = True, error
+            if group.conn.in_transaction:
+                group.conn.execute("ROLLBACK")
+        finally:
+            group.done.set()
+
+    def abandon(self, failed: bool) -> None:
+        """The open group is gone (rolled back): ``failed`` when it held other units' writes."""
+        group, self.group = self.group, None
+        if group is not None:
+            group.failed = failed
+            group.done.set()
+
+    def release(self, solo: bool = False) -> None:
+        """Let the next writer go; the open group is committed first unless a writer waits to join it."""
+        group = self.group
+        if group is not None and (solo or not self.waiting or group.members >= MAX_GROUP):
+            self.commit()
+        self.lock.release()
+
+    def wait(self, group: _Group) -> None:
+        """Wait until ``group`` has committed or failed (committing it here if the writer
+        that was to join it gave up queueing)."""
+        while not group.done.wait(BUSY_TIMEOUT_MS / 1000):
+            self.take()
+            if self.group is group:
+                self.commit()
+            self.lock.release()
+
+
+#: Each file's writers in this process (see :class:`FileWriters`).
+_file_writers: dict[Path, FileWriters] = {}
+
+
+def file_writers(path: Path) -> FileWriters:
+    """The writers of the file at ``path`` in this process: one queue, one open group."""
+    key = path.resolve()
+    with _writer_locks_guard:
+        found = _file_writers.get(key)
+    if found is None:
+        lock = writer_lock(key)
+        with _writer_locks_guard:
+            found = _file_writers.setdefault(key, FileWriters(lock))
+    return found
+
+
 class _StaleGuess(Exception):
     """The conversation was not as this process remembered it: retry with a real read."""
 
@@ -139,13 +261,24 @@ class SQLiteTransaction(SqlTables):
         cursor: sqlite3.Cursor,
         recent: RecentOpenAsks,
         intent: Intent = Intent.WRITE,
-        writer: threading.Lock | None = None,
+        writers: FileWriters | None = None,
+        writer_conn: sqlite3.Connection | None = None,
+        solo: bool = False,
     ) -> None:
         self.cursor = cursor
-        #: The process's queue for this file's write lock (see :func:`writer_lock`); held
-        #: from the first write to the COMMIT or ROLLBACK when ``writing`` is set.
-        self._writer = writer if writer is not None else threading.Lock()
+        #: This process's writers to the file (see :class:`FileWriters`): their lock is
+        #: held from the first write to the savepoint's release, or to the COMMIT or
+        #: ROLLBACK of a deferred transaction, while ``writing`` is set.
+        self._writers = writers if writers is not None else FileWriters(threading.Lock())
+        #: Where the group commits run (default: this transaction's own connection).
+        self._writer_conn = writer_conn
+        #: A unit retried after its group failed: it commits alone.
+        self.solo = solo
         self.writing = False
+        #: The group commit this unit joined (its writes go on the writer connection), and
+        #: whether it holds a savepoint there (every unit but a group's first).
+        self.group: _Group | None = None
+        self.savepoint = False
         self.guesses = Guesses(recent, decides_on_nothing_open=False)
         self.began = False
         #: Whether the first statement ran in a deferred transaction (no write lock taken).
@@ -169,23 +302,30 @@ class SQLiteTransaction(SqlTables):
         return found
 
     def lock(self) -> None:
-        """Take the write lock now: this process's turn first (:func:`writer_lock`), then
-        SQLite's (``BEGIN IMMEDIATE``) unless the transaction has begun; a deferred one
-        upgrades at its next write, after the process's other writers are done."""
-        if not self.writing:
-            if not self._writer.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
-                # As SQLite's busy handler ends: the caller gets StoreUnavailable.
-                raise sqlite3.OperationalError("database is locked by this process's other writers past busy_timeout")
-            self.writing = True
-        if not self.began:
-            self.cursor.execute("BEGIN IMMEDIATE")
-            self.began = True
+        """Take the write lock now: this process's turn first (:class:`FileWriters`), then
+        a place in the open group commit (``BEGIN IMMEDIATE`` on the writer connection if
+        none is open, else a savepoint in it). A deferred transaction upgrades on its own
+        connection at its next write instead, once the open group has committed."""
+        if self.writing:
+            return
+        self._writers.take()
+        self.writing = True
+        if self.began:
+            self._writers.commit()
+            return
+        conn = self._writer_conn if self._writer_conn is not None else self.cursor.connection
+        self.group, first = self._writers.join(conn, self.solo)
+        self.cursor = conn.cursor()
+        self.began = True
+        if not first:
+            self.cursor.execute("SAVEPOINT unit")
+            self.savepoint = True
 
     def release(self) -> None:
-        """Let the process's next writer go (after the COMMIT or ROLLBACK)."""
+        """Let the process's next writer go (committing the open group if none waits)."""
         if self.writing:
             self.writing = False
-            self._writer.release()
+            self._writers.release(self.solo)
 
     def send(self, statement: str, params: Sequence[Any] = ()) -> None:
         """Run a statement whose result nobody reads."""
@@ -285,6 +425,10 @@ _SAVE_IF_UNCHANGED = f"UPDATE asks SET status = ?, {MUTABLE_ASK_SET} WHERE {_UNC
 _STILL_UNCHANGED = f"SELECT 1 FROM asks WHERE {_UNCHANGED}"
 
 
+#: The name that asks for a database private to one store and gone when it closes.
+MEMORY = ":memory:"
+
+
 class SQLiteStore(Store):
     """Asks in one SQLite file (WAL mode). ``synchronous`` is ``"full"`` (default) or
     ``"normal"`` (see :data:`parkgate.store.sqlite_file.SYNCHRONOUS`); the URL's ``?synchronous=`` sets it too.
@@ -298,6 +442,11 @@ class SQLiteStore(Store):
     ``remember`` is how many conversations this store remembers the open ask of, so that
     a message there is decided before the write lock is taken and without a read (see
     :class:`SQLiteTransaction`); 0 reads every time.
+
+    ``:memory:`` (or ``sqlite:///:memory:``) is a database of this store alone that is gone
+    when it closes: a file in a private temporary folder, removed by :meth:`close`. A
+    file, not SQLite's in-memory database, because each thread and the group commit have
+    a connection of their own, and SQLite gives each connection its own in-memory one.
     """
 
     def __init__(
@@ -310,6 +459,11 @@ class SQLiteStore(Store):
     ) -> None:
         self.url = url
         self.path, options = parse_url(url)
+        #: The private folder of a ``:memory:`` store, removed with it on close.
+        self._scratch: Path | None = None
+        if str(self.path) == MEMORY:
+            self._scratch = Path(tempfile.mkdtemp(prefix="parkgate-memory-"))
+            self.path = self._scratch / "parkgate.db"
         self.synchronous = check_options(synchronous or options.get("synchronous"), remember)
         self.recent = RecentOpenAsks(remember)
         check_location(self.path, url, creating=migrate)
@@ -321,7 +475,9 @@ class SQLiteStore(Store):
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        self._writer = writer_lock(self.path)
+        self._writers = file_writers(self.path)
+        #: The connection every group commit of this store runs on (made on first use).
+        self._writer_conn: sqlite3.Connection | None = None
         self._closed = False
         try:
             check_is_ours(self.path)
@@ -342,10 +498,23 @@ class SQLiteStore(Store):
                 self._all.append(conn)
         return conn
 
+    def _writing_connection(self) -> sqlite3.Connection:
+        conn = self._writer_conn
+        if conn is None:
+            with self._lock:
+                if self._closed:
+                    raise StoreClosed(str(self.path))
+                if self._writer_conn is None:
+                    self._writer_conn = connect(self._target, self._uri, self.synchronous, self.path)
+                    self._all.append(self._writer_conn)
+                conn = self._writer_conn
+        return conn
+
     def transaction(self, intent: Intent = Intent.WRITE) -> AbstractContextManager[Transaction]:
-        """One unit of work: ``BEGIN IMMEDIATE`` first, or with ``Intent.READ_FIRST`` a
-        deferred read that takes the lock at its first write (see :class:`SQLiteTransaction`)."""
-        return _TransactionScope(self._connection(), self.path, self.recent, intent, self._writer)
+        """One unit of work: its writes join the open group commit, or with
+        ``Intent.READ_FIRST`` it reads first in a deferred transaction and takes the lock
+        at its first write (see :class:`SQLiteTransaction`, :class:`FileWriters`)."""
+        return _TransactionScope(self, intent)
 
     def schema_version(self) -> int:
         return read_schema_version(self._connection())
@@ -369,37 +538,48 @@ class SQLiteStore(Store):
             for conn in self._all:
                 conn.close()
             self._all.clear()
+            self._writer_conn = None
         self._local = threading.local()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
 
 class _TransactionScope(AbstractContextManager[SQLiteTransaction]):
     """One transaction (``BEGIN`` at its first statement) ... ``COMMIT``, rolled back on
-    any exception; what it left each conversation in is remembered on commit.
+    any exception; what it left each conversation in is remembered on commit. A unit in a
+    group commit answers only once the group's COMMIT has returned; a failure of its own
+    rolls back its savepoint alone, and a group that fails as a whole has each of its
+    units retried alone (:class:`StoreConflict`), so each gets what it would have alone.
 
     A class rather than a ``@contextmanager`` generator: it runs on every message, and a
     generator adds its own machinery to each one.
     """
 
-    __slots__ = ("_conn", "_intent", "_path", "_recent", "_tx", "_writer")
+    __slots__ = ("_conn", "_intent", "_store", "_tx")
 
-    def __init__(
-        self, conn: sqlite3.Connection, path: Path, recent: RecentOpenAsks, intent: Intent, writer: threading.Lock
-    ) -> None:
-        self._conn = conn
-        self._path = path
-        self._recent = recent
+    def __init__(self, store: SQLiteStore, intent: Intent) -> None:
+        self._store = store
+        self._conn = store._connection()
         self._intent = intent
-        self._writer = writer
 
     def __enter__(self) -> SQLiteTransaction:
+        store = self._store
+        solo = getattr(store._local, "solo", False)
+        if solo:
+            store._local.solo = False
         # One cursor for the BEGIN, the statements and the COMMIT (Connection.execute
         # would make a cursor for each of the two).
-        self._tx = SQLiteTransaction(self._conn.cursor(), self._recent, self._intent, self._writer)
+        self._tx = SQLiteTransaction(
+            self._conn.cursor(), store.recent, self._intent, store._writers, store._writing_connection(), solo
+        )
         return self._tx
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
         try:
-            self._end(kind, error)
+            if self._tx.group is not None:
+                self._end_in_group(kind, error)
+            else:
+                self._end(kind, error)
         finally:
             self._tx.release()
 
@@ -420,10 +600,51 @@ class _TransactionScope(AbstractContextManager[SQLiteTransaction]):
         if tx.deferred and isinstance(error, sqlite3.Error) and busy(error):
             # A deferred read's first write found the lock held or the file changed since
             # the read: no guess was wrong (the memory stays); the retry locks first.
-            raise StoreConflict(f"{self._path}: another writer came first; retrying with the write lock") from None
+            raise StoreConflict(
+                f"{self._store.path}: another writer came first; retrying with the write lock"
+            ) from None
+        self._failed(error)
+
+    def _end_in_group(self, kind: type[BaseException] | None, error: BaseException | None) -> None:
+        """Release the savepoint and answer once the group commits; or roll this unit back alone."""
+        tx, group = self._tx, self._tx.group
+        assert group is not None
+        if kind is None:
+            try:
+                tx.finish()
+                if tx.savepoint:
+                    tx.cursor.execute("RELEASE unit")
+            except (sqlite3.Error, _StaleGuess) as failed:
+                error = failed
+            else:
+                group.members += 1
+                tx.release()  # the next writer joins, or the group commits now
+                self._store._writers.wait(group)
+                tx.guesses.end(committed=not group.failed)
+                if not group.failed:
+                    return
+                if group.error is not None and group.members == 1:
+                    raise classify(group.error, self._store.path) from None  # it was alone: its own error
+                self._store._local.solo = True
+                raise StoreConflict(f"{self._store.path}: the group commit failed; retrying alone") from None
+        # This unit's own failure, with the lock held: only its writes are undone.
+        conn = group.conn
+        if not conn.in_transaction:  # SQLite rolled the whole group back (a full disk, an I/O error)
+            self._store._writers.abandon(failed=True)
+        elif tx.savepoint:
+            conn.execute("ROLLBACK TO unit")
+            conn.execute("RELEASE unit")
+        else:  # the group's first unit: the group holds nothing else yet
+            conn.execute("ROLLBACK")
+            self._store._writers.abandon(failed=False)
+        self._failed(error)
+
+    def _failed(self, error: BaseException | None) -> None:
+        """Forget the guesses of a rolled-back unit and raise what its caller should see."""
+        tx = self._tx
         tx.guesses.end(committed=False)
         if isinstance(error, sqlite3.Error):
-            raise classify(error, self._path) from None
+            raise classify(error, self._store.path) from None
         retry = retry_after_guess(error) if tx.guesses.guessed else None
         if retry is not None:
             raise retry from None

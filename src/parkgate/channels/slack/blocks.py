@@ -1,7 +1,7 @@
 """What parkgate shows on Slack, as Block Kit: an open ask (its question, a button per
 option, Cancel and Show options), a closed ask's update (every channel's close lines,
 :mod:`parkgate.channels.lines`, with people named as Slack shows them), and reply lines
-with the exits that work on Slack (the buttons; :data:`~parkgate.core.phrases.SLACK_EXITS`).
+with the exits that work on Slack (the buttons; :data:`~parkgate.channels.slack.phrases.EXITS`).
 
 Everything Slack renders is escaped for Slack (:func:`escape`): a prompt, an option, an
 answer or a name holding ``<!channel>``, ``<@U123>`` or ``<https://evil.example|...>`` is
@@ -19,6 +19,7 @@ from typing import Any
 
 from parkgate.channels import lines
 from parkgate.channels.base import ChannelReply
+from parkgate.channels.slack.phrases import EXITS
 from parkgate.core import machine
 from parkgate.core import phrases as P
 from parkgate.core.model import Ask
@@ -71,7 +72,7 @@ def clip(text: str, limit: int) -> str:
 
 def for_slack(text: str) -> str:
     """``text`` with every line that names the slash forms naming Slack's buttons instead."""
-    for line, on_slack in P.SLACK_EXITS.items():
+    for line, on_slack in EXITS.items():
         text = text.replace(line, on_slack)
     return text
 

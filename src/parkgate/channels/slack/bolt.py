@@ -45,7 +45,9 @@ from parkgate.channels.slack.blocks import (
     escape,
     unescape,
 )
-from parkgate.channels.slack.channel import NAME, SlackChannel, thread_key
+from parkgate.channels.slack.channel import SlackChannel, thread_key
+from parkgate.channels.slack.phrases import FILE_NOT_READ, NOT_THIS_MESSAGE
+from parkgate.channels.slack.spec import NAME
 from parkgate.core import phrases as P
 from parkgate.core.kinds import ReplyKind
 from parkgate.errors import ParkgateError
@@ -220,7 +222,7 @@ class SlackEvents:
             own = self.gateway.get(found[0])
             if not own.is_open:
                 return already_closed_line(own)
-        return escape(P.SLACK_NOT_THIS_MESSAGE)
+        return escape(NOT_THIS_MESSAGE)
 
     def on_message(self, body: dict[str, Any], next: Callable[[], None]) -> BoltResponse | None:
         """A global middleware: a person's message in a thread where one ask is open goes to
@@ -243,7 +245,7 @@ class SlackEvents:
         raw = event.get("text")
         text = unescape(raw) if isinstance(raw, str) else ""
         if not text.strip() and event.get("files"):
-            return self._refuse(ask_id, where, user, P.SLACK_FILE_NOT_READ, next)
+            return self._refuse(ask_id, where, user, FILE_NOT_READ, next)
         if len(text) > MAX_MESSAGE_CHARS:
             line = P.CHANNEL_MESSAGE_TOO_LONG.format(count=len(text), limit=MAX_MESSAGE_CHARS)
             return self._refuse(ask_id, where, user, line, next)

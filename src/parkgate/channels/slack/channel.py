@@ -11,12 +11,11 @@ from slack_sdk.errors import SlackApiError
 
 from parkgate.channels.base import ChannelReply, Posted
 from parkgate.channels.slack.blocks import ask_blocks, closed_blocks, closed_line, question_text, reply_text
+from parkgate.channels.slack.spec import NAME
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Ask
 from parkgate.errors import ChannelJobFailed, InputError
 
-#: The channel's name: the key of its targets (``post_to``), jobs and ask JSON field.
-NAME = "slack"
 #: Slack's errors that no retry mends: the job is given up at once.
 PERMANENT_ERRORS = frozenset(
     {

@@ -27,14 +27,12 @@ from starlette.routing import Route
 from parkgate.channels.serving import ServedChannel
 from parkgate.channels.slack.bolt import register
 from parkgate.channels.slack.channel import API_TIMEOUT_SECONDS, SlackChannel
-from parkgate.errors import SettingsError
+from parkgate.channels.slack.spec import ENV_API_URL, ENV_BOT_TOKEN, ENV_SIGNING_SECRET, NAME
+from parkgate.errors import BadRequest, SettingsError, Unauthorized
 
 if TYPE_CHECKING:
     from parkgate.gateway import Gateway
 
-ENV_BOT_TOKEN = "PARKGATE_SLACK_BOT_TOKEN"
-ENV_SIGNING_SECRET = "PARKGATE_SLACK_SIGNING_SECRET"
-ENV_API_URL = "PARKGATE_SLACK_API_URL"
 #: Where Slack sends events and clicks (the app manifest's request URLs).
 EVENTS_PATH = "/slack/events"
 DEFAULT_API_URL = "https://slack.com/api/"
@@ -126,10 +124,12 @@ class SlackEndpoint:
         headers: dict[str, Any] = dict(request.headers)
         if not _one_timestamp(request) or not self.verifier.is_valid_request(body, headers):
             detail = "the request is not signed with this app's signing secret, or its timestamp is too old"
-            return JSONResponse({"error": "unauthorized", "detail": detail}, status_code=401)
+            return JSONResponse(
+                {"error": Unauthorized.wire_code, "detail": detail}, status_code=Unauthorized.http_status
+            )
         problem = _malformed(body, headers.get("content-type", ""))
         if problem is not None:
-            return JSONResponse({"error": "bad_request", "detail": problem}, status_code=400)
+            return JSONResponse({"error": BadRequest.wire_code, "detail": problem}, status_code=BadRequest.http_status)
         bolt_request = to_bolt_request(request, body)
         answer = await anyio.to_thread.run_sync(self.app.dispatch, bolt_request)
         return to_starlette_response(answer)
@@ -154,4 +154,4 @@ def serve(gateway: Gateway, environ: Mapping[str, str]) -> ServedChannel:
         raise SettingsError(f"Slack needs both {ENV_BOT_TOKEN} and {ENV_SIGNING_SECRET}")
     app = slack_app(gateway, token, secret, environ.get(ENV_API_URL, "").strip() or DEFAULT_API_URL)
     route = Route(EVENTS_PATH, SlackEndpoint(app, secret).handle, methods=["POST"])
-    return ServedChannel(gateway.channels["slack"], [route], frozenset({EVENTS_PATH}))
+    return ServedChannel(gateway.channels[NAME], [route], frozenset({EVENTS_PATH}))

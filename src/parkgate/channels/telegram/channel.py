@@ -23,6 +23,7 @@ from parkgate.channels.base import ChannelJobFailed, ChannelReply, Posted
 from parkgate.channels.telegram.api import BotApi
 from parkgate.channels.telegram.buttons import ask_keyboard
 from parkgate.channels.telegram.routing import thread_key
+from parkgate.channels.telegram.spec import NAME
 from parkgate.channels.telegram.texts import (
     MAX_MESSAGE_CHARS,
     check_fits,
@@ -37,8 +38,6 @@ from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Ask
 from parkgate.errors import InputError
 
-#: The channel's name: the key of ``post_to`` targets and of the ask JSON's field.
-NAME = "telegram"
 #: The names of people this process has seen, kept for the close lines (the latest first out).
 NAMES_KEPT = 4096
 #: The least time between two ``getMe`` calls while the bot's username is unknown, in seconds.

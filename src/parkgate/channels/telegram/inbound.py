@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 from parkgate.channels.jobs import POSTED_REPLIES
 from parkgate.channels.lines import already_closed_line
 from parkgate.channels.telegram.buttons import read_press
-from parkgate.channels.telegram.channel import NAME, TelegramChannel
+from parkgate.channels.telegram.channel import TelegramChannel
 from parkgate.channels.telegram.commands import addressed_text
 from parkgate.channels.telegram.routing import place_key, thread_key
+from parkgate.channels.telegram.spec import NAME
 from parkgate.channels.telegram.updates import ButtonPress, TypedMessage, read_update
 from parkgate.core import phrases as P
 from parkgate.core.kinds import ReplyKind

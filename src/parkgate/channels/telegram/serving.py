@@ -32,15 +32,12 @@ from parkgate.channels.serving import ServedChannel
 from parkgate.channels.telegram.api import DEFAULT_ROOT, BotApi
 from parkgate.channels.telegram.channel import TelegramChannel
 from parkgate.channels.telegram.inbound import TelegramInbound
-from parkgate.errors import InputError, SettingsError
+from parkgate.channels.telegram.spec import ENV_API_URL, ENV_BOT_TOKEN, ENV_BOT_USERNAME, ENV_WEBHOOK_SECRET
+from parkgate.errors import BadRequest, InputError, SettingsError, Unauthorized
 
 if TYPE_CHECKING:
     from parkgate.gateway import Gateway
 
-ENV_BOT_TOKEN = "PARKGATE_TELEGRAM_BOT_TOKEN"
-ENV_WEBHOOK_SECRET = "PARKGATE_TELEGRAM_WEBHOOK_SECRET"
-ENV_API_URL = "PARKGATE_TELEGRAM_API_URL"
-ENV_BOT_USERNAME = "PARKGATE_TELEGRAM_BOT_USERNAME"
 #: Where Telegram sends updates (the URL given to ``setWebhook``).
 WEBHOOK_PATH = "/telegram/webhook"
 #: The header Telegram sends the webhook's ``secret_token`` in.
@@ -97,12 +94,15 @@ class TelegramWebhook:
         given = request.headers.get(SECRET_HEADER, "").encode("utf-8", "replace")
         if not hmac.compare_digest(given, self._secret):
             detail = f"the {SECRET_HEADER} header is missing or is not this webhook's secret"
-            return JSONResponse({"error": "unauthorized", "detail": detail}, status_code=401)
+            return JSONResponse(
+                {"error": Unauthorized.wire_code, "detail": detail}, status_code=Unauthorized.http_status
+            )
         try:
             payload = json.loads(await request.body())
             answer = await anyio.to_thread.run_sync(self.inbound.handle, payload)
         except (ValueError, InputError) as error:  # JSON that does not parse, or is not an update
-            return JSONResponse({"error": "bad_request", "detail": f"not a Telegram update: {error}"}, status_code=400)
+            detail = f"not a Telegram update: {error}"
+            return JSONResponse({"error": BadRequest.wire_code, "detail": detail}, status_code=BadRequest.http_status)
         return JSONResponse(answer) if answer is not None else Response(status_code=200)
 
 

@@ -126,7 +126,7 @@
     $("asks").hidden = data.asks.length === 0;
     if ($("status").className === "error") setStatus("");
     const shown = JSON.stringify(
-      data.asks.map((ask) => [ask.ask_id, ask.mismatches, ask.hours_open, ask.votes, ask.reminders_sent, ask.next_due_at]),
+      data.asks.map((ask) => [ask.ask_id, ask.mismatches, ask.hours_open, ask.votes, ask.reminders_sent, ask.next_due_at, posts(ask)]),
     );
     if (shown === paging.shown) return; // nothing changed: the rows (and focus) stay as they are
     paging.shown = shown;
@@ -168,6 +168,12 @@
       context.textContent = visibleText(JSON.stringify(ask.context));
       question.appendChild(context);
     }
+    posts(ask).forEach(([name, where]) => {
+      const line = document.createElement("div");
+      line.className = "posted";
+      line.textContent = "Posted on " + visibleId(name) + ": " + visibleText(JSON.stringify(where));
+      question.appendChild(line);
+    });
     const schedule = scheduleLine(ask);
     if (schedule) {
       const line = document.createElement("div");
@@ -207,6 +213,12 @@
     if (ask.answered_by) return "answered by " + visibleId(ask.answered_by);
     if (ask.closed_by) return "closed by " + visibleId(ask.closed_by);
     return "";
+  }
+
+  // Where an ask is posted: [channel, location] for each registered channel (the server's
+  // registry, sent in the page) whose key its JSON holds.
+  function posts(ask) {
+    return (phrases.channels || []).filter((name) => ask[name]).map((name) => [name, ask[name]]);
   }
 
   // An ask with reminders or an escalation: how many reminders went, and when the next is due.

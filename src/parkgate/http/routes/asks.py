@@ -9,11 +9,10 @@ from fastapi.responses import Response
 
 from parkgate.core.fence import check_callback_url
 from parkgate.core.model import Reply
-from parkgate.errors import InputError, UnknownAsk
+from parkgate.errors import Forbidden, InputError, UnknownAsk
 from parkgate.gateway.async_gateway import AsyncGateway, wait_for_close
 from parkgate.gateway.checks import MAX_ID_CHARS, MAX_WAIT_SECONDS
 from parkgate.gateway.options import ParkFields, PromptFields
-from parkgate.http import codes
 from parkgate.http.channel_targets import channel_refusal, channel_target_of
 from parkgate.http.dependencies import CallerDep, GatewayDep, LongPollsDep, OpenAskCapDep, SettingsDep
 from parkgate.http.errors import V1_ERRORS, documented
@@ -64,7 +63,7 @@ async def park_ask(
     """
     refusal = channel_refusal(caller, channel_target_of(body))
     if refusal is not None:
-        return error_response(403, codes.CHANNEL_NOT_ALLOWED, refusal)
+        return error_response(Forbidden.http_status, Forbidden.CHANNEL_NOT_ALLOWED, refusal)
     callback_url = options_of(body, ParkFields).get("callback_url")
     if callback_url is not None:
         check_callback_url(callback_url, settings.callback_allow)

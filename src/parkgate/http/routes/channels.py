@@ -23,7 +23,7 @@ class ChannelJobOut(Out):
 
     id: int
     ask_id: str
-    channel: str = Field(description="The channel's name, such as slack.")
+    channel: str = Field(description="The channel's name (its key in POST /v1/asks).")
     job: str = Field(description="post, closed or reply.")
     attempts: int
     last_error: str | None = Field(default=None, description="Why the last attempt failed, as the platform said.")

@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope as ASGIScope
 
+from parkgate.channels.registry import names as channel_names
 from parkgate.core.display import hidden_ranges
 from parkgate.core.phrases import CHAT_STILL_PARKED, CONSOLE_RESTART, EXPIRED_NOTICE, OPERATOR_CANCELLED, STAND_IN_MODEL
 from parkgate.http.guard import CONTENT_SECURITY_POLICY
@@ -32,8 +33,10 @@ PAGE_HEADERS = {
 
 @functools.cache
 def console_page() -> str:
-    """index.html with the phrases the console shows (one definition, in core.phrases) and
-    the characters it shows escaped (one definition, in :mod:`parkgate.core.display`)."""
+    """index.html with the phrases the console shows (one definition, in core.phrases),
+    the characters it shows escaped (one definition, in :mod:`parkgate.core.display`) and
+    the registered channels, whose keys in an ask's JSON say where it is posted
+    (:mod:`parkgate.channels.registry`)."""
     phrases = json.dumps(
         {
             "stand_in": STAND_IN_MODEL,
@@ -41,6 +44,7 @@ def console_page() -> str:
             "still_parked": CHAT_STILL_PARKED.format(restart=CONSOLE_RESTART),
             "operator_cancelled": OPERATOR_CANCELLED,
             "hidden": hidden_ranges(),
+            "channels": list(channel_names()),
         }
     ).replace("<", "\\u003c")
     return (CONSOLE_DIR / "index.html").read_text(encoding="utf-8").replace("__PARKGATE_PHRASES__", phrases)

@@ -1,22 +1,31 @@
 """``/v1/conversations``: one inbound message, matched against the conversation's parked
 ask, and what is parked there (read now, or waited for).
 
-The route reads its gateway from the app's state rather than through a dependency: a
-message is the hot path, and FastAPI resolves a dependency on every request.
+A message is the hot path: it is answered by a plain Starlette route
+(:class:`MessageRoute`), one body read and one validation, no FastAPI request handler or
+dependency; the schema describes it through its ``described`` twin.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from fastapi.routing import APIRoute
+from pydantic import ValidationError
 from starlette.convertors import PathConvertor, register_url_convertor
+from starlette.exceptions import HTTPException
+from starlette.routing import Route
+from starlette.types import Receive, Send
+from starlette.types import Scope as ASGIScope
 
+from parkgate.errors import Forbidden
 from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.gateway.checks import MAX_WAIT_SECONDS
 from parkgate.gateway.offload import offload
-from parkgate.http import codes
 from parkgate.http.dependencies import GatewayDep, LongPollsDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.guard import CALLER_STATE
@@ -39,29 +48,93 @@ class ConversationPath(PathConvertor):
 register_url_convertor("conversation", ConversationPath())
 
 
-@router.post(
-    "/v1/conversations/{conversation_id:path}/messages", response_model=ReplyOut, responses=documented(*V1_ERRORS)
-)
-@needs(Scope.ANSWER)
-async def post_message(conversation_id: str, body: MessageIn, request: Request) -> Response:
+#: The messages route's path: a conversation id may hold ``/``.
+MESSAGES_PATH = "/v1/conversations/{conversation_id:path}/messages"
+
+
+async def post_message(conversation_id: str, body: MessageIn) -> Response:
     """Match one inbound message against the conversation's parked ask.
 
     A token bound to a sender posts every message as that sender: a body naming another
     is refused (403 ``sender_mismatch``) before anything is read or written.
     """
-    gateway: AsyncGateway = request.app.state.async_gateway
-    # The caller as the guard left it (read here, not through a dependency: the hot path).
-    caller = getattr(request.state, CALLER_STATE, None)
-    bound = caller.sender if isinstance(caller, Caller) else None
-    sender = body.sender
-    if bound is not None:
-        if sender is not None and sender != bound:
-            return error_response(
-                403, codes.SENDER_MISMATCH, "this token posts as one sender, and the body names another"
-            )
-        sender = bound
-    # The sync gateway's call on a worker thread, as AsyncGateway.handle makes it, one hop fewer.
-    return reply_response(await offload(gateway.sync.handle, conversation_id, body.text, body.message_id, sender))
+    raise NotImplementedError("describes the route in the schema; MessageRoute serves it")  # pragma: no cover
+
+
+def message_in(raw: bytes) -> MessageIn:
+    """The body, parsed and validated once, refused as FastAPI refuses a body parameter:
+    a :class:`RequestValidationError` with the problems under ``body``, or an
+    :class:`~starlette.exceptions.HTTPException` 400 for JSON nested past the decoder's depth."""
+    if not raw:
+        raise RequestValidationError([{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}])
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as error:
+        problem = {"type": "json_invalid", "loc": ("body", error.pos), "msg": "JSON decode error", "input": {}}
+        raise RequestValidationError([{**problem, "ctx": {"error": error.msg}}]) from None
+    except RecursionError:
+        raise HTTPException(400, "There was an error parsing the body") from None
+    try:
+        return MessageIn.model_validate(data)
+    except ValidationError as error:
+        problems = error.errors(include_url=False)
+        raise RequestValidationError([{**p, "loc": ("body", *p["loc"])} for p in problems]) from None
+
+
+@needs(Scope.ANSWER)
+class MessageEndpoint:
+    """The ASGI app that answers a message (a callable object: Starlette runs it as it is,
+    with no request object or handler around it). Errors go to the app's handlers."""
+
+    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
+        chunks = []
+        while True:  # the guard replays the body it read as one message
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = message_in(b"".join(chunks))
+        caller = scope.get("state", {}).get(CALLER_STATE)  # as the guard left it
+        bound = caller.sender if isinstance(caller, Caller) else None
+        sender = body.sender
+        if bound is not None:
+            if sender is not None and sender != bound:
+                refused = "this token posts as one sender, and the body names another"
+                await error_response(Forbidden.http_status, Forbidden.SENDER_MISMATCH, refused)(scope, receive, send)
+                return
+            sender = bound
+        gateway: AsyncGateway = scope["app"].state.async_gateway
+        conversation_id: str = scope["path_params"]["conversation_id"]
+        # The sync gateway's call on a worker thread, as AsyncGateway.handle makes it, one hop fewer.
+        reply = await offload(gateway.sync.handle, conversation_id, body.text, body.message_id, sender)
+        await reply_response(reply)(scope, receive, send)
+
+
+class MessageRoute(Route):
+    """``POST /v1/conversations/{id}/messages`` as a plain Starlette route: the hot path.
+
+    The guard's checks run before it as before every route (host, origin, token, rate,
+    scope, media type, size, UTF-8; the guard reads the body, once); the route parses the
+    JSON once, validates it once against :class:`MessageIn` and awaits the gateway, with no
+    FastAPI request handler or dependency chain in between. ``described`` is the route
+    :mod:`parkgate.http.openapi` documents in its place (never served): the same path,
+    body, reply model and errors, from :func:`post_message`'s signature.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(MESSAGES_PATH, endpoint=MessageEndpoint(), methods=["POST"], name="post_message")
+        self.described = APIRoute(
+            MESSAGES_PATH,
+            post_message,
+            methods=["POST"],
+            name="post_message",
+            tags=router.tags,
+            response_model=ReplyOut,
+            responses=documented(*V1_ERRORS),
+        )
+
+
+router.routes.append(MessageRoute())
 
 
 @router.get(

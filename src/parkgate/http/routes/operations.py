@@ -10,9 +10,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from parkgate.delivery import Deliverer
 from parkgate.delivery.health import DelivererHealth, DelivererState
+from parkgate.errors import ServerError
 from parkgate.gateway import Gateway
 from parkgate.gateway.async_gateway import offload
-from parkgate.http import codes
 from parkgate.http.dependencies import GatewayDep
 from parkgate.http.errors import documented
 from parkgate.http.models import SafeJSONResponse
@@ -98,7 +98,7 @@ def failing_deliverer(health: DelivererHealth) -> Response:
         "recovers (the cause is in the server's log)"
     )
     return error_response(
-        503, codes.DELIVERER_FAILING, detail, deliverer=health.state.value, failing_since=since, last_pass=last
+        503, ServerError.DELIVERER_FAILING, detail, deliverer=health.state.value, failing_since=since, last_pass=last
     )
 
 

@@ -4,7 +4,8 @@ development behind no public URL, and the ``setWebhook`` call for a served bot.
 Both read the bot's settings from the environment, as ``serve`` does:
 ``PARKGATE_TELEGRAM_BOT_TOKEN``, ``PARKGATE_TELEGRAM_API_URL`` (the Bot API's root),
 ``PARKGATE_TELEGRAM_BOT_USERNAME`` (optional) and, for the webhook,
-``PARKGATE_TELEGRAM_WEBHOOK_SECRET``.
+``PARKGATE_TELEGRAM_WEBHOOK_SECRET``. The ``parkgate`` command mounts it as the
+channel's declaration lists it (:data:`~parkgate.channels.telegram.SPEC`'s ``commands``).
 """
 
 from __future__ import annotations
