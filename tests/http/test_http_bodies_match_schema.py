@@ -195,8 +195,16 @@ async def test_every_v1_route_sends_only_what_its_schema_declares(
     assert still["open_ask_id"] == answered["next_ask"]["ask_id"]
     recorded = {"run_id": "run-rec", "conversation_id": "c-rec", "outcome": "done"}
     await api("POST", "/v1/runs", status=201, json=recorded)
-    await api("POST", "/v1/runs/{run_id}/finish", status=200, path={"run_id": "run-full"}, json={"outcome": "done"})
+    finish, output = "/v1/runs/{run_id}/finish", {"summary": "shipped"}
+    finished = await api(
+        "POST", finish, status=200, path={"run_id": "run-full"}, json={"outcome": "done", "output": output}
+    )
+    assert finished["output"] == output
     await api("GET", "/v1/channels/failed", status=200)
+    agent_state, agent_run = "/v1/runs/{run_id}/agent-state", {"run_id": "run-agent"}
+    assert (await api("PUT", agent_state, status=200, path=agent_run, json={"state": "{}"}))["kept"]
+    assert (await api("GET", agent_state, status=200, path=agent_run))["state"] == "{}"
+    assert not (await api("DELETE", agent_state, status=200, path=agent_run))["kept"]
 
     # Errors: unknown ids, an unknown workflow, a refused body, a body of another type, no token.
     for route, path in ((ask, {"ask_id": "nope"}), (run, {"run_id": "nope"})):

@@ -374,10 +374,31 @@ def record_run(run_id: str, conversation_id: str, outcome: str) -> Call[Run]:
     return Call("POST", "v1/runs", run_from_dict, body, about={"run_id": run_id, "conversation_id": conversation_id})
 
 
-def finish_run(run_id: str, outcome: str) -> Call[Run]:
-    """``POST /v1/runs/{run_id}/finish``."""
+def finish_run(run_id: str, outcome: str, output: Any = None) -> Call[Run]:
+    """``POST /v1/runs/{run_id}/finish``, with the run's ``output`` when given."""
     path = f"v1/runs/{_segment(run_id, 'run_id')}/finish"
-    return Call("POST", path, run_from_dict, _json({"outcome": outcome}), about={"run_id": run_id})
+    body = {"outcome": outcome} if output is None else {"outcome": outcome, "output": output}
+    return Call("POST", path, run_from_dict, _json(body), about={"run_id": run_id})
+
+
+def keep_agent_state(run_id: str, state: str) -> Call[None]:
+    """``PUT /v1/runs/{run_id}/agent-state``."""
+    path = f"v1/runs/{_segment(run_id, 'run_id')}/agent-state"
+    return Call("PUT", path, lambda data: None, _json({"state": state}), about={"run_id": run_id})
+
+
+def agent_state(run_id: str) -> Call[str | None]:
+    """``GET /v1/runs/{run_id}/agent-state``."""
+    path = f"v1/runs/{_segment(run_id, 'run_id')}/agent-state"
+    return Call(
+        "GET", path, lambda data: None if data["state"] is None else str(data["state"]), about={"run_id": run_id}
+    )
+
+
+def forget_agent_state(run_id: str) -> Call[None]:
+    """``DELETE /v1/runs/{run_id}/agent-state``."""
+    path = f"v1/runs/{_segment(run_id, 'run_id')}/agent-state"
+    return Call("DELETE", path, lambda data: None, about={"run_id": run_id})
 
 
 def start(conversation_id: str, workflow: str, fields: RunFields) -> Call[Reply]:

@@ -22,6 +22,7 @@ from parkgate.core.kinds import ReplyKind
 from parkgate.core.kinds import RunStatus as RunStatus
 from parkgate.core.menu import MENUS_REMEMBERED as MENUS_REMEMBERED
 from parkgate.core.shape import (
+    JSON_VALUE,
     OBJECT,
     SECONDS,
     SECONDS_LIST,
@@ -270,16 +271,17 @@ ANSWERS = replace(OBJECT, json_type=dict[str, str])
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One run: the asks parked under one id, a workflow's answers, and how it ended."""
+    """One run: the asks parked under one id, its answers by phase, how it ended and what
+    it gave (``output``)."""
 
     id: str = field(metadata=spec(wire="run_id"))
     conversation_id: str
     workflow: str | None
     status: RunStatus = field(metadata=spec(enum_codec(RunStatus)))
     outcome: str | None
-    #: A workflow's answers so far, by phase (``answers`` in its JSON).
+    #: The run's answers so far, by phase (``answers`` in its JSON).
     context: dict[str, Any] = field(
-        metadata=spec(ANSWERS, wire="answers", doc="A workflow run's answers by phase; empty for a plain ask's run.")
+        metadata=spec(ANSWERS, wire="answers", doc="The run's answers by phase; empty when its asks name no phase.")
     )
     pending_ask_id: str | None
     created_at: datetime = field(metadata=spec(TIME))
@@ -289,6 +291,11 @@ class Run:
     owner: str | None = field(
         default=None, metadata=spec(doc="The name of the token that started it (null without named tokens).")
     )
+    #: What the run gave when it finished, as JSON (an agent's final output; ``None``: nothing recorded).
+    output: Any = field(
+        default=None,
+        metadata=spec(JSON_VALUE, doc="What the run gave when it finished (an agent's final output); null: nothing."),
+    )
 
     @property
     def run_id(self) -> str:
@@ -297,7 +304,7 @@ class Run:
 
     @property
     def answers(self) -> dict[str, Any]:
-        """A workflow's answers so far, by phase (the run's ``context``; ``answers`` in its JSON)."""
+        """The run's answers so far, by phase (the run's ``context``; ``answers`` in its JSON)."""
         return self.context
 
 

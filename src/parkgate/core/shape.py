@@ -74,6 +74,8 @@ PLAIN = Codec()
 TIME = Codec(to_json=datetime.isoformat, from_json=datetime.fromisoformat, json_type=str, stored="time")
 #: A number of seconds, read back as a float whatever number the JSON or the store holds.
 SECONDS = Codec(from_json=float, json_type=float)
+#: Any JSON value, as it is, stored as its text.
+JSON_VALUE = Codec(json_type=Any, stored="text")
 #: A JSON object (a mapping of JSON values), copied both ways and stored as its text.
 OBJECT = Codec(to_json=dict, from_json=dict, json_type=dict[str, Any], stored="text")
 
@@ -392,6 +394,7 @@ _OPTIONS: dict[type, dict[str, Option]] = {}
 
 
 __all__ = [
+    "JSON_VALUE",
     "OBJECT",
     "PLAIN",
     "SECONDS",

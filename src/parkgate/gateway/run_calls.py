@@ -1,21 +1,42 @@
-"""The gateway's calls on runs: read one, finish one, record one that never asked."""
+"""The gateway's calls on runs: read one, finish one, record one that never asked, and
+keep an agent SDK's state with one."""
 
 from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
 
 from parkgate.clock import Clock
 from parkgate.core.kinds import RunOutcome, RunStatus
 from parkgate.core.model import Run
 from parkgate.errors import InputError, RunStillAsking, UnknownRun
-from parkgate.gateway.checks import check_id, check_optional_id
+from parkgate.gateway.checks import check_id, check_optional_id, check_string
 from parkgate.gateway.messages import UnitRunner
 from parkgate.gateway.runs import RunLifeCycle, WritePlan, changed_run, new_run, run_with
-from parkgate.store import Transaction
+from parkgate.store import Store, Transaction
+
+#: The longest agent state kept with a run, in characters (a transcript, not a log).
+MAX_AGENT_STATE_CHARS = 64 * 1024 * 1024
+#: The longest output a run keeps, in characters of its JSON text.
+MAX_RUN_OUTPUT_CHARS = 256_000
+
+
+def check_output(output: object) -> None:
+    """A run's output as :meth:`RunCalls.finish_run` keeps it: a JSON value (finite
+    numbers, text that is Unicode) of at most :data:`MAX_RUN_OUTPUT_CHARS` as JSON text."""
+    try:
+        text = json.dumps(output, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"output is not a JSON value ({error})") from None
+    check_string(text, "output (as JSON)", limit=MAX_RUN_OUTPUT_CHARS)
 
 
 class RunCalls:
     """The run calls of :class:`~parkgate.gateway.Gateway`."""
 
     clock: Clock
+    store: Store
     _runs: RunLifeCycle
     _units: UnitRunner
 
@@ -42,14 +63,18 @@ class RunCalls:
 
         return self._units.run(body)
 
-    def finish_run(self, run_id: str, outcome: str = RunOutcome.DONE.value) -> Run:
+    def finish_run(self, run_id: str, outcome: str = RunOutcome.DONE.value, *, output: Any = None) -> Run:
         """Mark a run complete once the caller's work after its last answer is done.
 
-        A pending ask past its TTL is closed as ``expired`` on the way.
+        A pending ask past its TTL is closed as ``expired`` on the way. A run already
+        complete takes the new ``outcome`` and ``output``.
 
         Args:
             run_id: The run to finish.
             outcome: An id-like string recorded on the run.
+            output: What the run gave (an agent's final output), kept on the run as JSON:
+                a JSON value of at most :data:`MAX_RUN_OUTPUT_CHARS` characters as JSON
+                text. ``None`` keeps what was recorded before.
 
         Returns:
             The run, now complete.
@@ -61,6 +86,7 @@ class RunCalls:
         """
         check_id(run_id, "run_id")
         check_id(outcome, "outcome")
+        check_output(output)
         now = self.clock.now()
 
         def body(tx: Transaction, plan: WritePlan) -> Run:
@@ -71,6 +97,8 @@ class RunCalls:
             if pending is not None and pending.is_open:
                 raise RunStillAsking(run_id, pending.id)
             finished = run_with(run, now, RunStatus.COMPLETE, outcome)
+            if output is not None:
+                finished = dataclasses.replace(finished, output=output)
             plan.runs.append(finished)
             return finished
 
@@ -109,3 +137,46 @@ class RunCalls:
             return run
 
         return self._units.run(body)
+
+    def keep_agent_state(self, run_id: str, state: str) -> None:
+        """Keep an agent SDK's serialised state with ``run_id``, replacing what was kept.
+
+        The OpenAI Agents and Pydantic AI adapters keep here what resumes their agent (its
+        ``RunState``, its message history, the decisions taken so far), so that any process
+        on the database, or any client of its server, resumes the run. The run need not
+        exist yet: the state is kept before the ask that makes it is parked, so that a close
+        the moment it is parked finds it.
+
+        Args:
+            run_id: The run the state belongs to.
+            state: The state as text.
+        """
+        check_id(run_id, "run_id")
+        check_string(state, "state", limit=MAX_AGENT_STATE_CHARS)
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            tx.agent_states.keep(run_id, state, now)
+
+    def agent_state(self, run_id: str) -> str | None:
+        """The agent state kept with ``run_id`` (:meth:`keep_agent_state`), or ``None``.
+
+        Args:
+            run_id: The run.
+
+        Returns:
+            The state as it was kept, or ``None`` when none is.
+        """
+        check_id(run_id, "run_id")
+        with self.store.transaction() as tx:
+            return tx.agent_states.kept(run_id)
+
+    def forget_agent_state(self, run_id: str) -> None:
+        """Remove the agent state kept with ``run_id``, if any (an adapter does, before it
+        resumes the agent, so that no other process resumes it again).
+
+        Args:
+            run_id: The run.
+        """
+        check_id(run_id, "run_id")
+        with self.store.transaction() as tx:
+            tx.agent_states.forget(run_id)

@@ -122,19 +122,10 @@ def run_with(
     pending_ask_id: str | None = None,
     context: Mapping[str, str] | None = None,
 ) -> Run:
-    """``run`` as it stands after a change at ``now``."""
+    """``run`` as it stands after a change at ``now`` (its answers replaced by ``context`` when given)."""
     answers = dict(context) if context is not None else run.context
-    return Run(
-        run.id,
-        run.conversation_id,
-        run.workflow,
-        status,
-        outcome,
-        answers,
-        pending_ask_id,
-        run.created_at,
-        now,
-        run.owner,
+    return dataclasses.replace(
+        run, status=status, outcome=outcome, context=answers, pending_ask_id=pending_ask_id, updated_at=now
     )
 
 
@@ -361,13 +352,14 @@ class RunLifeCycle:
         """After a workflow phase's answer: its run asks the next phase or finishes."""
         assert answered.phase is not None
         run = tx.run(answered.run_id)
-        if run is None or run.workflow is None:
-            if run is not None:
-                plan.runs.append(run_with(run, now, RunStatus.RUNNING))
+        if run is None:
+            return reply
+        answers = {**run.context, answered.phase: answered.answer or ""}  # a run keeps its answers by phase
+        run = run_with(run, now, RunStatus.RUNNING, context=answers)
+        if run.workflow is None:  # the caller's own phases: its run goes on
+            plan.runs.append(run)
             return reply
         flow = self.workflow(run.workflow)
-        answers = {**run.context, answered.phase: answered.answer or ""}
-        run = run_with(run, now, RunStatus.RUNNING, context=answers)
         following = flow.after(answered.phase, answers)
         if following is None:
             plan.runs.append(run_with(run, now, RunStatus.COMPLETE, RunOutcome.DONE.value))

@@ -235,9 +235,10 @@ class CancelIn(_Body):
 
 
 class FinishIn(_Body):
-    """Finish a run: the outcome recorded on it."""
+    """Finish a run: the outcome recorded on it, and what it gave (any JSON value)."""
 
     outcome: Id = "done"
+    output: Any = Field(default=None, description="What the run gave (an agent's final output): any JSON value.")
 
 
 class SafeJSONResponse(JSONResponse):

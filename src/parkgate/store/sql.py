@@ -56,7 +56,7 @@ _RUN_UPSERT = (
     f"INSERT INTO runs ({RUN_ROWS.columns}) VALUES ({RUN_ROWS.placeholders()}) "
     "ON CONFLICT (id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome, "
     "context = excluded.context, pending_ask_id = excluded.pending_ask_id, "
-    "updated_at = excluded.updated_at"
+    "updated_at = excluded.updated_at, output = excluded.output"
 )
 
 

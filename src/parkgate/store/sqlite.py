@@ -46,6 +46,7 @@ from parkgate.store.dialect import Dialect
 from parkgate.store.open_asks_sql import SqlTables
 from parkgate.store.signal import CloseSignal
 from parkgate.store.sql import DEFAULT_SIZE, Guesses, RecentOpenAsks
+from parkgate.store.sqlite_checkpoint import Checkpointer
 from parkgate.store.sqlite_file import (
     BUSY_TIMEOUT_MS,
     busy,
@@ -148,9 +149,11 @@ class FileWriters:
     one. Every method but :meth:`take` is called with the lock held.
     """
 
-    def __init__(self, lock: threading.Lock) -> None:
+    def __init__(self, lock: threading.Lock, checkpointer: Checkpointer | None = None) -> None:
         self.lock = lock
         self.group: _Group | None = None
+        #: The file's background checkpoints, counted a group commit at a time.
+        self.checkpointer = checkpointer
         #: Threads queued for the lock (a group stays open for them).
         self.waiting = 0
         self._count = threading.Lock()
@@ -193,6 +196,8 @@ class FileWriters:
                 group.conn.execute("ROLLBACK")
         finally:
             group.done.set()
+        if self.checkpointer is not None and not group.failed:
+            self.checkpointer.committed()
 
     def abandon(self, failed: bool) -> None:
         """The open group is gone (rolled back): ``failed`` when it held other units' writes."""
@@ -230,7 +235,7 @@ def file_writers(path: Path) -> FileWriters:
     if found is None:
         lock = writer_lock(key)
         with _writer_locks_guard:
-            found = _file_writers.setdefault(key, FileWriters(lock))
+            found = _file_writers.setdefault(key, FileWriters(lock, Checkpointer(key)))
     return found
 
 
