@@ -20,8 +20,7 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, fields
 from datetime import datetime
-from enum import Enum, StrEnum
-from operator import attrgetter
+from enum import Enum
 from typing import Any, Literal, TypeVar
 
 T = TypeVar("T")
@@ -53,6 +52,10 @@ class Codec:
     to_text: Callable[[Any], str] | None = None
     #: The value from stored text, when not :attr:`from_json` of ``json.loads`` (a cached decoder).
     from_text: Callable[[str], Any] | None = None
+    #: The enum whose members the value is: written as the member's value, inline in the
+    #: compiled writers (a plain value is written as it is, so a store's driver refuses
+    #: what is neither).
+    enum: type[Enum] | None = None
 
     def text_of(self, value: Any) -> str:
         """``value`` as the text a store keeps (a ``"text"`` codec)."""
@@ -83,11 +86,17 @@ OBJECT = Codec(to_json=dict, from_json=dict, json_type=dict[str, Any], stored="t
 def enum_codec(kind: type[Enum]) -> Codec:
     """An enum's member as its value (the JSON and the store hold the value)."""
     members = {member.value: member for member in kind}  # a dict lookup: cheaper than kind(value) per row
-    values = tuple(members)
-    # Built-in functions both: no frame of this module on a message's path. A StrEnum's
-    # member may be given as its plain value (a run's status often is): str() takes both.
-    write = str if issubclass(kind, StrEnum) else attrgetter("value")
-    return Codec(to_json=write, from_json=members.__getitem__, json_type=Literal[values])
+    return Codec(to_json=_value_of, from_json=members.__getitem__, json_type=Literal[tuple(members)], enum=kind)
+
+
+#: How the compiled writers write an enum's member ``v``: its value (a run's status is
+#: often given as its plain value, written as it is). Inline: a message's path runs no
+#: function of this module.
+VALUE_OF = "getattr(v, 'value', v)"
+
+
+def _value_of(member: Any) -> Any:
+    return getattr(member, "value", member)
 
 
 def texts_codec(*, empty_is_null: bool, from_text: Callable[[str], Any] | None = None) -> Codec:
@@ -291,7 +300,9 @@ def _json_writer(kind: type[Any]) -> Callable[[Any], dict[str, Any]]:
     parts = []
     for at, item in enumerate(public(kind)):
         value = f"value.{item.name}"
-        if item.codec.to_json is not None:
+        if item.codec.enum is not None:
+            value = f"(None if (v := {value}) is None else {VALUE_OF})"
+        elif item.codec.to_json is not None:
             namespace[f"write{at}"] = item.codec.to_json
             value = f"(None if (v := {value}) is None else write{at}(v))"
         parts.append(f"{item.wire!r}: {value}")
@@ -400,6 +411,7 @@ __all__ = [
     "SECONDS",
     "SECONDS_LIST",
     "TIME",
+    "VALUE_OF",
     "Codec",
     "Declared",
     "FieldSpec",

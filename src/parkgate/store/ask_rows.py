@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from parkgate.core.model import Ask, Run
-from parkgate.core.shape import Codec, Declared, compiled, declared
+from parkgate.core.shape import VALUE_OF, Codec, Declared, compiled, declared
 
 T = TypeVar("T")
 
@@ -82,6 +82,8 @@ class Rows(Generic[T]):
             return f"(None if (v := {get}) is None else encode_time(v))"
         if codec.stored == "value" and codec.to_json is None:
             return get
+        if codec.enum is not None:
+            return f"(None if (v := {get}) is None else {VALUE_OF})"
         encode = self._bind(f"encode_{item.name}", _text_writer(codec) if codec.stored == "text" else codec.to_json)
         if codec.empty_is_null:
             return f"({encode}(v) if (v := {get}) else None)"
