@@ -293,18 +293,7 @@ class RunLifeCycle:
             asked_at=now,
             last_touched=now,
             ttl_seconds=ttl.total_seconds(),
-            phase=options.phase,
-            default=options.default,
-            callback_url=options.callback_url,
-            watched=options.watched,
-            context=options.context,
-            owner=options.owner,
-            expect=options.expect,
-            responders=options.responders,
-            quorum=options.quorum,
-            remind_after=options.remind_after,
-            escalate_after=options.escalate_after,
-            escalate_to=options.escalate_to,
+            **options.kept(),
         )
 
     def park(
@@ -331,8 +320,7 @@ class RunLifeCycle:
         spec = stopping_point.make_spec(phase.kind, phase.prompt_for(run.context), phase.options)
         if phase.responders:
             options = dataclasses.replace(options, responders=phase.responders, quorum=phase.quorum)
-        schedule = {"remind_after": phase.remind_after, "escalate_after": phase.escalate_after}
-        with_schedule = options.with_schedule({**schedule, "escalate_to": phase.escalate_to})
+        with_schedule = options.with_schedule(phase.schedule)
         fitted = dataclasses.replace(with_schedule, phase=phase.name).fitted(spec)
         ask = self.new_ask(run, spec, now, fitted)
         return self.park(plan, run, ask, now, post_to=options.post_to)

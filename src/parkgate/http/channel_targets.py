@@ -40,6 +40,21 @@ def _target_in(spec: ChannelSpec) -> type[BaseModel]:
     return model
 
 
+class _StrictPost(BaseModel):
+    """What every channel's post location is in a response: no key it does not declare."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _post_out(spec: ChannelSpec) -> type[BaseModel]:
+    """The channel's location model as an ask's JSON shows it, forbidding other keys (under its own name)."""
+    location: type[BaseModel] = spec.imported(spec.location)
+    model: type[BaseModel] = create_model(
+        location.__name__, __base__=(location, _StrictPost), __doc__=location.__doc__, __module__=__name__
+    )
+    return model
+
+
 #: The channel keys of ``POST /v1/asks``: each a registered channel's name, in the order registered.
 CHANNEL_FIELDS: tuple[str, ...] = tuple(spec.name for spec in registered())
 
@@ -56,7 +71,7 @@ _posts_in: dict[str, Any] = {
 }
 _posts_out: dict[str, Any] = {
     spec.name: (
-        spec.imported(spec.location) | None,
+        _post_out(spec) | None,
         Field(default=None, description=f"Where it is posted on {spec.title}; absent until it is posted."),
     )
     for spec in registered()

@@ -23,9 +23,10 @@ from parkgate.channels.base import ChannelTarget, check_target
 from parkgate.core import phrases as P
 from parkgate.core import stopping_point
 from parkgate.core.kinds import AskKind
+from parkgate.core.shape import Form, declared_options
 from parkgate.errors import ConfigurationError, InputError
 from parkgate.gateway.checks import check_duration
-from parkgate.gateway.options import AskOptions
+from parkgate.gateway.options import AskOptions, ParkFields, PostFields
 
 #: How long one call is held open before it returns "pending", when a rule does not say:
 #: under the 60 s tool timeout of common MCP clients.
@@ -43,26 +44,16 @@ ANNOTATIONS = {
 }
 
 _SERVER_KEYS = frozenset({"command", "args", "env", "cwd", "url"})
-_RULE_KEYS = frozenset(
-    {
-        "tools",
-        "annotations",
-        "arguments",
-        "responders",
-        "quorum",
-        "ttl",
-        "hold",
-        "options",
-        "post_to",
-        "callback_url",
-        "remind_after",
-        "escalate_after",
-        "escalate_to",
-        "redact",
-    }
-)
-#: A rule's keys that are the ask's options, in the order their checks depend on each other.
-_ASK_KEYS = ("responders", "quorum", "ttl", "escalate_after", "escalate_to", "remind_after", "callback_url", "post_to")
+#: The options of every park a single call names: a rule's ask takes the others.
+_PER_CALL = frozenset({"run_id", "replace", "key"})
+#: A rule's keys that are the ask's options (:mod:`parkgate.gateway.options`): those every
+#: park takes but the per-call ones, and the channel to post on, in their declared order,
+#: which is the order their checks depend on each other (quorum after responders, the
+#: escalation's responders after its time).
+_ASK_KEYS = (*(name for name in ParkFields.__annotations__ if name not in _PER_CALL), *PostFields.__annotations__)
+#: How a rule's ask option is written in its TOML, by its form: durations as "5m" or seconds.
+_FORMS = {name: option.form for name, option in declared_options(ParkFields).items()}
+_RULE_KEYS = frozenset({"tools", "annotations", "arguments", "hold", "options", "redact", *_ASK_KEYS})
 _TOP_KEYS = frozenset({"servers", "approval", "redact", "max_value_chars"})
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)\s*(d|h|m|s|ms))+")
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s|ms)")
@@ -264,16 +255,7 @@ def _rule(number: int, data: object, redact: tuple[str, ...], fail: Fail) -> Rul
     fields: dict[str, Any] = {"follow_up": True}
     # One key at a time, in the order the gateway's checks depend on each other (quorum on
     # responders, escalation on the TTL), so the error names the key that broke them.
-    for key in (
-        "responders",
-        "quorum",
-        "ttl",
-        "escalate_after",
-        "escalate_to",
-        "remind_after",
-        "callback_url",
-        "post_to",
-    ):
+    for key in _ASK_KEYS:
         if key not in data:
             continue
         fields[key] = _field(key, data[key], where, label, fail)
@@ -295,11 +277,12 @@ def _rule(number: int, data: object, redact: tuple[str, ...], fail: Fail) -> Rul
 
 def _field(key: str, value: object, where: tuple[Any, ...], label: str, fail: Fail) -> Any:
     """A rule's ask option as :meth:`Gateway.ask <parkgate.Gateway.ask>` takes it."""
-    if key in ("ttl", "escalate_after"):
+    form = _FORMS.get(key)
+    if form is Form.SECONDS:
         return _duration(value, where, key, label, fail)
-    if key == "remind_after":
+    if form is Form.OFFSETS:
         return [_duration(one, where, key, label, fail) for one in (value if isinstance(value, list) else [value])]
-    if key == "post_to":
+    if key in PostFields.__annotations__:
         return _target(value, where, label, fail)
     return value
 

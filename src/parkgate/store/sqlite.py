@@ -34,6 +34,7 @@ from typing import Any
 
 from parkgate.core.model import Ask, AskStatus, Run, encode_votes
 from parkgate.store import sql
+from parkgate.store.ask_rows import MUTABLE_ASK_SET
 from parkgate.store.base import (
     Intent,
     Store,
@@ -42,7 +43,7 @@ from parkgate.store.base import (
     Transaction,
     retry_after_guess,
 )
-from parkgate.store.dialect import MUTABLE_ASK_SET, Dialect
+from parkgate.store.dialect import Dialect
 from parkgate.store.open_asks_sql import SqlTables
 from parkgate.store.signal import CloseSignal
 from parkgate.store.sql import DEFAULT_SIZE, Guesses, RecentOpenAsks

@@ -12,7 +12,7 @@ from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.http.dependencies import CallerDep, GatewayDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.models import FinishIn, Id, SafeJSONResponse
-from parkgate.http.outputs import RunOut
+from parkgate.http.outputs import Out, RunOut
 from parkgate.http.responses import run_to_dict
 from parkgate.http.tokens import Caller, Scope, needs
 
@@ -67,14 +67,14 @@ class AgentStateIn(BaseModel):
     state: str
 
 
-class AgentStateOut(BaseModel):
+class AgentStateOut(Out):
     """The agent state kept with a run: ``null`` when none is."""
 
     run_id: str
     state: str | None
 
 
-class AgentStateKept(BaseModel):
+class AgentStateKept(Out):
     """Whether an agent state is kept with the run now."""
 
     run_id: str
