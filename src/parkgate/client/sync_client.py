@@ -101,7 +101,11 @@ class Client:
                 ``callback_url`` (gets the ask's JSON when it closes), ``default`` (recorded
                 as the answer if the ask expires), ``expect`` (the form a text ask's answer
                 must take), ``context`` (a JSON object kept and shown with the ask),
-                ``phase``, ``follow_up`` (a waiter claims the closed ask's follow-up; a string names it) and
+                ``phase``, ``responders`` (who may answer: sender ids; anyone when left
+                out), ``quorum`` (how many responders must agree on one option),
+                ``remind_after``, ``escalate_after`` and ``escalate_to`` (reminders before
+                the ask expires and whom it escalates to: :class:`~parkgate.ScheduleFields`),
+                ``follow_up`` (a waiter claims the closed ask's follow-up; a string names it) and
                 ``key`` (an idempotency key: a park with a key this token parked before
                 returns that ask, ``parked`` false once it closed), and ``post_to`` (a
                 :class:`~parkgate.channels.ChannelTarget`, as the library takes it) or a

@@ -34,6 +34,7 @@ naming the option), and :meth:`AskOptions.fitted` checks those that depend on th
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -45,7 +46,7 @@ from parkgate.core.fence import parse_callback_url
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Ask
 from parkgate.core.schedule import ScheduleFields
-from parkgate.core.shape import Form, Option
+from parkgate.core.shape import Form, Option, declared_options
 from parkgate.core.stopping_point import AskSpec
 from parkgate.errors import InputError
 from parkgate.gateway.checks import (
@@ -172,10 +173,22 @@ def field_names(fields: type) -> frozenset[str]:
 
 
 def refuse_unknown(given: Mapping[str, object], fields: type, call: str) -> None:
-    """Raise ``TypeError`` for an option ``call`` does not take, as Python does for a keyword."""
+    """Raise ``TypeError`` for an option ``call`` does not take, as Python does for a
+    keyword, saying what it is called here when it is an option's JSON name
+    (``ttl_seconds`` for ``ttl``) or close to one."""
     unknown = sorted(set(given) - field_names(fields))
     if unknown:
-        raise TypeError(f"{call}() got an unexpected keyword argument {unknown[0]!r}")
+        raise TypeError(f"{call}() got an unexpected keyword argument {unknown[0]!r}{_named_here(unknown[0], fields)}")
+
+
+def _named_here(name: str, fields: type) -> str:
+    """The hint for an unknown keyword ``name``: the option whose JSON name it is, else the
+    option it is closest to, else nothing."""
+    for option, declared in declared_options(fields).items():
+        if declared.wire == name and option != name:
+            return f": this option is {option!r} here ({name!r} is its name in JSON, as AskView shows it)"
+    close = difflib.get_close_matches(name, sorted(field_names(fields)), n=1)
+    return f": did you mean {close[0]!r}?" if close else ""
 
 
 @dataclass(frozen=True, slots=True)
