@@ -33,6 +33,7 @@ def test_the_issues_example_loads_and_holds_deploy_calls_only(tmp_path: Path) ->
     assert (ops.command, ops.args, ops.cwd) == ("python", ("ops_server.py",), str(tmp_path.resolve()))
     (rule,) = policy.rules
     assert rule.hold == timedelta(seconds=50) and rule.options == ("Approve", "Reject")
+    assert rule.valid_for is None  # an approval forwards one call
     assert rule.ask_fields["ttl"] == timedelta(minutes=10)
     assert (rule.ask_fields["responders"], rule.ask_fields["quorum"]) == (["alice", "bob", "carol"], 2)
     assert policy.rule_for("ops", "deploy", None, {}) is rule
@@ -43,7 +44,7 @@ def test_the_issues_example_loads_and_holds_deploy_calls_only(tmp_path: Path) ->
 def test_the_first_rule_that_matches_applies_by_name_annotation_and_argument() -> None:
     policy = parse_policy(
         SERVERS + "[[approval]]\n"
-        'tools = ["ops.deploy"]\narguments = { env = "prod*" }\nhold = "1h30m"\n\n'
+        'tools = ["ops.deploy"]\narguments = { env = "prod*" }\nhold = "1h30m"\nvalid_for = "10m"\n\n'
         "[[approval]]\nannotations = { destructiveHint = true }\n\n"
         '[[approval]]\ntools = ["*"]\narguments = { replicas = "1?" }\noptions = ["Ship it", "Hold", "Later"]\n'
         'post_to = { channel = "slack", where = { channel = "C0OPS" } }\n'
@@ -56,6 +57,7 @@ def test_the_first_rule_that_matches_applies_by_name_annotation_and_argument() -
     assert policy.rule_for("ops", "drop", ToolAnnotations(destructive_hint=False), {}) is None
     assert policy.rule_for("ops", "scale", None, {"replicas": 12}) is many  # a number's JSON
     assert prod.hold == timedelta(hours=1, minutes=30) and destructive.hold == DEFAULT_HOLD
+    assert prod.valid_for == timedelta(minutes=10) and destructive.valid_for is None
     assert many.options == ("Ship it", "Hold", "Later")
     assert many.ask_fields["post_to"] == ChannelTarget("slack", {"channel": "C0OPS"})
 
@@ -72,6 +74,8 @@ def test_the_first_rule_that_matches_applies_by_name_annotation_and_argument() -
         (SERVERS + '[[approval]]\ntools = ["a"]\nquorum = 2\n', 7, "quorum needs responders"),
         (SERVERS + '[[approval]]\ntools = ["a"]\nresponders = ["a"]\nquorum = 3\n', 8, "more than the 1 responders"),
         (SERVERS + '[[approval]]\ntools = ["a"]\nhold = 0\n', 7, "hold"),
+        (SERVERS + '[[approval]]\ntools = ["a"]\nvalid_for = "forever"\n', 7, "valid_for 'forever' is not a"),
+        (SERVERS + '[[approval]]\ntools = ["a"]\nvalid_for = -5\n', 7, "valid_for"),
         (SERVERS + '[[approval]]\ntools = ["a"]\ncolour = "red"\n', 7, "unknown key 'colour'"),
         (SERVERS + "[[approval]]\nresponders = []\n", 5, "names no tools"),
         (SERVERS + "[[approval]]\nannotations = { dangerous = true }\n", 6, "'dangerous' is not one of"),

@@ -18,7 +18,7 @@ from parkgate.mcp_gateway.policy import DEFAULT_HOLD, Policy, Rule, ServerSpec, 
 try:
     from parkgate.mcp_gateway.downstream import Downstream
     from parkgate.mcp_gateway.holding import Holds
-    from parkgate.mcp_gateway.server import build_server, serve
+    from parkgate.mcp_gateway.server import build_server, serve, start
 except ModuleNotFoundError as missing:  # the one line that says what to install
     raise MissingExtra(__name__, missing) from None
 
@@ -33,4 +33,5 @@ __all__ = [
     "load_policy",
     "parse_policy",
     "serve",
+    "start",
 ]

@@ -13,6 +13,9 @@ way, so that:
 - each approval forwards one call: the call that claims the follow-up
   (:meth:`Gateway.claim_follow_up <parkgate.Gateway.claim_follow_up>`, one caller in any
   process) marks it done, then forwards; an identical call that loses the claim asks again;
+- unless the rule's ``valid_for`` keeps it: then the follow-up stays pending, and every
+  identical call until ``valid_for`` after the approval (on the gateway's clock) is
+  forwarded on it; the first one after that marks it done and asks again;
 - a call with any other argument has another hash, so another ask.
 
 Waiting is the gateway's own wait (:meth:`AsyncGateway.wait`): it wakes on the close signal,
@@ -85,10 +88,20 @@ class Holds:
             if not render.approved(ask):
                 await self.gateway.follow_up_done(ask.id)
                 return _result(render.not_run(ask, route.tool), ask, ask.status.value)
+            if rule.valid_for is not None:
+                if self._still_valid(ask, rule.valid_for):
+                    return await forward()
+                await self.gateway.follow_up_done(ask.id)  # lapsed: this call asks again
+                continue
             if await self.gateway.claim_follow_up(ask.id, CLAIM_LEASE):
                 await self.gateway.follow_up_done(ask.id)  # before forwarding: never twice
                 return await forward()
             # Another identical call took this approval: this one asks again.
+
+    def _still_valid(self, ask: Ask, valid_for: timedelta) -> bool:
+        """Whether the approval ``ask`` holds still forwards identical calls: less than
+        ``valid_for`` has passed since it was given."""
+        return ask.answered_at is not None and self.gateway.sync.clock.now() < ask.answered_at + valid_for
 
     async def _attach(self, digest: str, route: Route, arguments: Mapping[str, Any], rule: Rule) -> Ask:
         """The ask this call waits on: a closed one nobody has acted on, the open one, or a new one."""

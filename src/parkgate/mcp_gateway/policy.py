@@ -43,26 +43,9 @@ ANNOTATIONS = {
 }
 
 _SERVER_KEYS = frozenset({"command", "args", "env", "cwd", "url"})
-_RULE_KEYS = frozenset(
-    {
-        "tools",
-        "annotations",
-        "arguments",
-        "responders",
-        "quorum",
-        "ttl",
-        "hold",
-        "options",
-        "post_to",
-        "callback_url",
-        "remind_after",
-        "escalate_after",
-        "escalate_to",
-        "redact",
-    }
-)
 #: A rule's keys that are the ask's options, in the order their checks depend on each other.
 _ASK_KEYS = ("responders", "quorum", "ttl", "escalate_after", "escalate_to", "remind_after", "callback_url", "post_to")
+_RULE_KEYS = frozenset({"tools", "annotations", "arguments", "hold", "valid_for", "options", "redact", *_ASK_KEYS})
 _TOP_KEYS = frozenset({"servers", "approval", "redact", "max_value_chars"})
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)\s*(d|h|m|s|ms))+")
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s|ms)")
@@ -90,6 +73,8 @@ class Rule:
 
     ``ask_fields`` are :meth:`Gateway.ask <parkgate.Gateway.ask>`'s keyword options
     (responders, quorum, ttl, post_to, reminders), checked when the file is read.
+    ``valid_for`` is how long an approval keeps forwarding the identical call (same
+    server, tool and arguments) without a new ask; without it, an approval forwards one.
     """
 
     number: int
@@ -100,6 +85,9 @@ class Rule:
     options: tuple[str, ...]
     redact: tuple[str, ...]
     ask_fields: Mapping[str, Any] = field(default_factory=dict)
+    #: How long an approval forwards identical calls, from the moment it was given;
+    #: ``None``: it forwards exactly one call.
+    valid_for: timedelta | None = None
 
     def applies(self, server: str, tool: str, annotations: Any, arguments: Mapping[str, Any]) -> bool:
         """Whether a call of ``tool`` on ``server`` with ``arguments`` needs this rule's approval.
@@ -261,19 +249,11 @@ def _rule(number: int, data: object, redact: tuple[str, ...], fail: Fail) -> Rul
     except InputError as error:
         raise fail(where, "options", f"{label}: options: {error}") from None
     hold = _duration(data.get("hold", DEFAULT_HOLD), where, "hold", label, fail)
+    valid_for = _duration(data["valid_for"], where, "valid_for", label, fail) if "valid_for" in data else None
     fields: dict[str, Any] = {"follow_up": True}
     # One key at a time, in the order the gateway's checks depend on each other (quorum on
     # responders, escalation on the TTL), so the error names the key that broke them.
-    for key in (
-        "responders",
-        "quorum",
-        "ttl",
-        "escalate_after",
-        "escalate_to",
-        "remind_after",
-        "callback_url",
-        "post_to",
-    ):
+    for key in _ASK_KEYS:
         if key not in data:
             continue
         fields[key] = _field(key, data[key], where, label, fail)
@@ -290,6 +270,7 @@ def _rule(number: int, data: object, redact: tuple[str, ...], fail: Fail) -> Rul
         tuple(options),
         redact + _globs(data.get("redact", []), where, "redact", fail),
         fields,
+        valid_for,
     )
 
 

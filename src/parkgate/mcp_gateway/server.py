@@ -65,6 +65,21 @@ def build_server(policy: Policy, downstream: Downstream, holds: Holds) -> Server
     )
 
 
+async def start(policy: Policy, gateway: AsyncGateway, stack: AsyncExitStack) -> Server[Any]:
+    """The gateway's MCP server, its downstream servers connected (and closed with ``stack``).
+
+    Args:
+        policy: The servers and the approval rules.
+        gateway: Where held calls are parked (its clock is the one approvals are timed on).
+        stack: Owns the downstream connections.
+
+    Returns:
+        The server, ready to run on a transport (or for an in-process client).
+    """
+    downstream = await Downstream.connect(policy, stack)
+    return build_server(policy, downstream, Holds(gateway, policy))
+
+
 async def serve(policy: Policy, gateway: AsyncGateway, http: tuple[str, int] | None = None) -> None:
     """Connect the downstream servers and serve MCP until the client leaves (stdio) or the
     process is stopped (HTTP).
@@ -75,8 +90,7 @@ async def serve(policy: Policy, gateway: AsyncGateway, http: tuple[str, int] | N
         http: ``(host, port)`` to serve streamable HTTP at ``/mcp``; stdio when ``None``.
     """
     async with AsyncExitStack() as stack:
-        downstream = await Downstream.connect(policy, stack)
-        server = build_server(policy, downstream, Holds(gateway, policy))
+        server = await start(policy, gateway, stack)
         if http is None:
             read, write = await stack.enter_async_context(stdio_server())
             await server.run(read, write, server.create_initialization_options())
