@@ -89,11 +89,12 @@ class Setup:
 
 
 @asynccontextmanager
-async def connected(setup: Setup, transport: str) -> AsyncIterator[Client]:
-    """The MCP SDK's client, connected to ``parkgate mcp-gateway`` over ``transport``."""
+async def connected(setup: Setup, transport: str, **options: Any) -> AsyncIterator[Client]:
+    """The MCP SDK's client (``options`` are its own: an elicitation callback, the
+    protocol's ``mode``, ...), connected to ``parkgate mcp-gateway`` over ``transport``."""
     if transport == "stdio":
         params = StdioServerParameters(command=sys.executable, args=setup.command(), env=setup.process_env())
-        async with Client(params) as client:
+        async with Client(params, **options) as client:
             yield client
         return
     port = free_port()
@@ -106,7 +107,7 @@ async def connected(setup: Setup, transport: str) -> AsyncIterator[Client]:
     )
     try:
         await anyio.to_thread.run_sync(lambda: until(lambda: _listening(port, process), 60, "the gateway on HTTP"))
-        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+        async with Client(f"http://127.0.0.1:{port}/mcp", **options) as client:
             yield client
     finally:
         process.terminate()

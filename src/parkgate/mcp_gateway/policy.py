@@ -24,7 +24,7 @@ from parkgate.core import phrases as P
 from parkgate.core import stopping_point
 from parkgate.core.kinds import AskKind
 from parkgate.errors import ConfigurationError, InputError
-from parkgate.gateway.checks import check_duration
+from parkgate.gateway.checks import check_duration, check_sender
 from parkgate.gateway.options import AskOptions
 
 #: How long one call is held open before it returns "pending", when a rule does not say:
@@ -45,7 +45,12 @@ ANNOTATIONS = {
 _SERVER_KEYS = frozenset({"command", "args", "env", "cwd", "url"})
 #: A rule's keys that are the ask's options, in the order their checks depend on each other.
 _ASK_KEYS = ("responders", "quorum", "ttl", "escalate_after", "escalate_to", "remind_after", "callback_url", "post_to")
-_RULE_KEYS = frozenset({"tools", "annotations", "arguments", "hold", "valid_for", "options", "redact", *_ASK_KEYS})
+_RULE_KEYS = frozenset(
+    {"tools", "annotations", "arguments", "hold", "valid_for", "ask_client", "options", "redact", *_ASK_KEYS}
+)
+#: The sender a client's own user answers as under ``ask_client = true`` (a rule with
+#: responders names one of them instead).
+CLIENT_SENDER = "mcp-client"
 _TOP_KEYS = frozenset({"servers", "approval", "redact", "max_value_chars"})
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)\s*(d|h|m|s|ms))+")
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s|ms)")
@@ -75,6 +80,8 @@ class Rule:
     (responders, quorum, ttl, post_to, reminders), checked when the file is read.
     ``valid_for`` is how long an approval keeps forwarding the identical call (same
     server, tool and arguments) without a new ask; without it, an approval forwards one.
+    ``ask_client`` is who the client's own user answers as when the client can show a
+    form (MCP elicitation); without it, people answer on parkgate's surfaces alone.
     """
 
     number: int
@@ -88,6 +95,9 @@ class Rule:
     #: How long an approval forwards identical calls, from the moment it was given;
     #: ``None``: it forwards exactly one call.
     valid_for: timedelta | None = None
+    #: The sender the client's own user answers as, through an MCP elicitation, where the
+    #: client declares it; ``None``: only people on parkgate's surfaces answer.
+    ask_client: str | None = None
 
     def applies(self, server: str, tool: str, annotations: Any, arguments: Mapping[str, Any]) -> bool:
         """Whether a call of ``tool`` on ``server`` with ``arguments`` needs this rule's approval.
@@ -261,6 +271,7 @@ def _rule(number: int, data: object, redact: tuple[str, ...], fail: Fail) -> Rul
             AskOptions.checked(fields)  # the gateway's own checks, so that a rule that loads parks
         except InputError as error:
             raise fail(where, key, f"{label}: {error}") from None
+    ask_client = _client_sender(data.get("ask_client", False), fields.get("responders"), where, label, fail)
     return Rule(
         number,
         tools,
@@ -271,7 +282,30 @@ def _rule(number: int, data: object, redact: tuple[str, ...], fail: Fail) -> Rul
         redact + _globs(data.get("redact", []), where, "redact", fail),
         fields,
         valid_for,
+        ask_client,
     )
+
+
+def _client_sender(value: object, responders: object, where: tuple[Any, ...], label: str, fail: Fail) -> str | None:
+    """Who the client's own user answers as under ``ask_client`` (``true``, or a responder's
+    name), or ``None`` (``false``): with responders, it must be one of them."""
+    if value is False:
+        return None
+    if value is not True and not isinstance(value, str):
+        raise fail(where, "ask_client", f"{label}: ask_client is true, false, or the responder the client's user is")
+    try:
+        sender = CLIENT_SENDER if value is True else check_sender(value, "ask_client")
+    except InputError as error:
+        raise fail(where, "ask_client", f"{label}: {error}") from None
+    assert sender is not None
+    if isinstance(responders, list) and sender not in responders:
+        raise fail(
+            where,
+            "ask_client",
+            f"{label}: the client's user would answer as {sender!r}, who is not among the responders; "
+            'name the one they are: ask_client = "alice"',
+        )
+    return sender
 
 
 def _field(key: str, value: object, where: tuple[Any, ...], label: str, fail: Fail) -> Any:
@@ -365,4 +399,4 @@ class _Lines:
         return self.tables.get(table, 1)
 
 
-__all__ = ["DEFAULT_HOLD", "Policy", "Rule", "ServerSpec", "load_policy", "parse_policy"]
+__all__ = ["CLIENT_SENDER", "DEFAULT_HOLD", "Policy", "Rule", "ServerSpec", "load_policy", "parse_policy"]
