@@ -11,7 +11,8 @@ with exactly the approved arguments, when a person approves (docs/mcp-gateway.md
 - :mod:`~parkgate.mcp_gateway.downstream`: the downstream servers, connected with the MCP SDK's client;
 - :mod:`~parkgate.mcp_gateway.holding`: a held call's park, attach, hold and forward;
 - :mod:`~parkgate.mcp_gateway.elicitation`: the client's own user as an approver, on an MCP form;
-- :mod:`~parkgate.mcp_gateway.server`: the MCP server the agent's client talks to, on stdio or HTTP.
+- :mod:`~parkgate.mcp_gateway.server`: the MCP server the agent's client talks to, on stdio or HTTP;
+- :mod:`~parkgate.mcp_gateway.stdio`: its stdio, read and written on the event loop.
 """
 
 from parkgate.errors import MissingExtra

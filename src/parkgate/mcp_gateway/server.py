@@ -10,7 +10,6 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from mcp.server import Server, ServerRequestContext
-from mcp.server.stdio import stdio_server
 from mcp_types import (
     CallToolRequestParams,
     CallToolResult,
@@ -24,6 +23,7 @@ from parkgate.mcp_gateway.downstream import Downstream, error_result
 from parkgate.mcp_gateway.elicitation import ClientApprover
 from parkgate.mcp_gateway.holding import Holds
 from parkgate.mcp_gateway.policy import Policy
+from parkgate.mcp_gateway.stdio import stdio_streams
 
 log = logging.getLogger("parkgate.mcp_gateway")
 
@@ -103,7 +103,7 @@ async def serve(policy: Policy, gateway: AsyncGateway, http: tuple[str, int] | N
     async with AsyncExitStack() as stack:
         server = await start(policy, gateway, stack)
         if http is None:
-            read, write = await stack.enter_async_context(stdio_server())
+            read, write = await stack.enter_async_context(stdio_streams())
             await server.run(read, write, server.create_initialization_options())
             return
         import uvicorn
