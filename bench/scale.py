@@ -198,7 +198,7 @@ def probe(
 
 def query_plans(target: StoreTarget, store: Any) -> dict[str, str]:
     """The plans of the per-message read and the audit read (to show the indexes in use)."""
-    from parkgate.store.dialect import ASK_COLUMNS
+    from parkgate.store.ask_rows import ASK_COLUMNS
 
     reads = {
         "open_ask_by_conversation": (

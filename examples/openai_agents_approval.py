@@ -21,12 +21,10 @@ from agents import Agent, RunConfig, function_tool
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
 from parkgate import Gateway
-from parkgate.adapters.openai_agents import AgentApprovals
+from parkgate.adapters.openai_agents import AgentApprovals, Finished
 from parkgate.store import open_deployed_store
 
 OFFLINE = RunConfig(tracing_disabled=True)
-#: What the agent said last, per service (the watcher's resumes are seen here).
-said: dict[str, str] = {}
 
 
 @function_tool(needs_approval=True)
@@ -43,8 +41,7 @@ def respond(call: ModelCall) -> Any:
     ]
     service = str(items[0]["content"]).split()[2]  # "Deploy the <service> ..."
     if outputs:
-        said[service] = f"Deploy result: {outputs[-1]}"
-        return [assistant_message(said[service])]
+        return [assistant_message(f"Deploy result: {outputs[-1]}")]
     return [function_call("deploy", {"service": service}, call_id=f"call-{service}")]
 
 
@@ -73,7 +70,8 @@ async def main(store_url: str) -> None:
     await approvals.run("chat-2", "Deploy the db to production")
     gateway.close()
     gateway = Gateway(store=open_deployed_store(store_url), deliver=True)
-    approvals = AgentApprovals(gateway, build_agent(), OFFLINE)
+    finished: list[Finished] = []  # every run this process resumes: the result hook hears each
+    approvals = AgentApprovals(gateway, build_agent(), OFFLINE, on_result=finished.append)
     print("agent:", (await approvals.handle("chat-2", "1")).final_output)
 
     # 4. An operator cancels from the console (another call path): a watcher's pass resumes
@@ -81,7 +79,7 @@ async def main(store_url: str) -> None:
     asked = await approvals.run("chat-3", "Deploy the cache to production")
     gateway.cancel(asked.reply.ask_id or "")
     print("followed up:", await approvals.follow_up())
-    print("agent:", said["cache"])
+    print("agent:", finished[-1].final_output)
     gateway.close()
 
 

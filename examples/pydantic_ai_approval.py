@@ -1,5 +1,6 @@
 """Pydantic AI deferred tool approvals parked through parkgate, from sync code: approved,
-rejected, resumed by another process, and expired with nobody reading while a watcher runs.
+rejected with a reason, resumed by another process, and expired with nobody reading while a watcher runs
+(the resumed run's final output handed to a result hook).
 
     python examples/pydantic_ai_approval.py [STORE_URL]
 
@@ -15,19 +16,16 @@ import os
 import sys
 import tempfile
 import threading
-import time
 
 from pydantic_ai import Agent, DeferredToolRequests, models
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from parkgate import Gateway
-from parkgate.adapters.pydantic_ai import DeferredApprovals
+from parkgate.adapters.pydantic_ai import DeferredApprovals, Finished
 from parkgate.store import open_deployed_store
 
 models.ALLOW_MODEL_REQUESTS = False  # only the function model below may answer
-#: What the agent said last, per service (the watcher's resumes are seen here).
-said: dict[str, str] = {}
 
 
 def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -40,8 +38,7 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         [part for part in last.parts if isinstance(part, ToolReturnPart)] if isinstance(last, ModelRequest) else []
     )
     if returns:
-        said[service] = f"Deploy result: {returns[-1].content}"
-        return ModelResponse(parts=[TextPart(said[service])])
+        return ModelResponse(parts=[TextPart(f"Deploy result: {returns[-1].content}")])
     return ModelResponse(parts=[ToolCallPart("deploy", {"service": service}, tool_call_id=f"call-{service}")])
 
 
@@ -68,9 +65,11 @@ def main(store_url: str) -> None:
     print(turn.text)
     print("agent:", turn.final_output)
 
-    # 2. Reject: the tool does not run, and the model is told why.
+    # 2. Reject, and the reason asked for after it: the tool does not run, and the model
+    # reads why ("-" would give no reason).
     approvals.run_sync("chat-1", "Deploy the web to production")
-    print("agent:", approvals.handle_sync("chat-1", "2").final_output)
+    print(approvals.handle_sync("chat-1", "2").text)
+    print("agent:", approvals.handle_sync("chat-1", "the freeze starts at noon").final_output)
 
     # 3. Another process (a new gateway and agent on the same database) takes the answer.
     approvals.run_sync("chat-2", "Deploy the db to production")
@@ -79,15 +78,25 @@ def main(store_url: str) -> None:
     approvals = DeferredApprovals(gateway, build_agent())
     print("agent:", approvals.handle_sync("chat-2", "1").final_output)
 
-    # 4. Nobody answers: the deliverer's due read expires the ask, the watcher resumes the run.
+    # 4. Nobody answers: the deliverer's due read expires the ask, the watcher resumes the run
+    # and hands its final output to the result hook; the run keeps it too.
+    finished: list[Finished] = []
+    resumed = threading.Event()
+
+    def heard(done: Finished) -> None:
+        finished.append(done)
+        resumed.set()
+
+    watching = DeferredApprovals(gateway, build_agent(), on_result=heard)
     stop = threading.Event()
-    watcher = threading.Thread(target=approvals.watch_sync, args=(stop,), daemon=True)
+    watcher = threading.Thread(target=watching.watch_sync, args=(stop,), daemon=True)
     watcher.start()
     short = DeferredApprovals(gateway, build_agent(), ttl=1.0)  # a one-second TTL, for the example
     short.run_sync("chat-3", "Deploy the cache to production")
-    while "cache" not in said:
-        time.sleep(0.01)
-    print("agent:", said["cache"])
+    resumed.wait(timeout=60)
+    print("agent:", finished[0].final_output)
+    run = gateway.run(finished[0].run_id)
+    print("kept on the run:", run.output if run is not None else None)
     stop.set()
     watcher.join()
     gateway.close()

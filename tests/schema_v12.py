@@ -22,6 +22,8 @@ V14_COLUMNS = (
 #: SQLite: version 14's trigger, dropped before its columns (on PostgreSQL it goes with
 #: its function, in :data:`V12_STEP_BACK_TO_V4`).
 SQLITE_BEFORE_V14 = ("DROP TRIGGER asks_event_moves",)
+#: What version 19 added (a run's output), taken out again.
+BEFORE_V19 = ("ALTER TABLE runs DROP COLUMN output",)
 #: What version 17 changed (the follow-ups' watcher), put back as version 8 made it.
 BEFORE_V17 = (
     "DROP INDEX follow_ups_pending",
@@ -32,6 +34,7 @@ BEFORE_V17 = (
 #: again, and their records (version 13's channel tables stay: it is made again as it is;
 #: version 18's column of them goes).
 BEFORE_V12 = (
+    *BEFORE_V19,
     *BEFORE_V17,
     *AFTER_V12,
     "ALTER TABLE channel_posts DROP COLUMN sends",

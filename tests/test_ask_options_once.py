@@ -19,8 +19,8 @@ from parkgate import AsyncGateway, Gateway, InputError
 from parkgate.channels import ChannelTarget
 from parkgate.client import AsyncClient, Client, wire
 from parkgate.core.expect import Expect
+from parkgate.core.shape import declared_options
 from parkgate.gateway.options import (
-    JSON_NAMES,
     AskFields,
     AskOptions,
     ClientAskFields,
@@ -70,7 +70,7 @@ def _fields_of(call: Callable[..., Any]) -> type:
 
 
 def _json_names(fields: type) -> set[str]:
-    return {JSON_NAMES.get(name, name) for name in field_names(fields)}
+    return {option.wire for option in declared_options(fields).values()}
 
 
 def test_every_option_has_a_value_here_and_a_field_in_the_checked_options() -> None:
@@ -106,6 +106,7 @@ def test_the_http_models_hold_exactly_the_options_the_clients_send() -> None:
 
 def test_the_library_only_options_stay_off_the_wire() -> None:
     assert field_names(AskFields) - field_names(PromptFields) == {"owner", "watched", "post_to"}
+    assert set(declared_options(AskFields)) == field_names(PromptFields), "every other option says how it travels"
 
 
 def test_every_option_a_client_sends_arrives_as_the_gateways_keyword() -> None:
@@ -185,5 +186,5 @@ def test_a_client_sends_the_librarys_post_to_as_its_channels_key() -> None:
     assert keyed.body == call.body, "the channel's key as a keyword sends the same"
     with pytest.raises(InputError, match="one channel"):
         wire.park("c-1", "Deploy?", ["Yes"], None, typing.cast(ClientAskFields, {"post_to": target, "slack": {}}))
-    with pytest.raises(TypeError, match="discord"):
-        wire.park("c-1", "Deploy?", ["Yes"], None, typing.cast(ClientAskFields, {"discord": {"channel": "x"}}))
+    with pytest.raises(TypeError, match="mattermost"):
+        wire.park("c-1", "Deploy?", ["Yes"], None, typing.cast(ClientAskFields, {"mattermost": {"channel": "x"}}))

@@ -13,6 +13,7 @@ from parkgate.clock import Clock, ManualClock, SystemClock
 from parkgate.core.expect import Expect
 from parkgate.core.kinds import AskKind, AskStatus, EventType, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, CallbackState, CallbackStatus, Reply, Run, Vote
+from parkgate.core.schedule import ScheduleFields
 from parkgate.core.stopping_point import AskSpec
 from parkgate.delivery.health import Backoff, DelivererHealth, DelivererState
 from parkgate.errors import (
@@ -28,7 +29,6 @@ from parkgate.errors import (
     Rejected,
     RunClosed,
     RunStillAsking,
-    SchemaMissing,
     StoppingPointError,
     StoreClosed,
     StoreConflict,
@@ -93,7 +93,7 @@ __all__ = [
     "RunOutcome",
     "RunStatus",
     "RunStillAsking",
-    "SchemaMissing",
+    "ScheduleFields",
     "StoppingPointError",
     "Store",
     "StoreClosed",

@@ -32,6 +32,7 @@ as httpx draws its own::
       x NotThisGraph, GraphKeepsAsking: the LangGraph adapter's refusals
       x Rejected: a call ``requires_approval`` gates was not approved; it did not run
       x ChannelJobFailed: kept as a channel job's last_error (as an unsendable callback's), never raised
+      x ChannelRetryLater: a platform's "not before" (a 429's retry_after), kept as a job's retry time
       x StoreError ........................... 503 store_error, with Retry-After
         + StoreUnavailable ................... 503 store_unavailable
         + StoreClosed: the Gateway is closed
@@ -489,6 +490,16 @@ class ChannelJobFailed(ParkgateError):
     """A channel job that can never succeed as it is (an ask never posted, a target the
     platform refuses for good): given up at once, kept as its ``channel_outbox`` row's
     ``last_error`` (:mod:`parkgate.channels`); no caller sees it raised."""
+
+
+class ChannelRetryLater(ParkgateError):
+    """A platform asked for a channel job's call to be made again no sooner than
+    ``seconds`` from now (a 429's ``retry_after``): the job is retried then, not before
+    (:mod:`parkgate.channels.deliver`); no caller sees it raised."""
+
+    def __init__(self, message: str, seconds: float) -> None:
+        super().__init__(message)
+        self.seconds = seconds
 
 
 class StoreError(ParkgateError):

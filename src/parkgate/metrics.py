@@ -122,6 +122,13 @@ class Metrics:
             ["surface"],
             registry=self.registry,
         )
+        self.channel_jobs = Counter(
+            "parkgate_channel_jobs",
+            "Channel jobs run, by channel, job (post, closed, reply) and "
+            "outcome: done, retry (failed, tried again later) or failed (given up: GET /v1/channels/failed).",
+            ["channel", "job", "outcome", "surface"],
+            registry=self.registry,
+        )
         self._open_asks = _AskGauges()
         self.registry.register(self._open_asks)
         self._reply_children: dict[ReplyKind, Any] = {}
@@ -172,6 +179,10 @@ class Metrics:
                     multiprocess_mode="max",
                 )
         self._last_pass.set(at.timestamp())
+
+    def channel_job(self, channel: str, job: str, outcome: str) -> None:
+        """Count one channel job run: its channel, its kind and how it ended (``parkgate_channel_jobs_total``)."""
+        self.channel_jobs.labels(channel, job, outcome, self.surface).inc()
 
     def retry(self) -> None:
         """Count one transaction run again after a conflict."""

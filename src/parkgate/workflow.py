@@ -29,9 +29,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Unpack
 
 from parkgate.core.kinds import AskKind
 from parkgate.core.option_lines import option_line
+from parkgate.core.schedule import SCHEDULE_KEYS, ScheduleFields
 from parkgate.core.stopping_point import MAX_PROMPT_CHARS, is_marker_line, make_spec
 from parkgate.errors import InputError
 
@@ -46,7 +48,7 @@ MAX_QUOTED_ANSWER_CHARS = 1000
 _ELLIPSIS = "\u2026"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Phase:
     """One step. ``prompt`` may name earlier answers: ``"Describe the {diagram}."``
 
@@ -65,10 +67,9 @@ class Phase:
             another phase names responders.
         quorum: How many of this phase's responders must agree on one option (1 by
             default; above 1 only for a choice phase, and only with ``responders``).
-        remind_after: The phase's reminders: seconds from the last touch, or a list of
-            them (each shorter than the TTL; checked when the workflow is registered).
-        escalate_after: Seconds from the last touch to the phase's escalation.
-        escalate_to: The responders its escalation adds.
+        **schedule: The phase's reminders and escalation, as every park takes them
+            (:class:`~parkgate.core.schedule.ScheduleFields`; checked when the workflow
+            is registered, and each against the TTL when the phase is parked).
 
     Raises:
         StoppingPointError: The prompt, options, responders or quorum cannot be parked.
@@ -81,13 +82,27 @@ class Phase:
     then: Callable[[Answers], str | None] | None = None
     responders: tuple[str, ...] = ()
     quorum: int = 1
-    remind_after: float | tuple[float, ...] | None = None
-    escalate_after: float | None = None
-    escalate_to: tuple[str, ...] | None = None
+    #: The phase's reminders and escalation (empty: none).
+    schedule: ScheduleFields = field(default_factory=lambda: ScheduleFields(), hash=False)
 
-    def __post_init__(self) -> None:
-        quorum = None if not self.responders and self.quorum == 1 else self.quorum  # the default: not named
-        spec = make_spec(self.kind, self.prompt, self.options, self.responders or None, quorum)
+    def __init__(
+        self,
+        name: str,
+        prompt: str,
+        options: tuple[str, ...] = (),
+        then: Callable[[Answers], str | None] | None = None,
+        responders: tuple[str, ...] = (),
+        quorum: int = 1,
+        **schedule: Unpack[ScheduleFields],
+    ) -> None:
+        unknown = sorted(set(schedule) - set(SCHEDULE_KEYS))
+        if unknown:
+            raise TypeError(f"Phase() got an unexpected keyword argument {unknown[0]!r}")
+        given = {"name": name, "prompt": prompt, "options": options, "then": then, "quorum": quorum}
+        for key, value in {**given, "schedule": schedule}.items():
+            object.__setattr__(self, key, value)
+        named = None if not responders and quorum == 1 else quorum  # the default: not named
+        spec = make_spec(self.kind, prompt, options, responders or None, named)
         object.__setattr__(self, "responders", spec.responders)
 
     @property

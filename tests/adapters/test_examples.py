@@ -72,12 +72,14 @@ def test_the_openai_agents_approval_example(store_location: StoreLocation) -> No
 def test_the_pydantic_ai_approval_example(store_location: StoreLocation) -> None:
     lines = run_example("pydantic_ai_approval.py", store_location)
     assert lines[:2] == ["Run deploy?", 'Arguments: {"service": "api"}']
+    assert "Why not run deploy? The agent is told your reason; type - to give none." in lines
     assert [line for line in lines if line.startswith("agent:")] == [
         "agent: Deploy result: api is live",
-        "agent: Deploy result: Rejected: the person chose Reject; the tool did not run",
+        "agent: Deploy result: Rejected: the freeze starts at noon",
         "agent: Deploy result: db is live",
         "agent: Deploy result: No decision: the question expired after 1 s; the tool did not run",
-    ]
+    ]  # the last from the result hook of the watcher that resumed the run, which keeps it too:
+    assert "kept on the run: Deploy result: No decision: the question expired after 1 s; the tool did not run" in lines
     assert store_location.raw_query("SELECT count(*) FROM asks WHERE status = 'open'") == [(0,)]
     assert store_location.raw_query("SELECT count(*) FROM runs WHERE status = 'running'") == [(0,)]
     assert store_location.raw_query("SELECT count(*) FROM agent_states") == [(0,)]

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from agents import Agent, RunConfig, function_tool
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+from pydantic import BaseModel
 
 from parkgate import AskAlreadyOpen, Gateway, InputError, ManualClock, ReplyKind
-from parkgate.adapters.openai_agents import DEFAULT_LEASE, AgentApprovals
+from parkgate.adapters.openai_agents import DEFAULT_LEASE, AgentApprovals, Finished
 from parkgate.core import phrases as P
 
 if TYPE_CHECKING:
@@ -119,12 +120,64 @@ async def test_four_misses_then_cancel_rejects_and_the_model_hears_why(gateway: 
     assert turn.final_output == P.AGENT_CANCELLED
 
 
-async def test_reject_does_not_run_the_tool(gateway: Gateway) -> None:
+async def test_reject_asks_why_and_the_model_reads_the_reason_the_run_keeps(gateway: Gateway) -> None:
     ops = Ops()
     approvals = approvals_for(gateway, ops)
-    await approvals.run("c1", "deploy prod")
-    turn = await approvals.handle("c1", "2")
-    assert turn.reply.kind is ReplyKind.SELECTED and turn.final_output == P.AGENT_REJECTED and ops.ran == []
+    turn = await approvals.run("c1", "deploy prod")
+    rejected = await approvals.handle("c1", "2")
+    assert rejected.reply.kind is ReplyKind.SELECTED and not rejected.finished and ops.model.remaining_steps == 5
+    assert rejected.text.startswith("Selected 2. Reject\n\nWhy not run deploy? The agent is told your reason")
+    kinds = [(await approvals.handle("c1", word)).reply.kind for word in ("  ", "/menu")]
+    assert kinds == [ReplyKind.RETRY, ReplyKind.RESHOWN]  # the question's door: a miss, a re-show
+    done = await approvals.handle("c1", "wrong version, use 1.4.3")
+    assert done.reply.kind is ReplyKind.ANSWERED and done.finished and ops.ran == []
+    assert ops.last_outputs == ["Rejected: wrong version, use 1.4.3"] and done.final_output == ops.last_outputs[0]
+    assert turn.reply.run_id is not None
+    run = gateway.run(turn.reply.run_id)
+    assert run is not None and (run.outcome, run.output) == ("done", "Rejected: wrong version, use 1.4.3")
+    assert run.answers == {"deploy:call-prod": "Reject", "deploy:call-prod:reason": "wrong version, use 1.4.3"}
+
+
+async def test_a_dash_or_a_reason_question_nobody_answers_gives_no_reason(gateway: Gateway, clock: ManualClock) -> None:
+    ops = Ops("prod", "staging")
+    approvals = approvals_for(gateway, ops, ttl=timedelta(minutes=30))
+    await approvals.run("c1", "deploy both")
+    await approvals.handle("c1", "2")
+    asked = await approvals.handle("c1", "-")
+    assert asked.asked is not None and "Run deploy (2 of 2)?" in asked.asked.text
+    await approvals.handle("c1", "2")
+    clock.advance(timedelta(minutes=31))
+    assert gateway.read_due() == 1  # the reason question expires: its default, "-", stands in
+    assert await approvals.follow_up() == 1
+    assert ops.last_outputs == [P.AGENT_REJECTED, P.AGENT_REJECTED] and ops.ran == []
+
+
+async def test_a_cancel_at_the_reason_question_drops_the_turn_and_the_reject_stands(gateway: Gateway) -> None:
+    ops = Ops("prod", "staging")
+    approvals = approvals_for(gateway, ops)
+    turn = await approvals.run("c1", "deploy both")
+    await approvals.handle("c1", "2")
+    done = await approvals.handle("c1", "cancel")  # a text question's data: the reason is "cancel"
+    assert done.asked is not None and "Run deploy (2 of 2)?" in done.asked.text
+    await approvals.handle("c1", "2")
+    dropped = await approvals.handle("c1", "/cancel")
+    assert dropped.reply.kind is ReplyKind.CANCELLED and dropped.finished and ops.ran == []
+    assert ops.last_outputs == ["Rejected: cancel", P.AGENT_REJECTED]
+    assert turn.reply.run_id is not None
+    run = gateway.run(turn.reply.run_id)
+    assert run is not None and run.outcome == "cancelled"
+
+
+async def test_a_reason_given_with_the_reject_or_none_asked_for_resumes_at_once(gateway: Gateway) -> None:
+    ops = Ops()
+    given = approvals_for(gateway, ops)
+    await given.run("c1", "deploy prod")
+    turn = await given.handle("c1", "2", sender="alice", reason="use 1.4.3")
+    assert turn.finished and turn.asked is None and ops.last_outputs == ["Rejected: use 1.4.3"]
+    unasked = approvals_for(gateway, ops, ask_reason=False)
+    await unasked.run("c2", "deploy prod")
+    turn = await unasked.handle("c2", "2", reason="   ")  # a blank reason is none
+    assert turn.finished and ops.last_outputs == [P.AGENT_REJECTED] and ops.ran == []
 
 
 async def test_an_expiry_nobody_reads_resumes_the_run_with_the_rejection(
@@ -182,7 +235,8 @@ async def test_two_approvals_in_one_turn_are_asked_in_turn_and_resumed_once(gate
     second = await approvals.handle("c1", "1")
     assert second.reply.kind is ReplyKind.SELECTED and second.result is None and ops.ran == []
     assert second.asked is not None and "Run deploy (2 of 2)?" in second.asked.text and '"staging"' in second.asked.text
-    done = await approvals.handle("c1", "2")
+    await approvals.handle("c1", "2")
+    done = await approvals.handle("c1", "-")
     assert ops.ran == ["prod"] and done.final_output == f"deployed prod | {P.AGENT_REJECTED}"
 
 
@@ -261,3 +315,94 @@ async def test_a_resume_that_fails_midway_is_never_run_again(
     clock.advance(DEFAULT_LEASE + timedelta(seconds=1))  # the failed resumer's claim runs out
     assert await approvals.follow_up() == 0
     assert ops.ran == ["prod"]  # at most once: the approved tool never runs twice
+
+
+async def test_a_run_the_watcher_resumes_hands_its_final_output_to_the_hook_and_keeps_it_on_the_run(
+    gateway: Gateway, reopen: Reopen
+) -> None:
+    ops = Ops()
+    heard: list[Finished] = []
+    approvals = approvals_for(gateway, ops, on_result=heard.append)
+    turn = await approvals.run("c1", "deploy prod")
+    assert turn.reply.run_id is not None
+    chat = reopen()  # the person answers on a surface of its own (a channel, the console's chat)
+    try:
+        assert chat.handle("c1", "1", sender="alice").kind is ReplyKind.SELECTED
+    finally:
+        chat.close()
+    watcher = asyncio.create_task(approvals.watch())
+    try:
+        await eventually(lambda: bool(heard), "the watcher resumed the run and told the hook")
+    finally:
+        watcher.cancel()
+    assert ops.ran == ["prod"]
+    assert heard == [Finished("c1", turn.reply.run_id, "deployed prod", heard[0].result)]
+    assert heard[0].result is not None and heard[0].result.final_output == "deployed prod"
+    run = gateway.run(turn.reply.run_id)
+    assert run is not None and (run.status.value, run.outcome, run.output) == ("complete", "done", "deployed prod")
+    assert run.answers == {"deploy:call-prod": "Approve"}
+
+
+async def test_a_reject_is_recorded_in_the_runs_answers_and_an_async_hook_is_awaited(gateway: Gateway) -> None:
+    ops = Ops()
+    heard: list[Any] = []
+
+    async def hook(finished: Finished) -> None:
+        await asyncio.sleep(0)
+        heard.append(finished.final_output)
+
+    approvals = approvals_for(gateway, ops, on_result=hook, ask_reason=False)
+    turn = await approvals.run("c1", "deploy prod")
+    done = await approvals.handle("c1", "2")
+    assert done.finished and heard == [done.final_output] == [P.AGENT_REJECTED]
+    assert turn.reply.run_id is not None
+    run = gateway.run(turn.reply.run_id)
+    assert run is not None and run.answers == {"deploy:call-prod": "Reject"} and run.output == P.AGENT_REJECTED
+
+
+async def test_a_cancelled_run_keeps_its_outcome_and_the_output_and_a_failing_hook_is_logged(
+    gateway: Gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    ops = Ops()
+
+    def hook(finished: Finished) -> None:
+        raise RuntimeError("the results queue is down")
+
+    approvals = approvals_for(gateway, ops, on_result=hook)
+    turn = await approvals.run("c1", "deploy prod")
+    done = await approvals.handle("c1", "cancel")
+    assert done.finished and done.final_output == P.AGENT_CANCELLED
+    assert turn.reply.run_id is not None
+    run = gateway.run(turn.reply.run_id)
+    assert run is not None and (run.outcome, run.output, run.answers) == ("cancelled", P.AGENT_CANCELLED, {})
+    assert "the result hook failed on run" in caplog.text and "the results queue is down" in caplog.text
+
+
+class Report(BaseModel):
+    service: str
+    deployed: bool
+
+
+async def test_a_structured_final_output_is_kept_on_the_run_as_json(gateway: Gateway) -> None:
+    ran: list[str] = []
+
+    @function_tool(needs_approval=True)
+    def deploy(env: str) -> str:
+        """Deploy the service to ``env``."""
+        ran.append(env)
+        return f"deployed {env}"
+
+    def respond(call: ModelCall) -> Any:
+        if tool_outputs(call.input):
+            return [assistant_message('{"service": "api", "deployed": true}')]
+        return [function_call("deploy", {"env": "prod"}, call_id="call-prod")]
+
+    model = ScriptedModel([ModelStep.respond(respond) for _ in range(4)])
+    agent = Agent(name="ops", model=model, tools=[deploy], output_type=Report)
+    approvals = AgentApprovals(gateway, agent, OFFLINE)
+    turn = await approvals.run("c1", "deploy api")
+    done = await approvals.handle("c1", "1")
+    assert done.final_output == Report(service="api", deployed=True) and ran == ["prod"]
+    assert turn.reply.run_id is not None
+    run = gateway.run(turn.reply.run_id)
+    assert run is not None and run.output == {"service": "api", "deployed": True}

@@ -90,12 +90,27 @@ async def test_four_misses_then_cancel_denies_and_the_model_hears_why(gateway: G
     assert ops.ran == [] and ops.seen == [P.AGENT_CANCELLED]
 
 
-async def test_reject_denies_the_call(gateway: Gateway) -> None:
+async def test_reject_asks_why_and_denies_the_call_with_the_reason(gateway: Gateway) -> None:
     ops = Ops()
     approvals = DeferredApprovals(gateway, ops.agent)
     await approvals.run("c1", "deploy prod")
-    turn = await approvals.handle("c1", "2")
-    assert turn.final_output == P.AGENT_REJECTED and ops.ran == []
+    rejected = await approvals.handle("c1", "2", sender="alice")
+    assert rejected.reply.kind is ReplyKind.SELECTED and rejected.parked and not rejected.finished
+    assert (
+        rejected.asked is not None and "Why not run deploy?" in rejected.asked.text and "type -" in rejected.asked.text
+    )
+    turn = await approvals.handle("c1", "wrong version, use 1.4.3", sender="alice")
+    assert turn.reply.kind is ReplyKind.ANSWERED and turn.finished
+    assert turn.final_output == "Rejected: wrong version, use 1.4.3" == ops.seen[0] and ops.ran == []
+
+
+async def test_a_reason_given_with_the_reject_is_the_denials_and_asks_nothing(gateway: Gateway) -> None:
+    ops = Ops()
+    approvals = DeferredApprovals(gateway, ops.agent)
+    await approvals.run("c1", "deploy prod")
+    turn = await approvals.handle("c1", "Reject", reason="  the freeze starts at noon ")
+    assert turn.finished and turn.asked is None and gateway.parked("c1") is None
+    assert ops.seen == ["Rejected: the freeze starts at noon"] and ops.ran == []
 
 
 async def test_an_expiry_nobody_reads_resumes_the_run_with_the_rejection(
@@ -131,7 +146,9 @@ async def test_two_approvals_in_one_turn_are_asked_in_turn_and_resumed_once(gate
     approvals = DeferredApprovals(gateway, ops.agent)
     turn = await approvals.run("c1", "deploy both")
     assert "Run deploy (1 of 2)?" in turn.reply.text
-    second = await approvals.handle("c1", "2")
+    why = await approvals.handle("c1", "2")
+    assert why.asked is not None and "Why not run deploy?" in why.asked.text
+    second = await approvals.handle("c1", P.HITL_NO_REASON)  # "-": no reason
     assert second.asked is not None and "Run deploy (2 of 2)?" in second.asked.text and second.result is None
     done = await approvals.handle("c1", "1")
     assert ops.ran == ["staging"] and done.final_output == f"{P.AGENT_REJECTED} | deployed staging"

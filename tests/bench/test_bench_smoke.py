@@ -368,7 +368,7 @@ def test_profile_reply_samples_the_measured_mix_with_py_spy() -> None:
 
     text = profile_reply.sample("sqlite", 150, 10, "postgresql://unused", rate=500)
     assert "on-CPU samples in the measured mix" in text, text
-    assert "MessageCalls.handle (parkgate/gateway/messages.py)" in text, text
+    assert "Gateway.handle (parkgate/gateway/calls.py)" in text, text
 
 
 def test_profile_reply_counts_only_stacks_through_the_measured_mix() -> None:

@@ -3,6 +3,10 @@ files names a built-in channel (the registry's list of what ships among them), t
 core names none, and no line under ``src/`` names the channel that lives only in the tests
 (:mod:`pager_channel`). Code is identifiers and strings that are not docstrings; comments
 and docstrings may name a channel as an example.
+
+"email" is also an English word and the name of an answer form (``expect={"form":
+"email"}``), so for it a sentence in a string ("a user id, an email") is not counted, nor
+the form's own names (:data:`NOT_THE_CHANNEL`); any other identifier or string holding it is.
 """
 
 from __future__ import annotations
@@ -18,6 +22,19 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "parkgate"
 #: The most source files outside a channel's package whose code names it.
 MOST_FILES = 3
+#: The built-in channels.
+CHANNELS = ["slack", "telegram", "discord", "email"]
+#: Words that are not only a channel's name: per file, the tokens that name something else.
+NOT_THE_CHANNEL: dict[str, dict[str, frozenset[str]]] = {
+    "email": {
+        # The answer form "email": its name, its pattern, MCP's string format for it, its description.
+        "core/expect.py": frozenset({"EMAIL", "_EMAIL_RE", '"email"'}),
+        "adapters/mcp/forms.py": frozenset({"EMAIL"}),
+        "core/phrases.py": frozenset({'"email"'}),
+    }
+}
+#: The channels whose name is an English word: a string with a space in it is a sentence, not a name.
+WORDS = frozenset({"email"})
 
 
 def _docstrings(tree: ast.AST) -> set[tuple[int, int]]:
@@ -35,8 +52,9 @@ def _docstrings(tree: ast.AST) -> set[tuple[int, int]]:
     return found
 
 
-def names_in_code(source: str, word: str) -> list[int]:
-    """The lines whose code (an identifier, or a string that is not a docstring) holds ``word``, any case."""
+def names_in_code(source: str, word: str, not_it: frozenset[str] = frozenset()) -> list[int]:
+    """The lines whose code (an identifier, or a string that is not a docstring) holds ``word``,
+    any case; ``not_it``'s tokens, and for a word of :data:`WORDS` sentences, aside."""
     docstrings = _docstrings(ast.parse(source))
     lines = []
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -44,6 +62,8 @@ def names_in_code(source: str, word: str) -> list[int]:
         if token.type != tokenize.NAME and not is_text:
             continue
         if token.type == tokenize.STRING and token.start in docstrings:
+            continue
+        if token.string in not_it or (word in WORDS and is_text and any(c.isspace() for c in token.string)):
             continue
         if word in token.string.lower():
             lines.append(token.start[0])
@@ -58,19 +78,20 @@ def files_naming(word: str, under: Path = PACKAGE) -> list[str]:
         relative = path.relative_to(PACKAGE).as_posix()
         if "/migrations/" in relative or relative.startswith(f"channels/{word}/"):
             continue
-        if names_in_code(path.read_text(encoding="utf-8"), word):
+        not_it = NOT_THE_CHANNEL.get(word, {}).get(relative, frozenset())
+        if names_in_code(path.read_text(encoding="utf-8"), word, not_it):
             found.append(relative)
     return found
 
 
-@pytest.mark.parametrize("channel", ["slack", "telegram"])
+@pytest.mark.parametrize("channel", CHANNELS)
 def test_outside_its_package_at_most_three_files_name_a_channel(channel: str) -> None:
     naming = files_naming(channel)
     assert "channels/registry.py" in naming  # the list of the channels that ship: the check sees it
     assert len(naming) <= MOST_FILES, naming
 
 
-@pytest.mark.parametrize("channel", ["slack", "telegram"])
+@pytest.mark.parametrize("channel", CHANNELS)
 def test_the_core_names_no_channel(channel: str) -> None:
     assert files_naming(channel, PACKAGE / "core") == []
 
@@ -101,3 +122,11 @@ class SlackThing:
 '''
     assert names_in_code(source, "slack") == [7, 10]
     assert names_in_code('name = f"on {where}: slack"\n', "slack") == [1]
+
+
+def test_the_answer_form_and_sentences_named_email_are_not_the_channel_but_its_name_is() -> None:
+    assert names_in_code('help = "Who wrote it (a user id, an email)."\n', "email") == []
+    assert names_in_code('EMAIL = "email"\n', "email", NOT_THE_CHANNEL["email"]["core/expect.py"]) == []
+    assert names_in_code('target = ChannelTarget("email", {})\n', "email") == [1]
+    assert names_in_code('if channel == "email":\n    pass\n', "email", frozenset({"EMAIL"})) == [1]
+    assert names_in_code("from parkgate.channels.email import EmailChannel\n", "email") == [1, 1]

@@ -26,7 +26,7 @@ class TextRecordingChannel(RecordingChannel):
 
     def reply(self, ask: Ask, location: Mapping[str, Any], reply: ChannelReply) -> None:
         super().reply(ask, location, reply)
-        self.lines.append((reply.kind.value, reply.text))
+        self.lines.append((reply.kind.value, reply.shown(lambda user: f"@{user}")))  # named its way
 
 
 def deliver(gateway: Gateway) -> int:
@@ -58,14 +58,14 @@ def test_a_reminder_and_an_escalation_are_posted_in_the_thread(gateway: Gateway,
     assert gateway.read_due(10) == 1
     deliver(gateway)
     assert channel.lines == [
-        ("ask.reminder", "Still waiting on U_ALICE: Deploy 1.4.2? (asked 10 min ago; it expires in 50 min).")
+        ("ask.reminder", "Still waiting on @U_ALICE: Deploy 1.4.2? (asked 10 min ago; it expires in 50 min).")
     ]
     clock.advance(timedelta(seconds=600))
     assert gateway.read_due(10) == 1
     deliver(gateway)
     assert channel.lines[-1] == (
         "ask.escalated",
-        "Now also asking U_CAROL: Deploy 1.4.2? (asked 20 min ago; it expires in 40 min).",
+        "Now also asking @U_CAROL: Deploy 1.4.2? (asked 20 min ago; it expires in 40 min).",
     )
     assert gateway.handle_in_channel("c1", "1", "e1", "U_CAROL", ask_id=ask_id).kind is ReplyKind.SELECTED
 

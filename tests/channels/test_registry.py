@@ -20,11 +20,11 @@ SLACK = spec_of("slack")
 
 
 def test_the_channels_that_ship_are_registered_with_what_the_api_reads() -> None:
-    assert names()[:2] == ("slack", "telegram")
+    assert names()[:3] == ("slack", "telegram", "discord")
     assert [spec.name for spec in registered()] == list(names())
     assert SLACK is not None and SLACK.switch == "PARKGATE_SLACK_BOT_TOKEN" and SLACK.target_id == "channel"
     assert SLACK.imported(SLACK.target).model_fields.keys() == {"channel", "thread_ts"}
-    assert spec_of("discord") is None
+    assert spec_of("mattermost") is None
 
 
 def test_registering_again_is_a_no_op_and_a_taken_name_is_refused() -> None:
@@ -40,10 +40,11 @@ def test_registering_again_is_a_no_op_and_a_taken_name_is_refused() -> None:
     [
         ({"name": "not a name"}, "identifier"),
         ({"switch": "PARKGATE_NOT_A_SETTING"}, "is not one of its settings"),
+        ({"required": ("PARKGATE_NOT_A_SETTING",)}, "its required PARKGATE_NOT_A_SETTING is not one"),
         ({"serve": "no.module.or.name"}, "'module:name'"),
     ],
 )
-def test_a_declaration_that_does_not_hold_is_refused(change: dict[str, str], named: str) -> None:
+def test_a_declaration_that_does_not_hold_is_refused(change: dict[str, object], named: str) -> None:
     assert SLACK is not None
     with pytest.raises(SettingsError, match=named):
         dataclasses.replace(SLACK, **change)

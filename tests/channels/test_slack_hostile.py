@@ -155,10 +155,10 @@ def test_hostile_prompts_options_names_and_answers_are_shown_as_text(
     labels = [e["text"]["text"] for e in post.args["blocks"][1]["elements"]]
     assert labels[:2] == ["&lt;!channel&gt; Deploy", "&lt;https://evil.example/sso|Hold&gt;"]
 
-    # A non-responder is told who may answer: the names as text.
+    # A non-responder is told who may answer: a Slack user id as a mention, anything else as text.
     served.click(slack_api.click(ask_id, "parkgate:option:1", "UMALLORY", "t-1"))
     served.deliver()
-    assert served.told("UMALLORY") == ["This question is for UALICE or &lt;!channel&gt;."]
+    assert served.told("UMALLORY") == ["This question is for <@UALICE> or &lt;!channel&gt;."]
 
     # The reminder and the escalation name the responders as text.
     clock.advance(timedelta(seconds=601))
@@ -171,7 +171,9 @@ def test_hostile_prompts_options_names_and_answers_are_shown_as_text(
     reminder, escalation = [
         c.args["text"] for c in slack_api.of("chat.postMessage") if c.args.get("thread_ts") == thread
     ]
-    assert reminder.startswith("Still waiting on UALICE or &lt;!channel&gt;: Deploy &lt;!channel&gt; &lt;!everyone&gt;")
+    assert reminder.startswith(
+        "Still waiting on <@UALICE> or &lt;!channel&gt;: Deploy &lt;!channel&gt; &lt;!everyone&gt;"
+    )
     assert escalation.startswith("Now also asking &lt;!here&gt;: Deploy &lt;!channel&gt;")
     assert raw_markup(reminder) == [] and raw_markup(escalation) == []
 

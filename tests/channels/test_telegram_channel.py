@@ -109,6 +109,31 @@ def test_a_strangers_press_changes_nothing_and_is_told_privately(gateway: Gatewa
     assert [call.params["chat_id"] for call in api.of("sendMessage")[1:]] == [MALLORY, MALLORY]
 
 
+def test_the_not_yours_line_names_responders_by_their_telegram_names(gateway: Gateway, api: BotApiStandIn) -> None:
+    inbound = wire(gateway, api)
+    ask_id, message_id = post(gateway, api, responders=[str(ALICE), str(BOB)])
+    inbound.handle(typed(GROUP, "hello", user_id=ALICE, username="alice"))  # seen here: @alice
+    answer = inbound.handle(press(GROUP, message_id, button_data(ask_id, 1), user_id=MALLORY))
+    assert answer is not None and answer["text"] == f"This question is for @alice or {BOB}."
+    deliver(gateway)  # the line in Mallory's own chat asks the group for Bob's name
+    (dm,) = [call for call in api.of("sendMessage") if call.params["chat_id"] == MALLORY]
+    assert dm.params["text"].startswith("This question is for @alice or ")
+
+
+def test_a_strangers_typed_reply_stays_private_when_the_bot_cannot_write_to_them(
+    gateway: Gateway, api: BotApiStandIn
+) -> None:
+    inbound = wire(gateway, api)
+    ask_id, message_id = post(gateway, api, responders=[str(ALICE)])
+    sent_before = len(api.of("sendMessage"))
+    api.fail("sendMessage", 1, status=403, description="Forbidden: bot can't initiate conversation with a user")
+    inbound.handle(typed(GROUP, "1", user_id=MALLORY, reply_to=message_id))
+    deliver(gateway)
+    group_lines = [call for call in api.of("sendMessage")[sent_before:] if call.params["chat_id"] == GROUP]
+    assert group_lines == []  # the group never sees who the question is for, nor that Mallory tried
+    assert gateway.get(ask_id).is_open and gateway.failed_channel_jobs() == []
+
+
 def test_a_press_whose_data_is_not_on_the_asks_message_answers_nothing(gateway: Gateway, api: BotApiStandIn) -> None:
     inbound = wire(gateway, api)
     ask_id, message_id = post(gateway, api)

@@ -82,6 +82,6 @@ def test_an_ask_goes_to_one_channel_and_a_bad_target_is_refused(server: Any, con
         client.ask(conv, "Deploy?", ["Deploy"], slack={"channel": "C1"}, telegram={"chat_id": GROUP})
     with pytest.raises(InputError):
         client.ask(conv, "Deploy?", ["Deploy"], telegram={"chat_id": "not a number"})  # type: ignore[dict-item]
-    with pytest.raises(TypeError, match="discord"):
-        client.ask(conv, "Deploy?", ["Deploy"], discord={"channel": "x"})
+    with pytest.raises(TypeError, match="mattermost"):
+        client.ask(conv, "Deploy?", ["Deploy"], mattermost={"channel": "x"})
     assert client.parked(conv) is None

@@ -160,9 +160,8 @@ def test_the_per_menu_memos_stay_bounded_however_many_menus_pass(tmp_path: objec
     from pathlib import Path
 
     from parkgate import Gateway
-    from parkgate.core import menu
+    from parkgate.core import menu, model
     from parkgate.core.model import MENUS_REMEMBERED
-    from parkgate.store import sql
 
     gateway = Gateway(f"sqlite:///{Path(str(tmp_path)) / 'm.db'}")
     try:
@@ -175,5 +174,5 @@ def test_the_per_menu_memos_stay_bounded_however_many_menus_pass(tmp_path: objec
         gateway.close()
     assert machine._render_question.cache_info().currsize <= MENUS_REMEMBERED
     assert menu._label_positions.cache_info().currsize <= MENUS_REMEMBERED
-    assert sql._encode_options.cache_info().currsize <= MENUS_REMEMBERED
-    assert sql._decode_options.cache_info().currsize <= MENUS_REMEMBERED
+    assert model._options_text.cache_info().currsize <= MENUS_REMEMBERED
+    assert model._stored_texts.cache_info().currsize <= MENUS_REMEMBERED

@@ -33,6 +33,13 @@ def replacing_responders(ask: Ask, now: datetime) -> Fired | None:
     return None if fired is None else Fired(fired.ask.evolve(responders=ask.escalate_to), True, True)
 
 
+def counting_one_reminder(ask: Ask, now: datetime) -> Fired | None:
+    fired = fire_due(ask, now)
+    if fired is None:
+        return None
+    return Fired(fired.ask.evolve(reminders_sent=min(fired.ask.reminders_sent, 1)), fired.reminded, fired.escalated)
+
+
 def firing_when_lapsed(ask: Ask, now: datetime) -> Fired | None:
     return fire_due(ask, now - timedelta(microseconds=2))
 
@@ -43,6 +50,7 @@ def firing_when_lapsed(ask: Ask, now: datetime) -> Fired | None:
         (touching, "touched the ask"),
         (replacing_responders, "removed a responder"),
         (firing_when_lapsed, "past its TTL fired"),
+        (counting_one_reminder, "is still due after firing"),
     ],
 )
 def test_a_firing_that_breaks_a_property_is_caught(monkeypatch: pytest.MonkeyPatch, broken: object, says: str) -> None:

@@ -111,3 +111,18 @@ def test_a_workflow_cannot_start_under_an_existing_run(gateway: Gateway, where: 
     assert started.kind is ReplyKind.ASKED and started.run_id == "run-new"
     chose = gateway.handle(conversation, "1")
     assert chose.kind is ReplyKind.SELECTED and chose.next_ask is not None  # the next phase is asked
+
+
+def test_a_run_keeps_its_phases_answers_and_the_output_its_caller_finishes_it_with(gateway: Gateway) -> None:
+    gateway.ask("conv-run", "Deploy?", ["Yes", "No"], run_id="run-deploy", phase="deploy")
+    assert gateway.handle("conv-run", "2").kind is ReplyKind.SELECTED
+    gateway.ask("conv-run", "Why not?", run_id="run-deploy", phase="why")
+    assert gateway.handle("conv-run", "wrong version").kind is ReplyKind.ANSWERED
+    run = gateway.run("run-deploy")
+    assert run is not None and run.answers == {"deploy": "No", "why": "wrong version"} and run.output is None
+    for refused, says in ((float("nan"), "not a JSON value"), (object(), "not a JSON value"), ("x" * 256_001, "limit")):
+        with pytest.raises(InputError, match=says):
+            gateway.finish_run("run-deploy", output=refused)
+    finished = gateway.finish_run("run-deploy", output={"kept": ["api"], "skipped": None})
+    assert finished.output == {"kept": ["api"], "skipped": None} and gateway.run("run-deploy") == finished
+    assert gateway.finish_run("run-deploy", "rolled-back").output == finished.output  # None keeps what was recorded

@@ -24,13 +24,16 @@ is retried with backoff; :class:`ChannelJobFailed` gives the job up at once.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from parkgate.core.kinds import EventType, ReplyKind
+from parkgate.core.machine import joined_names
 from parkgate.core.model import Ask
+from parkgate.core.phrases import PHRASES
 from parkgate.errors import ChannelJobFailed as ChannelJobFailed
+from parkgate.errors import ChannelRetryLater as ChannelRetryLater
 from parkgate.errors import InputError
 
 #: The largest target a park takes, in characters of its JSON.
@@ -96,16 +99,28 @@ class Posted:
 @dataclass(frozen=True, slots=True)
 class ChannelReply:
     """A line to post in an ask's thread: a message's reply (its kind), or an event of the
-    ask's own (a reminder, an escalation); its text; and who sent the message."""
+    ask's own (a reminder, an escalation); its text; who sent the message; and the people
+    the line names, which each channel shows its own way (a Slack mention, a Telegram
+    ``@username``): the text holds :data:`NAMES_SLOT` where they go."""
 
     kind: ReplyKind | EventType
     text: str
     #: The sender of the message replied to (a ``not_yours`` line goes to them alone).
     to: str | None = None
+    #: The sender ids the line names at :data:`NAMES_SLOT` ("U_ALICE or U_BOB").
+    names: tuple[str, ...] = ()
+
+    def shown(self, name: Callable[[str], str], escape: Callable[[str], str] = str) -> str:
+        """The line as a channel posts it: its text through ``escape`` (the platform's
+        escaping), with the people it names put in as ``name`` shows each, unescaped (a
+        mention is markup the channel means)."""
+        parts = [escape(part) for part in self.text.split(NAMES_SLOT)]
+        return joined_names(self.names, name).join(parts) if self.names else "".join(parts)
 
     def to_json(self) -> str:
         """The reply job's payload."""
-        return json.dumps({"kind": self.kind.value, "text": self.text, "to": self.to}, ensure_ascii=False)
+        value = {"kind": self.kind.value, "text": self.text, "to": self.to, "names": list(self.names)}
+        return json.dumps(value, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, payload: str) -> ChannelReply:
@@ -113,7 +128,19 @@ class ChannelReply:
         value = json.loads(payload)
         kind = str(value["kind"])
         shown = EventType(kind) if kind.startswith("ask.") else ReplyKind(kind)
-        return cls(shown, str(value["text"]), value.get("to"))
+        return cls(shown, str(value["text"]), value.get("to"), tuple(str(name) for name in value.get("names", ())))
+
+
+#: Where a :class:`ChannelReply`'s text takes the people it names (a NUL: no text a
+#: person or a prompt can hold has one).
+NAMES_SLOT = "\x00"
+
+
+def not_yours_reply(ask: Ask, to: str | None) -> ChannelReply:
+    """The ``not_yours`` line for ``to``, naming the ask's responders as the channel shows them."""
+    return ChannelReply(
+        ReplyKind.NOT_YOURS, PHRASES[ReplyKind.NOT_YOURS].format(responders=NAMES_SLOT), to, ask.responders
+    )
 
 
 class Channel(Protocol):

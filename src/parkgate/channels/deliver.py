@@ -29,7 +29,9 @@ A job that raises is retried with the callbacks' backoff and jitter
 :func:`~parkgate.delivery.outbox.jittered`) up to
 :data:`~parkgate.delivery.outbox.MAX_ATTEMPTS` attempts, then kept as failed, with its
 last error, for an operator (:meth:`~parkgate.store.base.ChannelTables.failed_jobs`).
-Jobs live in the database: a job queued before a restart runs after it.
+A platform that says when to call again (:class:`~parkgate.errors.ChannelRetryLater`, a
+429's ``retry_after``) is retried no sooner. Jobs live in the database: a job queued
+before a restart runs after it.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import random
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 
-from parkgate.channels.base import Channel, ChannelJobFailed, ChannelReply
+from parkgate.channels.base import Channel, ChannelJobFailed, ChannelReply, ChannelRetryLater
 from parkgate.channels.jobs import CLOSED, POST, REPLY
 from parkgate.clock import Clock
 from parkgate.delivery.outbox import MAX_ATTEMPTS, backoff_delay, jittered
@@ -56,6 +58,8 @@ log = logging.getLogger("parkgate.channels")
 #: deliverer claims a job while it runs. A job claimed by a process that died runs again
 #: once its lease ends.
 LEASE_SECONDS = 120.0
+#: What became of a job's attempt, as ``parkgate_channel_jobs_total`` counts it.
+DONE, RETRY, FAILED = "done", "retry", "failed"
 
 
 class ChannelDeliverer:
@@ -67,6 +71,8 @@ class ChannelDeliverer:
         channels: The channels by name (a live mapping: channels added later run too);
             jobs of other channels are left to another process.
         draw: The jitter's random draw from 0 to 1 (tests pass a fixed one).
+        on_job: Called with each job's channel, kind and outcome once it ran (``done``,
+            ``retry`` or ``failed``): the per-channel metrics.
     """
 
     def __init__(
@@ -75,11 +81,13 @@ class ChannelDeliverer:
         clock: Clock,
         channels: Mapping[str, Channel],
         draw: Callable[[], float] = random.random,
+        on_job: Callable[[str, str, str], None] = lambda channel, job, outcome: None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.channels = channels
         self._draw = draw
+        self._on_job = on_job
         #: The running lane of each channel that has one.
         self._lanes: dict[str, asyncio.Task[int]] = {}
         #: Called when a lane's pass ends (the deliverer wakes: more may be due).
@@ -163,6 +171,7 @@ class ChannelDeliverer:
             return False
         with self.store.transaction() as tx:
             tx.channels.job_done(job.id, self.clock.now())
+        self._on_job(job.channel, job.job, DONE)
         return True
 
     def _perform(self, job: ChannelJob) -> None:
@@ -202,9 +211,13 @@ class ChannelDeliverer:
         final = isinstance(error, ChannelJobFailed) or attempt >= MAX_ATTEMPTS
         described = f"{type(error).__name__}: {error}"
         now = self.clock.now()
-        retry_at = None if final else now + timedelta(seconds=jittered(backoff_delay(attempt), self._draw()))
+        delay = jittered(backoff_delay(attempt), self._draw())
+        if isinstance(error, ChannelRetryLater):  # the platform said when: never sooner
+            delay = max(delay, error.seconds)
+        retry_at = None if final else now + timedelta(seconds=delay)
         with self.store.transaction() as tx:
             tx.channels.job_failed(job.id, described, retry_at, now)
+        self._on_job(job.channel, job.job, FAILED if final else RETRY)
         log.warning(
             "channel job %s (%s %s of ask %s) failed%s: %s",
             job.id,

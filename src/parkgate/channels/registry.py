@@ -35,7 +35,12 @@ from typing import Any
 from parkgate.errors import MissingExtra, SettingsError
 
 #: The channels that ship with parkgate: the modules whose import registers each.
-BUILT_IN = ("parkgate.channels.slack.spec", "parkgate.channels.telegram.spec")
+BUILT_IN = (
+    "parkgate.channels.slack.spec",
+    "parkgate.channels.telegram.spec",
+    "parkgate.channels.discord.spec",
+    "parkgate.channels.email.spec",
+)
 #: More channels to load: a comma list of importable modules, each calling :func:`register`.
 ENV_CHANNELS = "PARKGATE_CHANNELS"
 
@@ -72,6 +77,9 @@ class ChannelSpec:
     #: the location's fields that name that thread, in order (``None``: targets are kept as
     #: given).
     thread: tuple[str, tuple[str, ...]] | None = None
+    #: The settings serving needs besides :attr:`switch`: one of them set while the switch
+    #: is not is half a configuration, and stops the start naming the switch.
+    required: tuple[str, ...] = ()
     #: Click commands the ``parkgate`` command mounts (``"module:command"``).
     commands: tuple[str, ...] = ()
     #: The optional extra its platform's library comes with (``pip install 'parkgate[extra]'``).
@@ -84,6 +92,9 @@ class ChannelSpec:
             raise SettingsError(f"a channel's name is an identifier of at most 40 characters, not {self.name!r}")
         if self.switch not in self.settings:
             raise SettingsError(f"{self.name}: its switch {self.switch} is not one of its settings")
+        unknown = [name for name in self.required if name not in self.settings]
+        if unknown:
+            raise SettingsError(f"{self.name}: its required {unknown[0]} is not one of its settings")
         refs = (self.target, self.location, self.serve, self.sending, *self.commands)
         bad = [ref for ref in refs if ref.count(":") != 1]
         if bad:

@@ -1,5 +1,6 @@
 """What a channel posts in an ask's thread when the ask's reminder or escalation fires:
-one line naming whom it waits on, how long it has waited and when it expires, queued as
+one line naming whom it waits on (each channel names people its own way: a mention on
+Slack), how long it has waited and when it expires, queued as
 the ask's ``reply`` job in the same transaction as the event (so a reminder fired by the
 due read at 03:00 reaches the thread like a callback reaches its receiver)."""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from parkgate.channels.base import ChannelReply
+from parkgate.channels.base import NAMES_SLOT, ChannelReply
 from parkgate.core import phrases as P
 from parkgate.core.kinds import EventType
 from parkgate.core.model import Ask
@@ -47,9 +48,9 @@ def fired_replies(fired: Fired, now: datetime) -> list[ChannelReply]:
 def _line(template: str, event: EventType, ask: Ask, names: tuple[str, ...], now: datetime) -> ChannelReply:
     expires = ask.last_touched + timedelta(seconds=ask.ttl_seconds)
     text = template.format(
-        who=" or ".join(names) if names else P.CHANNEL_ANYONE,
+        who=NAMES_SLOT if names else P.CHANNEL_ANYONE,
         prompt=ask.prompt,
         waited=about((now - ask.asked_at).total_seconds()),
         left=about((expires - now).total_seconds()),
     )
-    return ChannelReply(event, text)
+    return ChannelReply(event, text, names=names)

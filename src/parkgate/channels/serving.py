@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from parkgate.channels.base import Channel
 from parkgate.channels.registry import ChannelSpec, registered
+from parkgate.errors import SettingsError
 
 if TYPE_CHECKING:
     from parkgate.gateway import Gateway
@@ -83,7 +84,16 @@ def sending_channels(gateway: Gateway, environ: Mapping[str, str]) -> list[Chann
 
 
 def _switched_on(environ: Mapping[str, str]) -> Iterator[ChannelSpec]:
-    """The registered channels whose switch ``environ`` sets."""
+    """The registered channels whose switch ``environ`` sets.
+
+    Raises:
+        SettingsError: A channel's required setting is set and its switch is not (half a
+            configuration): the start stops, naming the switch.
+    """
     for spec in registered():
         if environ.get(spec.switch, "").strip():
             yield spec
+            continue
+        given = [name for name in spec.required if environ.get(name, "").strip()]
+        if given:
+            raise SettingsError(f"{spec.title} needs {spec.switch} too: {given[0]} is set, and it is not")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
-from typing import TypeVar, Unpack
+from typing import Any, TypeVar, Unpack
 
 import httpx
 
@@ -201,9 +201,21 @@ class AsyncClient:
         """Record a run that ended before it asked anything (:meth:`Client.record_run`)."""
         return await self._send(wire.record_run(run_id, conversation_id, outcome))
 
-    async def finish_run(self, run_id: str, outcome: str = "done") -> Run:
+    async def finish_run(self, run_id: str, outcome: str = "done", *, output: Any = None) -> Run:
         """As :meth:`Client.finish_run <parkgate.client.Client.finish_run>`."""
-        return await self._send(wire.finish_run(run_id, outcome))
+        return await self._send(wire.finish_run(run_id, outcome, output))
+
+    async def keep_agent_state(self, run_id: str, state: str) -> None:
+        """Keep an agent SDK's state with the run (:meth:`Client.keep_agent_state`)."""
+        await self._send(wire.keep_agent_state(run_id, state))
+
+    async def agent_state(self, run_id: str) -> str | None:
+        """The agent state kept with the run, or ``None`` (:meth:`Client.agent_state`)."""
+        return await self._send(wire.agent_state(run_id))
+
+    async def forget_agent_state(self, run_id: str) -> None:
+        """Remove the agent state kept with the run (:meth:`Client.forget_agent_state`)."""
+        await self._send(wire.forget_agent_state(run_id))
 
     async def closed_follow_ups(
         self, limit: int = wire.DEFAULT_PAGE_ASKS, *, watcher: str | None = None, after: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
-from typing import TypeVar, Unpack
+from typing import Any, TypeVar, Unpack
 
 import httpx
 
@@ -332,12 +332,14 @@ class Client:
         """
         return self._send(wire.record_run(run_id, conversation_id, outcome))
 
-    def finish_run(self, run_id: str, outcome: str = "done") -> Run:
+    def finish_run(self, run_id: str, outcome: str = "done", *, output: Any = None) -> Run:
         """Mark a run complete once the work after its last answer is done.
 
         Args:
             run_id: The run to finish.
             outcome: An id-like string recorded on the run.
+            output: What the run gave (an agent's final output), any JSON value, kept on
+                the run; ``None`` keeps what was recorded before.
 
         Returns:
             The run, now complete.
@@ -346,7 +348,36 @@ class Client:
             RunStillAsking: The run's ask is open.
             UnknownRun: No run has this id.
         """
-        return self._send(wire.finish_run(run_id, outcome))
+        return self._send(wire.finish_run(run_id, outcome, output))
+
+    def keep_agent_state(self, run_id: str, state: str) -> None:
+        """Keep an agent SDK's serialised state with the run, replacing what was kept
+        (:meth:`Gateway.keep_agent_state <parkgate.Gateway.keep_agent_state>`).
+
+        Args:
+            run_id: The run (it need not exist yet; one another token started is unknown).
+            state: The state as text.
+        """
+        self._send(wire.keep_agent_state(run_id, state))
+
+    def agent_state(self, run_id: str) -> str | None:
+        """The agent state kept with the run.
+
+        Args:
+            run_id: The run.
+
+        Returns:
+            The state, or ``None`` when none is kept.
+        """
+        return self._send(wire.agent_state(run_id))
+
+    def forget_agent_state(self, run_id: str) -> None:
+        """Remove the agent state kept with the run, if any.
+
+        Args:
+            run_id: The run.
+        """
+        self._send(wire.forget_agent_state(run_id))
 
     def closed_follow_ups(
         self, limit: int = wire.DEFAULT_PAGE_ASKS, *, watcher: str | None = None, after: str | None = None

@@ -28,6 +28,7 @@ from parkgate.core.expect import as_expect
 from parkgate.core.expect import to_dict as expect_to_dict
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Reply, Run
+from parkgate.core.shape import Form, declared_options
 from parkgate.errors import InputError
 from parkgate.gateway.checks import (
     MAX_SKILL_OUTPUT_CHARS,
@@ -36,10 +37,10 @@ from parkgate.gateway.checks import (
     check_duration,
     check_id,
     check_inbound_text,
-    check_remind_after,
+    check_offsets,
     check_sender,
 )
-from parkgate.gateway.options import JSON_NAMES, ClientAskFields, ParkFields, RunFields, refuse_unknown
+from parkgate.gateway.options import ClientAskFields, ParkFields, RunFields, refuse_unknown
 
 T = TypeVar("T")
 
@@ -206,7 +207,7 @@ def park(
         "prompt": prompt,
         "options": options if options is None or isinstance(options, str) else list(options),
         "kind": kind,
-        **options_json(fields),
+        **options_json(fields, ClientAskFields),
     }
     return Call("POST", "v1/asks", Reply.from_dict, _json(body), about=_park_about(conversation_id, fields))
 
@@ -218,31 +219,32 @@ def park_text(conversation_id: str, skill_output: str, fields: ParkFields) -> Ca
     body = {
         "conversation_id": conversation_id,
         "skill_output": check_inbound_text(skill_output, limit=MAX_SKILL_OUTPUT_CHARS, what="skill output"),
-        **options_json(fields),
+        **options_json(fields, ParkFields),
     }
     return Call("POST", "v1/asks", Reply.from_dict, _json(body), about=_park_about(conversation_id, fields))
 
 
-def options_json(fields: Mapping[str, Any]) -> dict[str, Any]:
+def options_json(fields: Mapping[str, Any], declared: type) -> dict[str, Any]:
     """An ask's options (:mod:`parkgate.gateway.options`) as the JSON fields of its request.
 
-    The one place options are written as JSON: each keeps its name but ``ttl``, sent as
-    ``ttl_seconds`` (:data:`~parkgate.gateway.options.JSON_NAMES`), and ``post_to``, sent
-    as its channel's key; the TTL, ``expect``, ``context`` and ``post_to`` are checked here
-    with the library's checks, the rest by the server.
+    The one place options are written as JSON: each under its JSON name, written as its
+    form says (:class:`~parkgate.core.shape.Option`): durations as seconds, an ``expect``
+    as its object, each checked here with the library's checks; ``post_to`` as its
+    channel's key, checked here too; the rest as given, checked by the server.
+
+    Args:
+        fields: The options given, by name.
+        declared: The options ``TypedDict`` the call takes.
     """
-    body = {JSON_NAMES.get(name, name): value for name, value in fields.items()}
-    if fields.get("ttl") is not None:
-        body[JSON_NAMES["ttl"]] = check_duration(fields["ttl"], "ttl").total_seconds()
-    if fields.get("remind_after") is not None:  # seconds, a timedelta, or a list of them: sent as seconds
-        body["remind_after"] = list(check_remind_after(fields["remind_after"]))
-    if fields.get("escalate_after") is not None:
-        body["escalate_after"] = check_duration(fields["escalate_after"], "escalate_after").total_seconds()
-    if "expect" in fields:
-        form = as_expect(fields["expect"])
-        body["expect"] = None if form is None else expect_to_dict(form)
-    if "context" in fields:
-        body["context"] = check_context(fields["context"])
+    options = declared_options(declared)
+    body: dict[str, Any] = {}
+    for name, value in fields.items():
+        option = options.get(name)
+        if option is None:
+            body[name] = value
+        else:
+            send = _SEND.get(option.form)
+            body[option.wire] = value if value is None or send is None else send(value, name)
     for name in channel_names():  # a channel's target, as POST /v1/asks takes it
         if isinstance(fields.get(name), Mapping):
             body[name] = dict(fields[name])
@@ -252,6 +254,20 @@ def options_json(fields: Mapping[str, Any]) -> dict[str, Any]:
             raise InputError(f"an ask is posted to one channel: give post_to or {target.channel}, not both")
         body[target.channel] = dict(target.where)
     return body
+
+
+def _expect_json(value: object, _: str) -> dict[str, Any] | None:
+    form = as_expect(value)
+    return None if form is None else expect_to_dict(form)
+
+
+#: How a value of each form that JSON cannot take as it is gets written there (checked as the library checks it).
+_SEND: dict[Form, Callable[[Any, str], Any]] = {
+    Form.SECONDS: lambda value, what: check_duration(value, what).total_seconds(),
+    Form.OFFSETS: lambda value, what: list(check_offsets(value, what)),
+    Form.EXPECT: _expect_json,
+    Form.OBJECT: lambda value, _: check_context(value),
+}
 
 
 def _park_about(conversation_id: str, fields: RunFields) -> dict[str, str]:
@@ -358,17 +374,38 @@ def record_run(run_id: str, conversation_id: str, outcome: str) -> Call[Run]:
     return Call("POST", "v1/runs", run_from_dict, body, about={"run_id": run_id, "conversation_id": conversation_id})
 
 
-def finish_run(run_id: str, outcome: str) -> Call[Run]:
-    """``POST /v1/runs/{run_id}/finish``."""
+def finish_run(run_id: str, outcome: str, output: Any = None) -> Call[Run]:
+    """``POST /v1/runs/{run_id}/finish``, with the run's ``output`` when given."""
     path = f"v1/runs/{_segment(run_id, 'run_id')}/finish"
-    return Call("POST", path, run_from_dict, _json({"outcome": outcome}), about={"run_id": run_id})
+    body = {"outcome": outcome} if output is None else {"outcome": outcome, "output": output}
+    return Call("POST", path, run_from_dict, _json(body), about={"run_id": run_id})
+
+
+def keep_agent_state(run_id: str, state: str) -> Call[None]:
+    """``PUT /v1/runs/{run_id}/agent-state``."""
+    path = f"v1/runs/{_segment(run_id, 'run_id')}/agent-state"
+    return Call("PUT", path, lambda data: None, _json({"state": state}), about={"run_id": run_id})
+
+
+def agent_state(run_id: str) -> Call[str | None]:
+    """``GET /v1/runs/{run_id}/agent-state``."""
+    path = f"v1/runs/{_segment(run_id, 'run_id')}/agent-state"
+    return Call(
+        "GET", path, lambda data: None if data["state"] is None else str(data["state"]), about={"run_id": run_id}
+    )
+
+
+def forget_agent_state(run_id: str) -> Call[None]:
+    """``DELETE /v1/runs/{run_id}/agent-state``."""
+    path = f"v1/runs/{_segment(run_id, 'run_id')}/agent-state"
+    return Call("DELETE", path, lambda data: None, about={"run_id": run_id})
 
 
 def start(conversation_id: str, workflow: str, fields: RunFields) -> Call[Reply]:
     """``POST /v1/workflows/{workflow}/start``."""
     refuse_unknown(fields, RunFields, "start")
     path = f"v1/workflows/{_segment(workflow, 'workflow')}/start"
-    body = {"conversation_id": conversation_id, **options_json(fields)}
+    body = {"conversation_id": conversation_id, **options_json(fields, RunFields)}
     about = {"conversation_id": conversation_id, "workflow": workflow}
     return Call("POST", path, Reply.from_dict, _json(body), about=about)
 

@@ -7,6 +7,7 @@ ask. Pure: the caller supplies ``now``; nothing here reads a clock or touches st
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import lru_cache
 
@@ -169,11 +170,17 @@ def may_answer(ask: Ask, sender: str | None) -> bool:
     return not ask.responders or sender in ask.responders
 
 
-def not_yours_line(ask: Ask) -> str:
-    """The one line a message from someone the ask is not for gets: who it is for."""
-    names = ask.responders
-    joined = names[0] if len(names) == 1 else P.RESPONDERS_JOIN.join(names[:-1]) + P.RESPONDERS_LAST_JOIN + names[-1]
-    return P.PHRASES[ReplyKind.NOT_YOURS].format(responders=joined)
+def joined_names(names: Sequence[str], name: Callable[[str], str] = str) -> str:
+    """``names`` as a line lists people: "a", "a or b", "a, b or c", each as ``name`` shows it
+    (a surface's own name for a sender: a mention, a display name)."""
+    shown = [name(each) for each in names]
+    return shown[0] if len(shown) == 1 else P.RESPONDERS_JOIN.join(shown[:-1]) + P.RESPONDERS_LAST_JOIN + shown[-1]
+
+
+def not_yours_line(ask: Ask, name: Callable[[str], str] = str) -> str:
+    """The one line a message from someone the ask is not for gets: who it is for, each
+    responder as ``name`` shows them (a channel passes its mention)."""
+    return P.PHRASES[ReplyKind.NOT_YOURS].format(responders=joined_names(ask.responders, name))
 
 
 def _reshown_menu(ask: Ask) -> str:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
+from parkgate.core import expect as expected_form
 from parkgate.core.expect import Expect
 
 # AskKind, AskStatus and RunStatus are re-exported: they are stored values, and the
@@ -20,6 +21,22 @@ from parkgate.core.kinds import AskStatus as AskStatus
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.kinds import RunStatus as RunStatus
 from parkgate.core.menu import MENUS_REMEMBERED as MENUS_REMEMBERED
+from parkgate.core.shape import (
+    JSON_VALUE,
+    OBJECT,
+    SECONDS,
+    SECONDS_LIST,
+    TIME,
+    Codec,
+    enum_codec,
+    from_json,
+    json_reader,
+    json_writer,
+    object_codec,
+    spec,
+    texts_codec,
+    to_json,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,85 +46,157 @@ class Vote:
     sender: str
     option_index: int
     answer: str
-    at: datetime
+    at: datetime = field(metadata=spec(TIME))
 
     def to_dict(self) -> dict[str, Any]:
         """The vote's JSON object: ``{sender, option_index, answer, at}`` (``at`` in ISO 8601)."""
-        at = self.at.isoformat()
-        return {"sender": self.sender, "option_index": self.option_index, "answer": self.answer, "at": at}
+        return to_json(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Vote:
         """The vote :meth:`to_dict` wrote."""
-        return cls(data["sender"], int(data["option_index"]), data["answer"], datetime.fromisoformat(data["at"]))
+        return from_json(cls, data)
+
+
+#: An ask's votes: a JSON list of :meth:`Vote.to_dict` objects, stored as its text (NULL for none).
+VOTES = object_codec(Vote, empty_is_null=True)
 
 
 def encode_votes(votes: tuple[Vote, ...]) -> str | None:
     """An ask's votes as stored: a JSON list of :meth:`Vote.to_dict` objects, ``None`` for none."""
-    return json.dumps([vote.to_dict() for vote in votes], ensure_ascii=False) if votes else None
+    return VOTES.text_of(votes) if votes else None
+
+
+@lru_cache(maxsize=MENUS_REMEMBERED)
+def _stored_texts(raw: str) -> tuple[str, ...]:
+    # Options and responders never change after an ask is parked, and the same few lists
+    # are parked over and over: each distinct stored list is decoded once.
+    return tuple(json.loads(raw))
+
+
+@lru_cache(maxsize=MENUS_REMEMBERED)
+def _options_text(options: tuple[str, ...]) -> str:
+    return json.dumps(list(options), ensure_ascii=False)
+
+
+def _object_from_text(raw: str) -> dict[str, Any]:
+    value = json.loads(raw)
+    return value if isinstance(value, dict) else {"value": value}
+
+
+#: An ask's options: always stored (an empty list for a text ask), each distinct list coded once.
+OPTIONS = replace(
+    texts_codec(empty_is_null=False, from_text=_stored_texts), to_text=lambda options: _options_text(tuple(options))
+)
+#: Senders (responders, those an escalation adds): NULL when none.
+SENDERS = texts_codec(empty_is_null=True, from_text=_stored_texts)
+#: What else was parked with an ask: a JSON object (a stored non-object is read under ``value``).
+CONTEXT = replace(OBJECT, from_text=_object_from_text)
+#: The form of a text ask's answer: its JSON object (only the fields that are set).
+EXPECT = Codec(
+    to_json=expected_form.to_dict,
+    from_json=lambda data: Expect(**data),
+    json_type=Expect,
+    stored="text",
+    to_text=expected_form.to_json,
+    from_text=expected_form.from_json,
+)
 
 
 @dataclass(frozen=True, slots=True)
-class Ask:
-    """One stopping point, as stored. Immutable: every step returns a new value."""
+class AskShape:
+    """An ask's public fields, declared once: what its JSON (:func:`~parkgate.ask_to_dict`),
+    the API's schema and the client's :class:`~parkgate.client.AskView` hold, and (with
+    :class:`Ask`'s own) what a store keeps (:mod:`parkgate.store.ask_rows`)."""
 
-    id: str
+    id: str = field(metadata=spec(wire="ask_id"))
     conversation_id: str
     run_id: str
-    kind: AskKind
+    kind: AskKind = field(metadata=spec(enum_codec(AskKind)))
     prompt: str
-    options: tuple[str, ...]
-    status: AskStatus
-    asked_at: datetime
-    last_touched: datetime
-    ttl_seconds: float
+    options: tuple[str, ...] = field(metadata=spec(OPTIONS))
+    status: AskStatus = field(metadata=spec(enum_codec(AskStatus)))
+    asked_at: datetime = field(metadata=spec(TIME))
+    last_touched: datetime = field(metadata=spec(TIME))
+    ttl_seconds: float = field(metadata=spec(SECONDS))
     mismatches: int = 0
     answer: str | None = None
     option_index: int | None = None
     outcome: str | None = None
-    answered_at: datetime | None = None
+    answered_at: datetime | None = field(default=None, metadata=spec(TIME))
+    #: The workflow step the ask belongs to.
     phase: str | None = None
-    default: str | None = None
-    callback_url: str | None = None
-    #: Something waits on this ask's close (a callback, an adapter's watcher): when its
-    #: TTL falls due, a due read makes the ordinary read that closes it.
-    watched: bool = False
     #: What else the caller parked with the ask (shown with it; never matched against).
-    context: Mapping[str, Any] | None = None
+    context: Mapping[str, Any] | None = field(
+        default=None, metadata=spec(CONTEXT, doc="What else was parked with the ask (a JSON object), shown with it.")
+    )
     #: Who parked it: the name of the HTTP token that did (``None`` from the library).
-    owner: str | None = None
+    owner: str | None = field(
+        default=None, metadata=spec(doc="The name of the token that parked it (null without named tokens).")
+    )
     #: The form a text ask's answer must take (None: any non-empty text). Set when the
     #: ask is parked and never changed.
-    expect: Expect | None = None
+    expect: Expect | None = field(default=None, metadata=spec(EXPECT))
     #: Who may answer (empty: anyone). Set when the ask is parked and never changed.
-    responders: tuple[str, ...] = ()
+    responders: tuple[str, ...] = field(default=(), metadata=spec(SENDERS, doc="Who may answer (empty: anyone)."))
     #: How many responders must agree on one option to select it (1 without responders).
-    quorum: int = 1
+    quorum: int = field(default=1, metadata=spec(doc="How many responders must pick one option to select it."))
     #: Each responder's current vote, in the order cast (a changed vote moves to the end).
-    votes: tuple[Vote, ...] = ()
+    votes: tuple[Vote, ...] = field(
+        default=(), metadata=spec(VOTES, doc="Each responder's current vote, in order cast.")
+    )
     #: The sender whose message closed the ask as selected or answered.
-    answered_by: str | None = None
+    answered_by: str | None = field(
+        default=None, metadata=spec(doc="The sender whose message selected or answered it.")
+    )
     #: The sender of the cancel word that closed it, ``operator`` for an operator's cancel.
-    closed_by: str | None = None
+    closed_by: str | None = field(
+        default=None,
+        metadata=spec(doc="The sender of the cancel word that closed it, or operator (null for an expiry)."),
+    )
     #: The reminders' offsets, in seconds from the last touch, ascending (empty: none).
-    remind_after: tuple[float, ...] = ()
+    remind_after: tuple[float, ...] = field(
+        default=(), metadata=spec(SECONDS_LIST, doc="The reminders: seconds from the last touch, ascending.")
+    )
     #: Seconds from the last touch to the escalation (``None``: none).
-    escalate_after: float | None = None
+    escalate_after: float | None = field(
+        default=None, metadata=spec(doc="Seconds from the last touch to the escalation (null: none).")
+    )
     #: The responders the escalation adds.
-    escalate_to: tuple[str, ...] = ()
+    escalate_to: tuple[str, ...] = field(default=(), metadata=spec(SENDERS, doc="The responders the escalation adds."))
     #: How many reminders have fired (a reminder is no touch: it changes nothing else).
-    reminders_sent: int = 0
+    reminders_sent: int = field(default=0, metadata=spec(doc="How many reminders have fired."))
     #: When the escalation fired (``None``: not yet, or none).
-    escalated_at: datetime | None = None
+    escalated_at: datetime | None = field(
+        default=None, metadata=spec(TIME, doc="When the escalation fired (null: not yet, or none).")
+    )
 
     @property
     def is_open(self) -> bool:
+        """Whether the ask is still open."""
         return self.status is AskStatus.OPEN
 
     @property
     def ask_id(self) -> str:
-        """The ask's id (``id``), by the name its JSON and the client's ``AskView`` give it."""
+        """The ask's id (``id``), by the name its JSON gives it."""
         return self.id
+
+
+@dataclass(frozen=True, slots=True)
+class Ask(AskShape):
+    """One stopping point, as stored. Immutable: every step returns a new value.
+
+    Its public fields are :class:`AskShape`'s; these are kept with it and never shown.
+    """
+
+    #: Recorded as the answer if the ask expires.
+    default: str | None = field(default=None, metadata=spec(column="default_answer", public=False))
+    #: Where the ask's events are posted, signed.
+    callback_url: str | None = field(default=None, metadata=spec(public=False))
+    #: Something waits on this ask's close (a callback, an adapter's watcher): when its
+    #: TTL falls due, a due read makes the ordinary read that closes it. A store keeps it
+    #: as the due time it indexes (:mod:`parkgate.store.ask_rows`).
+    watched: bool = field(default=False, metadata=spec(column=None, public=False))
 
     @property
     def due_at(self) -> datetime:
@@ -176,22 +265,37 @@ class Step:
         return self.ask.is_open
 
 
+#: A run's answers: text by phase, as a JSON object.
+ANSWERS = replace(OBJECT, json_type=dict[str, str])
+
+
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One run: the asks parked under one id, a workflow's answers, and how it ended."""
+    """One run: the asks parked under one id, its answers by phase, how it ended and what
+    it gave (``output``)."""
 
-    id: str
+    id: str = field(metadata=spec(wire="run_id"))
     conversation_id: str
     workflow: str | None
-    status: RunStatus
+    status: RunStatus = field(metadata=spec(enum_codec(RunStatus)))
     outcome: str | None
-    context: dict[str, Any]
+    #: The run's answers so far, by phase (``answers`` in its JSON).
+    context: dict[str, Any] = field(
+        metadata=spec(ANSWERS, wire="answers", doc="The run's answers by phase; empty when its asks name no phase.")
+    )
     pending_ask_id: str | None
-    created_at: datetime
-    updated_at: datetime
+    created_at: datetime = field(metadata=spec(TIME))
+    updated_at: datetime = field(metadata=spec(TIME))
     #: Who started it (the HTTP token's name; ``None`` for the library or a server
     #: without named tokens): only its owner parks in it.
-    owner: str | None = None
+    owner: str | None = field(
+        default=None, metadata=spec(doc="The name of the token that started it (null without named tokens).")
+    )
+    #: What the run gave when it finished, as JSON (an agent's final output; ``None``: nothing recorded).
+    output: Any = field(
+        default=None,
+        metadata=spec(JSON_VALUE, doc="What the run gave when it finished (an agent's final output); null: nothing."),
+    )
 
     @property
     def run_id(self) -> str:
@@ -200,7 +304,7 @@ class Run:
 
     @property
     def answers(self) -> dict[str, Any]:
-        """A workflow's answers so far, by phase (the run's ``context``; ``answers`` in its JSON)."""
+        """The run's answers so far, by phase (the run's ``context``; ``answers`` in its JSON)."""
         return self.context
 
 
@@ -218,10 +322,10 @@ class CallbackStatus(enum.Enum):
 class CallbackState:
     """An ask's callback as the outbox has it (``attempts`` 0 and no times while unsent)."""
 
-    status: CallbackStatus
+    status: CallbackStatus = field(metadata=spec(enum_codec(CallbackStatus)))
     attempts: int = 0
     last_error: str | None = None
-    next_attempt_at: datetime | None = None
+    next_attempt_at: datetime | None = field(default=None, metadata=spec(TIME))
 
 
 #: One encoder for every stored reply (json.dumps with options builds a new one per call).
@@ -245,7 +349,7 @@ class Reply:
             asked again after a selection or answer.
     """
 
-    kind: ReplyKind
+    kind: ReplyKind = field(metadata=spec(enum_codec(ReplyKind)))
     text: str
     parked: bool
     ask_id: str | None = None
@@ -253,7 +357,10 @@ class Reply:
     answer: str | None = None
     option_index: int | None = None
     run_id: str | None = None
-    next_ask: Reply | None = None
+    next_ask: Reply | None = field(
+        default=None,
+        metadata=spec(Codec(to_json=lambda reply: reply.to_dict(), from_json=lambda data: _reply_of(data))),
+    )
 
     @property
     def routes_onward(self) -> bool:
@@ -263,23 +370,10 @@ class Reply:
     def to_dict(self) -> dict[str, Any]:
         """The reply as JSON-ready values, one key a field, in field order.
 
-        Built field by field rather than with ``dataclasses.asdict``, which deep-copies
-        every field: this runs for every reply the gateway answers.
-
         Returns:
             The reply's JSON object, ``next_ask`` nested as one.
         """
-        return {
-            "kind": self.kind.value,
-            "text": self.text,
-            "parked": self.parked,
-            "ask_id": self.ask_id,
-            "expired_ask_id": self.expired_ask_id,
-            "answer": self.answer,
-            "option_index": self.option_index,
-            "run_id": self.run_id,
-            "next_ask": self.next_ask.to_dict() if self.next_ask else None,
-        }
+        return _reply_json(self)
 
     def to_json(self) -> str:
         """The compact form a redelivery is answered from: :meth:`from_json` reads it back.
@@ -301,18 +395,7 @@ class Reply:
         Returns:
             The reply.
         """
-        follow = data.get("next_ask")
-        return cls(
-            kind=ReplyKind(data["kind"]),
-            text=data["text"],
-            parked=bool(data["parked"]),
-            ask_id=data.get("ask_id"),
-            expired_ask_id=data.get("expired_ask_id"),
-            answer=data.get("answer"),
-            option_index=data.get("option_index"),
-            run_id=data.get("run_id"),
-            next_ask=cls.from_dict(follow) if follow else None,
-        )
+        return _reply_of(data)
 
     @classmethod
     def from_json(cls, raw: str) -> Reply:
@@ -322,6 +405,11 @@ class Reply:
         redelivery after an upgrade returns the reply first given.
         """
         return cls.from_dict(json.loads(raw, object_hook=_renamed))
+
+
+# A reply is written for every message: its writer and reader are kept, not looked up.
+_reply_json: Callable[[Reply], dict[str, Any]] = json_writer(Reply)
+_reply_of: Callable[[Mapping[str, Any]], Reply] = json_reader(Reply)
 
 
 #: The key earlier versions stored a reply's next ask under.

@@ -195,8 +195,11 @@ HITL_UNASKABLE = "the approval request could not be put to a person ({reason}), 
 HITL_NOT_RUN = "The tool call for `{tool}` was not approved: {reason}"
 # What the OpenAI Agents and Pydantic AI adapters tell the agent's model about a tool
 # call that was not approved: the person's Reject, a cancel (a cancel word or an
-# operator's), an expiry ({duration}: the ask's TTL, "6 h", "30 min", "45 s").
+# operator's), an expiry ({duration}: the ask's TTL, "6 h", "30 min", "45 s"). After a
+# Reject they ask for the reason as the LangGraph adapter does (HITL_REASON_PROMPT).
 AGENT_REJECTED = "Rejected: the person chose Reject; the tool did not run"
+# ... and the person's Reject with the reason they gave ({reason}, as typed).
+AGENT_REJECTED_BECAUSE = "Rejected: {reason}"
 AGENT_CANCELLED = "No decision: the question was cancelled; the tool did not run"
 AGENT_EXPIRED = "No decision: the question expired after {duration}; the tool did not run"
 # What a channel posts in an ask's thread when its reminder or its escalation fires:

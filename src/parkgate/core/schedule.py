@@ -7,14 +7,45 @@ passes, the deliverer's due read fires it. Firing is no touch: the TTL, the miss
 and the status stay as they are, so an ask expires at its TTL whatever fired before it.
 An escalation only adds responders (an ask anyone may answer stays so). An ask that is
 closed, or past its TTL (its next read closes it), fires nothing.
+
+The schedule a caller gives is declared once, :class:`ScheduleFields`: every park, a
+workflow's phase (``Phase(..., **schedule)``) and an adapter's payload take it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Annotated, TypedDict
 
 from parkgate.core.model import Ask
+from parkgate.core.shape import Form, Option
+
+
+class ScheduleFields(TypedDict, total=False):
+    """An ask's reminders and escalation, as a caller gives them (checked when it is parked)."""
+
+    #: Reminders: seconds from the last touch (or a timedelta), or a list of such offsets
+    #: (each shorter than the TTL).
+    remind_after: Annotated[
+        timedelta | float | list[timedelta | float] | tuple[timedelta | float, ...] | None,
+        Option(
+            Form.OFFSETS, "Seconds from the last touch to a reminder, or a list of them (each shorter than the TTL)."
+        ),
+    ]
+    #: Seconds from the last touch to the escalation (shorter than the TTL).
+    escalate_after: Annotated[
+        timedelta | float | None,
+        Option(Form.SECONDS, "Seconds from the last touch to the escalation (shorter than the TTL)."),
+    ]
+    #: The responders the escalation adds (with ``escalate_after`` only).
+    escalate_to: Annotated[
+        list[str] | tuple[str, ...] | None, Option(Form.SENDERS, "The responders the escalation adds.")
+    ]
+
+
+#: The keys of a schedule, in the order they are declared.
+SCHEDULE_KEYS: tuple[str, ...] = tuple(ScheduleFields.__annotations__)
 
 
 @dataclass(frozen=True, slots=True)

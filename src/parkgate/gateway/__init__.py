@@ -1,12 +1,12 @@
 """The gateway: one store transaction per inbound message, decided by the pure core.
 
-- :mod:`~parkgate.gateway.calls`: the public :class:`Gateway` and its calls' checks;
-  :mod:`~parkgate.gateway.reads`: its reads and operator calls;
-  :mod:`~parkgate.gateway.run_calls`: its calls on runs.
-- :mod:`~parkgate.gateway.messages`: an inbound message's call, and the unit of work
-  every call runs in (a transaction, its retry on a conflict).
-- :mod:`~parkgate.gateway.runs`: the run life cycle and workflows inside a transaction,
-  what a unit of work writes, and the replies.
+- :mod:`~parkgate.gateway.calls`: the public :class:`Gateway`, one class: its calls to
+  park, take a message, read and wait, act on runs and channels, and gate a function
+  (:mod:`~parkgate.gateway.approval` makes that decorator);
+  :mod:`~parkgate.gateway.async_gateway`: the same calls for asyncio code.
+- :mod:`~parkgate.gateway.runs`: the unit of work every call runs its body in (a
+  transaction, its retry on a conflict, the report of what it closed), the run life
+  cycle and workflows inside it, what it writes, and the replies.
 - :mod:`~parkgate.gateway.closing`: what follows a close (metrics, the expiry log, the
   close signal, the undelivered warning) and how long a waiter sleeps.
 - :mod:`~parkgate.gateway.shapes`: the public JSON shape of an ask.
@@ -22,8 +22,7 @@ from parkgate.gateway.closing import (
     ClosedAsk,
     pause_before_reading,
 )
-from parkgate.gateway.messages import CONFLICT_RETRIES
-from parkgate.gateway.runs import asked_reply
+from parkgate.gateway.runs import CONFLICT_RETRIES, asked_reply
 from parkgate.gateway.shapes import ask_to_dict
 from parkgate.store.signal import FALLBACK_READ_SECONDS
 

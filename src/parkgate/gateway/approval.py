@@ -41,81 +41,53 @@ def outcome_of(ask: Ask) -> str | None:
     return ask.outcome or ask.status.value
 
 
-class ApprovalCalls:
-    """The approval decorator of :class:`~parkgate.Gateway`."""
+def approval_gate(
+    park: Callable[..., Reply],
+    wait: Callable[[str, float | timedelta], Ask],
+    *,
+    conversation: FromCall,
+    prompt: FromCall,
+    ttl: timedelta | float | None = None,
+    responders: Sequence[str] | None = None,
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """:meth:`Gateway.requires_approval <parkgate.Gateway.requires_approval>`'s decorator:
+    ``park`` parks each call's approval and ``wait`` waits on it (the gateway's own calls)."""
+    for value, what in ((conversation, "conversation"), (prompt, "prompt")):
+        if not (isinstance(value, str) or callable(value)):
+            raise InputError(f"{what} must be text or a function of the call's arguments")
+    fields: dict[str, Any] = {"watched": True}
+    if ttl is not None:
+        fields["ttl"] = check_duration(ttl, "ttl")
+    if responders is not None:
+        fields["responders"] = list(responders)
 
-    # The Gateway's own calls.
-    ask: Callable[..., Reply]
-    wait: Callable[[str, float | timedelta], Ask]
+    def approve(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        where = conversation(*args, **kwargs) if callable(conversation) else conversation
+        text = prompt(*args, **kwargs) if callable(prompt) else prompt
+        reply = park(where, text, list(APPROVAL_OPTIONS), **fields)
+        ask = wait(reply.ask_id or "", 0)
+        while ask.is_open:  # each wait reads the ask at its due time, which closes it then
+            ask = wait(ask.id, FALLBACK_READ_SECONDS)
+        refused = outcome_of(ask)
+        if refused is not None:
+            raise Rejected(name, ask.id, refused)
 
-    def requires_approval(
-        self,
-        *,
-        conversation: FromCall,
-        prompt: FromCall,
-        ttl: timedelta | float | None = None,
-        responders: Sequence[str] | None = None,
-    ) -> Callable[[Callable[P, R]], Callable[P, R]]:
-        """A decorator: each call of the function first asks a person to Approve or Reject it.
-
-        The ask is parked (watched: a deliverer closes it at its TTL) in ``conversation``,
-        and the call blocks until it closes (an ``async`` function awaits it, the wait held
-        on a worker thread). Approved, the function runs and its result is returned::
-
-            @gateway.requires_approval(conversation="ops", prompt=lambda path: f"Delete {path}?")
-            def delete(path: str) -> None: ...
-
-        Args:
-            conversation: The conversation to ask in, or a function of the call's arguments
-                that gives it.
-            prompt: The question, or a function of the call's arguments that gives it.
-            ttl: The ask's TTL (the gateway's by default): unanswered by then, the call is
-                refused as ``expired``.
-            responders: Who may answer (anyone when left out).
-
-        Returns:
-            The decorator; the function it returns takes and returns what the function does.
-
-        Raises:
-            InputError: ``conversation`` or ``prompt`` is neither text nor a function, or
-                ``ttl`` is not a positive duration (raised at decoration).
-        """
-        for value, what in ((conversation, "conversation"), (prompt, "prompt")):
-            if not (isinstance(value, str) or callable(value)):
-                raise InputError(f"{what} must be text or a function of the call's arguments")
-        fields: dict[str, Any] = {"watched": True}
-        if ttl is not None:
-            fields["ttl"] = check_duration(ttl, "ttl")
-        if responders is not None:
-            fields["responders"] = list(responders)
-
-        def approve(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-            where = conversation(*args, **kwargs) if callable(conversation) else conversation
-            text = prompt(*args, **kwargs) if callable(prompt) else prompt
-            reply = self.ask(where, text, list(APPROVAL_OPTIONS), **fields)
-            ask = self.wait(reply.ask_id or "", 0)
-            while ask.is_open:  # each wait reads the ask at its due time, which closes it then
-                ask = self.wait(ask.id, FALLBACK_READ_SECONDS)
-            refused = outcome_of(ask)
-            if refused is not None:
-                raise Rejected(name, ask.id, refused)
-
-        def decorate(function: Callable[P, R]) -> Callable[P, R]:
-            name = getattr(function, "__qualname__", repr(function))
-            if inspect.iscoroutinefunction(function):
-
-                @functools.wraps(function)
-                async def gated_async(*args: P.args, **kwargs: P.kwargs) -> Any:
-                    await asyncio.to_thread(approve, name, args, kwargs)
-                    return await function(*args, **kwargs)
-
-                return cast(Callable[P, R], gated_async)
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        name = getattr(function, "__qualname__", repr(function))
+        if inspect.iscoroutinefunction(function):
 
             @functools.wraps(function)
-            def gated(*args: P.args, **kwargs: P.kwargs) -> R:
-                approve(name, args, kwargs)
-                return function(*args, **kwargs)
+            async def gated_async(*args: P.args, **kwargs: P.kwargs) -> Any:
+                await asyncio.to_thread(approve, name, args, kwargs)
+                return await function(*args, **kwargs)
 
-            return gated
+            return cast(Callable[P, R], gated_async)
 
-        return decorate
+        @functools.wraps(function)
+        def gated(*args: P.args, **kwargs: P.kwargs) -> R:
+            approve(name, args, kwargs)
+            return function(*args, **kwargs)
+
+        return gated
+
+    return decorate

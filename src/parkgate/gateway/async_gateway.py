@@ -315,13 +315,25 @@ class AsyncGateway:
         """The run with this id, or ``None`` (:meth:`Gateway.run`)."""
         return await offload(self.sync.run, run_id)
 
-    async def finish_run(self, run_id: str, outcome: str = "done") -> Run:
+    async def finish_run(self, run_id: str, outcome: str = "done", *, output: Any = None) -> Run:
         """Mark a run complete and return it (:meth:`Gateway.finish_run`)."""
-        return await offload(self.sync.finish_run, run_id, outcome)
+        return await offload(self.sync.finish_run, run_id, outcome, output=output)
 
     async def record_run(self, run_id: str, conversation_id: str, outcome: str, *, owner: str | None = None) -> Run:
         """Record a run that ended before it asked anything (:meth:`Gateway.record_run`)."""
         return await offload(self.sync.record_run, run_id, conversation_id, outcome, owner=owner)
+
+    async def keep_agent_state(self, run_id: str, state: str) -> None:
+        """Keep an agent SDK's state with a run (:meth:`Gateway.keep_agent_state`)."""
+        await offload(self.sync.keep_agent_state, run_id, state)
+
+    async def agent_state(self, run_id: str) -> str | None:
+        """The agent state kept with a run, or ``None`` (:meth:`Gateway.agent_state`)."""
+        return await offload(self.sync.agent_state, run_id)
+
+    async def forget_agent_state(self, run_id: str) -> None:
+        """Remove the agent state kept with a run (:meth:`Gateway.forget_agent_state`)."""
+        await offload(self.sync.forget_agent_state, run_id)
 
     async def gauges(self) -> AskGauges:
         """The open, overdue and unread-due figures (:meth:`Gateway.gauges`)."""

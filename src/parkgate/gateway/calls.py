@@ -4,43 +4,65 @@ The gateway holds asks open for a conversation and guarantees they close: each c
 reads the conversation's open ask (locked), enforces its TTL on the spot (an expired ask
 is closed as ``expired`` by the read that finds it; there is no sweeper), lets the state
 machine decide, writes, and commits. Every path returns a :class:`Reply` with a kind;
-only ``pass`` may be routed to a model. A message's call is in
-:mod:`parkgate.gateway.messages`, the reads and the operator's calls in
-:mod:`parkgate.gateway.reads`, the decisions in :mod:`parkgate.gateway.runs`.
+only ``pass`` may be routed to a model. Its calls are grouped by what they act on
+(parking, messages, reads and waits, runs, channels, approvals); each runs its body in a
+unit of work (:class:`~parkgate.gateway.runs.UnitRunner`), and the decisions are in
+:mod:`parkgate.gateway.runs`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
-from parkgate.channels.base import Channel
+from parkgate.channels.base import Channel, ChannelReply, ChecksPosts
+from parkgate.channels.jobs import POSTED_REPLIES, REPLY
+from parkgate.channels.reminders import fired_replies
 from parkgate.clock import Clock, as_clock
 from parkgate.core import machine, stopping_point
-from parkgate.core.kinds import OPERATOR, AskKind, RunOutcome
-from parkgate.core.model import Ask, Reply
-from parkgate.errors import InputError
-from parkgate.gateway.approval import ApprovalCalls
-from parkgate.gateway.channel_calls import ChannelCalls
+from parkgate.core.kinds import OPERATOR, AskKind, AskStatus, RunOutcome, RunStatus
+from parkgate.core.model import Ask, CallbackState, Reply, Run
+from parkgate.core.schedule import Fired, fire_due
+from parkgate.core.stopping_point import AskSpec
+from parkgate.errors import CallbackNotFailed, InputError, RunStillAsking, UnknownAsk, UnknownRun
+from parkgate.gateway.approval import FromCall, P, R, approval_gate
 from parkgate.gateway.checks import (
+    MAX_AGENT_STATE_CHARS,
     MAX_SKILL_OUTPUT_CHARS,
     check_duration,
     check_flag,
     check_id,
     check_inbound_text,
+    check_limit,
+    check_optional_id,
+    check_output,
+    check_sender,
+    check_string,
     check_workflow,
+    wait_seconds,
 )
-from parkgate.gateway.closing import CloseReport
-from parkgate.gateway.messages import MessageCalls, UnitRunner
+from parkgate.gateway.closing import CloseReport, pause_before_reading
 from parkgate.gateway.options import AskFields, AskOptions, OwnedParkFields, OwnedRunFields
 from parkgate.gateway.parking import Park
-from parkgate.gateway.reads import ReadCalls
-from parkgate.gateway.run_calls import RunCalls
-from parkgate.gateway.runs import RunLifeCycle, WritePlan, new_id, new_run, pass_reply
+from parkgate.gateway.runs import (
+    RunLifeCycle,
+    UnitRunner,
+    WritePlan,
+    changed_run,
+    new_id,
+    new_run,
+    pass_reply,
+    run_with,
+)
 from parkgate.metrics import Metrics
 from parkgate.store import DEFAULT_URL, Store, Transaction, open_deployed_store
+from parkgate.store.base import AskGauges
+from parkgate.store.channel_tables import ChannelJob, ChannelPost
 from parkgate.store.signal import Change, CloseSignal, hear_moves
+from parkgate.store.writes import StoredReply
 from parkgate.workflow import Workflow
 
 if TYPE_CHECKING:
@@ -50,7 +72,7 @@ if TYPE_CHECKING:
 DEFAULT_TTL = timedelta(hours=6)
 
 
-class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
+class Gateway:
     """Parks asks, matches replies, and closes every ask it finds past its TTL.
 
     Args:
@@ -382,3 +404,752 @@ class Gateway(MessageCalls, ReadCalls, RunCalls, ApprovalCalls, ChannelCalls):
             return close(plan, ask, now) if ask.is_open else ask
 
         return self._units.run(body)
+
+    # -- messages -------------------------------------------------------------------
+    def handle(
+        self, conversation_id: str, text: str | bytes, message_id: str | None = None, sender: str | None = None
+    ) -> Reply:
+        """Match one inbound message against the conversation's parked ask.
+
+        Args:
+            conversation_id: The conversation the message arrived in.
+            text: What the person wrote (bytes must be UTF-8).
+            message_id: The message's id on its surface: the same id twice returns the
+                first reply and changes nothing (a redelivery).
+            sender: Who wrote it on its surface (a user id, an email, a username). On an
+                ask with responders, a message from anyone else, or with no sender, is
+                ``not_yours`` and changes nothing; the sender of an answer or a cancel is
+                kept with the ask (``answered_by``, ``closed_by``).
+
+        Returns:
+            What was done, by kind. With nothing parked (or an ask that just expired) it
+            is ``pass``: route the message onward as usual.
+
+        Raises:
+            InputError: Bad input, raised before anything is read or written.
+        """
+        return self._message(conversation_id, text, message_id, sender)
+
+    def _message(
+        self,
+        conversation_id: str,
+        text: str | bytes,
+        message_id: str | None,
+        sender: str | None,
+        *,
+        channel_reply: bool = False,
+        only_ask: str | None = None,
+    ) -> Reply:
+        """:meth:`handle`; with ``channel_reply`` a reply shown in the thread is queued for the
+        ask's channel in the same commit, and with ``only_ask`` a message finds only that
+        ask open (another open ask in the conversation is left alone: ``pass``)."""
+        check_id(conversation_id, "conversation_id")
+        message = check_inbound_text(text)
+        if message_id is not None:
+            check_id(message_id, "message_id")
+        check_sender(sender)
+        now = self.clock.now()
+        replayed = False
+
+        def body(tx: Transaction, plan: WritePlan) -> Reply:
+            nonlocal replayed
+            earlier, ask = tx.message_context(conversation_id, message_id)
+            replayed = earlier is not None  # set on every try: a retry may read for real
+            if earlier is not None:
+                return Reply.from_json(earlier)
+            if only_ask is not None and ask is not None and ask.id != only_ask:
+                ask = None
+            reply = self._runs.decide(tx, plan, ask, message, now, sender)
+            if channel_reply and reply.ask_id is not None and reply.kind in POSTED_REPLIES:
+                plan.queue_channel_job(reply.ask_id, REPLY, now, ChannelReply(reply.kind, reply.text, sender).to_json())
+            if message_id is not None:
+                plan.reply = StoredReply(conversation_id, message_id, reply.to_json(), now)
+            return reply
+
+        reply = self._units.run(body)
+        # A redelivery changes nothing, the metrics included: its reply was counted once.
+        return reply if replayed else self._counted(reply)
+
+    def _counted(self, reply: Reply) -> Reply:
+        """Count a committed reply (and the ask it parked next) in the metrics."""
+        self.metrics.reply(reply.kind)
+        if reply.next_ask is not None:
+            self.metrics.reply(reply.next_ask.kind)
+        return reply
+
+    # -- reads, waits and the operator's calls --------------------------------------
+    def get(self, ask_id: str) -> Ask:
+        """One ask by id. Reading an ask past its TTL closes it as ``expired``.
+
+        Args:
+            ask_id: The ask's id.
+
+        Returns:
+            The ask as it is after this read.
+
+        Raises:
+            UnknownAsk: No ask has this id.
+        """
+        check_id(ask_id, "ask_id")
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> Ask:
+            return self._runs.read(plan, self._existing_ask(tx, ask_id), now)
+
+        return self._units.run(body)
+
+    def wait(self, ask_id: str, timeout: float | timedelta) -> Ask:
+        """Block until the ask closes or ``timeout`` passes; return its state.
+
+        The wait is on the close signal (:mod:`parkgate.store.signal`): it wakes as soon as the
+        ask closes here or in another process, and reads the ask again when its TTL falls
+        due, so an ask nobody answers is closed as ``expired`` by this wait's own read.
+        Expiry is still decided by the injected clock.
+
+        Args:
+            ask_id: The ask to wait for.
+            timeout: A timedelta or a finite number of seconds; 0 or less reads the ask
+                once without waiting.
+
+        Returns:
+            The ask as last read: closed, or still open when ``timeout`` passed.
+
+        Raises:
+            UnknownAsk: No ask has this id.
+        """
+        check_id(ask_id, "ask_id")
+        deadline = time.monotonic() + wait_seconds(timeout)
+        with self.signal.waiting(ask_id) as waiter:
+            while True:
+                waiter.clear()  # before the read: a close after it still wakes this wait
+                ask = self.get(ask_id)
+                remaining = deadline - time.monotonic()
+                if not ask.is_open or remaining <= 0:
+                    return ask
+                waiter.wait(pause_before_reading(ask, self.clock.now(), remaining))
+
+    def _existing_ask(self, tx: Transaction, ask_id: str) -> Ask:
+        ask = tx.ask(ask_id)
+        if ask is None:
+            raise UnknownAsk(ask_id)
+        return ask
+
+    def open_asks(
+        self,
+        limit: int | None = None,
+        *,
+        after: Ask | tuple[datetime, str] | None = None,
+        owner: str | None = None,
+        conversation_id: str | None = None,
+    ) -> list[Ask]:
+        """Open asks, oldest first (by ``asked_at``, then id). Any found past its TTL is
+        closed on this read.
+
+        Args:
+            limit: A whole number of at least 1, or ``None`` for all of them.
+            after: An ask, open or not, or its ``(asked_at, id)``: the list starts after it
+                in that order, so the last ask of one page gives the next.
+            owner: Only the asks this owner parked.
+            conversation_id: Only this conversation's open ask (at most one).
+
+        Returns:
+            The open asks, none of them past its TTL.
+        """
+        check_limit(limit)
+        check_optional_id(owner, "owner")
+        check_optional_id(conversation_id, "conversation_id")
+        position = _place(after)
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> list[Ask]:
+            while True:
+                found = tx.asks.open_asks(limit, after=position, owner=owner, conversation_id=conversation_id)
+                stale = [ask for ask in found if ask.is_expired(now)]
+                for ask in stale:
+                    # The list is read unlocked: re-read each one locked, since a racing
+                    # worker may have answered it meanwhile (never overwrite that answer).
+                    current = tx.ask(ask.id)
+                    if current is not None:
+                        self._runs.read(plan, current, now)
+                # With a limit, the expired ones (the oldest, most often) made room: read again.
+                if not stale or limit is None:
+                    return [ask for ask in found if not ask.is_expired(now)]
+                plan.write(tx, self.clock)
+
+        return self._units.run(body)
+
+    def gauges(self) -> AskGauges:
+        """The open, overdue and unread-due figures of the whole store (``/metrics`` shows them).
+
+        Returns:
+            The figures as stored now, closing nothing.
+        """
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            return tx.asks.ask_gauges(now)
+
+    def read_due(self, limit: int = 100) -> int:
+        """Read the asks whose TTL, reminder or escalation has fallen due; return how many
+        it closed or fired.
+
+        This is the ordinary read, made on time: each ask found past its TTL is closed as
+        ``expired`` exactly as any read would close it (its default recorded, its run
+        closed, its callback queued, one ``ask_expired`` log line), in one transaction for
+        up to ``limit`` asks. Then each open ask whose reminder or escalation is due fires
+        it (:func:`parkgate.core.schedule.fire_due`: an ``ask.reminder`` or
+        ``ask.escalated`` event, the escalation's responders added; no touch). Asks
+        another process is reading are skipped, so each fires once. The deliverer calls it
+        when the earliest due time passes; a caller may too.
+
+        Args:
+            limit: The most asks read for each kind of due time in this call.
+
+        Returns:
+            How many asks this read closed, or fired a reminder or an escalation for.
+        """
+        check_limit(limit)
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> tuple[int, list[Fired]]:
+            for ask in tx.asks.due_asks(now, limit):
+                self._runs.read(plan, ask, now)
+            fired = [item for ask in tx.asks.due_event_asks(now, limit) if (item := fire_due(ask, now)) is not None]
+            plan.fired.extend(fired)
+            for item in fired:  # a posted ask's thread hears it too (dropped for one never posted)
+                for line in fired_replies(item, now):
+                    plan.queue_channel_job(item.ask.id, REPLY, now, line.to_json())
+            return len(plan.closed), fired
+
+        closed, fired = self._units.run(body)
+        self.metrics.fired(sum(item.reminded for item in fired), sum(item.escalated for item in fired))
+        return closed + len(fired)
+
+    def callback_states(self, ask_ids: Sequence[str]) -> dict[str, CallbackState]:
+        """Where the callbacks of these asks stand (only asks with a ``callback_url`` appear).
+
+        Args:
+            ask_ids: The asks to look up.
+
+        Returns:
+            Each ask id with a callback, mapped to its state. An ask whose callback is not
+            queued yet (it is open) is ``pending`` with no attempts.
+        """
+        ids = [check_id(ask_id, "ask_id") for ask_id in ask_ids]
+        with self.store.transaction() as tx:
+            return tx.outbox.callback_states(ids)
+
+    def failed_callbacks(self, limit: int = 100) -> list[Ask]:
+        """The asks whose callback failed (given up on), the latest failure first, as stored.
+
+        Args:
+            limit: The most asks returned.
+
+        Returns:
+            Those asks, as stored.
+        """
+        check_limit(limit)
+        with self.store.transaction() as tx:
+            found = [tx.ask(ask_id) for ask_id in tx.outbox.failed_callback_asks(limit)]
+        return [ask for ask in found if ask is not None]
+
+    def retry_callback(self, ask_id: str) -> CallbackState:
+        """Re-arm the failed callback of ``ask_id``: due now, its attempts counted from 0.
+
+        Args:
+            ask_id: The ask whose callback failed.
+
+        Returns:
+            The callback's state after re-arming.
+
+        Raises:
+            UnknownAsk: No ask has this id.
+            CallbackNotFailed: The ask has no failed callback (none, not queued yet,
+                pending or delivered); nothing changes.
+        """
+        check_id(ask_id, "ask_id")
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            self._existing_ask(tx, ask_id)
+            if not tx.outbox.rearm_callback(ask_id, now):
+                state = tx.outbox.callback_states([ask_id]).get(ask_id)
+                raise CallbackNotFailed(ask_id, state.status.value if state else None)
+            state = tx.outbox.callback_states([ask_id])[ask_id]
+        self.signal.changed(Change.OUTBOX)
+        return state
+
+    def next_due(self) -> datetime | None:
+        """The earliest due time among open asks something waits on.
+
+        Returns:
+            That time, or ``None`` when no open ask is waited on.
+        """
+        with self.store.transaction() as tx:
+            return tx.asks.next_due()
+
+    def count_open_asks(self, owner: str | None = None) -> int:
+        """How many asks are open (all, or ``owner``'s), as stored: one past its TTL
+        counts until a read closes it (:meth:`open_asks` closes them).
+
+        Args:
+            owner: Count only this owner's asks; ``None`` counts all of them.
+
+        Returns:
+            The number of open asks.
+        """
+        check_optional_id(owner, "owner")
+        with self.store.transaction() as tx:
+            return tx.asks.count_open_asks(owner)
+
+    def count_pending_callbacks(self, owner: str) -> int:
+        """How many of ``owner``'s callbacks are queued and neither delivered nor given up
+        on: with its open asks, what a capped token holds (``max_open_asks``).
+
+        Args:
+            owner: The owner whose callbacks are counted.
+
+        Returns:
+            The number of those callbacks.
+        """
+        check_optional_id(owner, "owner")
+        with self.store.transaction() as tx:
+            return tx.outbox.count_pending_callbacks(owner)
+
+    def audit(self, limit: int | None = None) -> list[Ask]:
+        """Open asks exactly as stored, closing nothing: the clock check's view.
+
+        Args:
+            limit: As in :meth:`open_asks`.
+
+        Returns:
+            The open asks as stored, oldest first; some may be past their TTL.
+        """
+        check_limit(limit)
+        with self.store.transaction() as tx:
+            return tx.asks.open_asks(limit)
+
+    def parked(self, conversation_id: str) -> Ask | None:
+        """The conversation's open ask exactly as stored, closing nothing.
+
+        A look before deciding what to do with a message (which run it would go to, say);
+        :meth:`handle` still makes the read that enforces the TTL. Like :meth:`audit`, it
+        may return an ask that is past its TTL.
+
+        Args:
+            conversation_id: The conversation to look at.
+
+        Returns:
+            Its open ask as stored, or ``None``.
+        """
+        check_id(conversation_id, "conversation_id")
+        return self._units.run(lambda tx, plan: tx.open_ask(conversation_id))
+
+    def closed_follow_ups(
+        self, limit: int = 100, *, owner: str | None = None, watcher: str | None = None, after: str | None = None
+    ) -> list[Ask]:
+        """Closed asks parked with ``follow_up`` whose follow-up is not done, earliest close
+        first (claimed ones only once their claim has run out).
+
+        Asks something waits on are closed on time by the due read; an open one is not
+        listed, so a waiter also needs :meth:`read_due` or a deliverer. Each filter is
+        applied by the store's query, so nobody else's asks take a place in the page.
+
+        Args:
+            limit: The most asks returned.
+            owner: Only the asks this owner parked.
+            watcher: Only the asks parked with ``follow_up=watcher`` (and those still
+                pending from before follow-ups named their watcher).
+            after: Only the asks listed after this ask (the last of the page before).
+
+        Returns:
+            Those closed asks.
+        """
+        check_limit(limit)
+        owner = check_optional_id(owner, "owner")
+        watcher = check_optional_id(watcher, "watcher")
+        after = check_optional_id(after, "after")
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            return tx.follow_ups.closed_follow_ups(now, limit, owner, watcher, after)
+
+    def claim_follow_up(self, ask_id: str, lease: timedelta | float) -> bool:
+        """Take the follow-up of ``ask_id`` for ``lease``: true for one caller, in any process.
+
+        The claim holds until :meth:`follow_up_done` or until ``lease`` (a positive duration)
+        runs out, when another caller may take it (the first one died). An ask without a
+        pending follow-up (none was asked for, or it is done) is never claimed. The ask may
+        still be open: a caller about to close it claims first, so that no other waiter acts
+        on the close.
+
+        Args:
+            ask_id: The ask whose follow-up is taken.
+            lease: How long the claim holds: a positive timedelta or seconds.
+
+        Returns:
+            True for the one caller that took it; false for everyone else.
+        """
+        check_id(ask_id, "ask_id")
+        until = check_duration(lease, "lease")
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            return tx.follow_ups.claim_follow_up(ask_id, now, now + until)
+
+    def follow_up_done(self, ask_id: str) -> None:
+        """Mark the follow-up of ``ask_id`` done: it is never listed or claimed again.
+
+        Args:
+            ask_id: The ask whose follow-up is done.
+        """
+        check_id(ask_id, "ask_id")
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            tx.follow_ups.follow_up_done(ask_id, now)
+
+    # -- runs -----------------------------------------------------------------------
+    def run(self, run_id: str) -> Run | None:
+        """The run with this id (its status, outcome, pending ask and answers).
+
+        Reading a run whose pending ask is past its TTL closes that ask as ``expired``
+        first (and with it the run), as reading the ask would.
+
+        Args:
+            run_id: The run's id.
+
+        Returns:
+            The run after this read, or ``None`` when no run has this id.
+        """
+        check_id(run_id, "run_id")
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> Run | None:
+            run = tx.run(run_id)
+            self._runs.pending_ask(tx, plan, run, now)
+            change = plan.steps[-1].run if plan.steps else None  # an expiry closed the run too
+            return changed_run(run, change) if run is not None and change is not None else run
+
+        return self._units.run(body)
+
+    def finish_run(self, run_id: str, outcome: str = RunOutcome.DONE.value, *, output: Any = None) -> Run:
+        """Mark a run complete once the caller's work after its last answer is done.
+
+        A pending ask past its TTL is closed as ``expired`` on the way. A run already
+        complete takes the new ``outcome`` and ``output``.
+
+        Args:
+            run_id: The run to finish.
+            outcome: An id-like string recorded on the run.
+            output: What the run gave (an agent's final output), kept on the run as JSON:
+                a JSON value of at most :data:`MAX_RUN_OUTPUT_CHARS` characters as JSON
+                text. ``None`` keeps what was recorded before.
+
+        Returns:
+            The run, now complete.
+
+        Raises:
+            UnknownRun: No run has this id (an :class:`InputError`).
+            RunStillAsking: The run's pending ask is open: answer or cancel it first, so
+                no parked ask outlives its run.
+        """
+        check_id(run_id, "run_id")
+        check_id(outcome, "outcome")
+        check_output(output)
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> Run:
+            run = tx.run(run_id)
+            if run is None:
+                raise UnknownRun(run_id)
+            pending = self._runs.pending_ask(tx, plan, run, now)
+            if pending is not None and pending.is_open:
+                raise RunStillAsking(run_id, pending.id)
+            finished = run_with(run, now, RunStatus.COMPLETE, outcome)
+            if output is not None:
+                finished = dataclasses.replace(finished, output=output)
+            plan.runs.append(finished)
+            return finished
+
+        return self._units.run(body)
+
+    def record_run(self, run_id: str, conversation_id: str, outcome: str, *, owner: str | None = None) -> Run:
+        """Record a run that ended before it asked anything, as complete with ``outcome``.
+
+        A run is otherwise made by its first ask. A caller that names its own runs records
+        this way one that ended without asking (the LangGraph adapter, a thread whose first
+        interrupt could not be asked), so its end is on record like any other's.
+
+        Args:
+            run_id: The run's id, new to the store.
+            conversation_id: The conversation the run belonged to.
+            outcome: An id-like string recorded on the run.
+            owner: Who the run belongs to, as for :meth:`ask`.
+
+        Returns:
+            The run, recorded as complete.
+
+        Raises:
+            InputError: A run with this id exists (finish it with :meth:`finish_run`).
+        """
+        check_id(run_id, "run_id")
+        check_id(conversation_id, "conversation_id")
+        check_id(outcome, "outcome")
+        owner = check_optional_id(owner, "owner")
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> Run:
+            if tx.run(run_id) is not None:
+                raise InputError(f"run {run_id} already exists: finish it with finish_run")
+            run = run_with(new_run(run_id, conversation_id, now, owner=owner), now, RunStatus.COMPLETE, outcome)
+            plan.runs.append(run)
+            return run
+
+        return self._units.run(body)
+
+    def keep_agent_state(self, run_id: str, state: str) -> None:
+        """Keep an agent SDK's serialised state with ``run_id``, replacing what was kept.
+
+        The OpenAI Agents and Pydantic AI adapters keep here what resumes their agent (its
+        ``RunState``, its message history, the decisions taken so far), so that any process
+        on the database, or any client of its server, resumes the run. The run need not
+        exist yet: the state is kept before the ask that makes it is parked, so that a close
+        the moment it is parked finds it.
+
+        Args:
+            run_id: The run the state belongs to.
+            state: The state as text.
+        """
+        check_id(run_id, "run_id")
+        check_string(state, "state", limit=MAX_AGENT_STATE_CHARS)
+        now = self.clock.now()
+        with self.store.transaction() as tx:
+            tx.agent_states.keep(run_id, state, now)
+
+    def agent_state(self, run_id: str) -> str | None:
+        """The agent state kept with ``run_id`` (:meth:`keep_agent_state`), or ``None``.
+
+        Args:
+            run_id: The run.
+
+        Returns:
+            The state as it was kept, or ``None`` when none is.
+        """
+        check_id(run_id, "run_id")
+        with self.store.transaction() as tx:
+            return tx.agent_states.kept(run_id)
+
+    def forget_agent_state(self, run_id: str) -> None:
+        """Remove the agent state kept with ``run_id``, if any (an adapter does, before it
+        resumes the agent, so that no other process resumes it again).
+
+        Args:
+            run_id: The run.
+        """
+        check_id(run_id, "run_id")
+        with self.store.transaction() as tx:
+            tx.agent_states.forget(run_id)
+
+    # -- channels -------------------------------------------------------------------
+    def add_channel(self, channel: Channel) -> None:
+        """Add ``channel`` (replacing one of the same name): this gateway's deliverer runs its jobs.
+
+        Args:
+            channel: The channel, such as a :class:`~parkgate.channels.slack.SlackChannel`.
+
+        Raises:
+            InputError: ``channel`` has no usable ``name``.
+        """
+        name = getattr(channel, "name", None)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise InputError("a channel needs a name: an identifier, its key in post_to and in an ask's JSON")
+        self.channels[name] = channel
+        self._units.on_channel_jobs = lambda: self.signal.changed(Change.OUTBOX)
+        self.signal.changed(Change.OUTBOX)  # jobs queued before it was added may be due
+
+    def _check_post(self, conversation_id: str, spec: AskSpec, options: AskOptions, now: datetime) -> None:
+        """Let the channel ``options.post_to`` names refuse the ask before it is parked
+        (:class:`~parkgate.channels.base.ChecksPosts`), as the ask would be posted.
+
+        Raises:
+            InputError: The channel cannot post it there; nothing is written.
+        """
+        target = options.post_to
+        channel = self.channels.get(target.channel) if target is not None else None
+        if target is None or not isinstance(channel, ChecksPosts):
+            return
+        draft = Ask(
+            id="",
+            conversation_id=conversation_id,
+            run_id="",
+            kind=spec.kind,
+            prompt=spec.prompt,
+            options=spec.options,
+            status=AskStatus.OPEN,
+            asked_at=now,
+            last_touched=now,
+            ttl_seconds=0.0,
+            default=options.default,
+            owner=options.owner,
+            expect=options.expect,
+            responders=options.responders,
+            quorum=options.quorum,
+        )
+        channel.check_post(draft, target.where)
+
+    def handle_in_channel(
+        self,
+        conversation_id: str,
+        text: str | bytes,
+        message_id: str | None,
+        sender: str | None,
+        *,
+        ask_id: str | None = None,
+    ) -> Reply:
+        """:meth:`handle` for a message or a click on a channel: a reply shown in the ask's
+        thread (retry, escalated, reshown, voted, not_yours) is queued for the channel in
+        the same transaction, so it is posted even if this process stops right after.
+
+        Args:
+            conversation_id: The conversation of the ask the message is for.
+            text: What the person wrote, or the click's equivalent (``"2"``, ``"/cancel"``).
+            message_id: The platform's id of the event: a retry of it changes nothing.
+            sender: The platform's user id.
+            ask_id: A click's ask: the message then goes to that ask only, and is ``pass``
+                if another ask is open in the conversation (or none is).
+
+        Returns:
+            What was done, as :meth:`handle` returns it.
+
+        Raises:
+            InputError: Bad input, raised before anything is read or written.
+        """
+        if ask_id is not None:
+            check_id(ask_id, "ask_id")
+        return self._message(conversation_id, text, message_id, sender, channel_reply=True, only_ask=ask_id)
+
+    def channel_post(self, ask_id: str) -> ChannelPost | None:
+        """Where ``ask_id`` is posted on a channel, as stored (``None``: never posted).
+
+        Args:
+            ask_id: The ask's id.
+
+        Returns:
+            The post: its channel, target, location (``None`` until posted) and thread.
+        """
+        check_id(ask_id, "ask_id")
+        with self.store.transaction() as tx:
+            return tx.channels.post_of(ask_id)
+
+    def channel_posts(self, ask_ids: list[str]) -> list[ChannelPost | None]:
+        """Where each of ``ask_ids`` is posted on a channel, as stored, in their order.
+
+        Args:
+            ask_ids: The asks' ids.
+
+        Returns:
+            Each ask's post, ``None`` for one never posted.
+        """
+        if not ask_ids:
+            return []
+        with self.store.transaction() as tx:
+            found = tx.channels.posts_of(ask_ids)
+        return [found.get(ask_id) for ask_id in ask_ids]
+
+    def ask_in_thread(self, channel: str, thread_key: str) -> tuple[str, str] | None:
+        """The latest ask posted in a channel's thread, as stored: how a reply there is routed.
+
+        Args:
+            channel: The channel's name.
+            thread_key: The thread's key, as the channel's :class:`~parkgate.channels.Posted` gave it.
+
+        Returns:
+            ``(ask id, conversation id)``, or ``None`` when no ask was posted there.
+        """
+        with self.store.transaction() as tx:
+            return tx.channels.ask_in_thread(channel, thread_key)
+
+    def open_asks_in(
+        self, channel: str, thread_key: str, *, under: bool = False, limit: int = 2
+    ) -> list[tuple[str, str]]:
+        """The open asks posted in a channel's thread, the latest first, as stored: how a
+        typed message there is routed (one open ask takes it; with more, none does unless
+        the message replies to one's post).
+
+        Args:
+            channel: The channel's name.
+            thread_key: The thread's key, as the channel's :class:`~parkgate.channels.Posted`
+                gave it; with ``under``, the start the keys of a place's threads share
+                (a Telegram chat's, ``"-100/0/"``).
+            under: Read every thread whose key starts with ``thread_key``.
+            limit: At most this many (2 tells one from several).
+
+        Returns:
+            ``(ask id, conversation id)`` pairs; empty when nothing open was posted there.
+        """
+        check_limit(limit)
+        with self.store.transaction() as tx:
+            return tx.channels.open_asks_in(channel, thread_key, under, limit)
+
+    def failed_channel_jobs(self, limit: int = 100) -> list[tuple[ChannelJob, str | None]]:
+        """The channel jobs given up, the latest first, each with its last error.
+
+        Args:
+            limit: At most this many (a whole number of at least 1).
+
+        Returns:
+            ``(job, last error)`` pairs.
+        """
+        check_limit(limit)
+        with self.store.transaction() as tx:
+            return tx.channels.failed_jobs(limit)
+
+    # -- approvals -------------------------------------------------------------------
+    def requires_approval(
+        self,
+        *,
+        conversation: FromCall,
+        prompt: FromCall,
+        ttl: timedelta | float | None = None,
+        responders: Sequence[str] | None = None,
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]:
+        """A decorator: each call of the function first asks a person to Approve or Reject it.
+
+        The ask is parked (watched: a deliverer closes it at its TTL) in ``conversation``,
+        and the call blocks until it closes (an ``async`` function awaits it, the wait held
+        on a worker thread). Approved, the function runs and its result is returned::
+
+            @gateway.requires_approval(conversation="ops", prompt=lambda path: f"Delete {path}?")
+            def delete(path: str) -> None: ...
+
+        Args:
+            conversation: The conversation to ask in, or a function of the call's arguments
+                that gives it.
+            prompt: The question, or a function of the call's arguments that gives it.
+            ttl: The ask's TTL (the gateway's by default): unanswered by then, the call is
+                refused as ``expired``.
+            responders: Who may answer (anyone when left out).
+
+        Returns:
+            The decorator; the function it returns takes and returns what the function does.
+
+        Raises:
+            InputError: ``conversation`` or ``prompt`` is neither text nor a function, or
+                ``ttl`` is not a positive duration (raised at decoration).
+        """
+        return approval_gate(
+            self.ask, self.wait, conversation=conversation, prompt=prompt, ttl=ttl, responders=responders
+        )
+
+
+def _place(after: object) -> tuple[datetime, str] | None:
+    """Where a page starts: after an ask, or after an ``(asked_at, id)``."""
+    if after is None:
+        return None
+    if isinstance(after, Ask):
+        return after.asked_at, after.id
+    if (
+        isinstance(after, tuple)
+        and len(after) == 2
+        and isinstance(after[0], datetime)
+        and after[0].tzinfo is not None
+        and isinstance(after[1], str)
+    ):
+        return after[0], after[1]
+    raise InputError(f"after must be an Ask or its (asked_at, id), not {after!r}")

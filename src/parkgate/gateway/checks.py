@@ -111,20 +111,38 @@ def check_responders(value: object, what: str = "responders") -> tuple[str, ...]
     return names
 
 
-def check_remind_after(value: object) -> tuple[float, ...]:
-    """Reminders' offsets: ``None`` (none, returned as ``()``), seconds, or a non-empty list
-    of at most :data:`MAX_REMINDERS` distinct positive numbers of seconds (returned ascending)."""
+def check_offsets(value: object, what: str) -> tuple[float, ...]:
+    """Reminders' offsets (``what``): ``None`` (none, returned as ``()``), seconds, or a
+    non-empty list of at most :data:`MAX_REMINDERS` distinct positive durations (returned
+    as seconds, ascending)."""
     if value is None:
         return ()
     items = list(value) if isinstance(value, (list, tuple)) else [value]
     if not items:
-        raise InputError("remind_after is empty: leave it out for no reminder")
+        raise InputError(f"{what} is empty: leave it out for no reminder")
     if len(items) > MAX_REMINDERS:
-        raise InputError(f"remind_after lists {len(items)} reminders; the limit is {MAX_REMINDERS}")
-    offsets = sorted(check_duration(item, "remind_after").total_seconds() for item in items)
+        raise InputError(f"{what} lists {len(items)} reminders; the limit is {MAX_REMINDERS}")
+    offsets = sorted(check_duration(item, what).total_seconds() for item in items)
     if len(set(offsets)) != len(offsets):
-        raise InputError("remind_after lists one offset twice")
+        raise InputError(f"{what} lists one offset twice")
     return tuple(offsets)
+
+
+def check_schedule(given: Mapping[str, Any]) -> tuple[tuple[float, ...], float | None, tuple[str, ...]]:
+    """The reminders, escalation and escalation's responders in ``given`` (a
+    :class:`~parkgate.core.schedule.ScheduleFields`), checked (``escalate_to`` only with
+    ``escalate_after``).
+
+    Raises:
+        InputError: One is not usable; the message names it.
+    """
+    remind_after = check_offsets(given.get("remind_after"), "remind_after")
+    raw_escalate = given.get("escalate_after")
+    escalate_after = None if raw_escalate is None else check_duration(raw_escalate, "escalate_after").total_seconds()
+    escalate_to = check_responders(given.get("escalate_to"), "escalate_to")
+    if escalate_to and escalate_after is None:
+        raise InputError("escalate_to needs escalate_after: say when the escalation falls due")
+    return remind_after, escalate_after, escalate_to
 
 
 def check_before_ttl(offset: float, ttl: timedelta, what: str) -> None:
@@ -249,10 +267,7 @@ def check_workflow(workflow: object) -> Workflow:
     for phase in workflow.phases:  # a phase's responders are senders like any others
         if phase.responders:
             check_responders(list(phase.responders))
-        check_remind_after(phase.remind_after)
-        if phase.escalate_after is not None:
-            check_duration(phase.escalate_after, "escalate_after")
-        check_responders(phase.escalate_to, "escalate_to")
+        check_schedule(phase.schedule)
     return workflow
 
 
@@ -297,3 +312,19 @@ def _check_json_strings(value: object, what: str) -> None:
             pending.extend(item)
         elif isinstance(item, str) and "\x00" in item:
             raise InputError(f"{what} contains a NUL character")
+
+
+#: The longest agent state kept with a run, in characters (a transcript, not a log).
+MAX_AGENT_STATE_CHARS = 64 * 1024 * 1024
+#: The longest output a run keeps, in characters of its JSON text.
+MAX_RUN_OUTPUT_CHARS = 256_000
+
+
+def check_output(output: object) -> None:
+    """A run's output as :meth:`Gateway.finish_run <parkgate.Gateway.finish_run>` keeps it: a JSON value (finite
+    numbers, text that is Unicode) of at most :data:`MAX_RUN_OUTPUT_CHARS` as JSON text."""
+    try:
+        text = json.dumps(output, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"output is not a JSON value ({error})") from None
+    check_string(text, "output (as JSON)", limit=MAX_RUN_OUTPUT_CHARS)

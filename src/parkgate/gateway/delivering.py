@@ -81,7 +81,7 @@ def deliverer_for(
         allow=allow,
         client=client,
         backoff=backoff,
-        jobs=[ChannelDeliverer(gateway.store, gateway.clock, gateway.channels)],
+        jobs=[ChannelDeliverer(gateway.store, gateway.clock, gateway.channels, on_job=gateway.metrics.channel_job)],
     )
 
 

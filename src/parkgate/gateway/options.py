@@ -16,13 +16,19 @@ callback_url=..., ttl=60)`` and a type checker knows every option's type. The se
 | :class:`ClientAskFields` | ``post_to`` (:class:`PostFields`) | ``Client.ask`` |
 | :class:`AskFields` | ``watched`` | ``Gateway.ask`` |
 
-The HTTP client sends no ``owner`` (the server records its token's name), and the JSON
-names ``ttl`` ``ttl_seconds`` (:data:`JSON_NAMES`). :meth:`AskOptions.checked` turns the
-fields into one frozen :class:`AskOptions`, each checked once with
-:mod:`parkgate.gateway.checks` (:class:`~parkgate.errors.InputError` naming the option), and
-:meth:`AskOptions.fitted` checks those that depend on the question (``default``,
-``expect``). Adding an option is a field in one ``TypedDict`` and one in
-:class:`AskOptions` (and in ``AskIn``, the HTTP model, if it goes over HTTP).
+An option that travels in JSON says how, on its field: ``Annotated[type,
+Option(form, doc, wire)]`` (:class:`~parkgate.core.shape.Option`). The HTTP input models
+(``AskIn``, ``StartIn``) and the clients' request bodies are derived from these; one
+without an ``Option`` is the library's only (the HTTP client sends no ``owner``: the
+server records its token's name). The reminders and escalation are
+:class:`~parkgate.core.schedule.ScheduleFields`, which a workflow's phase and an adapter's
+payload take too.
+
+:meth:`AskOptions.checked` turns the fields into one frozen :class:`AskOptions`, each
+checked once with :mod:`parkgate.gateway.checks` (:class:`~parkgate.errors.InputError`
+naming the option), and :meth:`AskOptions.fitted` checks those that depend on the question
+(``default``, ``expect``). Adding an option is a field in one ``TypedDict`` and one in
+:class:`AskOptions` (an ask keeps it when :class:`~parkgate.Ask` has a field of its name).
 """
 
 from __future__ import annotations
@@ -31,12 +37,15 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from parkgate.channels.base import ChannelTarget, check_target
 from parkgate.core.expect import Expect, as_expect
 from parkgate.core.fence import parse_callback_url
 from parkgate.core.kinds import AskKind
+from parkgate.core.model import Ask
+from parkgate.core.schedule import ScheduleFields
+from parkgate.core.shape import Form, Option
 from parkgate.core.stopping_point import AskSpec
 from parkgate.errors import InputError
 from parkgate.gateway.checks import (
@@ -49,8 +58,8 @@ from parkgate.gateway.checks import (
     check_id,
     check_optional_id,
     check_quorum,
-    check_remind_after,
     check_responders,
+    check_schedule,
     check_string,
 )
 
@@ -62,14 +71,20 @@ class RunFields(TypedDict, total=False):
     """The run a park or a workflow's start belongs to, and what happens to an open ask."""
 
     #: The run to park in (a new one when left out); it must be running.
-    run_id: str | None
+    run_id: Annotated[str | None, Option(Form.ID)]
     #: Close the conversation's open ask as ``cancelled`` (outcome ``replaced``) instead of
     #: raising :class:`~parkgate.errors.AskAlreadyOpen`.
-    replace: bool
+    replace: Annotated[bool, Option(Form.FLAG)]
     #: Who may answer (distinct senders); anyone when left out. Others get ``not_yours``.
-    responders: list[str] | tuple[str, ...] | None
+    responders: Annotated[
+        list[str] | tuple[str, ...] | None,
+        Option(Form.SENDERS, "Who may answer (distinct senders); anyone when left out."),
+    ]
     #: How many responders must agree on one option (default 1; only with ``responders``).
-    quorum: int | None
+    quorum: Annotated[
+        int | None,
+        Option(Form.COUNT, "How many responders must pick one option to select it (default 1; only with responders)."),
+    ]
 
 
 class PostFields(TypedDict, total=False):
@@ -89,21 +104,18 @@ class OwnedRunFields(RunFields, PostFields, total=False):
     owner: str | None
 
 
-class ParkFields(RunFields, total=False):
-    """What every park takes, over HTTP too: :class:`RunFields`, a TTL and a callback."""
+class ParkFields(RunFields, ScheduleFields, total=False):
+    """What every park takes, over HTTP too: :class:`RunFields`, a TTL, a callback and a
+    schedule (:class:`~parkgate.core.schedule.ScheduleFields`: reminders and an escalation)."""
 
     #: The ask's TTL (a timedelta or seconds, positive), instead of the gateway's.
-    ttl: timedelta | float | None
+    ttl: Annotated[timedelta | float | None, Option(Form.SECONDS, wire="ttl_seconds")]
     #: Where the ask's events are posted, signed: its reminders, escalation and close.
-    callback_url: str | None
+    callback_url: Annotated[str | None, Option(Form.URL)]
     #: An idempotency key: a park with a key the owner parked before returns that ask.
-    key: str | None
-    #: Reminders: seconds from the last touch, or a list of such offsets (each shorter than the TTL).
-    remind_after: timedelta | float | list[timedelta | float] | tuple[timedelta | float, ...] | None
-    #: Seconds from the last touch to the escalation (shorter than the TTL).
-    escalate_after: timedelta | float | None
-    #: The responders the escalation adds (with ``escalate_after`` only).
-    escalate_to: list[str] | tuple[str, ...] | None
+    key: Annotated[
+        str | None, Option(Form.ID, "An idempotency key: a park with a key this owner parked before returns that ask.")
+    ]
 
 
 class OwnedParkFields(ParkFields, OwnedRunFields, total=False):
@@ -114,16 +126,26 @@ class PromptFields(ParkFields, total=False):
     """:class:`ParkFields` and what a prompt's ask adds: what ``POST /v1/asks`` and the clients take."""
 
     #: Recorded as the answer if the ask expires; for a choice, one of the options.
-    default: str | None
+    default: Annotated[str | None, Option(Form.TEXT, "Recorded as the answer if the ask expires.")]
     #: The form a text ask's answer must take (an Expect, a form's name, or a mapping).
-    expect: Expect | str | Mapping[str, Any] | None
+    expect: Annotated[
+        Expect | str | Mapping[str, Any] | None, Option(Form.EXPECT, "A text ask's answer form, such as an integer.")
+    ]
     #: A JSON object of at most 16 KiB, kept and shown with the ask.
-    context: Mapping[str, Any] | None
+    context: Annotated[
+        Mapping[str, Any] | None,
+        Option(Form.OBJECT, "Anything else to keep and show with the ask (a JSON object, at most 16 KiB)."),
+    ]
     #: The workflow step the ask belongs to.
-    phase: str | None
+    phase: Annotated[str | None, Option(Form.ID, "The workflow step the ask belongs to.")]
     #: A waiter acts on the close: the closed ask is listed until it says it is done.
     #: A string names that waiter: its listing (``watcher=``) holds only the asks named for it.
-    follow_up: bool | str
+    follow_up: Annotated[
+        bool | str,
+        Option(
+            Form.FLAG_OR_ID, "A waiter claims the closed ask's follow-up, then ends it; a string names that waiter."
+        ),
+    ]
 
 
 class ClientAskFields(PromptFields, PostFields, total=False):
@@ -141,10 +163,6 @@ class AskFields(PromptFields, OwnedParkFields, total=False):
 
     #: Something waits on the ask's close: it gets a due read at its TTL.
     watched: bool
-
-
-#: Options whose JSON name differs from the keyword's.
-JSON_NAMES: Mapping[str, str] = {"ttl": "ttl_seconds"}
 
 
 def field_names(fields: type) -> frozenset[str]:
@@ -217,7 +235,7 @@ class AskOptions:
         quorum = check_quorum(given.get("quorum"), responders)
         key = check_optional_id(given.get("key"), "key")
         post_to = check_target(given.get("post_to"))
-        remind_after, escalate_after, escalate_to = checked_schedule(given)
+        remind_after, escalate_after, escalate_to = check_schedule(given)
         scheduled = bool(remind_after) or escalate_after is not None
         return cls(
             run_id=run_id,
@@ -240,15 +258,20 @@ class AskOptions:
             escalate_to=escalate_to,
         )
 
-    def with_schedule(self, given: Mapping[str, object]) -> AskOptions:
-        """These options with the schedule in ``given`` (a workflow phase's), checked,
-        when it holds one; an ask with a schedule is watched (its due reads fire it)."""
-        remind_after, escalate_after, escalate_to = checked_schedule(given)
+    def with_schedule(self, given: ScheduleFields) -> AskOptions:
+        """These options with the schedule ``given`` (a workflow phase's), checked, when it
+        holds one; an ask with a schedule is watched (its due reads fire it)."""
+        remind_after, escalate_after, escalate_to = check_schedule(given)
         if not remind_after and escalate_after is None:
             return self
         return dataclasses.replace(
             self, remind_after=remind_after, escalate_after=escalate_after, escalate_to=escalate_to, watched=True
         )
+
+    def kept(self) -> dict[str, Any]:
+        """The options an ask keeps as its own fields: those :class:`~parkgate.Ask` declares
+        too, but ``run_id`` (the run it is parked in gives it)."""
+        return {name: getattr(self, name) for name in _KEPT}
 
     def check_schedule(self, ttl: timedelta) -> None:
         """Check that each reminder and the escalation fall due before ``ttl``, the ask's TTL.
@@ -282,20 +305,12 @@ class AskOptions:
         return dataclasses.replace(who, default=default, expect=check_expect(spec, who.expect, default))
 
 
-def checked_schedule(given: Mapping[str, object]) -> tuple[tuple[float, ...], float | None, tuple[str, ...]]:
-    """``remind_after``, ``escalate_after`` and ``escalate_to`` in ``given``, checked
-    (``escalate_to`` only with ``escalate_after``).
-
-    Raises:
-        InputError: One is not usable; the message names it.
-    """
-    remind_after = check_remind_after(given.get("remind_after"))
-    raw_escalate = given.get("escalate_after")
-    escalate_after = None if raw_escalate is None else check_duration(raw_escalate, "escalate_after").total_seconds()
-    escalate_to = check_responders(given.get("escalate_to"), "escalate_to")
-    if escalate_to and escalate_after is None:
-        raise InputError("escalate_to needs escalate_after: say when the escalation falls due")
-    return remind_after, escalate_after, escalate_to
+#: The options an ask keeps (:meth:`AskOptions.kept`).
+_KEPT = tuple(
+    item.name
+    for item in dataclasses.fields(AskOptions)
+    if item.name in {field.name for field in dataclasses.fields(Ask)} - {"run_id"}
+)
 
 
 def _callback_url(value: object) -> str | None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from parkgate.channels.base import ChannelTarget
 from parkgate.channels.jobs import POST, queued_job
@@ -24,10 +25,11 @@ from parkgate.core.model import Ask, Reply, Run, Step
 from parkgate.core.phrases import PHRASES, WORKFLOW_DONE
 from parkgate.core.schedule import Fired
 from parkgate.errors import AskAlreadyOpen, ConversationBusy, InputError, RunClosed, UnknownWorkflow
-from parkgate.gateway.closing import ClosedAsk
+from parkgate.gateway.closing import ClosedAsk, CloseReport
 from parkgate.gateway.events import NO_SUBSCRIBER, AskEvents
 from parkgate.gateway.options import AskOptions
-from parkgate.store import Transaction
+from parkgate.metrics import Metrics
+from parkgate.store import Intent, Store, StoreConflict, Transaction
 from parkgate.store.writes import AskStep, NewAsk, QueuedCallback, QueuedChannelJob, RunChange, StoredReply, Writes
 from parkgate.workflow import Phase, Workflow
 
@@ -122,19 +124,10 @@ def run_with(
     pending_ask_id: str | None = None,
     context: Mapping[str, str] | None = None,
 ) -> Run:
-    """``run`` as it stands after a change at ``now``."""
+    """``run`` as it stands after a change at ``now`` (its answers replaced by ``context`` when given)."""
     answers = dict(context) if context is not None else run.context
-    return Run(
-        run.id,
-        run.conversation_id,
-        run.workflow,
-        status,
-        outcome,
-        answers,
-        pending_ask_id,
-        run.created_at,
-        now,
-        run.owner,
+    return dataclasses.replace(
+        run, status=status, outcome=outcome, context=answers, pending_ask_id=pending_ask_id, updated_at=now
     )
 
 
@@ -300,18 +293,7 @@ class RunLifeCycle:
             asked_at=now,
             last_touched=now,
             ttl_seconds=ttl.total_seconds(),
-            phase=options.phase,
-            default=options.default,
-            callback_url=options.callback_url,
-            watched=options.watched,
-            context=options.context,
-            owner=options.owner,
-            expect=options.expect,
-            responders=options.responders,
-            quorum=options.quorum,
-            remind_after=options.remind_after,
-            escalate_after=options.escalate_after,
-            escalate_to=options.escalate_to,
+            **options.kept(),
         )
 
     def park(
@@ -338,8 +320,7 @@ class RunLifeCycle:
         spec = stopping_point.make_spec(phase.kind, phase.prompt_for(run.context), phase.options)
         if phase.responders:
             options = dataclasses.replace(options, responders=phase.responders, quorum=phase.quorum)
-        schedule = {"remind_after": phase.remind_after, "escalate_after": phase.escalate_after}
-        with_schedule = options.with_schedule({**schedule, "escalate_to": phase.escalate_to})
+        with_schedule = options.with_schedule(phase.schedule)
         fitted = dataclasses.replace(with_schedule, phase=phase.name).fitted(spec)
         ask = self.new_ask(run, spec, now, fitted)
         return self.park(plan, run, ask, now, post_to=options.post_to)
@@ -373,13 +354,14 @@ class RunLifeCycle:
         """After a workflow phase's answer: its run asks the next phase or finishes."""
         assert answered.phase is not None
         run = tx.run(answered.run_id)
-        if run is None or run.workflow is None:
-            if run is not None:
-                plan.runs.append(run_with(run, now, RunStatus.RUNNING))
+        if run is None:
+            return reply
+        answers = {**run.context, answered.phase: answered.answer or ""}  # a run keeps its answers by phase
+        run = run_with(run, now, RunStatus.RUNNING, context=answers)
+        if run.workflow is None:  # the caller's own phases: its run goes on
+            plan.runs.append(run)
             return reply
         flow = self.workflow(run.workflow)
-        answers = {**run.context, answered.phase: answered.answer or ""}
-        run = run_with(run, now, RunStatus.RUNNING, context=answers)
         following = flow.after(answered.phase, answers)
         if following is None:
             plan.runs.append(run_with(run, now, RunStatus.COMPLETE, RunOutcome.DONE.value))
@@ -398,3 +380,46 @@ class RunLifeCycle:
         who = dataclasses.replace(who, post_to=target, watched=target is not None)
         following_reply = self.park_phase(plan, run, following, now, who)
         return with_more_text(reply, f"{reply.text}\n\n{following_reply.text}", parked=True, next_ask=following_reply)
+
+
+#: A unique-key conflict means a racing worker committed first; the retry sees its work.
+CONFLICT_RETRIES = 5
+
+Result = TypeVar("Result")
+
+
+class UnitRunner:
+    """Runs a call's body in a store transaction, retried on a conflict, and reports closes."""
+
+    def __init__(self, store: Store, clock: Clock, metrics: Metrics, report: CloseReport) -> None:
+        self._store = store
+        self._clock = clock
+        self._metrics = metrics
+        self._report = report
+        #: Called after a commit that queued channel jobs (the deliverer's wake, once a channel is added).
+        self.on_channel_jobs: Callable[[], None] = lambda: None
+        #: The ask event point: what each event queues (``PARKGATE_EVENTS_URL`` read once, here).
+        self._events = AskEvents()
+
+    def run(self, body: Callable[[Transaction, WritePlan], Result]) -> Result:
+        """``body``'s result, from the one try of it that committed (a conflict retries it)."""
+        for attempt in range(CONFLICT_RETRIES):
+            plan = WritePlan(self._events)
+            try:
+                # A unit may find nothing to change: it reads first, without the write
+                # lock on SQLite; a conflict at its first write retries with the lock first.
+                with self._store.transaction(Intent.WRITE if attempt else Intent.READ_FIRST) as tx:
+                    result = body(tx, plan)
+                    plan.write(tx, self._clock)
+                break
+            except StoreConflict:
+                if attempt == CONFLICT_RETRIES - 1:
+                    raise
+                self._metrics.retry()
+        if plan.closed:
+            self._report.committed(plan.closed)
+        if plan.channel_jobs_written or plan.closed:  # a posted ask's close queued its update
+            self.on_channel_jobs()
+        if plan.callbacks_queued:
+            self._report.queued()
+        return result

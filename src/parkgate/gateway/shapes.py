@@ -1,12 +1,25 @@
-"""The public JSON shape of an ask: what HTTP, callbacks and the CLI's ``--json`` show."""
+"""The public JSON shape of an ask: what HTTP, callbacks and the CLI's ``--json`` show.
+
+Its fields are the ask's declared public fields (:class:`~parkgate.core.model.AskShape`,
+written by :func:`parkgate.core.shape.to_json`) and what is worked out when it is shown:
+:data:`SHOWN`.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from parkgate.core import expect as expected_form
 from parkgate.core.model import Ask, CallbackState
+from parkgate.core.shape import to_json
+
+#: The keys an ask's JSON adds to its declared fields, each with what it holds: worked out
+#: when the ask is shown, not stored (the API's schema and the client's view take them from here).
+SHOWN: dict[str, str] = {
+    "next_due_at": "When its next reminder or escalation falls due (null: none remains, or it is closed).",
+    "hours_open": "How long it has been open, in hours (in a listing of open asks).",
+    "callback": "Where its callback stands (an ask parked with a callback URL).",
+}
 
 
 def ask_to_dict(ask: Ask, now: datetime | None = None, callback: CallbackState | None = None) -> dict[str, Any]:
@@ -15,57 +28,17 @@ def ask_to_dict(ask: Ask, now: datetime | None = None, callback: CallbackState |
     Args:
         ask: The ask to show.
         now: Adds how long the ask has been open (``hours_open``).
-        callback: Adds where its callback stands (an ask with a ``callback_url``; the
-            HTTP service's reads add it).
+        callback: Adds where its callback stands (an ask with a callback URL; the HTTP
+            service's reads add it).
 
     Returns:
-        JSON-ready values, one key a field.
+        JSON-ready values: one key a public field, then ``next_due_at`` and those added.
     """
-    data: dict[str, Any] = {
-        "ask_id": ask.id,
-        "conversation_id": ask.conversation_id,
-        "run_id": ask.run_id,
-        "kind": ask.kind.value,
-        "prompt": ask.prompt,
-        "options": list(ask.options),
-        "status": ask.status.value,
-        "outcome": ask.outcome,
-        "answer": ask.answer,
-        "option_index": ask.option_index,
-        "mismatches": ask.mismatches,
-        "phase": ask.phase,
-        "ttl_seconds": ask.ttl_seconds,
-        "expect": expected_form.to_dict(ask.expect) if ask.expect is not None else None,
-        "asked_at": ask.asked_at.isoformat(),
-        "last_touched": ask.last_touched.isoformat(),
-        "answered_at": ask.answered_at.isoformat() if ask.answered_at else None,
-        "context": dict(ask.context) if ask.context is not None else None,
-        "owner": ask.owner,
-        "responders": list(ask.responders),
-        "quorum": ask.quorum,
-        "votes": [vote.to_dict() for vote in ask.votes],
-        "answered_by": ask.answered_by,
-        "closed_by": ask.closed_by,
-        "remind_after": list(ask.remind_after),
-        "escalate_after": ask.escalate_after,
-        "escalate_to": list(ask.escalate_to),
-        "reminders_sent": ask.reminders_sent,
-        "escalated_at": ask.escalated_at.isoformat() if ask.escalated_at else None,
-        "next_due_at": _next_due(ask),
-    }
+    data = to_json(ask)
+    due = ask.next_event_at if ask.is_open else None
+    data["next_due_at"] = due.isoformat() if due is not None else None
     if now is not None:
         data["hours_open"] = round((now - ask.asked_at).total_seconds() / 3600, 3)
     if callback is not None:
-        data["callback"] = {
-            "status": callback.status.value,
-            "attempts": callback.attempts,
-            "last_error": callback.last_error,
-            "next_attempt_at": callback.next_attempt_at.isoformat() if callback.next_attempt_at else None,
-        }
+        data["callback"] = to_json(callback)
     return data
-
-
-def _next_due(ask: Ask) -> str | None:
-    """When the open ask's next reminder or escalation falls due (ISO 8601), else ``None``."""
-    due = ask.next_event_at if ask.is_open else None
-    return due.isoformat() if due is not None else None

@@ -40,6 +40,21 @@ def _target_in(spec: ChannelSpec) -> type[BaseModel]:
     return model
 
 
+class _StrictPost(BaseModel):
+    """What every channel's post location is in a response: no key it does not declare."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _post_out(spec: ChannelSpec) -> type[BaseModel]:
+    """The channel's location model as an ask's JSON shows it, forbidding other keys (under its own name)."""
+    location: type[BaseModel] = spec.imported(spec.location)
+    model: type[BaseModel] = create_model(
+        location.__name__, __base__=(location, _StrictPost), __doc__=location.__doc__, __module__=__name__
+    )
+    return model
+
+
 #: The channel keys of ``POST /v1/asks``: each a registered channel's name, in the order registered.
 CHANNEL_FIELDS: tuple[str, ...] = tuple(spec.name for spec in registered())
 
@@ -56,7 +71,7 @@ _posts_in: dict[str, Any] = {
 }
 _posts_out: dict[str, Any] = {
     spec.name: (
-        spec.imported(spec.location) | None,
+        _post_out(spec) | None,
         Field(default=None, description=f"Where it is posted on {spec.title}; absent until it is posted."),
     )
     for spec in registered()
@@ -80,22 +95,26 @@ def channel_target_of(body: BaseModel) -> ChannelTarget | None:
     return ChannelTarget(given[0][0], given[0][1].model_dump(exclude_none=True)) if given else None
 
 
-def target_name(target: ChannelTarget) -> str:
-    """``target`` as a token's ``channels`` patterns read it: ``"<channel>:<its target id>"``."""
+def target_names(target: ChannelTarget) -> tuple[str, ...]:
+    """``target`` as a token's ``channels`` patterns read it: ``"<channel>:<its target id>"``,
+    one name per item when the target id is a list (each address an email is sent to)."""
     spec = spec_of(target.channel)
-    return f"{target.channel}:{target.where.get(spec.target_id, '') if spec is not None else ''}"
+    value = target.where.get(spec.target_id, "") if spec is not None else ""
+    items = value if isinstance(value, list) and value else [value]
+    return tuple(f"{target.channel}:{item}" for item in items)
 
 
 def channel_refusal(caller: Caller, target: ChannelTarget | None) -> str | None:
     """Why ``caller`` may not post to ``target`` (the 403's detail), or ``None`` when it may.
 
-    A named token posts only where its table's ``channels`` patterns allow; the single
-    token and a server without tokens post anywhere (:meth:`Caller.may_post_to`).
+    A named token posts only where its table's ``channels`` patterns allow (every name of
+    the target); the single token and a server without tokens post anywhere
+    (:meth:`Caller.may_post_to`).
     """
     if target is None:
         return None
-    name = target_name(target)
-    if caller.may_post_to(name):
+    name = next((name for name in target_names(target) if not caller.may_post_to(name)), None)
+    if name is None:
         return None
     allowed = ", ".join(caller.channels or ()) or "no channels key, so no channel at all"
     return (

@@ -13,14 +13,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
 
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, model_validator
 
 from parkgate.core.expect import FORMS as EXPECT_FORMS
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunStatus
 from parkgate.core.model import CallbackStatus, Reply
+from parkgate.core.shape import Form, declared_options
 from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMPT_CHARS
 from parkgate.gateway.checks import (
     MAX_ID_CHARS,
@@ -29,7 +30,7 @@ from parkgate.gateway.checks import (
     MAX_RESPONDERS,
     MAX_SKILL_OUTPUT_CHARS,
 )
-from parkgate.gateway.options import JSON_NAMES, MAX_CALLBACK_URL_CHARS, field_names
+from parkgate.gateway.options import MAX_CALLBACK_URL_CHARS, PromptFields, RunFields
 from parkgate.http.channel_targets import CHANNEL_FIELDS, ChannelFieldsIn
 
 #: Largest body ``POST /v1/asks`` accepts: room for a ``skill_output`` of the library's
@@ -99,17 +100,8 @@ Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
 Flag = Annotated[bool, BeforeValidator(lambda value: False if value is None else value)]
 
 
-#: Who may answer an ask (each a sender's id); checked by the gateway (distinct, quorum fits).
-Responders = Annotated[
-    list[Id] | None,
-    Field(max_length=MAX_RESPONDERS, description="Who may answer (distinct senders); anyone when left out."),
-]
 #: A positive number of seconds of at most the longest TTL.
 Seconds = Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)]
-Quorum = Annotated[
-    int | None,
-    Field(description="How many responders must pick one option to select it (default 1; only with responders)."),
-]
 
 
 class ExpectJSON(_Body):
@@ -129,53 +121,67 @@ class ExpectJSON(_Body):
     max_items: Annotated[int, Field(ge=1)] | None = Field(default=None, description="Most picked (several form).")
 
 
-class AskIn(_Body, ChannelFieldsIn):
+#: The JSON each form of option takes (:class:`~parkgate.core.shape.Form`); the gateway
+#: checks the rest (distinct senders, a quorum that fits, a known form).
+JSON_FORMS: dict[Form, Any] = {
+    Form.TEXT: str,
+    Form.ID: Id,
+    Form.FLAG: Flag,
+    Form.FLAG_OR_ID: Flag | Id,
+    Form.COUNT: int,
+    Form.URL: Annotated[str, Field(min_length=1, max_length=MAX_CALLBACK_URL_CHARS)],
+    Form.SECONDS: Seconds,
+    Form.OFFSETS: Seconds | Annotated[list[Seconds], Field(min_length=1, max_length=MAX_REMINDERS)],
+    Form.SENDERS: Annotated[list[Id], Field(max_length=MAX_RESPONDERS)],
+    Form.EXPECT: ExpectJSON,
+    Form.OBJECT: dict[str, Any],
+}
+#: The forms whose option defaults to false, not null.
+FLAGS = (Form.FLAG, Form.FLAG_OR_ID)
+
+
+def options_model(name: str, options: type) -> type[_Body]:
+    """A body model of the options an options ``TypedDict`` declares (:mod:`parkgate.gateway.options`):
+    one optional field an option that travels in JSON, under its JSON name, of its form's JSON."""
+    fields: dict[str, Any] = {}
+    for option in declared_options(options).values():
+        json_type = JSON_FORMS[option.form]
+        default = False if option.form in FLAGS else None
+        fields[option.wire] = (
+            json_type if option.form in FLAGS else Optional[json_type],  # noqa: UP045  # an Annotated alias
+            Field(default=default, description=option.doc or None),
+        )
+    model: type[_Body] = create_model(name, __base__=_Body, __module__=__name__, **fields)
+    return model
+
+
+# A type checker sees the options' models as plain bodies (their fields are read by name,
+# with options_of); pydantic sees one field an option.
+if TYPE_CHECKING:
+    _PromptOptionsIn = _Body
+    _RunOptionsIn = _Body
+else:
+    _PromptOptionsIn = options_model("PromptOptionsIn", PromptFields)
+    _RunOptionsIn = options_model("RunOptionsIn", RunFields)
+
+
+class AskIn(_PromptOptionsIn, ChannelFieldsIn):
     """Park a question: ``prompt`` (+ ``kind``/``options``), or ``skill_output`` with a marker.
 
     ``kind`` defaults to ``choice`` when ``options`` are given, else ``text``. The channel
     to post on is one key per registered channel
     (:class:`~parkgate.http.channel_targets.ChannelFieldsIn`). The other fields are the
-    ask's options, :class:`~parkgate.gateway.options.PromptFields` by their JSON names
-    (:func:`options_of` reads them; a test holds the two sets equal).
+    ask's options, :class:`~parkgate.gateway.options.PromptFields` by their JSON names,
+    derived from their declaration (:func:`options_model`; :func:`options_of` reads them).
     """
 
     conversation_id: Id
-    run_id: Id | None = None
     kind: AskKindName | None = None
     prompt: Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)] | None = None
     options: Annotated[list[Label], Field(max_length=MAX_OPTIONS)] | None = None
-    ttl_seconds: Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)] | None = None
-    replace: Flag = False
-    callback_url: Annotated[str, Field(min_length=1, max_length=MAX_CALLBACK_URL_CHARS)] | None = None
-    default: str | None = Field(default=None, description="Recorded as the answer if the ask expires.")
-    expect: ExpectJSON | None = Field(default=None, description="A text ask's answer form, such as an integer.")
-    context: dict[str, Any] | None = Field(
-        default=None, description="Anything else to keep and show with the ask (a JSON object, at most 16 KiB)."
-    )
     skill_output: Annotated[str, Field(max_length=MAX_SKILL_OUTPUT_CHARS)] | None = Field(
         default=None, description="Free text holding one [[ask]] ... [[/ask]] marker."
     )
-    responders: Responders = None
-    quorum: Quorum = None
-    key: Id | None = Field(
-        default=None, description="An idempotency key: a park with a key this owner parked before returns that ask."
-    )
-    phase: Id | None = Field(default=None, description="The workflow step the ask belongs to.")
-    follow_up: Flag | Id = Field(
-        default=False,
-        description="A waiter claims the closed ask's follow-up, then ends it; a string names that waiter.",
-    )
-    remind_after: Seconds | Annotated[list[Seconds], Field(min_length=1, max_length=MAX_REMINDERS)] | None = Field(
-        default=None,
-        description="Seconds from the last touch to a reminder, or a list of them (each shorter than the TTL).",
-    )
-    escalate_after: Seconds | None = Field(
-        default=None, description="Seconds from the last touch to the escalation (shorter than the TTL)."
-    )
-    escalate_to: Annotated[
-        list[Id] | None,
-        Field(max_length=MAX_RESPONDERS, description="The responders the escalation adds."),
-    ] = None
 
     @model_validator(mode="after")
     def _one_form(self) -> AskIn:
@@ -194,8 +200,8 @@ def options_of(body: BaseModel, fields: type) -> dict[str, Any]:
     the gateway's keyword arguments: each read from its JSON name (``ttl`` from
     ``ttl_seconds``), a nested model as its dict, those left out or null left out."""
     found: dict[str, Any] = {}
-    for name in field_names(fields):
-        value = getattr(body, JSON_NAMES.get(name, name))
+    for name, option in declared_options(fields).items():
+        value = getattr(body, option.wire)
         if isinstance(value, BaseModel):
             value = value.model_dump(exclude_none=True)
         if value is not None:
@@ -215,14 +221,10 @@ class MessageIn(_Body):
     )
 
 
-class StartIn(_Body):
-    """Start a workflow in a conversation."""
+class StartIn(_RunOptionsIn):
+    """Start a workflow in a conversation (with :class:`~parkgate.gateway.options.RunFields`)."""
 
     conversation_id: Id
-    run_id: Id | None = None
-    replace: Flag = False
-    responders: Responders = None
-    quorum: Quorum = None
 
 
 class CancelIn(_Body):
@@ -233,23 +235,10 @@ class CancelIn(_Body):
 
 
 class FinishIn(_Body):
-    """Finish a run: the outcome recorded on it."""
+    """Finish a run: the outcome recorded on it, and what it gave (any JSON value)."""
 
     outcome: Id = "done"
-
-
-class ReplyOut(BaseModel):
-    """What the gateway did with a message (branch on ``kind``, never on ``text``)."""
-
-    kind: ReplyKindName
-    text: str
-    parked: bool
-    ask_id: str | None = None
-    expired_ask_id: str | None = None
-    answer: str | None = None
-    option_index: int | None = None
-    run_id: str | None = None
-    next_ask: ReplyOut | None = None
+    output: Any = Field(default=None, description="What the run gave (an agent's final output): any JSON value.")
 
 
 class SafeJSONResponse(JSONResponse):
@@ -264,7 +253,7 @@ class SafeJSONResponse(JSONResponse):
 
 
 def reply_response(reply: Reply, status: int = 200) -> Response:
-    """A :class:`~parkgate.Reply` in its public JSON shape (:class:`ReplyOut`).
+    """A :class:`~parkgate.Reply` in its public JSON shape (:class:`~parkgate.http.outputs.ReplyOut`).
 
     Args:
         reply: What the gateway answered.
@@ -283,7 +272,6 @@ __all__ = [
     "ExpectJSON",
     "FinishIn",
     "MessageIn",
-    "ReplyOut",
     "SafeJSONResponse",
     "StartIn",
     "one_of",

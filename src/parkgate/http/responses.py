@@ -16,6 +16,7 @@ from fastapi.responses import Response
 from starlette.types import Send
 
 from parkgate.core.model import Ask, CallbackState, CallbackStatus, Run
+from parkgate.core.shape import to_json
 from parkgate.errors import BodyTooLarge
 from parkgate.gateway import ask_to_dict
 from parkgate.gateway.async_gateway import AsyncGateway
@@ -79,16 +80,5 @@ async def ask_response(gateway: AsyncGateway, ask: Ask) -> Response:
 
 
 def run_to_dict(run: Run) -> dict[str, Any]:
-    """The public JSON shape of a run."""
-    return {
-        "run_id": run.id,
-        "conversation_id": run.conversation_id,
-        "workflow": run.workflow,
-        "status": run.status,
-        "outcome": run.outcome,
-        "pending_ask_id": run.pending_ask_id,
-        "answers": dict(run.context),
-        "created_at": run.created_at.isoformat(),
-        "updated_at": run.updated_at.isoformat(),
-        "owner": run.owner,
-    }
+    """The public JSON shape of a run: its declared fields (:class:`~parkgate.core.model.Run`)."""
+    return to_json(run)

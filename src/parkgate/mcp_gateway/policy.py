@@ -23,9 +23,10 @@ from parkgate.channels.base import ChannelTarget, check_target
 from parkgate.core import phrases as P
 from parkgate.core import stopping_point
 from parkgate.core.kinds import AskKind
+from parkgate.core.shape import Form, declared_options
 from parkgate.errors import ConfigurationError, InputError
 from parkgate.gateway.checks import check_duration, check_sender
-from parkgate.gateway.options import AskOptions
+from parkgate.gateway.options import AskOptions, ParkFields, PostFields
 
 #: How long one call is held open before it returns "pending", when a rule does not say:
 #: under the 60 s tool timeout of common MCP clients.
@@ -43,8 +44,15 @@ ANNOTATIONS = {
 }
 
 _SERVER_KEYS = frozenset({"command", "args", "env", "cwd", "url"})
-#: A rule's keys that are the ask's options, in the order their checks depend on each other.
-_ASK_KEYS = ("responders", "quorum", "ttl", "escalate_after", "escalate_to", "remind_after", "callback_url", "post_to")
+#: The options of every park a single call names: a rule's ask takes the others.
+_PER_CALL = frozenset({"run_id", "replace", "key"})
+#: A rule's keys that are the ask's options (:mod:`parkgate.gateway.options`): those every
+#: park takes but the per-call ones, and the channel to post on, in their declared order,
+#: which is the order their checks depend on each other (quorum after responders, the
+#: escalation's responders after its time).
+_ASK_KEYS = (*(name for name in ParkFields.__annotations__ if name not in _PER_CALL), *PostFields.__annotations__)
+#: How a rule's ask option is written in its TOML, by its form: durations as "5m" or seconds.
+_FORMS = {name: option.form for name, option in declared_options(ParkFields).items()}
 _RULE_KEYS = frozenset(
     {"tools", "annotations", "arguments", "hold", "valid_for", "ask_client", "options", "redact", *_ASK_KEYS}
 )
@@ -298,7 +306,7 @@ def _client_sender(value: object, responders: object, where: tuple[Any, ...], la
     except InputError as error:
         raise fail(where, "ask_client", f"{label}: {error}") from None
     assert sender is not None
-    if isinstance(responders, list) and sender not in responders:
+    if isinstance(responders, (list, tuple)) and sender not in responders:
         raise fail(
             where,
             "ask_client",
@@ -310,11 +318,12 @@ def _client_sender(value: object, responders: object, where: tuple[Any, ...], la
 
 def _field(key: str, value: object, where: tuple[Any, ...], label: str, fail: Fail) -> Any:
     """A rule's ask option as :meth:`Gateway.ask <parkgate.Gateway.ask>` takes it."""
-    if key in ("ttl", "escalate_after"):
+    form = _FORMS.get(key)
+    if form is Form.SECONDS:
         return _duration(value, where, key, label, fail)
-    if key == "remind_after":
+    if form is Form.OFFSETS:
         return [_duration(one, where, key, label, fail) for one in (value if isinstance(value, list) else [value])]
-    if key == "post_to":
+    if key in PostFields.__annotations__:
         return _target(value, where, label, fail)
     return value
 

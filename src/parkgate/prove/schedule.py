@@ -16,41 +16,41 @@ both), with and without responders, and fired at the case's moment
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask
-from parkgate.core.schedule import fire_due
+from parkgate.core.schedule import SCHEDULE_KEYS, fire_due
 
 from .cases import TTL, Case
 from .outcome import COMPARED_FIELDS, pure_outcome
 
 _SECONDS = TTL.total_seconds()
-#: (reminder offsets, escalation offset) pairs, every offset due by the case's moment.
-SCHEDULES: tuple[tuple[tuple[float, ...], float | None], ...] = (
-    ((_SECONDS / 2,), None),
-    ((60.0, _SECONDS / 2, _SECONDS - 1), None),
-    ((), _SECONDS / 3),
-    ((60.0,), _SECONDS / 3),
+#: The responders an escalation adds.
+ADDED = ("U_CAROL", "U_ALICE")
+#: Each schedule, as checked: (reminder offsets, escalation offset, the responders it
+#: adds), in the order :data:`~parkgate.core.schedule.SCHEDULE_KEYS` names them; every
+#: offset due by the case's moment.
+SCHEDULES: tuple[tuple[tuple[float, ...], float | None, tuple[str, ...]], ...] = (
+    ((_SECONDS / 2,), None, ()),
+    ((60.0, _SECONDS / 2, _SECONDS - 1), None, ()),
+    ((), _SECONDS / 3, ADDED),
+    ((60.0,), _SECONDS / 3, ADDED),
 )
-#: Responders before the escalation (none: anyone may answer), and those it adds.
+#: Responders before the escalation (none: anyone may answer).
 RESPONDERS: tuple[tuple[str, ...], ...] = ((), ("U_ALICE",))
-ESCALATE_TO = ("U_CAROL", "U_ALICE")
 
 
-def scheduled_asks(case: Case) -> list[Ask]:
-    """The case's open ask with each schedule and responders set."""
+def scheduled_asks(case: Case) -> list[tuple[str, Ask]]:
+    """The case's open ask with each schedule and responders set, each with a label naming its schedule."""
     base = case.open_ask()
-    return [
-        base.evolve(
-            remind_after=reminders,
-            escalate_after=escalation,
-            escalate_to=ESCALATE_TO if escalation is not None else (),
-            responders=responders,
-        )
-        for reminders, escalation in SCHEDULES
-        for responders in RESPONDERS
-    ]
+    found: list[tuple[str, Ask]] = []
+    for schedule in SCHEDULES:
+        fields: dict[str, Any] = dict(zip(SCHEDULE_KEYS, schedule, strict=True))
+        label = ", ".join(f"{key}={value}" for key, value in fields.items())
+        found.extend((label, base.evolve(**fields, responders=responders)) for responders in RESPONDERS)
+    return found
 
 
 def schedule_failures(case: Case, escalate_after: int, memo: dict[object, list[str]] | None = None) -> list[str]:
@@ -78,9 +78,8 @@ def schedule_failures(case: Case, escalate_after: int, memo: dict[object, list[s
 def _schedule_problems(case: Case, escalate_after: int) -> list[str]:
     """:func:`schedule_failures`' lines without the case's description in front."""
     failures: list[str] = []
-    for ask in scheduled_asks(case):
+    for label, ask in scheduled_asks(case):
         now = case.moment(ask.last_touched)
-        label = f"remind_after={ask.remind_after}, escalate_after={ask.escalate_after}"
         fired = fire_due(ask, now)
         closed = ask.evolve(status=AskStatus.ANSWERED, answered_at=now)
         if fire_due(closed, now) is not None:
@@ -92,7 +91,7 @@ def _schedule_problems(case: Case, escalate_after: int) -> list[str]:
         if fired is None:
             failures.append(f"{label}: nothing fired though every due time had passed")
             continue
-        failures.extend(_fired_failures(label, ask, fired.ask))
+        failures.extend(_fired_failures(label, ask, fired.ask, now))
         if not ask.responders:  # a sender-less input means the same to both
             before = pure_outcome(ask, case.message, now, escalate_after)
             after = pure_outcome(fired.ask, case.message, now, escalate_after)
@@ -102,7 +101,7 @@ def _schedule_problems(case: Case, escalate_after: int) -> list[str]:
     return failures
 
 
-def _fired_failures(label: str, ask: Ask, fired: Ask) -> list[str]:
+def _fired_failures(label: str, ask: Ask, fired: Ask, now: datetime) -> list[str]:
     failures = []
     if not fired.is_open:
         failures.append(f"{label}: firing closed the ask")
@@ -112,8 +111,8 @@ def _fired_failures(label: str, ask: Ask, fired: Ask) -> list[str]:
         failures.append(f"{label}: firing moved the expiry from {ask.due_at} to {fired.due_at}")
     if not set(ask.responders) <= set(fired.responders) or (not ask.responders and fired.responders):
         failures.append(f"{label}: the escalation removed a responder ({ask.responders} -> {fired.responders})")
-    if fired.remind_after and fired.reminders_sent != len(fired.remind_after):
-        failures.append(f"{label}: {fired.reminders_sent} of the due reminders counted")
+    if fired.next_event_at is not None and fired.next_event_at <= now:
+        failures.append(f"{label}: something is still due after firing ({fired.reminders_sent} sent)")
     if fired.next_event_at is not None and fired.next_event_at <= fired.last_touched + timedelta(0):
         failures.append(f"{label}: the next due time is not after the last touch")
     return failures

@@ -1,5 +1,6 @@
-"""How each SQL engine spells the shared statements: a :class:`Dialect`, and the column
-lists every statement names.
+"""How each SQL engine spells the shared statements: a :class:`Dialect`. The column lists
+every statement names are derived from the asks' and runs' declarations
+(:mod:`parkgate.store.ask_rows`).
 
 A dialect is data: the placeholder, the locks, how times are stored, and the locked
 reads of a message built once per dialect.
@@ -13,19 +14,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, Protocol
 
-ASK_COLUMNS = (
-    "id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, "
-    "option_index, asked_at, last_touched, answered_at, mismatches, ttl_seconds, phase, "
-    "default_answer, callback_url, due_at, context, owner, expect, "
-    "responders, quorum, votes, answered_by, closed_by, "
-    "remind_after, escalate_after, escalate_to, reminders_sent, escalated_at, event_offset, event_at"
-)
-#: What a step may change in an ask besides its status (``save_ask`` writes these).
-MUTABLE_ASK_SET = (
-    "outcome = ?, answer = ?, option_index = ?, last_touched = ?, answered_at = ?, mismatches = ?, "
-    "votes = ?, answered_by = ?, closed_by = ?"
-)
-RUN_COLUMNS = "id, conversation_id, workflow, status, outcome, context, pending_ask_id, created_at, updated_at, owner"
+from parkgate.store.ask_rows import ASK_COLUMNS
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ from typing import Any
 
 from parkgate.core.model import Ask, CallbackStatus, Run
 from parkgate.store.agent_states_sql import SqlAgentStates
+from parkgate.store.ask_rows import ASK_COLUMNS
 from parkgate.store.base import AskGauges
 from parkgate.store.channels_sql import SqlChannels
-from parkgate.store.dialect import ASK_COLUMNS, Dialect
+from parkgate.store.dialect import Dialect
 from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
 from parkgate.store.sql import Runner, ask_from_row, read_ask
 from parkgate.store.sql_inserts import read_reply, read_run

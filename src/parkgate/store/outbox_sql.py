@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import Any
 
 from parkgate.core.model import Ask, CallbackState, CallbackStatus
+from parkgate.store.ask_rows import ASK_COLUMNS
 from parkgate.store.base import Callback
-from parkgate.store.dialect import ASK_COLUMNS
 from parkgate.store.sql import Runner, ask_from_row
 
 #: Outbox rows marked delivered per statement (a power of two, below SQLite's parameter limit).

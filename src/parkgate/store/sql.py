@@ -14,18 +14,14 @@ used first out).
 from __future__ import annotations
 
 import enum
-import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
-from functools import lru_cache
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from parkgate.core import expect as expected_form
-from parkgate.core.model import MENUS_REMEMBERED, Ask, AskKind, AskStatus, Run, RunStatus, Vote, encode_votes
-from parkgate.store.dialect import MUTABLE_ASK_SET, RUN_COLUMNS, Dialect, Runner, Statement
-from parkgate.store.sql_inserts import _encode_options as _encode_options  # its cache's test reads it here
+from parkgate.core.model import Ask, Run, RunStatus, encode_votes
+from parkgate.store.ask_rows import MUTABLE_ASK_SET, RUN_ROWS, ask_from_row, mutable_values
+from parkgate.store.dialect import Dialect, Runner, Statement
 from parkgate.store.sql_inserts import (
     ask_insert,
     callback_insert,
@@ -40,6 +36,7 @@ from parkgate.store.writes import RunChange, StoredReply, Writes
 __all__ = [
     "Runner",
     "Statement",
+    "ask_from_row",
     "ask_insert",
     "callback_insert",
     "encode_votes",
@@ -48,106 +45,23 @@ __all__ = [
     "read_run",
 ]
 
-# Options never change after an ask is parked, and the same few menus are parked over
-# and over: each distinct list is decoded once (and encoded once, in sql_inserts).
-#: Stored value -> enum member, by dict lookup (an Enum call costs more, on every row read).
-_KINDS: dict[str, AskKind] = {member.value: member for member in AskKind}
-_STATUSES: dict[str, AskStatus] = {member.value: member for member in AskStatus}
-
-
-@lru_cache(maxsize=MENUS_REMEMBERED)
-def _decode_options(raw: str) -> tuple[str, ...]:
-    return tuple(json.loads(raw))
-
-
-def _decode_votes(raw: str) -> tuple[Vote, ...]:
-    return tuple(Vote.from_dict(item) for item in json.loads(raw))
-
-
-@lru_cache(maxsize=MENUS_REMEMBERED)
-def _decode_responders(raw: str) -> tuple[str, ...]:
-    return tuple(json.loads(raw))
-
-
-def _decode_context(raw: str) -> dict[str, Any]:
-    value = json.loads(raw)
-    return value if isinstance(value, dict) else {"value": value}
-
 
 def mutable_fields(ask: Ask, dialect: Dialect) -> tuple[Any, ...]:
-    """The values of :data:`MUTABLE_ASK_SET` for ``ask``, in its order."""
-    encode = dialect.encode_time
-    return (
-        ask.outcome,
-        ask.answer,
-        ask.option_index,
-        encode(ask.last_touched),
-        encode(ask.answered_at) if ask.answered_at else None,
-        ask.mismatches,
-        encode_votes(ask.votes),
-        ask.answered_by,
-        ask.closed_by,
-    )
+    """The values of :data:`~parkgate.store.ask_rows.MUTABLE_ASK_SET` for ``ask``, in its order."""
+    return mutable_values(ask, dialect.encode_time)
 
 
-def ask_from_row(row: Sequence[Any], decode: Callable[[Any], datetime]) -> Ask:
-    """An ask from its row (:data:`ASK_COLUMNS`), times read with ``decode``."""
-    return Ask(
-        id=row[0],
-        conversation_id=row[1],
-        run_id=row[2],
-        kind=_KINDS[row[3]],
-        prompt=row[4],
-        options=_decode_options(row[5]),
-        status=_STATUSES[row[6]],
-        outcome=row[7],
-        answer=row[8],
-        option_index=row[9],
-        asked_at=decode(row[10]),
-        last_touched=decode(row[11]),
-        answered_at=decode(row[12]) if row[12] is not None else None,
-        mismatches=row[13],
-        ttl_seconds=float(row[14]),
-        phase=row[15],
-        default=row[16],
-        callback_url=row[17],
-        watched=row[18] is not None,
-        context=_decode_context(row[19]) if row[19] is not None else None,
-        owner=row[20],
-        expect=expected_form.from_json(row[21]) if row[21] is not None else None,
-        responders=_decode_responders(row[22]) if row[22] is not None else (),
-        quorum=row[23],
-        votes=_decode_votes(row[24]) if row[24] is not None else (),
-        answered_by=row[25],
-        closed_by=row[26],
-        remind_after=tuple(json.loads(row[27])) if row[27] is not None else (),
-        escalate_after=row[28],
-        escalate_to=_decode_responders(row[29]) if row[29] is not None else (),
-        reminders_sent=row[30],
-        escalated_at=decode(row[31]) if row[31] is not None else None,
-    )
+#: A run's insert, or the update of what changes in it (its status, outcome, answers and pending ask).
+_RUN_UPSERT = (
+    f"INSERT INTO runs ({RUN_ROWS.columns}) VALUES ({RUN_ROWS.placeholders()}) "
+    "ON CONFLICT (id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome, "
+    "context = excluded.context, pending_ask_id = excluded.pending_ask_id, "
+    "updated_at = excluded.updated_at, output = excluded.output"
+)
 
 
 def run_upsert(run: Run, dialect: Dialect) -> Statement:
-    encode = dialect.encode_time
-    return (
-        f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome, "
-        "context = excluded.context, pending_ask_id = excluded.pending_ask_id, "
-        "updated_at = excluded.updated_at",
-        (
-            run.id,
-            run.conversation_id,
-            run.workflow,
-            _stored_status(run.status),
-            run.outcome,
-            json.dumps(run.context, ensure_ascii=False) if run.context else "{}",
-            run.pending_ask_id,
-            encode(run.created_at),
-            encode(run.updated_at),
-            run.owner,
-        ),
-    )
+    return _RUN_UPSERT, tuple(RUN_ROWS.values(run, dialect.encode_time))
 
 
 def _stored_status(status: object) -> object:

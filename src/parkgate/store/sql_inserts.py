@@ -5,92 +5,25 @@ holds what a message runs; this module what a park or another call adds to it.
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from typing import Any
-
-from parkgate.core import expect as expected_form
-from parkgate.core.model import MENUS_REMEMBERED, Ask, Run, RunStatus, encode_votes
-from parkgate.store.dialect import ASK_COLUMNS, RUN_COLUMNS, Dialect, Runner, Statement
+from parkgate.core.model import Ask, Run
+from parkgate.store.ask_rows import ASK_ROWS, RUN_ROWS, SCHEDULE_SET, ask_values, schedule_values
+from parkgate.store.dialect import Dialect, Runner, Statement
 from parkgate.store.writes import QueuedCallback, QueuedChannelJob
-
-_RUN_STATUSES: dict[str, RunStatus] = {member.value: member for member in RunStatus}
-
-
-# Options never change after an ask is parked, and the same few menus are parked over
-# and over: each distinct list is encoded and decoded once.
-@lru_cache(maxsize=MENUS_REMEMBERED)
-def _encode_options(options: tuple[str, ...]) -> str:
-    return json.dumps(list(options), ensure_ascii=False)
 
 
 def ask_insert(ask: Ask, dialect: Dialect) -> Statement:
-    encode = dialect.encode_time
-    return (
-        f"INSERT INTO asks ({ASK_COLUMNS}) VALUES ({', '.join('?' * 34)})",
-        (
-            ask.id,
-            ask.conversation_id,
-            ask.run_id,
-            ask.kind.value,
-            ask.prompt,
-            _encode_options(tuple(ask.options)),  # an Ask built by hand may hold a list
-            ask.status.value,
-            ask.outcome,
-            ask.answer,
-            ask.option_index,
-            encode(ask.asked_at),
-            encode(ask.last_touched),
-            encode(ask.answered_at) if ask.answered_at else None,
-            ask.mismatches,
-            ask.ttl_seconds,
-            ask.phase,
-            ask.default,
-            ask.callback_url,
-            dialect.encode_due(ask.due_at) if ask.watched else None,
-            json.dumps(ask.context, ensure_ascii=False) if ask.context is not None else None,
-            ask.owner,
-            expected_form.to_json(ask.expect) if ask.expect is not None else None,
-            json.dumps(list(ask.responders), ensure_ascii=False) if ask.responders else None,
-            ask.quorum,
-            encode_votes(ask.votes),
-            ask.answered_by,
-            ask.closed_by,
-            *schedule_values(ask, dialect),
-        ),
-    )
+    """The INSERT of a new ask: every column (:data:`~parkgate.store.ask_rows.ASK_COLUMNS`)."""
+    return _ASK_INSERT, ask_values(ask, dialect.encode_time, dialect.encode_due)
 
 
-def schedule_values(ask: Ask, dialect: Dialect) -> tuple[Any, ...]:
-    """An ask's reminder and escalation columns, in :data:`ASK_COLUMNS`' order."""
-    due = ask.next_event_at
-    return (
-        json.dumps(list(ask.remind_after)) if ask.remind_after else None,
-        ask.escalate_after,
-        json.dumps(list(ask.escalate_to), ensure_ascii=False) if ask.escalate_to else None,
-        ask.reminders_sent,
-        dialect.encode_time(ask.escalated_at) if ask.escalated_at is not None else None,
-        ask.event_offset,
-        dialect.encode_due(due) if due is not None else None,
-    )
+_ASK_INSERT = f"INSERT INTO asks ({ASK_ROWS.columns}) VALUES ({ASK_ROWS.placeholders()})"
 
 
 def schedule_update(ask: Ask, dialect: Dialect) -> Statement:
     """An open ask's fired reminders or escalation: its count, escalation time, responders
     and next due time (never ``last_touched``: firing is no touch)."""
-    due = ask.next_event_at
-    return (
-        "UPDATE asks SET reminders_sent = ?, escalated_at = ?, responders = ?, event_offset = ?, event_at = ? "
-        "WHERE id = ? AND status = 'open'",
-        (
-            ask.reminders_sent,
-            dialect.encode_time(ask.escalated_at) if ask.escalated_at is not None else None,
-            json.dumps(list(ask.responders), ensure_ascii=False) if ask.responders else None,
-            ask.event_offset,
-            dialect.encode_due(due) if due is not None else None,
-            ask.id,
-        ),
-    )
+    values = schedule_values(ask, dialect.encode_time, dialect.encode_due)
+    return f"UPDATE asks SET {SCHEDULE_SET} WHERE id = ? AND status = 'open'", (*values, ask.id)
 
 
 def callback_insert(callback: QueuedCallback, dialect: Dialect) -> Statement:
@@ -142,13 +75,8 @@ def follow_up_insert(ask_id: str, watcher: str | None = None) -> Statement:
 
 def read_run(runner: Runner, run_id: str) -> Run | None:
     """A run by id, or ``None``."""
-    row = runner.query(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
-    if not row:
-        return None
-    decode, context = runner.dialect.decode_time, json.loads(row[5])
-    return Run(
-        row[0], row[1], row[2], _RUN_STATUSES[row[3]], row[4], context, row[6], decode(row[7]), decode(row[8]), row[9]
-    )
+    row = runner.query(f"SELECT {RUN_ROWS.columns} FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return RUN_ROWS.read(row, runner.dialect.decode_time) if row else None
 
 
 def read_reply(runner: Runner, conversation_id: str, message_id: str) -> str | None:

@@ -20,6 +20,7 @@ errors is :mod:`parkgate.store.sqlite_file`'s: a message's path is here and in `
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sqlite3
 import tempfile
@@ -33,6 +34,7 @@ from typing import Any
 
 from parkgate.core.model import Ask, AskStatus, Run, encode_votes
 from parkgate.store import sql
+from parkgate.store.ask_rows import MUTABLE_ASK_SET
 from parkgate.store.base import (
     Intent,
     Store,
@@ -41,7 +43,7 @@ from parkgate.store.base import (
     Transaction,
     retry_after_guess,
 )
-from parkgate.store.dialect import MUTABLE_ASK_SET, Dialect
+from parkgate.store.dialect import Dialect
 from parkgate.store.open_asks_sql import SqlTables
 from parkgate.store.signal import CloseSignal
 from parkgate.store.sql import DEFAULT_SIZE, Guesses, RecentOpenAsks
@@ -135,6 +137,92 @@ class _Group:
         self.error: sqlite3.Error | None = None
 
 
+log = logging.getLogger("parkgate")
+
+#: Group commits between background checkpoints: a message changes a handful of pages,
+#: so about 2,000-4,000 WAL pages (8-16 MB) are copied by each.
+CHECKPOINT_EVERY_COMMITS = 500
+#: How long the checkpoint's connection waits for SQLite's checkpoint lock (another
+#: process's checkpoint) before it gives up this turn.
+CHECKPOINT_BUSY_MS = 1_000
+
+
+class Checkpointer:
+    """The background checkpoints of one file in this process: the WAL checkpointed off
+    the commit path.
+
+    SQLite checkpoints a WAL file inside the commit that crosses ``wal_autocheckpoint``
+    pages: that commit copies every page changed since the last checkpoint into the
+    database file and syncs it, and the message it carries waits for all of it (a stall
+    of tens to hundreds of milliseconds in a run of 5 ms messages). Here a thread of this
+    process checkpoints instead, ``PASSIVE`` (it never blocks a writer or a reader),
+    every :data:`CHECKPOINT_EVERY_COMMITS` group commits; the commit path only counts.
+    ``wal_autocheckpoint`` stays set, far higher (``WAL_AUTOCHECKPOINT_PAGES``), as the
+    WAL's bound if the thread ever falls behind.
+
+    Args:
+        path: The database file.
+        every: Group commits between checkpoints.
+    """
+
+    def __init__(self, path: Path, every: int = CHECKPOINT_EVERY_COMMITS) -> None:
+        self.path = path
+        self.every = every
+        self._commits = 0
+        self._running = threading.Lock()
+        #: Checkpoints made, and the last one's ``(busy, WAL frames, frames checkpointed)``.
+        self.passes = 0
+        self.last: tuple[int, int, int] | None = None
+        #: The file's writers in this process, whose lock the catch-up pass holds.
+        self.writers: FileWriters | None = None
+
+    def committed(self) -> None:
+        """Count one group commit (called with the file's writer lock held); every
+        :attr:`every` commits, start a checkpoint unless one is still running."""
+        self._commits += 1
+        if self._commits < self.every:
+            return
+        if not self._running.acquire(blocking=False):
+            return  # the last one is still copying: count on, try at the next commit
+        self._commits = 0
+        threading.Thread(target=self._checkpoint, name="parkgate-checkpoint", daemon=True).start()
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL into the file while the writers go on, then catch up with what they
+        added, holding this process's writer lock for that short pass alone, so the
+        checkpoint completes and the next commit writes the WAL from its start again (a
+        checkpoint that never catches up with the writers never lets the WAL be reused)."""
+        try:
+            conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=CHECKPOINT_BUSY_MS / 1000)
+            try:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")  # the bulk, beside the writers
+                writers = self.writers
+                if writers is None:
+                    row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                else:
+                    writers.take()
+                    try:
+                        writers.commit()  # an open group's writes are committed first
+                        row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    finally:
+                        writers.lock.release()
+                self.last = (int(row[0]), int(row[1]), int(row[2]))
+                self.passes += 1
+            finally:
+                conn.close()
+        except sqlite3.Error as error:  # the next turn tries again; the commit path's bound still holds
+            log.debug("background checkpoint of %s failed: %s", self.path, error)
+        finally:
+            self._running.release()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for a running checkpoint to end; ``False`` if it did not in ``timeout``."""
+        if not self._running.acquire(timeout=-1 if timeout is None else timeout):
+            return False
+        self._running.release()
+        return True
+
+
 class FileWriters:
     """This process's writers to one file: their queue (:func:`writer_lock`) and the group
     commit they share.
@@ -147,9 +235,13 @@ class FileWriters:
     one. Every method but :meth:`take` is called with the lock held.
     """
 
-    def __init__(self, lock: threading.Lock) -> None:
+    def __init__(self, lock: threading.Lock, checkpointer: Checkpointer | None = None) -> None:
         self.lock = lock
         self.group: _Group | None = None
+        #: The file's background checkpoints, counted a group commit at a time.
+        self.checkpointer = checkpointer
+        if checkpointer is not None:
+            checkpointer.writers = self
         #: Threads queued for the lock (a group stays open for them).
         self.waiting = 0
         self._count = threading.Lock()
@@ -192,6 +284,8 @@ class FileWriters:
                 group.conn.execute("ROLLBACK")
         finally:
             group.done.set()
+        if self.checkpointer is not None and not group.failed:
+            self.checkpointer.committed()
 
     def abandon(self, failed: bool) -> None:
         """The open group is gone (rolled back): ``failed`` when it held other units' writes."""
@@ -229,7 +323,7 @@ def file_writers(path: Path) -> FileWriters:
     if found is None:
         lock = writer_lock(key)
         with _writer_locks_guard:
-            found = _file_writers.setdefault(key, FileWriters(lock))
+            found = _file_writers.setdefault(key, FileWriters(lock, Checkpointer(key)))
     return found
 
 

@@ -12,11 +12,11 @@ from parkgate.store.base import StoreConflict, StoreError, StoreUnavailable
 from parkgate.store.migrations import MigrationTable, apply_migrations
 
 BUSY_TIMEOUT_MS = 10_000
-#: WAL pages between automatic checkpoints (SQLite's default is 1,000). A checkpoint copies
-#: every page changed since the last one into the database file and syncs it, inside the
-#: commit that crosses the mark. Messages touch pages all over the file, so fewer, larger
-#: checkpoints write each hot page fewer times (a WAL of up to ~16 MB).
-WAL_AUTOCHECKPOINT_PAGES = 4_000
+#: WAL pages past which a commit checkpoints the file itself (SQLite's default is 1,000).
+#: Checkpoints are made off the commit path, by :class:`parkgate.store.sqlite.Checkpointer`,
+#: long before this; it stays as the WAL's bound if that thread ever falls behind (a
+#: commit that crosses it copies every changed page into the file and syncs it).
+WAL_AUTOCHECKPOINT_PAGES = 40_000
 MIGRATIONS = MigrationTable(
     engine="sqlite",
     create="CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",

@@ -6,7 +6,7 @@ Imports no agent SDK: each adapter brings its own (:class:`AgentDriver`).
 
 from parkgate.adapters.approvals.bridge import DEFAULT_LEASE, ToolApprovals
 from parkgate.adapters.approvals.records import CONTEXT_KEY, Decision, Kept, ToolCall
-from parkgate.adapters.approvals.turns import AgentDriver, AgentStep, Turn
+from parkgate.adapters.approvals.turns import AgentDriver, AgentStep, Finished, ResultHook, Turn
 
 __all__ = [
     "CONTEXT_KEY",
@@ -14,7 +14,9 @@ __all__ = [
     "AgentDriver",
     "AgentStep",
     "Decision",
+    "Finished",
     "Kept",
+    "ResultHook",
     "ToolApprovals",
     "ToolCall",
     "Turn",

@@ -26,6 +26,8 @@ CONTEXT_KEY = "agent_approval"
 ARGUMENTS_SHOWN_CHARS = 1500
 #: The options of every approval, in order.
 OPTIONS = (P.HITL_APPROVE, P.HITL_REJECT)
+#: What a record's ``asks`` says of the question asked after a Reject: why.
+REASON = "reason"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +115,9 @@ def question(call: ToolCall, position: int = 1, count: int = 1) -> AskSpec:
     return stopping_point.make_spec(AskKind.CHOICE, prompt, OPTIONS)
 
 
-def record(sdk: str, agent: str, call: ToolCall) -> dict[str, Any]:
-    """The ask's ``context`` for ``call``: who asks (``sdk``, ``agent``) and what is shown."""
+def record(sdk: str, agent: str, call: ToolCall, **more: Any) -> dict[str, Any]:
+    """The ask's ``context`` for ``call``: who asks (``sdk``, ``agent``) and what is shown
+    (and ``more``: a reason question's ``asks`` and ``rejected_by``)."""
     return {
         CONTEXT_KEY: {
             "sdk": sdk,
@@ -123,8 +126,24 @@ def record(sdk: str, agent: str, call: ToolCall) -> dict[str, Any]:
             "tool": call.tool,
             "arguments": shown_arguments(call.arguments),
             "digest": digest(call.arguments),
+            **more,
         }
     }
+
+
+def reason_question(call: ToolCall) -> AskSpec:
+    """The question asked after ``call`` was rejected: why (a text; ``-`` gives no reason)."""
+    prompt = P.HITL_REASON_PROMPT.format(tool=json_line(call.tool)[1:-1], none=P.HITL_NO_REASON)
+    return stopping_point.make_spec(AskKind.TEXT, prompt)
+
+
+def reason_of(ask: Ask) -> str | None:
+    """The reason a closed reason question gave: its answer, unless it gave none (``-``,
+    the default an expiry records, or a close without an answer)."""
+    if ask.status is not AskStatus.ANSWERED:
+        return None
+    reason = (ask.answer or "").strip()
+    return reason if reason and reason != P.HITL_NO_REASON else None
 
 
 def record_of(ask: Ask, sdk: str, agent: str) -> Mapping[str, Any] | None:
@@ -135,14 +154,20 @@ def record_of(ask: Ask, sdk: str, agent: str) -> Mapping[str, Any] | None:
     return data if isinstance(data.get("call_id"), str) else None
 
 
-def decision_of(ask: Ask, arguments: str) -> Decision:
-    """What a closed ask decides for its call: Approve approves; Reject, a cancel and an
-    expiry reject, with the message the model gets."""
+def decision_of(ask: Ask, arguments: str, reason: str | None = None) -> Decision:
+    """What a closed ask decides for its call: Approve approves; Reject (with the person's
+    ``reason``, when given), a cancel and an expiry reject, with the message the model gets."""
     if ask.status is AskStatus.ANSWERED:
         if ask.answer == P.HITL_APPROVE:
             return Decision(True, arguments, by=ask.answered_by)
-        return Decision(False, arguments, P.AGENT_REJECTED, ask.answered_by)
+        return rejection(arguments, reason, ask.answered_by)
     return Decision(False, arguments, closed_message(ask))
+
+
+def rejection(arguments: str, reason: str | None, by: str | None) -> Decision:
+    """A Reject by ``by``: the model reads the person's ``reason``, or that they gave none."""
+    message = P.AGENT_REJECTED_BECAUSE.format(reason=reason) if reason else P.AGENT_REJECTED
+    return Decision(False, arguments, message, by)
 
 
 def closed_message(ask: Ask) -> str:

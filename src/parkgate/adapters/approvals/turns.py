@@ -1,8 +1,10 @@
 """What an agent SDK adapter drives (:class:`AgentDriver`), what one run of the agent gave
-(:class:`AgentStep`), and what one call of the adapter did (:class:`Turn`)."""
+(:class:`AgentStep`), what one call of the adapter did (:class:`Turn`), and what a result
+hook hears of a resumed run that finished (:class:`Finished`)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,6 +46,22 @@ class AgentDriver(Protocol):
     async def resume(self, kept: Kept) -> AgentStep:
         """Resume ``kept.state`` with ``kept.decisions`` (one for every pending call)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """An agent run that finished after it was resumed, whichever call or process resumed
+    it: the parkgate run it was parked in (``run_id``, its ``output`` recorded there), its
+    ``final_output`` and the SDK's ``result``."""
+
+    conversation_id: str
+    run_id: str
+    final_output: Any
+    result: Any
+
+
+#: A result hook: called with each resumed run that finished (its return awaited when it is awaitable).
+ResultHook = Callable[[Finished], Awaitable[object] | object]
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from parkgate.adapters.common import option_position
 from parkgate.core import stopping_point
 from parkgate.core.kinds import AskKind, AskStatus
 from parkgate.core.model import Ask
+from parkgate.core.schedule import SCHEDULE_KEYS, ScheduleFields
 from parkgate.core.stopping_point import AskSpec, StoppingPointError
 from parkgate.errors import InputError
 from parkgate.gateway.checks import MAX_CONTEXT_BYTES, check_default, check_duration, check_quorum, check_responders
@@ -78,8 +79,8 @@ class Payload:
     #: Who may answer (empty: anyone), and how many of them must agree.
     responders: tuple[str, ...] = ()
     quorum: int = 1
-    #: ``remind_after``, ``escalate_after`` and ``escalate_to`` as given (checked on park).
-    schedule: dict[str, Any] | None = None
+    #: The reminders and escalation as given (checked on park).
+    schedule: ScheduleFields | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,10 +157,6 @@ def answer_of(ask: Ask, question_key: QuestionKey) -> Answer | None:
     return Answer(interrupt_id, item, part, ask.id, ask.kind, ask.answer, index, ask.answered_by)
 
 
-#: The payload keys of an ask's reminders and escalation (as ``Gateway.ask`` names them).
-SCHEDULE_KEYS = ("remind_after", "escalate_after", "escalate_to")
-
-
 def parse_payload(value: object) -> Payload:
     """The ask an ``interrupt(value)`` payload describes.
 
@@ -198,7 +195,8 @@ def _from_mapping(data: Mapping[Any, Any]) -> Payload:
     ttl = _ttl(extras.pop("ttl_seconds", None))
     default = extras.pop("default", None)
     responders, quorum = extras.pop("responders", None), extras.pop("quorum", None)
-    schedule = {key: extras.pop(key) for key in SCHEDULE_KEYS if key in extras}
+    # The payload keys of an ask's reminders and escalation, as Gateway.ask names them.
+    schedule = ScheduleFields(**{key: extras.pop(key) for key in SCHEDULE_KEYS if key in extras})  # type: ignore[typeddict-item]
     if prompt is None:
         raise StoppingPointError(f"an interrupt payload needs its text under {' or '.join(PROMPT_KEYS)}")
     if options is not None and kind is None:

@@ -11,9 +11,9 @@ the model sees. How it behaves, and why: docs/adapters/openai-agents.md.
 from parkgate.errors import MissingExtra
 
 try:
-    from parkgate.adapters.approvals import DEFAULT_LEASE, Turn
+    from parkgate.adapters.approvals import DEFAULT_LEASE, Finished, Turn
     from parkgate.adapters.openai_agents.approvals import SDK, AgentApprovals, RunStateDriver
 except ModuleNotFoundError as missing:  # the one line that says what to install
     raise MissingExtra(__name__, missing, "openai-agents") from None
 
-__all__ = ["DEFAULT_LEASE", "SDK", "AgentApprovals", "RunStateDriver", "Turn"]
+__all__ = ["DEFAULT_LEASE", "SDK", "AgentApprovals", "Finished", "RunStateDriver", "Turn"]

@@ -11,9 +11,9 @@ the last one. How it behaves, and why: docs/adapters/pydantic-ai.md.
 from parkgate.errors import MissingExtra
 
 try:
-    from parkgate.adapters.approvals import DEFAULT_LEASE, Turn
+    from parkgate.adapters.approvals import DEFAULT_LEASE, Finished, Turn
     from parkgate.adapters.pydantic_ai.approvals import SDK, DeferredApprovals, HistoryDriver
 except ModuleNotFoundError as missing:  # the one line that says what to install
     raise MissingExtra(__name__, missing, "pydantic-ai") from None
 
-__all__ = ["DEFAULT_LEASE", "SDK", "DeferredApprovals", "HistoryDriver", "Turn"]
+__all__ = ["DEFAULT_LEASE", "SDK", "DeferredApprovals", "Finished", "HistoryDriver", "Turn"]

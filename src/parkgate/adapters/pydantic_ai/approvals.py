@@ -9,7 +9,8 @@ from typing import Any
 from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
 
-from parkgate.adapters.approvals import DEFAULT_LEASE, AgentStep, Kept, ToolApprovals, ToolCall
+from parkgate.adapters.approvals import DEFAULT_LEASE, AgentStep, Kept, ResultHook, ToolApprovals, ToolCall
+from parkgate.client import AsyncClient, Client
 from parkgate.errors import InputError
 from parkgate.gateway import Gateway
 from parkgate.gateway.async_gateway import AsyncGateway
@@ -89,26 +90,32 @@ class DeferredApprovals(ToolApprovals):
 
     Each call of a run's ``DeferredToolRequests.approvals`` is asked (Approve / Reject,
     the tool and its arguments shown), one at a time; the message history is kept with the
-    run in the gateway's store, so any process on the database resumes it. A decision holds
+    run in the gateway's store (on the server over HTTP), so any process resumes it. A decision holds
     for the arguments shown: a call whose arguments changed is asked again. See
     docs/adapters/pydantic-ai.md.
 
     Args:
-        gateway: A :class:`Gateway` or an :class:`AsyncGateway`.
+        gateway: A :class:`Gateway` or an :class:`AsyncGateway`; or, over HTTP, a
+            :class:`~parkgate.client.Client` or an :class:`~parkgate.client.AsyncClient`.
         agent: The agent to run; its ``output_type`` includes ``DeferredToolRequests``.
         deps: Passed to every ``agent.run``.
         ttl: Every approval's TTL; the gateway's by default.
         responders: Who may answer (senders); anyone when left out.
         quorum: How many responders must pick the same option (1 by default).
         lease: How long a resume may take before another waiter may take it over.
+        ask_reason: After a Reject, ask why (``-``, or no answer before the TTL, gives no
+            reason); the model reads "Rejected: <reason>". ``False`` resumes at once.
+        on_result: Called with a :class:`~parkgate.adapters.approvals.Finished` (the run
+            id and its final output, also recorded as the run's ``output``) whenever a
+            resumed run finishes, in whichever call or process resumed it.
 
     Raises:
-        InputError: ``gateway`` is neither a Gateway nor an AsyncGateway, or ``ttl`` is bad.
+        InputError: ``gateway`` is none of those, or ``ttl`` is bad.
     """
 
     def __init__(
         self,
-        gateway: Gateway | AsyncGateway,
+        gateway: Gateway | AsyncGateway | Client | AsyncClient,
         agent: Agent[Any, Any],
         deps: Any = None,
         *,
@@ -116,7 +123,18 @@ class DeferredApprovals(ToolApprovals):
         responders: Sequence[str] | None = None,
         quorum: int = 1,
         lease: timedelta = DEFAULT_LEASE,
+        ask_reason: bool = True,
+        on_result: ResultHook | None = None,
     ) -> None:
         driver = HistoryDriver(agent, deps)
-        super().__init__(gateway, driver, ttl=ttl, responders=responders, quorum=quorum, lease=lease)
+        super().__init__(
+            gateway,
+            driver,
+            ttl=ttl,
+            responders=responders,
+            quorum=quorum,
+            lease=lease,
+            ask_reason=ask_reason,
+            on_result=on_result,
+        )
         self.agent = agent

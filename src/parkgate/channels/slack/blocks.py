@@ -107,9 +107,10 @@ def question_text(ask: Ask) -> str:
 
 
 def reply_text(reply: ChannelReply) -> str:
-    """A reply's line as Slack shows it: exits named as buttons, escaped (a reminder's names,
-    the prompt a line quotes and the options a menu lists are shown as they are)."""
-    return escape(for_slack(reply.text))
+    """A reply's line as Slack shows it: exits named as buttons, escaped (the prompt a line
+    quotes and the options a menu lists are shown as they are), and the people it names
+    as mentions (``<@U123>``), so Slack notifies them."""
+    return reply.shown(mention, lambda text: escape(for_slack(text)))
 
 
 def ask_blocks(ask: Ask) -> list[dict[str, Any]]:

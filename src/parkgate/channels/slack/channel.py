@@ -9,7 +9,7 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from parkgate.channels.base import ChannelReply, Posted
+from parkgate.channels.base import ChannelReply, Posted, not_yours_reply
 from parkgate.channels.slack.blocks import ask_blocks, closed_blocks, closed_line, question_text, reply_text
 from parkgate.channels.slack.spec import NAME
 from parkgate.core.kinds import ReplyKind
@@ -98,10 +98,10 @@ class SlackChannel:
     def reply(self, ask: Ask, location: Mapping[str, Any], reply: ChannelReply) -> None:
         """The reply in the ask's thread; ``not_yours`` only to the person who clicked or wrote."""
         thread_ts = location.get("thread_ts", location["ts"])
-        text = reply_text(reply)
         if reply.kind is ReplyKind.NOT_YOURS and reply.to:
-            self.notify(location, reply.to, text)
+            self.notify(location, reply.to, reply_text(not_yours_reply(ask, reply.to)))
             return
+        text = reply_text(reply)
         self._call(self.client.chat_postMessage, channel=location["channel"], thread_ts=thread_ts, text=text)
 
     def notify(self, location: Mapping[str, Any], user: str, text: str) -> None:

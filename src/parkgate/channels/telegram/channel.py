@@ -19,7 +19,7 @@ from typing import Any
 
 from telegram import User
 
-from parkgate.channels.base import ChannelJobFailed, ChannelReply, Posted
+from parkgate.channels.base import ChannelJobFailed, ChannelReply, Posted, not_yours_reply
 from parkgate.channels.telegram.api import BotApi
 from parkgate.channels.telegram.buttons import ask_keyboard
 from parkgate.channels.telegram.routing import thread_key
@@ -170,13 +170,22 @@ class TelegramChannel:
     def reply(self, ask: Ask, location: Mapping[str, Any], reply: ChannelReply) -> None:
         """Post ``reply`` as a reply to the ask's message; ``not_yours`` goes privately to
         its sender where Telegram allows (a person who started a chat with the bot), else there."""
-        text = fitted(plain(reply.text))  # a reshown question or a reminder quotes the prompt
-        if reply.kind is ReplyKind.NOT_YOURS and reply.to is not None and _is_user_id(reply.to):
-            try:
-                self.api.call("sendMessage", {"chat_id": int(reply.to), "text": text})
-                return
-            except ChannelJobFailed:  # they never started a chat with the bot: said in the chat
-                pass
+        chat_id = location["chat_id"]
+
+        def name(user_id: str) -> str:
+            return self._mention(chat_id, user_id)
+
+        if reply.kind is ReplyKind.NOT_YOURS:
+            # Theirs alone: in their own chat with the bot, or not at all (a person who
+            # never started one cannot be written to; the group never sees it).
+            if reply.to is not None and _is_user_id(reply.to):
+                text = fitted(not_yours_reply(ask, reply.to).shown(name, plain))
+                try:
+                    self.api.call("sendMessage", {"chat_id": int(reply.to), "text": text})
+                except ChannelJobFailed as error:
+                    log.info("the not_yours line for %s was not sent: %s", reply.to, error)
+            return
+        text = fitted(reply.shown(name, plain))  # a reshown question or a reminder quotes the prompt
         params: dict[str, Any] = {
             "chat_id": location["chat_id"],
             "text": text,

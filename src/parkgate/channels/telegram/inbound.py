@@ -19,6 +19,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from parkgate.channels.base import not_yours_reply
 from parkgate.channels.jobs import POSTED_REPLIES
 from parkgate.channels.lines import already_closed_line
 from parkgate.channels.telegram.buttons import read_press
@@ -108,8 +109,9 @@ class TelegramInbound:
                 ask.conversation_id, press.text, str(event.update_id), event.sender, ask_id=ask.id
             )
             if reply.kind is not ReplyKind.PASS:
-                if reply.kind is ReplyKind.NOT_YOURS:
-                    return {**answer, "text": reply.text, "show_alert": True}
+                if reply.kind is ReplyKind.NOT_YOURS:  # the responders as this process knows their names
+                    alert = not_yours_reply(ask, event.sender).shown(self.channel.known_name)
+                    return {**answer, "text": alert, "show_alert": True}
                 return answer if reply.kind in POSTED_REPLIES else {**answer, "text": reply.text}
             ask = self.gateway.get(ask.id)  # it closed meanwhile
         return {**answer, "text": already_closed_line(ask, self.channel.known_name), "show_alert": True}

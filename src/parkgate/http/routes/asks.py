@@ -16,8 +16,8 @@ from parkgate.gateway.options import ParkFields, PromptFields
 from parkgate.http.channel_targets import channel_refusal, channel_target_of
 from parkgate.http.dependencies import CallerDep, GatewayDep, LongPollsDep, OpenAskCapDep, SettingsDep
 from parkgate.http.errors import V1_ERRORS, documented
-from parkgate.http.models import AskIn, CancelIn, OpenStatus, ReplyOut, SafeJSONResponse, options_of, reply_response
-from parkgate.http.outputs import AskListOut, AskOut
+from parkgate.http.models import AskIn, CancelIn, OpenStatus, SafeJSONResponse, options_of, reply_response
+from parkgate.http.outputs import AskListOut, AskOut, ReplyOut
 from parkgate.http.paging import DEFAULT_PAGE_ASKS, MAX_CURSOR_CHARS, MAX_PAGE_ASKS, decode_cursor, encode_cursor
 from parkgate.http.responses import ask_response, asks_json, error_response
 from parkgate.http.tokens import Scope, needs
@@ -64,8 +64,9 @@ async def park_ask(
     refusal = channel_refusal(caller, channel_target_of(body))
     if refusal is not None:
         return error_response(Forbidden.http_status, Forbidden.CHANNEL_NOT_ALLOWED, refusal)
-    if body.callback_url is not None:
-        check_callback_url(body.callback_url, settings.callback_allow)
+    callback_url = options_of(body, ParkFields).get("callback_url")
+    if callback_url is not None:
+        check_callback_url(callback_url, settings.callback_allow)
     async with cap.room(caller):
         reply = await _park(gateway, body, caller.owner)
     return reply_response(reply, 201 if reply.parked else 200)

@@ -6,18 +6,19 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from parkgate.http.dependencies import GatewayDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.models import SafeJSONResponse
+from parkgate.http.outputs import Out
 from parkgate.http.paging import DEFAULT_PAGE_ASKS, MAX_PAGE_ASKS
 from parkgate.http.tokens import Scope, needs
 
 router = APIRouter(tags=["channels"])
 
 
-class ChannelJobOut(BaseModel):
+class ChannelJobOut(Out):
     """A channel job given up on: a post, an update on close, or a reply in the thread."""
 
     id: int
@@ -28,7 +29,7 @@ class ChannelJobOut(BaseModel):
     last_error: str | None = Field(default=None, description="Why the last attempt failed, as the platform said.")
 
 
-class ChannelJobsOut(BaseModel):
+class ChannelJobsOut(Out):
     """Channel jobs given up on, the latest first."""
 
     jobs: list[ChannelJobOut]

@@ -29,8 +29,8 @@ from parkgate.gateway.offload import offload
 from parkgate.http.dependencies import GatewayDep, LongPollsDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.guard import CALLER_STATE
-from parkgate.http.models import MessageIn, ReplyOut, SafeJSONResponse, reply_response
-from parkgate.http.outputs import ConversationOut
+from parkgate.http.models import MessageIn, SafeJSONResponse, reply_response
+from parkgate.http.outputs import ConversationOut, ReplyOut
 from parkgate.http.parked import parked_now, wait_for_parked
 from parkgate.http.responses import asks_json, error_response
 from parkgate.http.tokens import Caller, Scope, needs

@@ -20,7 +20,7 @@ from parkgate.gateway.checks import MAX_ID_CHARS
 from parkgate.http.dependencies import CallerDep, GatewayDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.models import MAX_TTL_SECONDS, SafeJSONResponse
-from parkgate.http.outputs import AskListOut, AskOut
+from parkgate.http.outputs import AskListOut, AskOut, Out
 from parkgate.http.paging import DEFAULT_PAGE_ASKS, MAX_PAGE_ASKS
 from parkgate.http.responses import ask_response, asks_json
 from parkgate.http.tokens import Caller, Scope, needs
@@ -38,7 +38,7 @@ class ClaimIn(BaseModel):
     lease_seconds: Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)]
 
 
-class ClaimOut(BaseModel):
+class ClaimOut(Out):
     """Whether this caller took the follow-up (false for every other caller)."""
 
     claimed: bool

@@ -8,7 +8,8 @@ from fastapi.responses import Response
 from parkgate.gateway.options import RunFields
 from parkgate.http.dependencies import CallerDep, GatewayDep, OpenAskCapDep
 from parkgate.http.errors import V1_ERRORS, documented
-from parkgate.http.models import ReplyOut, StartIn, options_of, reply_response
+from parkgate.http.models import StartIn, options_of, reply_response
+from parkgate.http.outputs import ReplyOut, WorkflowsOut
 from parkgate.http.tokens import Scope, needs
 
 router = APIRouter(tags=["workflows"])
@@ -27,7 +28,7 @@ async def start_workflow(
     return reply_response(reply, 201)
 
 
-@router.get("/v1/workflows", responses=documented(*V1_ERRORS))
+@router.get("/v1/workflows", response_model=WorkflowsOut, responses=documented(*V1_ERRORS))
 @needs(Scope.READ)
 async def list_workflows(gateway: GatewayDep) -> dict[str, list[str]]:
     """The workflows this server can start."""
