@@ -18,7 +18,7 @@ from harness import Setup, connected, parked, say, text_of, wait_for
 from live_server import Server
 from mcp_types import ElicitRequestFormParams, ElicitResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from test_held_calls import DEPLOY, Calls, ask_id_of, rule
+from test_held_calls import DEPLOY, ENGINES, Calls, ask_id_of, rule
 
 from parkgate.mcp_gateway.holding import META_KEY
 
@@ -83,6 +83,7 @@ async def test_the_client_s_user_approves_on_the_form_and_the_call_runs_once(
     assert setup.calls("deploy") == [{"tool": "deploy", "arguments": DEPLOY}]
 
 
+@pytest.mark.parametrize("setup", ENGINES, indirect=True)
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_reject_on_the_form_is_a_tool_error_naming_who_and_why(
     setup: Setup, http_server: Server, mode: str

@@ -319,6 +319,7 @@ async def test_two_identical_calls_held_on_one_approval_forward_once_and_the_oth
     assert setup.calls("deploy") == [{"tool": "deploy", "arguments": DEPLOY}]
 
 
+@pytest.mark.parametrize("setup", ENGINES, indirect=True)
 async def test_an_approval_valid_for_ten_minutes_forwards_the_identical_call_until_then_and_asks_again_after(
     setup: Setup, clocked_http_server: Server, clock: ManualClock
 ) -> None:
