@@ -12,7 +12,7 @@ from parkgate.channels.base import NAMES_SLOT, ChannelReply
 from parkgate.core import phrases as P
 from parkgate.core.kinds import EventType
 from parkgate.core.model import Ask
-from parkgate.core.schedule import Fired
+from parkgate.core.schedule import Fired, escalated_to
 
 
 def about(seconds: float) -> str:
@@ -41,7 +41,7 @@ def fired_replies(fired: Fired, now: datetime) -> list[ChannelReply]:
     if fired.reminded:
         replies.append(_line(P.CHANNEL_REMINDER, EventType.REMINDER, ask, ask.responders, now))
     if fired.escalated:
-        replies.append(_line(P.CHANNEL_ESCALATION, EventType.ESCALATED, ask, ask.escalate_to, now))
+        replies.append(_line(P.CHANNEL_ESCALATION, EventType.ESCALATED, ask, escalated_to(ask), now))
     return replies
 
 

@@ -59,6 +59,12 @@ class Fired:
     escalated: bool
 
 
+def escalated_to(ask: Ask) -> tuple[str, ...]:
+    """Whom ``ask``'s escalation added: its ``escalate_to`` once the escalation fired,
+    nobody before (what a channel names, pings or mails for it)."""
+    return ask.escalate_to if ask.escalated_at is not None else ()
+
+
 def fire_due(ask: Ask, now: datetime) -> Fired | None:
     """The reminders and escalation of ``ask`` due at ``now``, fired; ``None`` when none is.
 

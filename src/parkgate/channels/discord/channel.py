@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from parkgate.channels.base import ChannelReply, Posted
@@ -40,12 +40,9 @@ log = logging.getLogger("parkgate.discord")
 THREAD_EXISTS = 160004
 #: Minutes of silence before Discord archives an ask's thread (a day).
 THREAD_ARCHIVE_MINUTES = 1440
-#: Whom each line that pings names (:mod:`parkgate.channels.reminders`): a reminder the
-#: responders, an escalation the responders it added.
-PINGED: dict[ReplyKind | EventType, Callable[[Ask], tuple[str, ...]]] = {
-    EventType.REMINDER: lambda ask: ask.responders,
-    EventType.ESCALATED: lambda ask: ask.escalate_to,
-}
+#: The lines that ping the people they name (:mod:`parkgate.channels.reminders`): a
+#: reminder its responders, an escalation the people it added.
+PINGING = frozenset({EventType.REMINDER, EventType.ESCALATED})
 #: The threads this process has started or found, kept so a reply makes one call (the latest first out).
 THREADS_KEPT = 4096
 
@@ -122,13 +119,12 @@ class DiscordChannel:
         ``not_yours`` goes to its sender alone: the interaction that caused it was answered
         privately when it came (Discord lets a bot whisper only in answer to an interaction),
         so nothing is posted here. A reminder pings the responders it names, an
-        escalation the people it adds (:data:`PINGED`); no other line pings anyone.
+        escalation the people it adds (:data:`PINGING`); no other line pings anyone.
         """
         if reply.kind is ReplyKind.NOT_YOURS:
             return
-        pinged = PINGED.get(reply.kind)
-        named = pinged(ask) if pinged is not None else ()
-        body = {"content": thread_line(ask, reply.shown(str)), "allowed_mentions": allowed_mentions(named)}
+        named = reply.names if reply.kind in PINGING else ()
+        body = {"content": thread_line(ask, reply), "allowed_mentions": allowed_mentions(named)}
         thread = self._thread_of(ask, location)
         if thread is None:  # no thread can be started there: a reply to the message, in its channel
             body["message_reference"] = {"message_id": location["message_id"], "fail_if_not_exists": False}

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from parkgate.channels import lines
+from parkgate.channels.base import ChannelReply
 from parkgate.channels.discord.phrases import (
     ANSWER_LABEL,
     EXITS,
@@ -238,10 +239,11 @@ def not_yours_line(ask: Ask) -> str:
     return machine.not_yours_line(ask, mention)
 
 
-def thread_line(ask: Ask, text: str) -> str:
-    """A line posted in the ask's thread: Discord's exits, the people it names mentioned, cut to fit."""
-    shown = for_discord(text)
-    for person in {*ask.responders, *ask.escalate_to}:
+def thread_line(ask: Ask, reply: ChannelReply) -> str:
+    """A line posted in the ask's thread: Discord's exits, the people it names (and the
+    ask's responders where it quotes them) mentioned, cut to fit."""
+    shown = for_discord(reply.shown(str))
+    for person in {*ask.responders, *reply.names}:
         if SNOWFLAKE.fullmatch(person):
             shown = re.sub(rf"(?<![0-9@&]){person}(?![0-9])", f"<@{person}>", shown)
     return clip(shown, MAX_CONTENT_CHARS)

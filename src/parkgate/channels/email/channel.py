@@ -37,6 +37,7 @@ from parkgate.channels.email.spec import NAME
 from parkgate.channels.lines import closed_line
 from parkgate.core.kinds import AskStatus, EventType
 from parkgate.core.model import Ask
+from parkgate.core.schedule import escalated_to
 from parkgate.errors import InputError
 
 _ADDRESS = re.compile(ADDRESS_PATTERN)
@@ -145,10 +146,9 @@ class EmailChannel:
         """Each address the ask went to, with its email's Message-ID; after an escalation,
         the addresses it added too (their thread is the email they would have had)."""
         threads = list(zip(location["to"], location["message_ids"], strict=True))
-        if ask.escalated_at is not None:
-            known = set(location["to"])
-            added = [name for name in ask.escalate_to if name not in known and _ADDRESS.match(name)]
-            threads.extend((address, message_id(ask.id, address, self.settings.domain)) for address in added)
+        known = set(location["to"])
+        added = [name for name in escalated_to(ask) if name not in known and _ADDRESS.match(name)]
+        threads.extend((address, message_id(ask.id, address, self.settings.domain)) for address in added)
         return threads
 
     def _ask_email(
