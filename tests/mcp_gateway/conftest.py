@@ -11,6 +11,8 @@ import pytest
 from harness import TOKEN, Setup
 from live_server import Server
 
+from parkgate import ManualClock
+
 
 @pytest.fixture(params=["sqlite"])
 def setup(request: pytest.FixtureRequest, store_url_factory: Any, tmp_path: Path) -> Setup:
@@ -28,6 +30,22 @@ def http_server(setup: Setup) -> Iterator[Server]:
         schema=setup.schema,
         extra_env=dict(setup.env),
         in_thread=True,
+    ).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def clocked_http_server(setup: Setup, clock: ManualClock) -> Iterator[Server]:
+    """A parkgate HTTP server on the gateway's database, reading ``clock`` (in a thread)."""
+    server = Server(
+        setup.db_url,
+        setup.folder / "server.log",
+        token=TOKEN,
+        schema=setup.schema,
+        extra_env=dict(setup.env),
+        in_thread=True,
+        clock=clock,
     ).start()
     yield server
     server.stop()

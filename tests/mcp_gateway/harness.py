@@ -1,7 +1,9 @@
 """The MCP gateway tests' harness: ``parkgate mcp-gateway`` run as the command an MCP client
 starts (stdio) or as a streamable HTTP server, in front of ``ops_server.py`` (a real MCP
 server that records every call it gets), with a live parkgate HTTP server on the same
-database to answer the asks on (``tests/http/live_server.py``)."""
+database to answer the asks on (``tests/http/live_server.py``); or the same gateway
+server in this process, on a :class:`~parkgate.ManualClock` the test moves
+(:func:`in_process`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "channels"))
 from live_server import free_port, messages_path
 from mcp import Client, StdioServerParameters
 
+from parkgate import Gateway, ManualClock
+from parkgate.gateway.async_gateway import AsyncGateway
+from parkgate.mcp_gateway import load_policy, start
+from parkgate.store import open_store
 from polling import until
 
 OPS_SERVER = Path(__file__).with_name("ops_server.py")
@@ -83,11 +89,12 @@ class Setup:
 
 
 @asynccontextmanager
-async def connected(setup: Setup, transport: str) -> AsyncIterator[Client]:
-    """The MCP SDK's client, connected to ``parkgate mcp-gateway`` over ``transport``."""
+async def connected(setup: Setup, transport: str, **options: Any) -> AsyncIterator[Client]:
+    """The MCP SDK's client (``options`` are its own: an elicitation callback, the
+    protocol's ``mode``, ...), connected to ``parkgate mcp-gateway`` over ``transport``."""
     if transport == "stdio":
         params = StdioServerParameters(command=sys.executable, args=setup.command(), env=setup.process_env())
-        async with Client(params) as client:
+        async with Client(params, **options) as client:
             yield client
         return
     port = free_port()
@@ -100,7 +107,7 @@ async def connected(setup: Setup, transport: str) -> AsyncIterator[Client]:
     )
     try:
         await anyio.to_thread.run_sync(lambda: until(lambda: _listening(port, process), 60, "the gateway on HTTP"))
-        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+        async with Client(f"http://127.0.0.1:{port}/mcp", **options) as client:
             yield client
     finally:
         process.terminate()
@@ -110,6 +117,19 @@ async def connected(setup: Setup, transport: str) -> AsyncIterator[Client]:
             process.kill()
             process.wait(20)
         log.close()
+
+
+@asynccontextmanager
+async def in_process(setup: Setup, clock: ManualClock, **options: Any) -> AsyncIterator[Client]:
+    """The MCP SDK's client (``options`` are its own: an elicitation callback, ...) connected
+    in this process to the server ``parkgate mcp-gateway`` serves, built as the command
+    builds it but on ``clock``, in front of the same downstream server started on stdio."""
+    policy = load_policy(setup.config_path)
+    store = open_store(setup.db_url, **({"schema": setup.schema} if setup.schema else {}))
+    async with AsyncGateway(Gateway(store=store, clock=clock), deliver=True) as gateway, AsyncExitStack() as stack:
+        server = await start(policy, gateway, stack)
+        async with Client(server, **options) as client:
+            yield client
 
 
 def _listening(port: int, process: subprocess.Popen[bytes]) -> bool:

@@ -5,21 +5,24 @@ live parkgate server on the same database (HTTP, Slack), and the downstream serv
 called exactly once per approved call, never for a rejected or expired one.
 
 Real time is what some of these test (a hold bound, an expiry read by nobody), so those
-use holds and TTLs of a second or two; the others use long ones.
+use holds and TTLs of a second or two; the others use long ones. How long an approval
+stays valid is timed on the gateway's clock: those tests run the gateway's server in this
+process on a :class:`~parkgate.ManualClock` and move it.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
 import httpx
 import pytest
-from harness import TRANSPORTS, Setup, connected, open_asks, parked, say, text_of, wait_for
+from harness import TRANSPORTS, Setup, connected, in_process, open_asks, parked, say, text_of, wait_for
 from live_server import Server
 from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, send
 
+from parkgate import ManualClock
 from parkgate.core.kinds import AskStatus
 from parkgate.mcp_gateway.holding import META_KEY
 from parkgate.store import open_store
@@ -314,3 +317,48 @@ async def test_two_identical_calls_held_on_one_approval_forward_once_and_the_oth
     (again,) = [result for result in results if result.is_error]
     assert again.meta[META_KEY]["status"] == "pending" and ask_id_of(again) != ask["ask_id"]
     assert setup.calls("deploy") == [{"tool": "deploy", "arguments": DEPLOY}]
+
+
+@pytest.mark.parametrize("setup", ENGINES, indirect=True)
+async def test_an_approval_valid_for_ten_minutes_forwards_the_identical_call_until_then_and_asks_again_after(
+    setup: Setup, clocked_http_server: Server, clock: ManualClock
+) -> None:
+    setup.configure(rule(ttl='"1h"', hold='"0.3s"', valid_for='"10m"'))
+    changed_args = {**DEPLOY, "version": "1.2.4"}
+    with clocked_http_server.client() as http:
+        async with in_process(setup, clock) as client:
+            approval = ask_id_of(await client.call_tool("deploy", DEPLOY))
+            (ask,) = open_asks(http)
+            clock.advance(timedelta(minutes=3))  # the window runs from the approval, not the ask
+            say(http, ask, "Approve", "alice")
+            for _ in range(3):
+                assert text_of(await client.call_tool("deploy", DEPLOY)) == "deployed 1.2.3 to prod"
+            clock.advance(timedelta(minutes=9, seconds=59))
+            assert text_of(await client.call_tool("deploy", DEPLOY)) == "deployed 1.2.3 to prod"
+            assert open_asks(http) == []  # none of them asked
+
+            changed = await client.call_tool("deploy", changed_args)  # other arguments: another ask
+            assert changed.meta[META_KEY]["status"] == "pending"
+            clock.advance(timedelta(seconds=1))  # ten minutes since the approval
+            lapsed = await client.call_tool("deploy", DEPLOY)
+            assert lapsed.meta[META_KEY]["status"] == "pending"
+            assert ask_id_of(lapsed) not in (approval, ask_id_of(changed))
+            assert {ask["ask_id"] for ask in open_asks(http)} == {ask_id_of(changed), ask_id_of(lapsed)}
+            assert ask_id_of(await client.call_tool("deploy", DEPLOY)) == ask_id_of(lapsed)  # attaches to it
+    assert setup.calls("deploy") == [{"tool": "deploy", "arguments": DEPLOY}] * 4
+
+
+async def test_within_an_approval_s_window_a_rejection_still_answers_one_call(
+    setup: Setup, clocked_http_server: Server, clock: ManualClock
+) -> None:
+    setup.configure(rule(hold='"0.3s"', valid_for='"10m"'))
+    with clocked_http_server.client() as http:
+        async with in_process(setup, clock) as client:
+            rejected = ask_id_of(await client.call_tool("deploy", DEPLOY))
+            (ask,) = open_asks(http)
+            say(http, ask, "Reject", "bob")
+            refused = await client.call_tool("deploy", DEPLOY)
+            assert text_of(refused) == f"Rejected by bob (ask {rejected}): deploy did not run."
+            again = await client.call_tool("deploy", DEPLOY)
+            assert again.meta[META_KEY]["status"] == "pending" and ask_id_of(again) != rejected
+    assert setup.calls("deploy") == []

@@ -7,18 +7,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from mcp_types import ToolAnnotations
 
 from parkgate.channels.base import ChannelTarget
+from parkgate.core.kinds import AskKind, AskStatus
+from parkgate.core.model import Ask
 from parkgate.errors import ConfigurationError
 from parkgate.mcp_gateway import DEFAULT_HOLD, load_policy, parse_policy, render
 
 SERVERS = '[servers.ops]\ncommand = "python"\nargs = ["ops_server.py"]\n\n'
 DESTRUCTIVE = ToolAnnotations(destructive_hint=True)
+T0 = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
 
 
 def test_the_issues_example_loads_and_holds_deploy_calls_only(tmp_path: Path) -> None:
@@ -33,6 +37,8 @@ def test_the_issues_example_loads_and_holds_deploy_calls_only(tmp_path: Path) ->
     assert (ops.command, ops.args, ops.cwd) == ("python", ("ops_server.py",), str(tmp_path.resolve()))
     (rule,) = policy.rules
     assert rule.hold == timedelta(seconds=50) and rule.options == ("Approve", "Reject")
+    assert rule.valid_for is None  # an approval forwards one call
+    assert rule.ask_client is None  # only people on parkgate's surfaces answer
     assert rule.ask_fields["ttl"] == timedelta(minutes=10)
     assert (rule.ask_fields["responders"], rule.ask_fields["quorum"]) == (["alice", "bob", "carol"], 2)
     assert policy.rule_for("ops", "deploy", None, {}) is rule
@@ -43,9 +49,10 @@ def test_the_issues_example_loads_and_holds_deploy_calls_only(tmp_path: Path) ->
 def test_the_first_rule_that_matches_applies_by_name_annotation_and_argument() -> None:
     policy = parse_policy(
         SERVERS + "[[approval]]\n"
-        'tools = ["ops.deploy"]\narguments = { env = "prod*" }\nhold = "1h30m"\n\n'
-        "[[approval]]\nannotations = { destructiveHint = true }\n\n"
+        'tools = ["ops.deploy"]\narguments = { env = "prod*" }\nhold = "1h30m"\nvalid_for = "10m"\n\n'
+        "[[approval]]\nannotations = { destructiveHint = true }\nask_client = true\n\n"
         '[[approval]]\ntools = ["*"]\narguments = { replicas = "1?" }\noptions = ["Ship it", "Hold", "Later"]\n'
+        'responders = ["alice", "bob"]\nask_client = "alice"\n'
         'post_to = { channel = "slack", where = { channel = "C0OPS" } }\n'
     )
     prod, destructive, many = policy.rules
@@ -56,6 +63,8 @@ def test_the_first_rule_that_matches_applies_by_name_annotation_and_argument() -
     assert policy.rule_for("ops", "drop", ToolAnnotations(destructive_hint=False), {}) is None
     assert policy.rule_for("ops", "scale", None, {"replicas": 12}) is many  # a number's JSON
     assert prod.hold == timedelta(hours=1, minutes=30) and destructive.hold == DEFAULT_HOLD
+    assert prod.valid_for == timedelta(minutes=10) and destructive.valid_for is None
+    assert (prod.ask_client, destructive.ask_client, many.ask_client) == (None, "mcp-client", "alice")
     assert many.options == ("Ship it", "Hold", "Later")
     assert many.ask_fields["post_to"] == ChannelTarget("slack", {"channel": "C0OPS"})
 
@@ -72,6 +81,16 @@ def test_the_first_rule_that_matches_applies_by_name_annotation_and_argument() -
         (SERVERS + '[[approval]]\ntools = ["a"]\nquorum = 2\n', 7, "quorum needs responders"),
         (SERVERS + '[[approval]]\ntools = ["a"]\nresponders = ["a"]\nquorum = 3\n', 8, "more than the 1 responders"),
         (SERVERS + '[[approval]]\ntools = ["a"]\nhold = 0\n', 7, "hold"),
+        (SERVERS + '[[approval]]\ntools = ["a"]\nvalid_for = "forever"\n', 7, "valid_for 'forever' is not a"),
+        (SERVERS + '[[approval]]\ntools = ["a"]\nvalid_for = -5\n', 7, "valid_for"),
+        (SERVERS + '[[approval]]\ntools = ["a"]\nask_client = 3\n', 7, "ask_client is true, false, or"),
+        (SERVERS + '[[approval]]\ntools = ["a"]\nask_client = ""\n', 7, "ask_client"),
+        (
+            SERVERS + '[[approval]]\ntools = ["a"]\nresponders = ["alice"]\nask_client = true\n',
+            8,
+            "would answer as 'mcp-client', who is not among the responders",
+        ),
+        (SERVERS + '[[approval]]\nask_client = "dave"\ntools = ["a"]\nresponders = ["alice"]\n', 6, "'dave'"),
         (SERVERS + '[[approval]]\ntools = ["a"]\ncolour = "red"\n', 7, "unknown key 'colour'"),
         (SERVERS + "[[approval]]\nresponders = []\n", 5, "names no tools"),
         (SERVERS + "[[approval]]\nannotations = { dangerous = true }\n", 6, "'dangerous' is not one of"),
@@ -145,3 +164,29 @@ def test_secrets_are_redacted_at_any_depth_and_long_values_are_cut() -> None:
     assert many["hosts"].startswith('["host-0", "host-1"') and many["hosts"].endswith("more characters)")
     hidden = render.prompt("ops", "deploy", {"note": "a\u202eb"})
     assert "\\u202e" in hidden and "\u202e" not in hidden
+
+
+def test_the_client_s_form_offers_the_ask_s_options_and_reads_only_one_of_them() -> None:
+    ask = Ask(
+        "a1", "mcp-x", "r1", AskKind.CHOICE, "Run scale on ops?\nreplicas: 120", ("Scale it", "Leave it"),
+        AskStatus.OPEN, T0, T0, 600.0,
+    )  # fmt: skip
+    message, schema = render.approval_form(ask)
+    assert message.startswith("Run scale on ops?\nreplicas: 120\n\nAsk a1: ")
+    assert schema["properties"]["decision"]["enum"] == ["Scale it", "Leave it"] and schema["required"] == ["decision"]
+    assert render.form_answer(ask, "accept", {"decision": "Leave it", "reason": "  too many  "}) == (
+        "Leave it",
+        "too many",
+    )
+    assert render.form_answer(ask, "accept", {"decision": "Scale it", "reason": "   "}) == ("Scale it", None)
+    assert render.form_answer(ask, "accept", {"decision": "Approve"}) is None  # none of the ask's options
+    assert render.form_answer(ask, "accept", {"reason": "why"}) is None
+    assert render.form_answer(ask, "decline", None) is None and render.form_answer(ask, "cancel", None) is None
+    rejected = replace(ask, status=AskStatus.ANSWERED, answer="Leave it", option_index=2, answered_by="bob")
+    assert render.not_run(rejected, "scale", {"bob": "too many"}) == (
+        "Rejected by bob (ask a1): scale did not run. Reason: too many"
+    )
+    assert (
+        render.not_run(rejected, "scale", {"alice": "not hers to give"})
+        == "Rejected by bob (ask a1): scale did not run."
+    )

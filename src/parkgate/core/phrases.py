@@ -223,6 +223,13 @@ MCP_GATEWAY_PENDING = (
     "Call {tool} again with exactly the same arguments to wait for the decision; other arguments ask again."
 )
 MCP_GATEWAY_REJECTED = "Rejected by {who} (ask {ask_id}): {tool} did not run."
+# ... and the reason the rejecter gave ({text}: MCP_GATEWAY_REJECTED's, {reason} as typed).
+MCP_GATEWAY_REJECTED_BECAUSE = "{text} Reason: {reason}"
 MCP_GATEWAY_CANCELLED = "Cancelled by {who} (ask {ask_id}): {tool} did not run."
 MCP_GATEWAY_EXPIRED = "Expired: nobody answered ask {ask_id} within {duration}; {tool} did not run."
 MCP_GATEWAY_NOBODY = "nobody"
+# The form an MCP client shows its own user when a rule lets them answer (elicitation):
+# its message ({prompt}: the ask's; {ask_id}), the decision's title, the reason's.
+MCP_GATEWAY_FORM = "{prompt}\n\nAsk {ask_id}: the first answer decides, yours or one given where it is posted."
+MCP_GATEWAY_FORM_DECISION = "Decision"
+MCP_GATEWAY_FORM_REASON = "Reason (optional)"

@@ -6,10 +6,13 @@ a hash of its server, tool and arguments, held open up to a bound, and forwarded
 with exactly the approved arguments, when a person approves (docs/mcp-gateway.md).
 
 - :mod:`~parkgate.mcp_gateway.policy`: the TOML file (servers, approval rules), its errors naming the line;
-- :mod:`~parkgate.mcp_gateway.render`: the call's hash, its arguments as shown, the prompt and the results' text;
+- :mod:`~parkgate.mcp_gateway.render`: the call's hash, its arguments as shown, the prompt, the
+  client's form and the results' text;
 - :mod:`~parkgate.mcp_gateway.downstream`: the downstream servers, connected with the MCP SDK's client;
 - :mod:`~parkgate.mcp_gateway.holding`: a held call's park, attach, hold and forward;
-- :mod:`~parkgate.mcp_gateway.server`: the MCP server the agent's client talks to, on stdio or HTTP.
+- :mod:`~parkgate.mcp_gateway.elicitation`: the client's own user as an approver, on an MCP form;
+- :mod:`~parkgate.mcp_gateway.server`: the MCP server the agent's client talks to, on stdio or HTTP;
+- :mod:`~parkgate.mcp_gateway.stdio`: its stdio, read and written on the event loop.
 """
 
 from parkgate.errors import MissingExtra
@@ -18,7 +21,7 @@ from parkgate.mcp_gateway.policy import DEFAULT_HOLD, Policy, Rule, ServerSpec, 
 try:
     from parkgate.mcp_gateway.downstream import Downstream
     from parkgate.mcp_gateway.holding import Holds
-    from parkgate.mcp_gateway.server import build_server, serve
+    from parkgate.mcp_gateway.server import build_server, serve, start
 except ModuleNotFoundError as missing:  # the one line that says what to install
     raise MissingExtra(__name__, missing) from None
 
@@ -33,4 +36,5 @@ __all__ = [
     "load_policy",
     "parse_policy",
     "serve",
+    "start",
 ]

@@ -13,7 +13,14 @@ way, so that:
 - each approval forwards one call: the call that claims the follow-up
   (:meth:`Gateway.claim_follow_up <parkgate.Gateway.claim_follow_up>`, one caller in any
   process) marks it done, then forwards; an identical call that loses the claim asks again;
+- unless the rule's ``valid_for`` keeps it: then the follow-up stays pending, and every
+  identical call until ``valid_for`` after the approval (on the gateway's clock) is
+  forwarded on it; the first one after that marks it done and asks again;
 - a call with any other argument has another hash, so another ask.
+
+Where the rule lets the client's own user answer and the client can show a form, the ask
+is also put to them (:mod:`~parkgate.mcp_gateway.elicitation`); their answer is a message
+through the door like anyone's.
 
 Waiting is the gateway's own wait (:meth:`AsyncGateway.wait`): it wakes on the close signal,
 here or in another process, and reads the ask at its due time, which closes it as
@@ -22,19 +29,24 @@ here or in another process, and reads the ask at its due time, which closes it a
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from mcp_types import CallToolResult, TextContent
+import anyio
+from mcp_types import CallToolResult, InputRequiredResult, TextContent
 
 from parkgate.core.model import Ask
 from parkgate.errors import AskAlreadyOpen
 from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.mcp_gateway import render
 from parkgate.mcp_gateway.downstream import Route
+from parkgate.mcp_gateway.elicitation import Answer, ClientApprover
 from parkgate.mcp_gateway.policy import Policy, Rule
+
+log = logging.getLogger("parkgate.mcp_gateway")
 
 #: How often a held call reports progress to its client (which keeps its timeout from
 #: running out where the client resets it on progress).
@@ -64,10 +76,18 @@ class Holds:
         self.policy = policy
 
     async def call(
-        self, route: Route, arguments: Mapping[str, Any], rule: Rule, forward: Forward, progress: Progress
-    ) -> CallToolResult:
+        self,
+        route: Route,
+        arguments: Mapping[str, Any],
+        rule: Rule,
+        forward: Forward,
+        progress: Progress,
+        client: ClientApprover | None = None,
+    ) -> CallToolResult | InputRequiredResult:
         """The result of a call ``rule`` holds: the downstream result once approved, an
-        error saying why it did not run, or "pending" once the rule's hold bound passes.
+        error saying why it did not run, or "pending" once the rule's hold bound passes;
+        or, on a 2026-07-28 connection whose client's user may answer, the round that puts
+        the ask to them (the client calls again with their answer).
 
         Args:
             route: The tool called.
@@ -75,20 +95,34 @@ class Holds:
             rule: The approval rule that applies.
             forward: Calls the downstream tool with exactly ``arguments``.
             progress: Reports progress to the client (``progress, total, message``).
+            client: The client's own user as an approver, where the rule and the client allow it.
         """
         digest = render.call_hash(route.server, route.tool, arguments)
         while True:
             ask = await self._attach(digest, route, arguments, rule)
-            ask = await self._hold(ask, rule.hold, progress)
+            decided = await self._decide(ask, rule.hold, progress, client)
+            if isinstance(decided, InputRequiredResult):
+                return decided
+            ask, reasons = decided
             if ask.is_open:
                 return _result(render.pending(ask, route.tool, self.gateway.sync.clock.now()), ask, "pending")
             if not render.approved(ask):
                 await self.gateway.follow_up_done(ask.id)
-                return _result(render.not_run(ask, route.tool), ask, ask.status.value)
+                return _result(render.not_run(ask, route.tool, reasons), ask, ask.status.value)
+            if rule.valid_for is not None:
+                if self._still_valid(ask, rule.valid_for):
+                    return await forward()
+                await self.gateway.follow_up_done(ask.id)  # lapsed: this call asks again
+                continue
             if await self.gateway.claim_follow_up(ask.id, CLAIM_LEASE):
                 await self.gateway.follow_up_done(ask.id)  # before forwarding: never twice
                 return await forward()
             # Another identical call took this approval: this one asks again.
+
+    def _still_valid(self, ask: Ask, valid_for: timedelta) -> bool:
+        """Whether the approval ``ask`` holds still forwards identical calls: less than
+        ``valid_for`` has passed since it was given."""
+        return ask.answered_at is not None and self.gateway.sync.clock.now() < ask.answered_at + valid_for
 
     async def _attach(self, digest: str, route: Route, arguments: Mapping[str, Any], rule: Rule) -> Ask:
         """The ask this call waits on: a closed one nobody has acted on, the open one, or a new one."""
@@ -110,6 +144,39 @@ class Holds:
         except AskAlreadyOpen as already:
             return await self.gateway.get(already.ask_id)
         return await self.gateway.get(reply.ask_id or "")
+
+    async def _decide(
+        self, ask: Ask, hold: timedelta, progress: Progress, client: ClientApprover | None
+    ) -> tuple[Ask, dict[str, str]] | InputRequiredResult:
+        """``ask`` once closed or held for ``hold``, with the reason the client's user gave
+        (by sender); while it is open, also put to the client's user where ``client`` is
+        given: now, on a form withdrawn when the hold ends, or as the round to return."""
+        reasons: dict[str, str] = {}
+        if client is None or not ask.is_open:
+            return await self._hold(ask, hold, progress), reasons
+
+        async def answer(given: Answer | None) -> None:
+            if given is not None:
+                option, reason = given
+                if reason is not None:
+                    reasons[client.sender] = reason
+                reply = await self.gateway.handle(ask.conversation_id, option, sender=client.sender)
+                log.info("ask %s: the client's user %s answered %s (%s)", ask.id, client.sender, option, reply.kind)
+
+        if client.inline:
+
+            async def elicit() -> None:
+                await answer(await client.elicit(ask))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(elicit)
+                held = await self._hold(ask, hold, progress)
+                group.cancel_scope.cancel()  # closed, or held long enough: the form is withdrawn
+            return held, reasons
+        if not client.carries_answer(ask):
+            return client.form(ask)
+        await answer(client.answer(ask))
+        return await self._hold(await self.gateway.get(ask.id), hold, progress), reasons
 
     async def _hold(self, ask: Ask, hold: timedelta, progress: Progress) -> Ask:
         """``ask`` once closed, or as it is when ``hold`` has passed; progress meanwhile."""

@@ -25,7 +25,7 @@ from parkgate.core import stopping_point
 from parkgate.core.kinds import AskKind
 from parkgate.core.shape import Form, declared_options
 from parkgate.errors import ConfigurationError, InputError
-from parkgate.gateway.checks import check_duration
+from parkgate.gateway.checks import check_duration, check_sender
 from parkgate.gateway.options import AskOptions, ParkFields, PostFields
 
 #: How long one call is held open before it returns "pending", when a rule does not say:
@@ -53,7 +53,12 @@ _PER_CALL = frozenset({"run_id", "replace", "key"})
 _ASK_KEYS = (*(name for name in ParkFields.__annotations__ if name not in _PER_CALL), *PostFields.__annotations__)
 #: How a rule's ask option is written in its TOML, by its form: durations as "5m" or seconds.
 _FORMS = {name: option.form for name, option in declared_options(ParkFields).items()}
-_RULE_KEYS = frozenset({"tools", "annotations", "arguments", "hold", "options", "redact", *_ASK_KEYS})
+_RULE_KEYS = frozenset(
+    {"tools", "annotations", "arguments", "hold", "valid_for", "ask_client", "options", "redact", *_ASK_KEYS}
+)
+#: The sender a client's own user answers as under ``ask_client = true`` (a rule with
+#: responders names one of them instead).
+CLIENT_SENDER = "mcp-client"
 _TOP_KEYS = frozenset({"servers", "approval", "redact", "max_value_chars"})
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)\s*(d|h|m|s|ms))+")
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s|ms)")
@@ -81,6 +86,10 @@ class Rule:
 
     ``ask_fields`` are :meth:`Gateway.ask <parkgate.Gateway.ask>`'s keyword options
     (responders, quorum, ttl, post_to, reminders), checked when the file is read.
+    ``valid_for`` is how long an approval keeps forwarding the identical call (same
+    server, tool and arguments) without a new ask; without it, an approval forwards one.
+    ``ask_client`` is who the client's own user answers as when the client can show a
+    form (MCP elicitation); without it, people answer on parkgate's surfaces alone.
     """
 
     number: int
@@ -91,6 +100,12 @@ class Rule:
     options: tuple[str, ...]
     redact: tuple[str, ...]
     ask_fields: Mapping[str, Any] = field(default_factory=dict)
+    #: How long an approval forwards identical calls, from the moment it was given;
+    #: ``None``: it forwards exactly one call.
+    valid_for: timedelta | None = None
+    #: The sender the client's own user answers as, through an MCP elicitation, where the
+    #: client declares it; ``None``: only people on parkgate's surfaces answer.
+    ask_client: str | None = None
 
     def applies(self, server: str, tool: str, annotations: Any, arguments: Mapping[str, Any]) -> bool:
         """Whether a call of ``tool`` on ``server`` with ``arguments`` needs this rule's approval.
@@ -252,6 +267,7 @@ def _rule(number: int, data: object, redact: tuple[str, ...], fail: Fail) -> Rul
     except InputError as error:
         raise fail(where, "options", f"{label}: options: {error}") from None
     hold = _duration(data.get("hold", DEFAULT_HOLD), where, "hold", label, fail)
+    valid_for = _duration(data["valid_for"], where, "valid_for", label, fail) if "valid_for" in data else None
     fields: dict[str, Any] = {"follow_up": True}
     # One key at a time, in the order the gateway's checks depend on each other (quorum on
     # responders, escalation on the TTL), so the error names the key that broke them.
@@ -263,6 +279,7 @@ def _rule(number: int, data: object, redact: tuple[str, ...], fail: Fail) -> Rul
             AskOptions.checked(fields)  # the gateway's own checks, so that a rule that loads parks
         except InputError as error:
             raise fail(where, key, f"{label}: {error}") from None
+    ask_client = _client_sender(data.get("ask_client", False), fields.get("responders"), where, label, fail)
     return Rule(
         number,
         tools,
@@ -272,7 +289,31 @@ def _rule(number: int, data: object, redact: tuple[str, ...], fail: Fail) -> Rul
         tuple(options),
         redact + _globs(data.get("redact", []), where, "redact", fail),
         fields,
+        valid_for,
+        ask_client,
     )
+
+
+def _client_sender(value: object, responders: object, where: tuple[Any, ...], label: str, fail: Fail) -> str | None:
+    """Who the client's own user answers as under ``ask_client`` (``true``, or a responder's
+    name), or ``None`` (``false``): with responders, it must be one of them."""
+    if value is False:
+        return None
+    if value is not True and not isinstance(value, str):
+        raise fail(where, "ask_client", f"{label}: ask_client is true, false, or the responder the client's user is")
+    try:
+        sender = CLIENT_SENDER if value is True else check_sender(value, "ask_client")
+    except InputError as error:
+        raise fail(where, "ask_client", f"{label}: {error}") from None
+    assert sender is not None
+    if isinstance(responders, (list, tuple)) and sender not in responders:
+        raise fail(
+            where,
+            "ask_client",
+            f"{label}: the client's user would answer as {sender!r}, who is not among the responders; "
+            'name the one they are: ask_client = "alice"',
+        )
+    return sender
 
 
 def _field(key: str, value: object, where: tuple[Any, ...], label: str, fail: Fail) -> Any:
@@ -367,4 +408,4 @@ class _Lines:
         return self.tables.get(table, 1)
 
 
-__all__ = ["DEFAULT_HOLD", "Policy", "Rule", "ServerSpec", "load_policy", "parse_policy"]
+__all__ = ["CLIENT_SENDER", "DEFAULT_HOLD", "Policy", "Rule", "ServerSpec", "load_policy", "parse_policy"]

@@ -1,6 +1,7 @@
 """What a held tool call is to a person and to the agent: the hash its approval is bound
 to, its arguments as shown (secrets redacted, long values cut), the ask's prompt and
-context, and the text of a call that did not run. Pure: no gateway, no MCP SDK."""
+context, the form a client's own user answers it on, and the text of a call that did not
+run. Pure: no gateway, no MCP SDK."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ CONVERSATION_PREFIX = "mcp-"
 MAX_SHOWN_ARGUMENTS = 40
 #: The most characters of JSON the shown arguments take (the ask's context holds 16 KiB).
 MAX_SHOWN_JSON = 8000
+#: The fields of the form a client's own user answers on (:func:`approval_form`).
+FORM_DECISION = "decision"
+FORM_REASON = "reason"
+#: The most characters of a reason given on that form that are kept.
+MAX_REASON_CHARS = 500
 
 
 def call_hash(server: str, tool: str, arguments: Mapping[str, Any]) -> str:
@@ -106,20 +112,52 @@ def approved(ask: Ask) -> bool:
     return ask.status is AskStatus.ANSWERED and ask.option_index == 1
 
 
-def not_run(ask: Ask, tool: str) -> str:
-    """Why the call ``ask`` held did not run: rejected (by whom), cancelled (by whom), or
-    expired (after its TTL)."""
+def not_run(ask: Ask, tool: str, reasons: Mapping[str, str] | None = None) -> str:
+    """Why the call ``ask`` held did not run: rejected (by whom, and why where ``reasons``
+    holds a rejecter's reason, by sender), cancelled (by whom), or expired (after its TTL)."""
     if ask.status is AskStatus.EXPIRED:
         return P.MCP_GATEWAY_EXPIRED.format(ask_id=ask.id, duration=duration_text(ask.ttl_seconds), tool=tool)
     if ask.status is AskStatus.ANSWERED:
-        return P.MCP_GATEWAY_REJECTED.format(who=_rejecters(ask), ask_id=ask.id, tool=tool)
+        who = rejecters(ask)
+        text = P.MCP_GATEWAY_REJECTED.format(who=", ".join(who) or P.MCP_GATEWAY_NOBODY, ask_id=ask.id, tool=tool)
+        given = [(reasons or {})[sender] for sender in who if (reasons or {}).get(sender)]
+        return P.MCP_GATEWAY_REJECTED_BECAUSE.format(text=text, reason="; ".join(given)) if given else text
     return P.MCP_GATEWAY_CANCELLED.format(who=ask.closed_by or P.MCP_GATEWAY_NOBODY, ask_id=ask.id, tool=tool)
 
 
-def _rejecters(ask: Ask) -> str:
-    """Who rejected: every responder whose vote is the closing option, else the sender who answered."""
+def rejecters(ask: Ask) -> list[str]:
+    """Who rejected ``ask``: every responder whose vote is the closing option, else the sender who answered."""
     voters = [vote.sender for vote in ask.votes if vote.option_index == ask.option_index]
-    return ", ".join(voters) or ask.answered_by or P.MCP_GATEWAY_NOBODY
+    return voters or ([ask.answered_by] if ask.answered_by else [])
+
+
+def approval_form(ask: Ask) -> tuple[str, dict[str, Any]]:
+    """The form (MCP elicitation, form mode) on which a client's own user decides ``ask``:
+    its message (the ask's prompt and id) and its requested schema: one of the ask's
+    options (``decision``, required) and a ``reason`` (optional)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            FORM_DECISION: {"type": "string", "title": P.MCP_GATEWAY_FORM_DECISION, "enum": list(ask.options)},
+            FORM_REASON: {"type": "string", "title": P.MCP_GATEWAY_FORM_REASON, "maxLength": MAX_REASON_CHARS},
+        },
+        "required": [FORM_DECISION],
+    }
+    return P.MCP_GATEWAY_FORM.format(prompt=ask.prompt, ask_id=ask.id), schema
+
+
+def form_answer(ask: Ask, action: str, content: Mapping[str, Any] | None) -> tuple[str, str | None] | None:
+    """What a client's user answered on :func:`approval_form`: the option they chose and
+    their reason (``None`` when none, or blank), or ``None`` when they gave no decision
+    (the form declined or dismissed, or a decision that is none of the ask's options)."""
+    if action != "accept" or content is None:
+        return None
+    decision = content.get(FORM_DECISION)
+    if not isinstance(decision, str) or decision not in ask.options:
+        return None
+    reason = content.get(FORM_REASON)
+    text = reason.strip()[:MAX_REASON_CHARS] if isinstance(reason, str) else ""
+    return decision, text or None
 
 
 def pending(ask: Ask, tool: str, now: datetime) -> str:
