@@ -30,6 +30,7 @@ from parkgate import Gateway
 from parkgate.clock import ManualClock
 from parkgate.core.kinds import AskStatus, ReplyKind
 from parkgate.store import StoreError, StoreUnavailable
+from parkgate.store.sqlite import SQLiteStore
 
 from ._support import StoreSpec, bounded, check_against_replay, interleaved_plan, park_conversations, run_in_processes
 
@@ -172,17 +173,26 @@ def _assert_full_then_recovers(gateway: Gateway, spec: StoreSpec, free: Callable
     assert len(spec.query("SELECT 1 FROM inbound_messages WHERE message_id = 'big-answer'")) == 1
 
 
+def store_connections(gateway: Gateway) -> list[sqlite3.Connection]:
+    """This thread's connection to the SQLite store and the one its group commits run on."""
+    store = gateway.store
+    assert isinstance(store, SQLiteStore)
+    return [store._connection(), store._writing_connection()]
+
+
 def test_disk_full_by_max_page_count_is_a_clear_error_and_no_partial_row(
     sqlite_spec: StoreSpec, clock: ManualClock
 ) -> None:
     gateway = sqlite_spec.gateway(clock=clock)
     try:
-        conn = gateway.store._connection()  # type: ignore[attr-defined]
-        pages = conn.execute("PRAGMA page_count").fetchone()[0]
-        conn.execute(f"PRAGMA max_page_count = {pages + 3}")
+        conns = store_connections(gateway)
+        pages = conns[0].execute("PRAGMA page_count").fetchone()[0]
+        for conn in conns:  # the pragma is per connection: the writer's group commits included
+            conn.execute(f"PRAGMA max_page_count = {pages + 3}")
 
         def free() -> None:
-            conn.execute("PRAGMA max_page_count = 1000000")
+            for conn in conns:
+                conn.execute("PRAGMA max_page_count = 1000000")
 
         _assert_full_then_recovers(gateway, sqlite_spec, free, "pages")
     finally:
@@ -231,8 +241,9 @@ def test_a_read_only_database_refuses_writes_clearly_and_no_partial_row(
         asked = gateway.ask("ro-2", "Deploy?", ["Deploy", "Hold"])
         assert asked.ask_id
         before = dump(sqlite_spec)
-        conn = gateway.store._connection()  # type: ignore[attr-defined]
-        conn.execute("PRAGMA query_only = ON")
+        conns = store_connections(gateway)
+        for conn in conns:  # the pragma is per connection: the writer's group commits included
+            conn.execute("PRAGMA query_only = ON")
         for call in (
             lambda: gateway.handle("ro-2", "nope", message_id="ro-m"),
             lambda: gateway.ask("ro-3", "Other?", ["A", "B"]),
@@ -242,7 +253,8 @@ def test_a_read_only_database_refuses_writes_clearly_and_no_partial_row(
                 call()
             assert not isinstance(info.value, StoreUnavailable)
         assert dump(sqlite_spec) == before
-        conn.execute("PRAGMA query_only = OFF")
+        for conn in conns:
+            conn.execute("PRAGMA query_only = OFF")
         assert gateway.handle("ro-2", "nope", message_id="ro-m").kind is ReplyKind.RETRY
         assert gateway.get(asked.ask_id).mismatches == 1
     finally:
