@@ -33,6 +33,7 @@ settings (:mod:`parkgate.http.settings`) and the OpenAPI schema
 from __future__ import annotations
 
 import asyncio
+import gc
 import contextlib
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -75,6 +76,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     stops, and a gateway the app owns is closed."""
     deliverer: Deliverer | None = app.state.deliverer
     task = asyncio.create_task(deliverer.run(), name="parkgate-deliver") if deliverer else None
+    # Everything loaded to start (the framework, the libraries, the app) stays for the
+    # process's life: frozen, the cyclic collector's full passes skip it, so a request
+    # never waits for one to walk every module's objects.
+    gc.collect()
+    gc.freeze()
     try:
         yield
     finally:
