@@ -33,8 +33,8 @@ settings (:mod:`parkgate.http.settings`) and the OpenAPI schema
 from __future__ import annotations
 
 import asyncio
-import gc
 import contextlib
+import gc
 import os
 from collections.abc import AsyncIterator, Sequence
 
