@@ -28,7 +28,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +99,23 @@ class ChannelSpec:
         bad = [ref for ref in refs if ref.count(":") != 1]
         if bad:
             raise SettingsError(f"{self.name}: a reference is 'module:name', not {bad[0]!r}")
+
+    def lazy(self, package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+        """A channel package's module ``__getattr__``: each of ``names`` (a name -> its
+        ``"module:name"``) imported on first use through :meth:`imported`, so the package
+        imports without its extra and says which to install when a name needs it.
+
+        Args:
+            package: The package's ``__name__`` (for the ``AttributeError`` of other names).
+            names: The names imported on first use, and where each is.
+        """
+
+        def attribute(name: str) -> Any:
+            if name not in names:
+                raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            return self.imported(names[name])
+
+        return attribute
 
     def imported(self, ref: str) -> Any:
         """What ``ref`` (``"module:name"``) names, imported.

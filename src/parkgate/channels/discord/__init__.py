@@ -19,7 +19,7 @@ first use (:class:`~parkgate.errors.MissingExtra` when the extra is not installe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from parkgate.channels.discord.spec import ENV_API_URL, ENV_BOT_TOKEN, ENV_PUBLIC_KEY, NAME, SPEC
 
@@ -40,11 +40,8 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """A name of the package that needs its extra, imported on first use."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return SPEC.imported(_LAZY[name])
+#: A name of the package that needs its extra, imported on first use.
+__getattr__ = SPEC.lazy(__name__, _LAZY)
 
 
 __all__ = [

@@ -20,7 +20,7 @@ first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from parkgate.channels.email.spec import (
     ENV_FROM,
@@ -47,11 +47,8 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """A name of the package imported on first use (the pages import Starlette)."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return SPEC.imported(_LAZY[name])
+#: A name of the package that needs its extra, imported on first use.
+__getattr__ = SPEC.lazy(__name__, _LAZY)
 
 
 __all__ = [

@@ -23,7 +23,7 @@ extra is not installed).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from parkgate.channels.telegram.spec import (
     ENV_API_URL,
@@ -56,11 +56,8 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """A name of the package that needs python-telegram-bot, imported on first use."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return SPEC.imported(_LAZY[name])
+#: A name of the package that needs its extra, imported on first use.
+__getattr__ = SPEC.lazy(__name__, _LAZY)
 
 
 __all__ = [
