@@ -10,6 +10,7 @@ Start with :class:`Gateway`::
 
 from parkgate.channels.base import Channel, ChannelReply, ChannelTarget, Posted
 from parkgate.clock import Clock, ManualClock, SystemClock
+from parkgate.core.events import EventKind, LoggedEvent
 from parkgate.core.expect import Expect
 from parkgate.core.kinds import AskKind, AskStatus, EventType, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, CallbackState, CallbackStatus, Reply, Run, Vote
@@ -18,9 +19,7 @@ from parkgate.core.stopping_point import AskSpec
 from parkgate.delivery.health import Backoff, DelivererHealth, DelivererState
 from parkgate.errors import (
     AskAlreadyOpen,
-    CallbackNotFailed,
     CallbackRefused,
-    ChannelJobFailed,
     ConfigurationError,
     ConversationBusy,
     InputError,
@@ -31,9 +30,7 @@ from parkgate.errors import (
     RunStillAsking,
     StoppingPointError,
     StoreClosed,
-    StoreConflict,
     StoreError,
-    StoreUnavailable,
     UnknownAsk,
     UnknownRun,
     UnknownWorkflow,
@@ -58,13 +55,11 @@ __all__ = [
     "AskStatus",
     "AsyncGateway",
     "Backoff",
-    "CallbackNotFailed",
     "CallbackRefused",
     "CallbackState",
     "CallbackStatus",
     "Channel",
     "ChannelJob",
-    "ChannelJobFailed",
     "ChannelPost",
     "ChannelReply",
     "ChannelTarget",
@@ -73,10 +68,12 @@ __all__ = [
     "ConversationBusy",
     "DelivererHealth",
     "DelivererState",
+    "EventKind",
     "EventType",
     "Expect",
     "Gateway",
     "InputError",
+    "LoggedEvent",
     "ManualClock",
     "Metrics",
     "MissingExtra",
@@ -97,9 +94,7 @@ __all__ = [
     "StoppingPointError",
     "Store",
     "StoreClosed",
-    "StoreConflict",
     "StoreError",
-    "StoreUnavailable",
     "SystemClock",
     "UnknownAsk",
     "UnknownRun",

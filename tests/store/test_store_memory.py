@@ -266,8 +266,10 @@ def test_postgres_a_message_where_this_process_parked_is_one_statement(
     pg_statements.clear()
     for text, kind in (("what?", ReplyKind.RETRY), ("menu", ReplyKind.RESHOWN), ("2", ReplyKind.SELECTED)):
         assert here.handle("c-1", text, message_id=f"m-{text}").kind is kind
-    # The check, the ask's new state, the run's (on the selection) and the stored reply.
-    assert [[s.split("(")[0] for s in sent] for sent in pg_statements] == [["SELECT parkgate_step"]] * 3
+    # The check, the ask's new state, the run's (on the selection), the stored reply and
+    # the message's events: one statement each.
+    assert [len(sent) for sent in pg_statements] == [1, 1, 1]
+    assert all("SELECT parkgate_step(" in sent[0] and "INSERT INTO ask_events" in sent[0] for sent in pg_statements)
     assert here.get(asked.ask_id or "").answer == "Hold"
     assert here.run(asked.run_id or "") is not None
 
@@ -283,7 +285,8 @@ def test_postgres_parking_where_nothing_is_remembered_open_sends_only_its_writes
     # No lock, no read, no claim: the unique index on open asks is the check. The run and
     # the ask are written by one statement.
     (statement,) = sent
-    assert statement.startswith("WITH w0 AS (INSERT INTO runs") and ") INSERT INTO asks" in statement
+    assert statement.startswith("WITH w0 AS (INSERT INTO ask_events") and "w1 AS (INSERT INTO runs" in statement
+    assert ") INSERT INTO asks" in statement
 
 
 @pytest.mark.postgres
@@ -354,8 +357,16 @@ def test_sqlite_a_message_where_this_process_parked_reads_nothing(
     sqlite_statements.clear()
     for text, kind in (("what?", ReplyKind.RETRY), ("menu", ReplyKind.RESHOWN), ("2", ReplyKind.SELECTED)):
         assert here.handle("c-1", text, message_id=f"m-{text}").kind is kind
-    bounce = ["BEGIN IMMEDIATE", "UPDATE asks SET", "INSERT INTO inbound_messages", "COMMIT"]
-    selection = ["BEGIN IMMEDIATE", "UPDATE asks SET", "UPDATE runs SET", "INSERT INTO inbound_messages", "COMMIT"]
+    bounce = ["BEGIN IMMEDIATE", "UPDATE asks SET", "INSERT INTO inbound_messages", "INSERT INTO ask_events", "COMMIT"]
+    selection = [
+        "BEGIN IMMEDIATE",
+        "UPDATE asks SET",
+        "UPDATE runs SET",
+        "INSERT INTO inbound_messages",
+        "INSERT INTO ask_events",  # the selection's touch
+        "INSERT INTO ask_events",  # and the close it made
+        "COMMIT",
+    ]
     # Decided before the write lock: the first statement of each is the BEGIN, then writes only.
     assert [_verbs(sent) for sent in sqlite_statements] == [bounce, bounce, selection]
     assert here.get(asked.ask_id or "").answer == "Hold"
@@ -367,7 +378,13 @@ def test_sqlite_parking_where_nothing_is_remembered_open_reads_nothing(
     here, _ = sqlite_processes
     here.ask("c-1", "Ship it?", OPTIONS)  # never seen here: guessed "none open"
     (sent,) = sqlite_statements
-    assert _verbs(sent) == ["BEGIN IMMEDIATE", "INSERT INTO runs", "INSERT INTO asks", "COMMIT"]
+    assert _verbs(sent) == [
+        "BEGIN IMMEDIATE",
+        "INSERT INTO runs",
+        "INSERT INTO asks",
+        "INSERT INTO ask_events",
+        "COMMIT",
+    ]
 
 
 def test_sqlite_a_conversation_this_process_has_not_seen_is_read_first(

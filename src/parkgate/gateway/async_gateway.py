@@ -12,6 +12,7 @@ from typing import Any, Unpack
 from parkgate.channels.base import Channel
 from parkgate.clock import Clock
 from parkgate.core import machine
+from parkgate.core.events import LoggedEvent
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Ask, CallbackState, Reply, Run
 from parkgate.errors import InputError
@@ -288,6 +289,26 @@ class AsyncGateway:
     async def count_pending_callbacks(self, owner: str) -> int:
         """How many of ``owner``'s callbacks wait to be delivered (:meth:`Gateway.count_pending_callbacks`)."""
         return await offload(self.sync.count_pending_callbacks, owner)
+
+    async def events(self, ask_id: str) -> list[LoggedEvent]:
+        """``ask_id``'s timeline, in order (:meth:`Gateway.events`)."""
+        return await offload(self.sync.events, ask_id)
+
+    async def events_after(self, after_id: int = 0, limit: int = 100, *, owner: str | None = None) -> list[LoggedEvent]:
+        """Every ask's events after ``after_id``, in order (:meth:`Gateway.events_after`)."""
+        return await offload(self.sync.events_after, after_id, limit, owner=owner)
+
+    async def last_event_id(self) -> int:
+        """The ``id`` of the latest event (:meth:`Gateway.last_event_id`)."""
+        return await offload(self.sync.last_event_id)
+
+    async def prune_events(self, older_than: timedelta) -> int:
+        """Delete closed asks' events older than ``older_than`` (:meth:`Gateway.prune_events`)."""
+        return await offload(self.sync.prune_events, older_than)
+
+    async def record_late(self, ask_id: str, sender: str | None, surface: str, text: str | None = None) -> Ask:
+        """Record an answer that reached a closed ask (:meth:`Gateway.record_late`)."""
+        return await offload(self.sync.record_late, ask_id, sender, surface, text)
 
     async def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing (:meth:`Gateway.audit`)."""

@@ -22,7 +22,9 @@ from parkgate.channels.base import Channel, ChannelReply, ChecksPosts
 from parkgate.channels.jobs import POSTED_REPLIES, REPLY
 from parkgate.channels.reminders import fired_replies
 from parkgate.clock import Clock, as_clock
+from parkgate.core import events as event_log
 from parkgate.core import machine, stopping_point
+from parkgate.core.events import LoggedEvent
 from parkgate.core.kinds import OPERATOR, AskKind, AskStatus, RunOutcome, RunStatus
 from parkgate.core.model import Ask, CallbackState, Reply, Run
 from parkgate.core.schedule import Fired, fire_due
@@ -713,6 +715,101 @@ class Gateway:
         check_optional_id(owner, "owner")
         with self.store.transaction() as tx:
             return tx.outbox.count_pending_callbacks(owner)
+
+    # -- the event log -------------------------------------------------------------------
+    def events(self, ask_id: str) -> list[LoggedEvent]:
+        """``ask_id``'s timeline: every event of the ask, in order (:mod:`parkgate.core.events`).
+
+        Reading it is a read of the ask: one past its TTL closes as ``expired`` first, so
+        its timeline ends with that close.
+
+        Args:
+            ask_id: The ask's id.
+
+        Returns:
+            Its events, ``seq`` 1 first.
+
+        Raises:
+            UnknownAsk: No ask has this id.
+        """
+        check_id(ask_id, "ask_id")
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> list[LoggedEvent]:
+            self._runs.read(plan, self._existing_ask(tx, ask_id), now)
+            plan.write(tx, self.clock)
+            return tx.events.of_ask(ask_id)
+
+        return self._units.run(body)
+
+    def events_after(self, after_id: int = 0, limit: int = 100, *, owner: str | None = None) -> list[LoggedEvent]:
+        """Every ask's events after the one whose ``id`` is ``after_id``, in the order they
+        were written: how a follower of the log (the event stream) reads on.
+
+        Args:
+            after_id: The last event's ``id`` already seen (0: from the first kept).
+            limit: At most this many events.
+            owner: Only the events of this owner's asks.
+
+        Returns:
+            The events, oldest first, each with its ``id``.
+        """
+        check_limit(limit)
+        with self.store.transaction() as tx:
+            return tx.events.after(max(0, after_id), limit, owner)
+
+    def last_event_id(self) -> int:
+        """The ``id`` of the latest event written (0: none): where a new follower starts."""
+        with self.store.transaction() as tx:
+            return tx.events.last_id()
+
+    def prune_events(self, older_than: timedelta) -> int:
+        """Delete the events older than ``older_than`` of asks that have closed; an open
+        ask's events are never pruned, however old.
+
+        Args:
+            older_than: How old an event must be to go (90 days, say).
+
+        Returns:
+            How many events were deleted.
+
+        Raises:
+            InputError: ``older_than`` is not a positive duration.
+        """
+        if not isinstance(older_than, timedelta) or older_than <= timedelta(0):
+            raise InputError(f"older_than must be a positive duration, not {older_than!r}")
+        with self.store.transaction() as tx:
+            return tx.events.prune(self.clock.now() - older_than)
+
+    def record_late(self, ask_id: str, sender: str | None, surface: str, text: str | None = None) -> Ask:
+        """Record that an answer reached ``ask_id`` after it closed (a button on an old
+        post, an answer naming a closed ask): a ``late`` event; the ask stays as it closed.
+
+        Reading it is a read: an ask found past its TTL closes as ``expired`` first, and
+        the answer is late for it too. An ask still open records nothing.
+
+        Args:
+            ask_id: The ask the answer named.
+            sender: Who answered.
+            surface: Where (``http``, ``slack``, ``telegram``, ...).
+            text: What they answered, when it was an answer.
+
+        Returns:
+            The ask as it is after this read.
+
+        Raises:
+            UnknownAsk: No ask has this id.
+        """
+        check_id(ask_id, "ask_id")
+        now = self.clock.now()
+
+        def body(tx: Transaction, plan: WritePlan) -> Ask:
+            ask = self._runs.read(plan, self._existing_ask(tx, ask_id), now)
+            if not ask.is_open:
+                plan.log(event_log.late(ask, now, sender, surface, text))
+            return ask
+
+        return self._units.run(body)
 
     def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing: the clock check's view.

@@ -19,11 +19,13 @@ from parkgate.channels.base import ChannelTarget
 from parkgate.channels.jobs import POST, queued_job
 from parkgate.channels.threads import next_target
 from parkgate.clock import Clock
+from parkgate.core import events as event_log
 from parkgate.core import machine, stopping_point
+from parkgate.core.events import NewEvent
 from parkgate.core.kinds import AskStatus, EventType, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, Reply, Run, Step
 from parkgate.core.phrases import PHRASES, WORKFLOW_DONE
-from parkgate.core.schedule import Fired
+from parkgate.core.schedule import Fired, escalated_to
 from parkgate.errors import AskAlreadyOpen, ConversationBusy, InputError, RunClosed, UnknownWorkflow
 from parkgate.gateway.closing import ClosedAsk, CloseReport
 from parkgate.gateway.events import NO_SUBSCRIBER, AskEvents
@@ -57,6 +59,13 @@ class WritePlan:
         self.events = events
         #: How many of ``closed`` were written already (see :meth:`write`).
         self._queued = 0
+        #: The events logged since the last write, besides those :meth:`write` derives
+        #: (a message's touch, refusal or vote; a late answer).
+        self.logged: list[NewEvent] = []
+
+    def log(self, event: NewEvent) -> None:
+        """Record ``event`` in this unit's commit, in the order it happened."""
+        self.logged.append(event)
 
     def queue_channel_job(
         self, ask_id: str, job: str, at: datetime, payload: str = "{}", post_to: ChannelTarget | None = None
@@ -68,12 +77,19 @@ class WritePlan:
         the store queues its update with the close.)"""
         self.channel_jobs.append(queued_job(ask_id, job, at, payload, post_to))
 
-    def close(self, step: AskStep, idle_minutes: float | None = None) -> ClosedAsk:
-        """Write ``step``, which closes its ask, and report the close after commit."""
+    def close(self, step: AskStep, now: datetime, idle_minutes: float | None = None) -> ClosedAsk:
+        """Write ``step``, which closes its ask at ``now`` (with its ``closed`` event), and
+        report the close after commit."""
         self.steps.append(step)
+        self.log(event_log.closed(step.ask, now))
         closed = ClosedAsk(step.ask, idle_minutes)
         self.closed.append(closed)
         return closed
+
+    def park_new(self, park: NewAsk, now: datetime, channel: str | None = None) -> None:
+        """Write ``park``'s new ask (posted to ``channel``, when given) with its ``parked`` event."""
+        self.park = park
+        self.log(event_log.parked(park.ask, now, channel))
 
     def write(self, tx: Transaction, clock: Clock) -> None:
         """Hand what is planned so far to ``tx`` as one value, with the callbacks of its
@@ -82,14 +98,40 @@ class WritePlan:
         (:mod:`parkgate.channels.jobs`), whichever statement closes it."""
         # A message that touches no events, channel or schedule (most) builds none of their values.
         callbacks = self._callbacks(clock) if self._has_events() else ()
+        logged = self._logged(clock)
         self._queued = len(self.closed)
         self.callbacks_queued += len(callbacks)
         jobs = tuple(self.channel_jobs) if self.channel_jobs else ()
         fired = tuple(item.ask for item in self.fired) if self.fired else ()
-        if self.steps or self.runs or self.park is not None or self.reply is not None or callbacks or jobs or fired:
-            tx.write(Writes(tuple(self.steps), tuple(self.runs), self.park, self.reply, callbacks, jobs, fired))
+        if (
+            self.steps
+            or self.runs
+            or self.park is not None
+            or self.reply is not None
+            or callbacks
+            or jobs
+            or fired
+            or logged
+        ):
+            writes = Writes(tuple(self.steps), tuple(self.runs), self.park, self.reply, callbacks, jobs, fired, logged)
+            tx.write(writes)
             self.channel_jobs_written += len(jobs)
             self.steps, self.runs, self.park, self.reply, self.channel_jobs, self.fired = [], [], None, None, [], []
+            self.logged = []
+
+    def _logged(self, clock: Clock) -> tuple[NewEvent, ...]:
+        """Every event of what is planned, in order: those logged as they happened (a
+        message's, each close's, the park's), then the fired schedule's."""
+        if not self.fired:
+            return tuple(self.logged)
+        now = clock.now()
+        logged = list(self.logged)
+        for item in self.fired:
+            if item.reminded:
+                logged.append(event_log.reminded(item.ask, now, item.ask.responders))
+            if item.escalated:
+                logged.append(event_log.escalated(item.ask, now, escalated_to(item.ask)))
+        return tuple(logged)
 
     def _has_events(self) -> bool:
         opened = self.park is not None and self.events.events_url is not None
@@ -217,13 +259,13 @@ class RunLifeCycle:
         change = ended(ask.run_id, outcome, now) if ask.default is None else goes_on(ask.run_id, now)
         # Only the TTL's own expiry is an expiry in the logs (the ``ask_expired`` line).
         idle = ask.idle_minutes(now) if outcome == RunOutcome.EXPIRED.value else None
-        plan.close(AskStep(expired, change), idle_minutes=idle)
+        plan.close(AskStep(expired, change), now, idle_minutes=idle)
         return expired
 
     def cancel(self, plan: WritePlan, ask: Ask, now: datetime, outcome: str, closed_by: str | None = None) -> Ask:
         """Close open ``ask`` as cancelled with ``outcome`` (by ``closed_by``), and its run with it."""
         cancelled = machine.cancel(ask, now, outcome, closed_by)
-        plan.close(AskStep(cancelled, ended(ask.run_id, outcome, now)))
+        plan.close(AskStep(cancelled, ended(ask.run_id, outcome, now)), now)
         return cancelled
 
     def pending_ask(self, tx: Transaction, plan: WritePlan, run: Run | None, now: datetime) -> Ask | None:
@@ -309,7 +351,7 @@ class RunLifeCycle:
         ``follow_up`` is true, or names the watcher that follows the ask up."""
         running = run_with(run, now, RunStatus.RUNNING, pending_ask_id=ask.id)
         watcher = follow_up if isinstance(follow_up, str) else None
-        plan.park = NewAsk(ask, running, bool(follow_up), watcher)
+        plan.park_new(NewAsk(ask, running, bool(follow_up), watcher), now, post_to.channel if post_to else None)
         if post_to is not None:
             plan.queue_channel_job(ask.id, POST, now, post_to=post_to)
         return asked_reply(ask)
@@ -337,16 +379,17 @@ class RunLifeCycle:
             self._record_expiry(plan, ask, result.ask, now)
             return expired_pass_reply(ask)
         reply = step_reply(result)
+        plan.log(event_log.message(ask, result.ask, result.kind, message, sender, now))
         if result.kind is ReplyKind.NOT_YOURS:
-            return reply  # nothing changes: no write, not a miss, no touch
+            return reply  # nothing changes but the log: not a miss, no touch
         if result.ask.is_open:
             plan.steps.append(AskStep(result.ask))
         elif result.kind is ReplyKind.CANCELLED:
-            plan.close(AskStep(result.ask, ended(ask.run_id, RunOutcome.CANCELLED.value, now)))
+            plan.close(AskStep(result.ask, ended(ask.run_id, RunOutcome.CANCELLED.value, now)), now)
         elif result.ask.phase is None:  # a plain ask: its run goes on, with nothing pending
-            plan.close(AskStep(result.ask, goes_on(ask.run_id, now)))
+            plan.close(AskStep(result.ask, goes_on(ask.run_id, now)), now)
         else:
-            plan.close(AskStep(result.ask))
+            plan.close(AskStep(result.ask), now)
             return self._advance(tx, plan, result.ask, reply, now)
         return reply
 

@@ -3,16 +3,18 @@
 :func:`open_store` opens one by URL. The names below are also the plug-in interface an
 engine implements: :class:`Store` and its :class:`Transaction`, the narrower interfaces a
 transaction is made of (:class:`OpenAsks`, :class:`Outbox`, :class:`ChannelTables`,
-:class:`FollowUps`, :class:`Heartbeats`, :class:`AgentStates`, :class:`AskKeys`), the
+:class:`EventLog`, :class:`FollowUps`, :class:`Heartbeats`, :class:`AgentStates`, :class:`AskKeys`), the
 values they pass (:class:`Writes` and its parts, :class:`Callback`, :class:`Intent`), and
 the close signal an engine's :class:`Watcher` feeds (:class:`CloseSignal`).
 """
 
+from parkgate.core.events import NewEvent
 from parkgate.store.base import (
     AgentStates,
     AskGauges,
     AskKeys,
     Callback,
+    EventLog,
     FollowUps,
     Heartbeats,
     Intent,
@@ -102,11 +104,13 @@ __all__ = [
     "ChannelPost",
     "ChannelTables",
     "CloseSignal",
+    "EventLog",
     "FollowUps",
     "Heartbeats",
     "Intent",
     "MessageTransaction",
     "NewAsk",
+    "NewEvent",
     "OpenAsks",
     "Outbox",
     "QueuedCallback",

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from parkgate.core.events import LoggedEvent, NewEvent
 from parkgate.core.model import Ask, CallbackState, CallbackStatus, Run
 from parkgate.errors import SchemaMissing as SchemaMissing
 from parkgate.errors import StoreClosed as StoreClosed
@@ -248,6 +249,40 @@ class Outbox(Protocol):
         ...
 
 
+class EventLog(Protocol):
+    """The event log (:mod:`parkgate.core.events`): a unit of work writes its events with
+    its change (:attr:`~parkgate.store.writes.Writes.events`); these are its reads, the
+    writes of events whose change is outside the asks' rows, and retention."""
+
+    def record(self, events: Iterable[NewEvent]) -> None:
+        """Write ``events`` of asks this transaction has not changed (a delivery attempt,
+        a channel post, a late answer), each numbered after its ask's last."""
+        ...
+
+    def of_ask(self, ask_id: str) -> list[LoggedEvent]:
+        """``ask_id``'s events in order: its timeline (empty for an unknown id)."""
+        ...
+
+    def after(self, after_id: int, limit: int, owner: str | None = None) -> list[LoggedEvent]:
+        """At most ``limit`` events after the one whose ``id`` is ``after_id`` (0: from the
+        first), in order; with ``owner``, only the events of that owner's asks."""
+        ...
+
+    def between(
+        self, since: datetime | None, until: datetime | None, limit: int, after_id: int = 0, owner: str | None = None
+    ) -> list[LoggedEvent]:
+        """At most ``limit`` events with ``since <= at < until`` (either open) after ``after_id``, in order."""
+        ...
+
+    def last_id(self) -> int:
+        """The ``id`` of the latest event (0: none)."""
+        ...
+
+    def prune(self, before: datetime) -> int:
+        """Delete the events older than ``before`` of closed asks (never an open ask's); how many."""
+        ...
+
+
 class Transaction(MessageTransaction, Protocol):
     """One transaction: a message's reads and writes, and the other tables' interfaces,
     all committed together."""
@@ -285,6 +320,11 @@ class Transaction(MessageTransaction, Protocol):
     @property
     def keys(self) -> AskKeys:
         """The idempotency keys of parks."""
+        ...
+
+    @property
+    def events(self) -> EventLog:
+        """The event log."""
         ...
 
 

@@ -17,6 +17,7 @@ from psycopg_pool import ConnectionPool
 from parkgate.core.model import Ask, Run
 from parkgate.store import sql
 from parkgate.store.dialect import Dialect
+from parkgate.store.events_sql import events_insert_in_one_snapshot
 from parkgate.store.open_asks_sql import SqlTables
 from parkgate.store.pg_connection import ConnectionHandles, translate_error
 from parkgate.store.sql import Guesses, RecentOpenAsks, Statement
@@ -171,15 +172,18 @@ class PostgresTransaction(SqlTables):
             return False
         step = held.usual_step()
         params = self._step_params(step, held.reply) if step is not None else None
+        # The events ride in the same statement; numbered in its one snapshot, a racing
+        # writer of the same ask's events makes it fail on (ask_id, seq): a conflict, retried.
+        events = [events_insert_in_one_snapshot(held.events, DIALECT)] if held.events else []
         if params is not None:
-            statement: Statement = (_STEP, params)
+            statement: Statement = _as_one_statement([*events, (_STEP, params)])
         else:
             park = held.lone_park()
             if park is None or self._claim[2] is not None or park.ask.conversation_id != self._claim[0]:
                 return False
             # A new ask where nothing was open: the unique index on open asks is the check.
             # Its INSERT fails (a conflict, retried with a read) if one is open.
-            statement = _as_one_statement(_park_statements(park))
+            statement = _as_one_statement([*events, *_park_statements(park)])
         self._held, self._claim_sent = None, True
         self.cursor.execute(_placeholders(statement[0]), statement[1])
         return True

@@ -22,6 +22,7 @@ from typing import Any
 from parkgate.core.model import Ask, Run, RunStatus, encode_votes
 from parkgate.store.ask_rows import MUTABLE_ASK_SET, RUN_ROWS, ask_from_row, mutable_values
 from parkgate.store.dialect import Dialect, Runner, Statement
+from parkgate.store.events_sql import event_insert
 from parkgate.store.sql_inserts import (
     ask_insert,
     callback_insert,
@@ -152,6 +153,8 @@ def apply_writes(writes: Writes, runner: Runner, save: Callable[[Ask], None], in
             send(*statement)
     for ask in writes.fired:
         send(*schedule_update(ask, dialect))
+    for event in writes.events:
+        send(*event_insert(event, dialect))
 
 
 # -- the memory of open asks ------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import NamedTuple
 
+from parkgate.core.events import NewEvent
 from parkgate.core.model import Ask, Run, RunStatus
 
 
@@ -92,7 +93,8 @@ class Writes(NamedTuple):
     """Everything one unit of work writes, applied in this order: the steps of existing
     asks, whole runs, the new ask, the stored reply, the queued callbacks, the queued
     channel jobs, the asks whose reminder or escalation fired (their schedule and
-    responders, never a touch).
+    responders, never a touch), and the events that record all of it
+    (:mod:`parkgate.core.events`), in the order they happened.
 
     The order matters once: a step that closes a conversation's open ask comes before the
     new ask parked there (a conversation has at most one open ask).
@@ -105,11 +107,12 @@ class Writes(NamedTuple):
     callbacks: tuple[QueuedCallback, ...] = ()
     channel_jobs: tuple[QueuedChannelJob, ...] = ()
     fired: tuple[Ask, ...] = ()
+    events: tuple[NewEvent, ...] = ()
 
     def usual_step(self) -> AskStep | None:
         """The one step of the usual message: an ask's new state, its run's change and the
-        stored reply, and nothing else (no whole run, no new ask, no callback, no channel
-        job, no fired schedule)."""
+        stored reply and its events, and nothing else (no whole run, no new ask, no
+        callback, no channel job, no fired schedule)."""
         if (
             len(self.steps) != 1
             or self.runs
@@ -122,7 +125,8 @@ class Writes(NamedTuple):
         return self.steps[0]
 
     def lone_park(self) -> NewAsk | None:
-        """The new ask when it is all there is to write (nothing closed, no reply, no callback, no channel job)."""
+        """The new ask when it is all there is to write with its events (nothing closed, no
+        reply, no callback, no channel job)."""
         if self.steps or self.runs or self.reply is not None or self.callbacks or self.channel_jobs or self.fired:
             return None
         return self.park

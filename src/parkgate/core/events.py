@@ -1,0 +1,209 @@
+"""The event log's values: what happened to an ask, one event per state change.
+
+Every state change of an ask (its park, a message that touched it, a refusal, a vote, a
+reminder, the escalation, the close, a callback's delivery, a channel post, an answer
+that came too late) is one event, written by the store in the transaction of the change
+it records, so a change never stands without its event nor an event without its change.
+An event's JSON is ``{"seq", "at", "type", "ask_id", "sender", "data"}``: ``seq`` counts
+one ask's events from 1, ``data`` says what the type needs (:class:`EventKind`).
+
+A message's text is kept only when it answered or voted: a miss, a menu or a refusal
+records its reply kind and sender, never what was typed, so the log is no transcript of
+what people wrote by mistake.
+
+This module is pure: it builds the values; :mod:`parkgate.store` writes and reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, NamedTuple
+
+from parkgate.core.kinds import AskStatus, ReplyKind
+from parkgate.core.model import Ask
+
+
+class EventKind(StrEnum):
+    """What an event records (its ``type``)."""
+
+    #: The ask was parked: ``data`` its owner, TTL, responders, quorum, channel and schedule.
+    PARKED = "parked"
+    #: A message touched the open ask: ``data.kind`` the reply kind (``retry``,
+    #: ``escalated``, ``reshown``, ``selected``, ``answered``, ``cancelled``), with
+    #: ``text`` only for an answer.
+    TOUCHED = "touched"
+    #: A message from someone the ask is not for (``data.kind`` ``not_yours``): nothing changed.
+    REFUSED = "refused"
+    #: A responder's vote on an ask that needs several (``data.answer``, ``votes``, ``quorum``).
+    VOTED = "voted"
+    #: A reminder fired (``data.number``, ``data.to``).
+    REMINDED = "reminded"
+    #: The escalation fired (``data.to``: the responders it added).
+    ESCALATED = "escalated"
+    #: The ask closed (``data.status``, ``outcome``, ``closed_by``, ``reason``).
+    CLOSED = "closed"
+    #: A callback or event delivery attempt (``data.target``, ``attempt``, ``status``, ``latency_ms``, ``result``).
+    DELIVERED = "delivered"
+    #: A channel post or edit (``data.channel``, ``job``, ``result``).
+    POSTED = "posted"
+    #: An answer that reached the ask after it closed (``data.surface``, ``status``, ``closed_at``).
+    LATE = "late"
+
+
+#: The reply kinds whose message is an answer: the only ones whose text the log keeps.
+ANSWER_KINDS = frozenset({ReplyKind.SELECTED, ReplyKind.ANSWERED, ReplyKind.VOTED})
+
+
+class NewEvent(NamedTuple):
+    """An event to write: the store numbers it (``seq``) and stamps its global ``id``."""
+
+    ask_id: str
+    type: EventKind
+    at: datetime
+    sender: str | None
+    #: The ask's owner (a tenant's reads keep to its own events).
+    owner: str | None
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedEvent:
+    """One event as the log holds it."""
+
+    #: Its place among its ask's events, from 1.
+    seq: int
+    at: datetime
+    type: EventKind
+    ask_id: str
+    #: Who caused it (a message's sender, a voter, ``operator``); ``None`` for the clock's events.
+    sender: str | None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    #: Its place among every event of the store (the stream's ``Last-Event-ID``).
+    id: int = 0
+    #: The ask's owner (not shown in the event's JSON).
+    owner: str | None = None
+
+    def to_json(self, *, with_id: bool = False) -> dict[str, Any]:
+        """The event's JSON: ``{"seq", "at", "type", "ask_id", "sender", "data"}`` (and ``id``
+        with ``with_id``, as the stream and the export show it)."""
+        body: dict[str, Any] = {
+            "seq": self.seq,
+            "at": self.at.isoformat(),
+            "type": self.type.value,
+            "ask_id": self.ask_id,
+            "sender": self.sender,
+            "data": dict(self.data),
+        }
+        if with_id:
+            body = {"id": self.id, **body}
+        return body
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> LoggedEvent:
+        """The event a JSON object (:meth:`to_json`'s) holds."""
+        return cls(
+            seq=int(body["seq"]),
+            at=datetime.fromisoformat(body["at"]),
+            type=EventKind(body["type"]),
+            ask_id=str(body["ask_id"]),
+            sender=body.get("sender"),
+            data=dict(body.get("data") or {}),
+            id=int(body.get("id") or 0),
+        )
+
+
+def _event(ask: Ask, kind: EventKind, at: datetime, sender: str | None, data: Mapping[str, Any]) -> NewEvent:
+    return NewEvent(ask.id, kind, at, sender, ask.owner, data)
+
+
+def parked(ask: Ask, at: datetime, channel: str | None = None) -> NewEvent:
+    """``ask`` was parked (posted to ``channel``, ``"slack:C0OPS"``, when given)."""
+    data = {
+        "owner": ask.owner,
+        "ttl_seconds": ask.ttl_seconds,
+        "responders": list(ask.responders),
+        "quorum": ask.quorum,
+        "channel": channel,
+        "remind_after": list(ask.remind_after),
+        "escalate_after": ask.escalate_after,
+        "escalate_to": list(ask.escalate_to),
+    }
+    return _event(ask, EventKind.PARKED, at, ask.owner, data)
+
+
+def message(before: Ask, after: Ask, kind: ReplyKind, text: str, sender: str | None, at: datetime) -> NewEvent:
+    """A message from ``sender`` that the open ask ``before`` answered with ``kind`` (leaving ``after``).
+
+    A refusal is ``refused``; a responder's choice on an ask that needs several is
+    ``voted``; anything else ``touched``. Only an answer or a vote keeps ``text``.
+    """
+    if kind is ReplyKind.NOT_YOURS:
+        return _event(before, EventKind.REFUSED, at, sender, {"kind": kind.value})
+    if before.quorum > 1 and kind in (ReplyKind.VOTED, ReplyKind.SELECTED):
+        vote = next((v for v in after.votes if v.sender == sender), None)
+        option = vote.option_index if vote is not None else after.option_index
+        counted = sum(1 for v in after.votes if v.option_index == option) if after.votes else after.quorum
+        data: dict[str, Any] = {
+            "text": text,
+            "answer": vote.answer if vote is not None else after.answer,
+            "option_index": option,
+            "votes": counted,
+            "quorum": after.quorum,
+        }
+        return _event(before, EventKind.VOTED, at, sender, data)
+    data = {"kind": kind.value}
+    if kind in ANSWER_KINDS:
+        data.update(text=text, answer=after.answer, option_index=after.option_index)
+    return _event(before, EventKind.TOUCHED, at, sender, data)
+
+
+def closed(ask: Ask, at: datetime, reason: str | None = None) -> NewEvent:
+    """``ask`` closed (as it stands closed); ``at`` is when the change was written."""
+    sender = ask.answered_by if ask.status is AskStatus.ANSWERED else ask.closed_by
+    data = {
+        "status": ask.status.value,
+        "outcome": ask.outcome,
+        "closed_by": sender,
+        "reason": reason,
+        "answer": ask.answer,
+    }
+    return _event(ask, EventKind.CLOSED, at, sender, data)
+
+
+def reminded(ask: Ask, at: datetime, to: tuple[str, ...]) -> NewEvent:
+    """``ask``'s reminder number ``ask.reminders_sent`` fired, to ``to``."""
+    return _event(ask, EventKind.REMINDED, at, None, {"number": ask.reminders_sent, "to": list(to)})
+
+
+def escalated(ask: Ask, at: datetime, to: tuple[str, ...]) -> NewEvent:
+    """``ask``'s escalation fired, adding ``to``."""
+    return _event(ask, EventKind.ESCALATED, at, None, {"to": list(to)})
+
+
+def late(ask: Ask, at: datetime, sender: str | None, surface: str, text: str | None = None) -> NewEvent:
+    """An answer from ``sender`` on ``surface`` that reached closed ``ask``: nothing changed."""
+    moment = closed_moment(ask)
+    data = {
+        "surface": surface,
+        "status": ask.status.value,
+        "outcome": ask.outcome,
+        "closed_at": moment.isoformat() if moment is not None else None,
+        "text": text,
+    }
+    return _event(ask, EventKind.LATE, at, sender, data)
+
+
+def closed_moment(ask: Ask) -> datetime | None:
+    """When closed ``ask`` closed (``None`` while open): its close time as recorded."""
+    if ask.is_open:
+        return None
+    moment = getattr(ask, "closed_at", None)
+    return moment if moment is not None else ask.answered_at
+
+
+def on_ask(ask_id: str, owner: str | None, kind: EventKind, at: datetime, data: Mapping[str, Any]) -> NewEvent:
+    """An event of the ask ``ask_id`` known only by id and owner (a delivery, a channel post)."""
+    return NewEvent(ask_id, kind, at, None, owner, data)

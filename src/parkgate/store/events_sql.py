@@ -1,0 +1,160 @@
+"""The event log in SQL (``ask_events``), written once for both engines: the inserts a
+unit of work sends with its change, and :class:`~parkgate.store.base.EventLog` on an
+engine's transaction.
+
+An event's ``seq`` is one more than its ask's last, read in the statement that inserts
+it; ``(ask_id, seq)`` is unique, so two transactions that number the same event fail one
+of them (a conflict, retried) rather than log two events with one number. Writers of one
+ask's events hold its row: a message, a close or a fired schedule update the row first,
+and a write outside such a unit (a delivery, a channel post) locks it before it numbers
+(:meth:`SqlEventLog.record`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from parkgate.core.events import EventKind, LoggedEvent, NewEvent
+from parkgate.store.dialect import Dialect, Runner, Statement
+
+#: One event, numbered after its ask's last.
+_INSERT = (
+    "INSERT INTO ask_events (ask_id, seq, at, type, sender, owner, data) "
+    "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ? FROM ask_events WHERE ask_id = ?"
+)
+#: The row lock a writer of an ask's events takes when its transaction has not changed the ask.
+_LOCK_ASK = "SELECT 1 FROM asks WHERE id = ? FOR NO KEY UPDATE"
+_COLUMNS = "id, ask_id, seq, at, type, sender, owner, data"
+
+
+def _encoded(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def event_insert(event: NewEvent, dialect: Dialect) -> Statement:
+    """The INSERT of ``event``, numbered after the events its ask has (those written before it included)."""
+    return _INSERT, (
+        event.ask_id,
+        dialect.encode_time(event.at),
+        event.type.value,
+        event.sender,
+        event.owner,
+        _encoded(event.data),
+        event.ask_id,
+    )
+
+
+def events_insert_in_one_snapshot(events: Sequence[NewEvent], dialect: Dialect) -> Statement:
+    """One INSERT of all ``events`` (PostgreSQL), to ride in a statement with the change
+    they record: its rows share one snapshot, so each ask's are numbered one after
+    another from its last, and are inserted in the order given (their ``id`` order)."""
+    written: dict[str, int] = {}
+    rows, params = [], []
+    for position, event in enumerate(events):
+        offset = written[event.ask_id] = written.get(event.ask_id, 0) + 1
+        rows.append("(?::int, ?, ?::int, ?::timestamptz, ?, ?::text, ?::text, ?)")
+        params += [
+            position,
+            event.ask_id,
+            offset,
+            dialect.encode_time(event.at),
+            event.type.value,
+            event.sender,
+            event.owner,
+            _encoded(event.data),
+        ]
+    statement = (
+        "INSERT INTO ask_events (ask_id, seq, at, type, sender, owner, data) "
+        "SELECT v.a, COALESCE((SELECT MAX(e.seq) FROM ask_events AS e WHERE e.ask_id = v.a), 0) + v.n, "
+        f"v.t, v.k, v.s, v.o, v.d FROM (VALUES {', '.join(rows)}) AS v(p, a, n, t, k, s, o, d) ORDER BY v.p"
+    )
+    return statement, tuple(params)
+
+
+def _event_from_row(row: Sequence[Any], dialect: Dialect) -> LoggedEvent:
+    ident, ask_id, seq, at, kind, sender, owner, data = row
+    return LoggedEvent(
+        seq=int(seq),
+        at=dialect.decode_time(at),
+        type=EventKind(kind),
+        ask_id=ask_id,
+        sender=sender,
+        data=json.loads(data) if data else {},
+        id=int(ident),
+        owner=owner,
+    )
+
+
+class SqlEventLog:
+    """:class:`~parkgate.store.base.EventLog` on an engine's transaction."""
+
+    __slots__ = ("_run",)
+
+    def __init__(self, runner: Runner) -> None:
+        self._run = runner
+
+    def record(self, events: Iterable[NewEvent]) -> None:
+        """Write ``events`` of asks this transaction has not changed (a delivery, a post):
+        each ask's row is locked first (on an engine that locks rows), so its events are
+        numbered one writer at a time."""
+        run, dialect = self._run, self._run.dialect
+        events = list(events)
+        if dialect.lock_suffix:  # SQLite's one writer needs no row lock
+            for ask_id in sorted({event.ask_id for event in events}):
+                run.query(_LOCK_ASK, (ask_id,))
+        for event in events:
+            run.send(*event_insert(event, dialect))
+
+    def of_ask(self, ask_id: str) -> list[LoggedEvent]:
+        """``ask_id``'s events in order (its timeline)."""
+        run = self._run
+        rows = run.query(f"SELECT {_COLUMNS} FROM ask_events WHERE ask_id = ? ORDER BY seq", (ask_id,)).fetchall()
+        return [_event_from_row(row, run.dialect) for row in rows]
+
+    def after(self, after_id: int, limit: int, owner: str | None = None) -> list[LoggedEvent]:
+        """Events after the one numbered ``after_id`` (0: from the first), in order, at most
+        ``limit``; with ``owner``, only the events of that owner's asks."""
+        return self.between(None, None, limit, after_id, owner)
+
+    def between(
+        self, since: datetime | None, until: datetime | None, limit: int, after_id: int = 0, owner: str | None = None
+    ) -> list[LoggedEvent]:
+        """Events with ``since <= at < until`` (either open-ended) after ``after_id``, in
+        order of ``id``, at most ``limit`` (a follower's or an export's page)."""
+        run, dialect = self._run, self._run.dialect
+        where, params = ["id > ?"], list[Any]([after_id])
+        if since is not None:
+            where.append("at >= ?")
+            params.append(dialect.encode_time(since))
+        if until is not None:
+            where.append("at < ?")
+            params.append(dialect.encode_time(until))
+        if owner is not None:
+            where.append("owner = ?")
+            params.append(owner)
+        statement = f"SELECT {_COLUMNS} FROM ask_events WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+        rows = run.query(statement, (*params, limit)).fetchall()
+        return [_event_from_row(row, dialect) for row in rows]
+
+    def last_id(self) -> int:
+        """The id of the latest event (0: none)."""
+        row = self._run.query("SELECT MAX(id) FROM ask_events").fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def prune(self, before: datetime) -> int:
+        """Delete the events older than ``before`` of asks that are closed (an open ask's
+        events are never pruned); how many were deleted."""
+        run = self._run
+        delete = (
+            "DELETE FROM ask_events WHERE at < ? AND NOT EXISTS "
+            "(SELECT 1 FROM asks WHERE asks.id = ask_events.ask_id AND asks.status = 'open')"
+        )
+        moment = (run.dialect.encode_time(before),)
+        if not run.dialect.lock_suffix:  # SQLite: no DELETE in a WITH; its cursor counts the rows
+            return int(run.query(delete, moment).rowcount)
+        # PostgreSQL's pipelined cursor has no row count: the rows deleted are counted instead.
+        found = run.query(f"WITH gone AS ({delete} RETURNING 1) SELECT COUNT(*) FROM gone", moment).fetchone()
+        return int(found[0])
