@@ -157,6 +157,8 @@ async def test_every_v1_route_sends_only_what_its_schema_declares(
     claim = "/v1/asks/{ask_id}/follow-up/claim"
     assert (await api("POST", claim, status=200, path={"ask_id": full}, json={"lease_seconds": 30}))["claimed"]
     await api("POST", "/v1/asks/{ask_id}/follow-up/done", status=200, path={"ask_id": full})
+    timeline = await api("GET", "/v1/asks/{ask_id}/events", status=200, path={"ask_id": full})
+    assert [event["type"] for event in timeline["events"]][-3:] == ["voted", "voted", "closed"]
 
     # Its callback fails for good: listed among the failed, re-armed, then refused a second re-arm.
     failing = httpx.AsyncClient(transport=httpx.MockTransport(lambda request: httpx.Response(500)))

@@ -7,9 +7,10 @@ it records, so a change never stands without its event nor an event without its 
 An event's JSON is ``{"seq", "at", "type", "ask_id", "sender", "data"}``: ``seq`` counts
 one ask's events from 1, ``data`` says what the type needs (:class:`EventKind`).
 
-A message's text is kept only when it answered or voted: a miss, a menu or a refusal
-records its reply kind and sender, never what was typed, so the log is no transcript of
-what people wrote by mistake.
+A message's event is the state machine's (:func:`parkgate.core.machine.message_event`):
+its text is kept only when it answered or voted; a miss, a menu or a refusal records its
+reply kind and sender, never what was typed, so the log is no transcript of what people
+wrote by mistake.
 
 This module is pure: it builds the values; :mod:`parkgate.store` writes and reads them.
 """
@@ -22,7 +23,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from parkgate.core.kinds import AskStatus, ReplyKind
+from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask
 
 
@@ -51,10 +52,6 @@ class EventKind(StrEnum):
     POSTED = "posted"
     #: An answer that reached the ask after it closed (``data.surface``, ``status``, ``closed_at``).
     LATE = "late"
-
-
-#: The reply kinds whose message is an answer: the only ones whose text the log keeps.
-ANSWER_KINDS = frozenset({ReplyKind.SELECTED, ReplyKind.ANSWERED, ReplyKind.VOTED})
 
 
 class NewEvent(NamedTuple):
@@ -115,7 +112,7 @@ class LoggedEvent:
         )
 
 
-def _event(ask: Ask, kind: EventKind, at: datetime, sender: str | None, data: Mapping[str, Any]) -> NewEvent:
+def event_of(ask: Ask, kind: EventKind, at: datetime, sender: str | None, data: Mapping[str, Any]) -> NewEvent:
     return NewEvent(ask.id, kind, at, sender, ask.owner, data)
 
 
@@ -131,33 +128,7 @@ def parked(ask: Ask, at: datetime, channel: str | None = None) -> NewEvent:
         "escalate_after": ask.escalate_after,
         "escalate_to": list(ask.escalate_to),
     }
-    return _event(ask, EventKind.PARKED, at, ask.owner, data)
-
-
-def message(before: Ask, after: Ask, kind: ReplyKind, text: str, sender: str | None, at: datetime) -> NewEvent:
-    """A message from ``sender`` that the open ask ``before`` answered with ``kind`` (leaving ``after``).
-
-    A refusal is ``refused``; a responder's choice on an ask that needs several is
-    ``voted``; anything else ``touched``. Only an answer or a vote keeps ``text``.
-    """
-    if kind is ReplyKind.NOT_YOURS:
-        return _event(before, EventKind.REFUSED, at, sender, {"kind": kind.value})
-    if before.quorum > 1 and kind in (ReplyKind.VOTED, ReplyKind.SELECTED):
-        vote = next((v for v in after.votes if v.sender == sender), None)
-        option = vote.option_index if vote is not None else after.option_index
-        counted = sum(1 for v in after.votes if v.option_index == option) if after.votes else after.quorum
-        data: dict[str, Any] = {
-            "text": text,
-            "answer": vote.answer if vote is not None else after.answer,
-            "option_index": option,
-            "votes": counted,
-            "quorum": after.quorum,
-        }
-        return _event(before, EventKind.VOTED, at, sender, data)
-    data = {"kind": kind.value}
-    if kind in ANSWER_KINDS:
-        data.update(text=text, answer=after.answer, option_index=after.option_index)
-    return _event(before, EventKind.TOUCHED, at, sender, data)
+    return event_of(ask, EventKind.PARKED, at, ask.owner, data)
 
 
 def closed(ask: Ask, at: datetime, reason: str | None = None) -> NewEvent:
@@ -170,17 +141,17 @@ def closed(ask: Ask, at: datetime, reason: str | None = None) -> NewEvent:
         "reason": reason,
         "answer": ask.answer,
     }
-    return _event(ask, EventKind.CLOSED, at, sender, data)
+    return event_of(ask, EventKind.CLOSED, at, sender, data)
 
 
 def reminded(ask: Ask, at: datetime, to: tuple[str, ...]) -> NewEvent:
     """``ask``'s reminder number ``ask.reminders_sent`` fired, to ``to``."""
-    return _event(ask, EventKind.REMINDED, at, None, {"number": ask.reminders_sent, "to": list(to)})
+    return event_of(ask, EventKind.REMINDED, at, None, {"number": ask.reminders_sent, "to": list(to)})
 
 
 def escalated(ask: Ask, at: datetime, to: tuple[str, ...]) -> NewEvent:
     """``ask``'s escalation fired, adding ``to``."""
-    return _event(ask, EventKind.ESCALATED, at, None, {"to": list(to)})
+    return event_of(ask, EventKind.ESCALATED, at, None, {"to": list(to)})
 
 
 def late(ask: Ask, at: datetime, sender: str | None, surface: str, text: str | None = None) -> NewEvent:
@@ -193,7 +164,7 @@ def late(ask: Ask, at: datetime, sender: str | None, surface: str, text: str | N
         "closed_at": moment.isoformat() if moment is not None else None,
         "text": text,
     }
-    return _event(ask, EventKind.LATE, at, sender, data)
+    return event_of(ask, EventKind.LATE, at, sender, data)
 
 
 def closed_moment(ask: Ask) -> datetime | None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
 from parkgate.core import phrases as P
+from parkgate.core.events import EventKind, NewEvent
 from parkgate.core.expect import Expect, describe, numbered_options, value_of
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind
 from parkgate.core.menu import MENUS_REMEMBERED, Match, Verdict, choose, normalise, slash_command
@@ -269,3 +271,38 @@ def cancel(ask: Ask, now: datetime, outcome: str = AskStatus.CANCELLED.value, cl
     """Close ``ask`` as cancelled (an operator's cancel, ``closed_by`` ``operator``, or a
     replaced ask, ``closed_by`` ``None``)."""
     return ask.evolve(status=AskStatus.CANCELLED, outcome=outcome, answered_at=now, closed_by=closed_by)
+
+
+#: The reply kinds whose message is an answer: the only ones whose text the log keeps.
+ANSWER_KINDS = frozenset({ReplyKind.SELECTED, ReplyKind.ANSWERED, ReplyKind.VOTED})
+
+
+def message_event(before: Ask, after: Ask, kind: ReplyKind, text: str, sender: str | None, at: datetime) -> NewEvent:
+    """A message from ``sender`` that the open ask ``before`` answered with ``kind`` (leaving ``after``).
+
+    A refusal is ``refused``; a responder's choice on an ask that needs several is
+    ``voted``; anything else ``touched``. Only an answer or a vote keeps ``text``.
+    """
+    if kind is ReplyKind.NOT_YOURS:
+        return _event(before, EventKind.REFUSED, at, sender, {"kind": kind.value})
+    if before.quorum > 1 and kind in (ReplyKind.VOTED, ReplyKind.SELECTED):
+        vote = next((v for v in after.votes if v.sender == sender), None)
+        option = vote.option_index if vote is not None else after.option_index
+        counted = sum(1 for v in after.votes if v.option_index == option) if after.votes else after.quorum
+        data: dict[str, Any] = {
+            "text": text,
+            "answer": vote.answer if vote is not None else after.answer,
+            "option_index": option,
+            "votes": counted,
+            "quorum": after.quorum,
+        }
+        return _event(before, EventKind.VOTED, at, sender, data)
+    data = {"kind": kind.value}
+    if kind in ANSWER_KINDS:
+        data.update(text=text, answer=after.answer, option_index=after.option_index)
+    return _event(before, EventKind.TOUCHED, at, sender, data)
+
+
+def _event(ask: Ask, kind: EventKind, at: datetime, sender: str | None, data: dict[str, Any]) -> NewEvent:
+    # Made here, not by parkgate.core.events: a message's path stays in this module.
+    return NewEvent(ask.id, kind, at, sender, ask.owner, data)

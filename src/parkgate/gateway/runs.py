@@ -379,7 +379,7 @@ class RunLifeCycle:
             self._record_expiry(plan, ask, result.ask, now)
             return expired_pass_reply(ask)
         reply = step_reply(result)
-        plan.log(event_log.message(ask, result.ask, result.kind, message, sender, now))
+        plan.log(machine.message_event(ask, result.ask, result.kind, message, sender, now))
         if result.kind is ReplyKind.NOT_YOURS:
             return reply  # nothing changes but the log: not a miss, no touch
         if result.ask.is_open:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from parkgate.core.events import EventKind
 from parkgate.core.expect import Expect
 from parkgate.core.model import AskShape, CallbackState, Reply, Run, Vote
 from parkgate.core.shape import Declared, public
@@ -200,3 +201,21 @@ __all__ = [
     "WorkflowsOut",
     "model_of",
 ]
+
+
+class EventOut(Out):
+    """One event of an ask's log (:mod:`parkgate.core.events`)."""
+
+    seq: int = Field(description="Its place among its ask's events, from 1.")
+    at: str = Field(description="When it happened (ISO 8601).")
+    type: Literal[tuple(kind.value for kind in EventKind)]  # type: ignore[valid-type]
+    ask_id: str
+    sender: str | None = Field(description="Who caused it (null for the clock's events).")
+    data: dict[str, Any] = Field(description="What its type records.")
+
+
+class EventsOut(Out):
+    """An ask's timeline: its events in order."""
+
+    ask_id: str
+    events: list[EventOut]

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from parkgate.core.model import Ask
 from parkgate.errors import InputError
 from parkgate.errors import Scope as Scope  # a 403 names the one it lacked: defined with the errors
 from parkgate.errors import TokenFileError as TokenFileError
@@ -76,6 +77,18 @@ class Caller:
 
     def may(self, scope: Scope) -> bool:
         return scope in self.scopes
+
+    @property
+    def tenant(self) -> str | None:
+        """The owner whose asks alone this caller reads in the history, the event log and
+        the stats: its own ``owner`` (a named token), ``None`` (every owner's) for a caller
+        with the ``operate`` scope or without a name."""
+        return None if self.owner is None or Scope.OPERATE in self.scopes else self.owner
+
+    def sees(self, ask: Ask) -> bool:
+        """Whether this caller may read ``ask``'s history and events (:attr:`tenant`)."""
+        tenant = self.tenant
+        return tenant is None or ask.owner == tenant
 
     def may_post_to(self, target: str) -> bool:
         """Whether this caller's asks may be posted to ``target`` (``"slack:C0OPS"``): one of

@@ -19,32 +19,11 @@ from typing import Any
 
 from parkgate.core.events import EventKind, LoggedEvent, NewEvent
 from parkgate.store.dialect import Dialect, Runner, Statement
+from parkgate.store.sql import encoded_data, event_insert
 
-#: One event, numbered after its ask's last.
-_INSERT = (
-    "INSERT INTO ask_events (ask_id, seq, at, type, sender, owner, data) "
-    "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ? FROM ask_events WHERE ask_id = ?"
-)
 #: The row lock a writer of an ask's events takes when its transaction has not changed the ask.
 _LOCK_ASK = "SELECT 1 FROM asks WHERE id = ? FOR NO KEY UPDATE"
 _COLUMNS = "id, ask_id, seq, at, type, sender, owner, data"
-
-
-def _encoded(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def event_insert(event: NewEvent, dialect: Dialect) -> Statement:
-    """The INSERT of ``event``, numbered after the events its ask has (those written before it included)."""
-    return _INSERT, (
-        event.ask_id,
-        dialect.encode_time(event.at),
-        event.type.value,
-        event.sender,
-        event.owner,
-        _encoded(event.data),
-        event.ask_id,
-    )
 
 
 def events_insert_in_one_snapshot(events: Sequence[NewEvent], dialect: Dialect) -> Statement:
@@ -64,7 +43,7 @@ def events_insert_in_one_snapshot(events: Sequence[NewEvent], dialect: Dialect) 
             event.type.value,
             event.sender,
             event.owner,
-            _encoded(event.data),
+            encoded_data(event.data),
         ]
     statement = (
         "INSERT INTO ask_events (ask_id, seq, at, type, sender, owner, data) "

@@ -14,15 +14,16 @@ used first out).
 from __future__ import annotations
 
 import enum
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from parkgate.core.events import NewEvent
 from parkgate.core.model import Ask, Run, RunStatus, encode_votes
 from parkgate.store.ask_rows import MUTABLE_ASK_SET, RUN_ROWS, ask_from_row, mutable_values
 from parkgate.store.dialect import Dialect, Runner, Statement
-from parkgate.store.events_sql import event_insert
 from parkgate.store.sql_inserts import (
     ask_insert,
     callback_insert,
@@ -96,6 +97,31 @@ def save_ask(ask: Ask, dialect: Dialect) -> Statement:
     return (
         f"UPDATE asks SET status = ?, {MUTABLE_ASK_SET} WHERE id = ?",
         (ask.status.value, *mutable_fields(ask, dialect), ask.id),
+    )
+
+
+#: One event, numbered after its ask's last.
+_INSERT = (
+    "INSERT INTO ask_events (ask_id, seq, at, type, sender, owner, data) "
+    "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ? FROM ask_events WHERE ask_id = ?"
+)
+
+
+def encoded_data(data: Any) -> str:
+    """An event's ``data`` as the text the log keeps (compact JSON)."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def event_insert(event: NewEvent, dialect: Dialect) -> Statement:
+    """The INSERT of ``event``, numbered after the events its ask has (those written before it included)."""
+    return _INSERT, (
+        event.ask_id,
+        dialect.encode_time(event.at),
+        event.type.value,
+        event.sender,
+        event.owner,
+        encoded_data(event.data),
+        event.ask_id,
     )
 
 
