@@ -170,7 +170,7 @@
       showSelection();
     });
     pick.appendChild(box);
-    askLinkCell(row, ask, "conversation", "Conversation");
+    cell(row, visibleId(ask.conversation_id), "conversation", "Conversation");
     cell(row, ask.phase ? visibleId(ask.phase) : "—", "phase", "Phase");
     const question = cell(row, "", "prompt", "Question");
     const prompt = document.createElement("div");
@@ -223,7 +223,10 @@
     button.textContent = "Cancel";
     button.setAttribute("aria-label", "Cancel the ask in " + visibleId(ask.conversation_id));
     button.addEventListener("click", () => cancelAsk(ask, button));
-    actions.appendChild(button);
+    const controls = document.createElement("div");
+    controls.className = "row-actions";
+    controls.append(askLink(ask, "Timeline"), button);
+    actions.appendChild(controls);
     return row;
   }
 
@@ -511,15 +514,20 @@
     return "#/ask/" + encodeURIComponent(askId);
   }
 
-  // A cell whose text links to the ask's page (its timeline).
-  function askLinkCell(row, ask, className, label) {
-    const td = cell(row, "", className, label);
+  // A link to the ask's page (its timeline), reading `text`.
+  function askLink(ask, text) {
     const link = document.createElement("a");
     link.className = "ask-link";
     link.href = askHref(ask.ask_id);
-    link.textContent = visibleId(ask.conversation_id);
+    link.textContent = text;
     link.setAttribute("aria-label", "Timeline of the ask in " + visibleId(ask.conversation_id));
-    td.appendChild(link);
+    return link;
+  }
+
+  // A cell whose text (the conversation) links to the ask's page.
+  function askLinkCell(row, ask, className, label) {
+    const td = cell(row, "", className, label);
+    td.appendChild(askLink(ask, visibleId(ask.conversation_id)));
     return td;
   }
 
@@ -975,7 +983,9 @@
   // Read with fetch, not EventSource: EventSource cannot send the Authorization header the
   // API's token goes in. The parser follows the SSE format (id:, event:, data:, blank line),
   // and a reconnect sends Last-Event-ID, so no event is missed across a dropped connection.
-  const live = { connected: false, lastId: "", controller: null, retryMs: 1000, count: 0, timer: null, refreshing: null };
+  // retryMs: the server's "retry" (how soon to reconnect after a stream ends); backoffMs: the
+  // wait after a failed connection, doubled each time up to 15 s.
+  const live = { connected: false, lastId: "", controller: null, retryMs: 1000, backoffMs: 1000, count: 0, timer: null, refreshing: null };
 
   function setLive(text) {
     $("live").textContent = "Live updates: " + text;
@@ -999,17 +1009,18 @@
       response = await fetch("/v1/events/stream", { headers, signal: controller.signal, cache: "no-store" });
     } catch (error) {
       if (controller.signal.aborted) return;
-      liveDown("reconnecting…", live.retryMs);
+      liveDown("reconnecting…", live.backoffMs);
       return;
     }
     if (!response.ok || !response.body) {
+      if (response.body) response.body.cancel().catch(() => undefined); // the refusal's body is not read
       // No stream on this server (404), or no token for it: poll instead, and try again later.
       const why = response.status === 404 ? "off (this server has no event stream)" : response.status === 401 || response.status === 403 ? "off (the token cannot read the stream)" : "reconnecting…";
-      liveDown(why, response.status === 404 ? 60000 : live.retryMs);
+      liveDown(why, response.status === 404 ? 60000 : live.backoffMs);
       return;
     }
     live.connected = true;
-    live.retryMs = 1000;
+    live.backoffMs = 1000;
     setLive("on" + (live.count ? " · " + live.count + " events" : ""));
     try {
       await readStream(response.body.getReader(), controller);
@@ -1017,13 +1028,15 @@
       // a dropped connection: reconnect below
     }
     if (controller.signal.aborted) return;
-    liveDown("reconnecting…", live.retryMs);
+    // A stream ends by design (the server holds one for a while): resume where it stopped.
+    live.connected = false;
+    reconnectLater(live.retryMs);
   }
 
   function liveDown(text, ms) {
     live.connected = false;
     setLive(text);
-    live.retryMs = Math.min(live.retryMs * 2, 15000);
+    live.backoffMs = Math.min(live.backoffMs * 2, 15000);
     reconnectLater(ms);
   }
 
@@ -1040,6 +1053,7 @@
         const line = buffer.slice(0, end);
         buffer = buffer.slice(end + (buffer.startsWith("\r\n", end) ? 2 : 1));
         if (line === "") {
+          if (message.id !== null) live.lastId = message.id; // an id without data still says where to resume
           if (message.data.length) dispatch(message);
           message = { id: null, event: "message", data: [] };
           continue;
@@ -1057,7 +1071,6 @@
   }
 
   function dispatch(message) {
-    if (message.id !== null) live.lastId = message.id;
     let event;
     try {
       event = JSON.parse(message.data.join("\n"));
@@ -1101,7 +1114,7 @@
       paging.shown = "";
       route();
       refreshFailed();
-      live.retryMs = 1000;
+      live.backoffMs = 1000;
       connectLive();
     });
     $("refresh").addEventListener("click", () => {
