@@ -699,7 +699,7 @@
     listing.busy = true;
     const query = new URLSearchParams(view.params);
     if (!query.get("status")) query.set("status", "closed");
-    query.set("limit", String(PAGE_HISTORY));
+    if (!/^\d+$/.test(query.get("limit") || "")) query.set("limit", String(PAGE_HISTORY)); // a bookmark may set it
     if (listing.cursor) query.set("cursor", listing.cursor);
     let data;
     try {
@@ -1131,7 +1131,12 @@
       event.preventDefault();
       go("#/history?" + historyQuery().toString());
     });
-    $("history-filters").addEventListener("reset", () => setTimeout(() => go("#/history"), 0));
+    $("history-filters").addEventListener("reset", (event) => {
+      event.preventDefault();
+      view.params = new URLSearchParams();
+      showHistoryFilters();
+      go("#/history");
+    });
     $("history-next").addEventListener("click", () => historyPage(1));
     $("history-previous").addEventListener("click", () => historyPage(-1));
     $("ask-cancel").addEventListener("click", cancelThisAsk);
