@@ -217,8 +217,9 @@ def test_history_filters_and_pages_what_the_api_lists(
         search(listed(http, status="all", responder="U_BOB"), status="all", responder="U_BOB")
         assert sorted(listed(http, status="all", responder="U_BOB")) == sorted([ids["deploy-42"], ids["scale-up"]])
         search([ids["release-notes"]], conversation="release-notes")
-        assert listed(http, status="answered", outcome="Scale") == [ids["scale-up"]]
-        search([ids["scale-up"]], status="answered", outcome="Scale")
+        assert listed(http, status="all", outcome="cancelled") == [ids["vacuum"]]
+        search([ids["vacuum"]], status="all", outcome="cancelled")
+        search(listed(http, status="answered", outcome="selected"), status="answered", outcome="selected")
         # Day 2's expiries: the form's local moments (this page is in UTC) sent with their zone.
         search([ids["rotate-keys"], ids["cache-flush"]], status="expired", since="2026-03-03T00:00", until="2026-03-04T00:00")
         assert "since=2026-03-03T00%3A00%3A00.000Z" in asked[-1] and "until=2026-03-04T00%3A00%3A00.000Z" in asked[-1]
