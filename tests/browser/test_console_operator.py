@@ -73,7 +73,8 @@ def laid_out(page: Any) -> None:
 
 
 def shown_ids(page: Any, rows: str) -> list[str]:
-    return [str(row.get_attribute("data-ask-id")) for row in page.locator(rows).all()]
+    """The asks the rows show, read in one go (a redraw meanwhile cannot mix two lists)."""
+    return list(page.locator(rows).evaluate_all("rows => rows.map((row) => row.dataset.askId)"))
 
 
 def listed(http: Any, **params: Any) -> list[str]:
