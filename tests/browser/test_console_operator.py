@@ -222,7 +222,9 @@ def test_history_filters_and_pages_what_the_api_lists(
         search([ids["vacuum"]], status="all", outcome="cancelled")
         search(listed(http, status="answered", outcome="selected"), status="answered", outcome="selected")
         # Day 2's expiries: the form's local moments (this page is in UTC) sent with their zone.
-        search([ids["rotate-keys"], ids["cache-flush"]], status="expired", since="2026-03-03T00:00", until="2026-03-04T00:00")
+        day_two = listed(http, status="expired", since="2026-03-03T00:00:00Z", until="2026-03-04T00:00:00Z")
+        assert sorted(day_two) == sorted([ids["rotate-keys"], ids["cache-flush"]])
+        search(day_two, status="expired", since="2026-03-03T00:00", until="2026-03-04T00:00")
         assert "since=2026-03-03T00%3A00%3A00.000Z" in asked[-1] and "until=2026-03-04T00%3A00%3A00.000Z" in asked[-1]
         search([], status="all", channel="slack:C0NOWHERE")
         assert "channel=slack%3AC0NOWHERE" in asked[-1]
