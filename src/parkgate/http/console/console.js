@@ -787,7 +787,8 @@
     $("ask-title").textContent = "Ask in " + visibleId(ask.conversation_id);
     $("ask-prompt").textContent = visibleText(ask.prompt);
     const facts = [
-      ["Status", ask.status + (ask.outcome && ask.outcome !== ask.status ? " (" + visibleId(ask.outcome) + ")" : "")],
+      ["Status", ask.status],
+      ["Outcome", ask.outcome && ask.outcome !== ask.status ? visibleId(ask.outcome) : ""],
       ["Answer", ask.answer !== null && ask.answer !== undefined ? visibleText(ask.answer) : ""],
       ["Closed", closedByNote(ask)],
       ["Asked at", when(ask.asked_at, true)],
