@@ -317,7 +317,7 @@ def test_charts_draw_the_stats_figures_as_svg(
         assert heights[1] > heights[0] == heights[2] > 0  # two expiries draw twice as tall as one
         expect(page.locator("#chart-time svg rect.bar")).to_have_count(3)  # p50, p90, p99
         p50 = stats["day"]["total"]["time_to_answer"]["p50"]
-        expect(page.locator('#chart-time rect.bar[data-key="p50"]')).to_have_attribute("data-value", str(p50))
+        assert float(page.locator('#chart-time rect.bar[data-key="p50"]').get_attribute("data-value") or "nan") == p50
         answered_days = [day for day in days if day["time_to_answer"]["p50"] is not None]
         expect(page.locator("#chart-time-day svg circle.point")).to_have_count(len(answered_days))
         ages = page.locator("#chart-age svg rect.bar")
