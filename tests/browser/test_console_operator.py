@@ -64,7 +64,7 @@ def console(browser: Any, server: Server, token: str, width: int, height: int) -
 def keep(page: Any, name: str, width: int) -> None:
     """The view's screenshot as ``console-<name>-<width>.png`` (see the module docstring)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"console-{name}-{width}.png"))
+    page.screenshot(path=str(SHOTS / f"console-{name}-{width}.png"), full_page=True)
 
 
 def laid_out(page: Any) -> None:

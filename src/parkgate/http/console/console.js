@@ -1016,7 +1016,7 @@
     if (!response.ok || !response.body) {
       if (response.body) response.body.cancel().catch(() => undefined); // the refusal's body is not read
       // No stream on this server (404), or no token for it: poll instead, and try again later.
-      const why = response.status === 404 ? "off (this server has no event stream)" : response.status === 401 || response.status === 403 ? "off (the token cannot read the stream)" : "reconnecting…";
+      const why = response.status === 404 ? "off (no event stream here)" : response.status === 401 || response.status === 403 ? "off (the token cannot read the stream)" : "reconnecting…";
       liveDown(why, response.status === 404 ? 60000 : live.backoffMs);
       return;
     }
