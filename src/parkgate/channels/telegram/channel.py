@@ -125,6 +125,12 @@ class TelegramChannel:
             while len(self._names) > NAMES_KEPT:
                 self._names.popitem(last=False)
 
+    def known_names(self) -> dict[str, str]:
+        """The ``@username`` of each person this process has seen (first names, which their
+        owners choose, are left out: :class:`~parkgate.channels.base.KnowsNames`)."""
+        with self._lock:
+            return {user_id: name for user_id, name in self._names.items() if name.startswith("@")}
+
     def known_name(self, user_id: str) -> str:
         """``user_id``'s name as last seen by this process, else the id itself."""
         with self._lock:

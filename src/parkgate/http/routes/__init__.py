@@ -6,6 +6,7 @@
 - :mod:`~parkgate.http.routes.runs`: ``/v1/runs``;
 - :mod:`~parkgate.http.routes.workflows`: ``/v1/workflows``;
 - :mod:`~parkgate.http.routes.channels`: ``/v1/channels/failed``;
+- :mod:`~parkgate.http.routes.directory`: ``/v1/directory``, the display names the console shows;
 - :mod:`~parkgate.http.routes.operations`: ``/healthz``, ``/metrics``;
 - :mod:`~parkgate.http.routes.console`: the console at ``/`` and Swagger UI at ``/docs``.
 
@@ -18,7 +19,17 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from parkgate.http.routes import asks, channels, console, conversations, follow_ups, operations, runs, workflows
+from parkgate.http.routes import (
+    asks,
+    channels,
+    console,
+    conversations,
+    directory,
+    follow_ups,
+    operations,
+    runs,
+    workflows,
+)
 
 ROUTERS = (
     asks.router,
@@ -27,6 +38,7 @@ ROUTERS = (
     runs.router,
     workflows.router,
     channels.router,
+    directory.router,
     operations.router,
     console.router,
 )
