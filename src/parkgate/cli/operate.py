@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from parkgate.cli.names import directory, people, person
 from parkgate.cli.stores import db_option, gateway_session
+from parkgate.core.directory import Directory
 from parkgate.core.display import json_line, visible_id, visible_text
 from parkgate.core.kinds import RunOutcome
 from parkgate.core.model import Ask
@@ -58,7 +60,12 @@ def resolve(gateway: Gateway, given: str) -> Ask:
 @click.argument("ask_id")
 @click.option("--json", "as_json", is_flag=True, help="The ask's JSON object on one line instead of a table.")
 def show(db_url: str, ask_id: str, as_json: bool) -> None:
-    """Show one ask: ASK_ID whole, or the start of an open ask's id as `parkgate asks` prints it."""
+    """Show one ask: ASK_ID whole, or the start of an open ask's id as `parkgate asks` prints it.
+
+    People (responders, votes, who answered or closed it) are shown by their display
+    names where PARKGATE_DIRECTORY names them; --json keeps ids.
+    """
+    names = Directory() if as_json else directory()
     with gateway_session(db_url, reading=True) as gateway:
         ask = resolve(gateway, ask_id)
         shown = ask_to_dict(ask, gateway.clock.now() if ask.is_open else None)
@@ -71,8 +78,25 @@ def show(db_url: str, ask_id: str, as_json: bool) -> None:
     for field, value in shown.items():
         if value is None or value == [] or field == "ask_id":
             continue
-        table.add_row(field, Text(visible_text(value if isinstance(value, str) else json_line(value))))
+        table.add_row(field, Text(_people_in(ask, field, names) or visible_text(_as_text(value))))
     Console().print(table)
+
+
+def _as_text(value: object) -> str:
+    return value if isinstance(value, str) else json_line(value)
+
+
+def _people_in(ask: Ask, field: str, names: Directory) -> str | None:
+    """A field that names people, as ``show`` prints it (display names where ``names`` has
+    them; a vote as ``who: number. label``); ``None`` for any other field."""
+    if field in ("responders", "escalate_to"):
+        return people(names, getattr(ask, field))
+    if field == "votes":
+        return "\n".join(f"{person(names, v.sender)}: {v.option_index}. {visible_text(v.answer)}" for v in ask.votes)
+    if field in ("answered_by", "closed_by"):
+        sender = getattr(ask, field)
+        return None if sender is None else person(names, sender)
+    return None
 
 
 @click.command()

@@ -193,9 +193,9 @@ class AsyncClient:
         """As :meth:`Client.failed_callbacks <parkgate.client.Client.failed_callbacks>`."""
         return await self._send(wire.failed_callbacks(limit))
 
-    async def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> AskView:
+    async def cancel(self, ask_id: str, *, outcome: str = "cancelled", reason: str | None = None) -> AskView:
         """As :meth:`Client.cancel <parkgate.client.Client.cancel>`."""
-        return await self._send(wire.cancel(ask_id, outcome))
+        return await self._send(wire.cancel(ask_id, outcome, reason))
 
     async def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
         """Record a run that ended before it asked anything (:meth:`Client.record_run`)."""

@@ -307,13 +307,14 @@ class Client:
         return self._send(wire.failed_callbacks(limit))
 
     # -- operating -------------------------------------------------------------------------
-    def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> AskView:
+    def cancel(self, ask_id: str, *, outcome: str = "cancelled", reason: str | None = None) -> AskView:
         """An operator's cancel: the ask closes as ``cancelled``.
 
         Args:
             ask_id: The ask to cancel.
             outcome: An id-like string recorded on the ask and its run that says why
                 (``abandoned``, say), as :meth:`Gateway.cancel <parkgate.Gateway.cancel>` takes.
+            reason: Why, in words: kept with the close in the ask's event log.
 
         Returns:
             The ask as it is now (a closed one comes back as it was).
@@ -321,7 +322,7 @@ class Client:
         Raises:
             UnknownAsk: No ask has this id.
         """
-        return self._send(wire.cancel(ask_id, outcome))
+        return self._send(wire.cancel(ask_id, outcome, reason))
 
     def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
         """Record a run that ended before it asked anything, as complete with ``outcome``.

@@ -321,9 +321,14 @@ def _parked_ask(data: Mapping[str, Any]) -> AskView | None:
     return None if ask is None else AskView.from_dict(ask)
 
 
-def cancel(ask_id: str, outcome: str | None = None) -> Call[AskView]:
-    """``POST /v1/asks/{ask_id}/cancel``, with the ``outcome`` to record when given."""
-    body = None if outcome is None else _json({"outcome": check_id(outcome, "outcome")})
+def cancel(ask_id: str, outcome: str | None = None, reason: str | None = None) -> Call[AskView]:
+    """``POST /v1/asks/{ask_id}/cancel``, with the ``outcome`` and ``reason`` to record when given."""
+    fields: dict[str, str] = {}
+    if outcome is not None:
+        fields["outcome"] = check_id(outcome, "outcome")
+    if reason is not None:
+        fields["reason"] = reason
+    body = _json(fields) if fields else None
     path = f"v1/asks/{_segment(ask_id, 'ask_id')}/cancel"
     return Call("POST", path, AskView.from_dict, body, about={"ask_id": ask_id})
 

@@ -263,9 +263,9 @@ class AsyncGateway:
         """One ask by id, closed if past its TTL (:meth:`Gateway.get`)."""
         return await offload(self.sync.get, ask_id)
 
-    async def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> Ask:
-        """An operator's cancel, ``outcome`` saying why (:meth:`Gateway.cancel`)."""
-        return await offload(self.sync.cancel, ask_id, outcome=outcome)
+    async def cancel(self, ask_id: str, *, outcome: str = "cancelled", reason: str | None = None) -> Ask:
+        """An operator's cancel, ``outcome`` and ``reason`` saying why (:meth:`Gateway.cancel`)."""
+        return await offload(self.sync.cancel, ask_id, outcome=outcome, reason=reason)
 
     async def expire(self, ask_id: str, *, outcome: str = "expired") -> Ask:
         """Close an open ask as ``expired`` now, ``outcome`` saying why (:meth:`Gateway.expire`)."""

@@ -41,6 +41,7 @@ from parkgate.gateway.checks import (
     check_limit,
     check_optional_id,
     check_output,
+    check_reason,
     check_sender,
     check_string,
     check_workflow,
@@ -352,13 +353,15 @@ class Gateway:
                 self.signal.changed(Change.DUE, reply.ask_id)
         return reply
 
-    def cancel(self, ask_id: str, *, outcome: str = RunOutcome.CANCELLED.value) -> Ask:
+    def cancel(self, ask_id: str, *, outcome: str = RunOutcome.CANCELLED.value, reason: str | None = None) -> Ask:
         """An operator's cancel: close the ask as ``cancelled`` (and its run as complete).
 
         Args:
             ask_id: The ask to cancel.
             outcome: An id-like string recorded on the ask and its run that says why, say
                 ``"abandoned"`` when whoever waited for the answer is gone.
+            reason: Why, in words, kept with the close in the ask's event log
+                (``data.reason`` of its ``closed`` event).
 
         Returns:
             The ask as it is now. An ask already closed is returned as it is; an expired
@@ -368,10 +371,11 @@ class Gateway:
             UnknownAsk: No ask has this id.
         """
         check_id(outcome, "outcome")
+        why = check_reason(reason)
 
         def close(plan: WritePlan, ask: Ask, now: datetime) -> Ask:
             read = self._runs.read(plan, ask, now)
-            return self._runs.cancel(plan, ask, now, outcome, OPERATOR) if read.is_open else read
+            return self._runs.cancel(plan, ask, now, outcome, OPERATOR, why) if read.is_open else read
 
         return self._close_open_ask(ask_id, close)
 

@@ -26,6 +26,7 @@ from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMP
 from parkgate.gateway.checks import (
     MAX_ID_CHARS,
     MAX_MESSAGE_CHARS,
+    MAX_REASON_CHARS,
     MAX_REMINDERS,
     MAX_RESPONDERS,
     MAX_SKILL_OUTPUT_CHARS,
@@ -232,6 +233,11 @@ class CancelIn(_Body):
     when left out), such as ``abandoned`` when whoever waited for the answer is gone."""
 
     outcome: Id = "cancelled"
+    reason: str | None = Field(
+        default=None,
+        max_length=MAX_REASON_CHARS,
+        description="Why, in words: kept with the close in the ask's event log (its closed event's data.reason).",
+    )
 
 
 class FinishIn(_Body):

@@ -92,6 +92,57 @@
     return data;
   }
 
+  // -- people: display names from GET /v1/directory in place of sender ids ----------
+  // The server's directory (PARKGATE_DIRECTORY, and the names its channels learnt); an
+  // id with no name there is shown as itself.
+  const directory = { names: {}, shown: "" };
+
+  async function refreshDirectory() {
+    let data;
+    try {
+      data = await api("GET", "/v1/directory");
+    } catch (error) {
+      return; // a token without the read scope, say: ids are shown
+    }
+    const shown = JSON.stringify(data.names || {});
+    if (shown === directory.shown) return;
+    directory.names = data.names || {};
+    directory.shown = shown;
+    paging.shown = ""; // the rows name people: shown again with the names
+    if (view.name === "open") refreshAsks();
+    else route();
+  }
+
+  function nameOf(sender) {
+    return Object.prototype.hasOwnProperty.call(directory.names, sender) ? directory.names[sender] : null;
+  }
+
+  // A person as a line names them in text: their display name, else their id.
+  function personText(sender) {
+    const name = nameOf(sender);
+    return name === null ? visibleId(sender) : visibleText(name);
+  }
+
+  // A person as an element: their display name with their id in its tooltip, else their id.
+  function person(sender) {
+    const span = document.createElement("span");
+    span.className = "person";
+    const name = nameOf(sender);
+    span.textContent = name === null ? visibleId(sender) : visibleText(name);
+    if (name !== null) span.title = visibleId(sender);
+    return span;
+  }
+
+  // People as a line lists them: each a person(), separated by ``separator``.
+  function peopleNodes(senders, separator) {
+    const nodes = [];
+    senders.forEach((sender, i) => {
+      if (i > 0) nodes.push(document.createTextNode(separator));
+      nodes.push(person(sender));
+    });
+    return nodes;
+  }
+
   function cell(row, text, className, label) {
     const td = document.createElement("td");
     td.textContent = text === null || text === undefined ? "" : String(text);
@@ -230,23 +281,30 @@
     return row;
   }
 
-  // Who may answer an ask, how many must agree, and each responder's current vote.
+  // Who may answer an ask, how many must agree, and each responder's current vote:
+  // people by their display names (their ids in the tooltips) where the directory has them.
   function whoLines(ask) {
-    const names = ask.responders.map(visibleId).join(", ");
     const responders = document.createElement("div");
     responders.className = "options responders";
-    responders.textContent = "For " + names + (ask.quorum > 1 ? " · " + ask.quorum + " of " + ask.responders.length + " must agree" : "");
+    responders.append("For ", ...peopleNodes(ask.responders, ", "));
+    if (ask.quorum > 1) responders.append(" · " + ask.quorum + " of " + ask.responders.length + " must agree");
     const votes = document.createElement("div");
     votes.className = "options votes";
-    const cast = (ask.votes || []).map((vote) => visibleId(vote.sender) + ": " + vote.option_index + ". " + visibleText(vote.answer));
-    votes.textContent = "Votes: " + (cast.length ? cast.join("; ") : "none yet");
+    const cast = ask.votes || [];
+    votes.append("Votes: ");
+    if (!cast.length) votes.append("none yet");
+    cast.forEach((vote, i) => {
+      if (i > 0) votes.append("; ");
+      votes.append(person(vote.sender), ": " + vote.option_index + ". " + visibleText(vote.answer));
+    });
     return ask.quorum > 1 || cast.length ? [responders, votes] : [responders];
   }
 
-  // Who closed an ask, as the server keeps it: "answered by U_ALICE", "closed by operator".
+  // Who closed an ask, as the server keeps it: "answered by Alice Ng" (U_ALICE where the
+  // directory has no name), "closed by operator".
   function closedByNote(ask) {
-    if (ask.answered_by) return "answered by " + visibleId(ask.answered_by);
-    if (ask.closed_by) return "closed by " + visibleId(ask.closed_by);
+    if (ask.answered_by) return "answered by " + personText(ask.answered_by);
+    if (ask.closed_by) return "closed by " + personText(ask.closed_by);
     return "";
   }
 
@@ -475,7 +533,7 @@
     input.value = "";
     // Who is typing, sent with each message: on an ask with responders only theirs count.
     const sender = $("chat-sender").value.trim();
-    logLine("you", "", text, sender ? "as " + visibleId(sender) : "");
+    logLine("you", "", text, sender ? "as " + personText(sender) : "");
     try {
       const path = "/v1/conversations/" + encodeURIComponent(conversation()) + "/messages";
       await showReply(await api("POST", path, sender ? { text, sender } : { text }), text);
@@ -795,8 +853,8 @@
       ["Closed at", when(ask.closed_at || ask.answered_at, true)],
       ["Time to answer", ask.status === "answered" ? duration(answerSeconds(ask)) : ""],
       ["Options", ask.kind === "choice" ? ask.options.map((label, i) => i + 1 + ". " + visibleText(label)).join("  ") : "free text"],
-      ["Responders", (ask.responders || []).map(visibleId).join(", ") + (ask.quorum > 1 ? " · " + ask.quorum + " must agree" : "")],
-      ["Votes", (ask.votes || []).map((vote) => visibleId(vote.sender) + ": " + vote.option_index + ". " + visibleText(vote.answer)).join("; ")],
+      ["Responders", (ask.responders || []).map(personText).join(", ") + (ask.quorum > 1 ? " · " + ask.quorum + " must agree" : "")],
+      ["Votes", (ask.votes || []).map((vote) => personText(vote.sender) + ": " + vote.option_index + ". " + visibleText(vote.answer)).join("; ")],
       ["Parked by", ask.owner ? visibleId(ask.owner) : ""],
       ["Ask id", visibleId(ask.ask_id)],
       ["Conversation", visibleId(ask.conversation_id)],
@@ -819,7 +877,7 @@
   // What an event says, in words: who did what (its sender is shown beside it).
   function eventWords(event) {
     const d = event.data || {};
-    const list = (names) => (names || []).map(visibleId).join(", ");
+    const list = (names) => (names || []).map(personText).join(", ");
     switch (event.type) {
       case "parked":
         return ["parked", d.owner ? "by " + visibleId(d.owner) : "",
@@ -839,7 +897,7 @@
         return ["escalated", d.to && d.to.length ? "to " + list(d.to) : ""];
       case "closed":
         return ["closed: " + visibleId(d.status || ""), d.outcome && d.outcome !== d.status ? "outcome " + visibleId(d.outcome) : "",
-          d.closed_by ? "by " + visibleId(d.closed_by) : "", d.reason ? "reason: " + visibleText(d.reason) : ""];
+          d.closed_by ? "by " + personText(d.closed_by) : "", d.reason ? "reason: " + visibleText(d.reason) : ""];
       case "delivered":
         return [visibleId(d.target || "delivery") + " to " + visibleId(d.host || "?"), d.attempt ? "attempt " + d.attempt : "",
           d.status ? "HTTP " + d.status : "", d.latency_ms !== undefined && d.latency_ms !== null ? d.latency_ms + " ms" : "",
@@ -868,9 +926,8 @@
     time.textContent = when(event.at, true);
     head.append(time, badge(event.type));
     if (event.sender) {
-      const sender = document.createElement("span");
-      sender.className = "sender";
-      sender.textContent = visibleId(event.sender);
+      const sender = person(event.sender); // a display name, its id in the tooltip
+      sender.classList.add("sender");
       head.appendChild(sender);
     }
     const body = document.createElement("div");
@@ -1113,6 +1170,7 @@
       sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
       setStatus("Token set for this tab.");
       paging.shown = "";
+      refreshDirectory();
       route();
       refreshFailed();
       live.backoffMs = 1000;
@@ -1120,6 +1178,7 @@
     });
     $("refresh").addEventListener("click", () => {
       paging.shown = "";
+      refreshDirectory();
       refreshAsks();
       refreshFailed();
     });
@@ -1168,6 +1227,7 @@
       cameFrom = true;
       route();
     });
+    refreshDirectory();
     route();
     refreshFailed();
     connectLive();
@@ -1179,6 +1239,7 @@
       lastPoll = now;
       refreshAsks();
     }, REFRESH_MS);
+    setInterval(refreshDirectory, REFRESH_MS * 5);
     setInterval(refreshFailed, REFRESH_MS * 5);
   }
   let cameFrom = false;

@@ -7,6 +7,7 @@
 - :mod:`~parkgate.http.routes.runs`: ``/v1/runs``;
 - :mod:`~parkgate.http.routes.workflows`: ``/v1/workflows``;
 - :mod:`~parkgate.http.routes.channels`: ``/v1/channels/failed``;
+- :mod:`~parkgate.http.routes.directory`: ``/v1/directory``, the display names the console shows;
 - :mod:`~parkgate.http.routes.operations`: ``/healthz``, ``/metrics``;
 - :mod:`~parkgate.http.routes.console`: the console at ``/`` and Swagger UI at ``/docs``.
 
@@ -24,6 +25,7 @@ from parkgate.http.routes import (
     channels,
     console,
     conversations,
+    directory,
     events,
     follow_ups,
     operations,
@@ -39,6 +41,7 @@ ROUTERS = (
     runs.router,
     workflows.router,
     channels.router,
+    directory.router,
     operations.router,
     console.router,
 )

@@ -149,10 +149,11 @@ async def cancel_ask(ask_id: str, gateway: GatewayDep, body: CancelIn | None = N
     """An operator's cancel: the ask closes as ``cancelled`` (a closed one is returned as it is).
 
     The body's ``outcome`` (``cancelled`` when there is no body) is recorded on the ask and
-    its run: say ``abandoned`` when whoever waited for the answer is gone.
+    its run: say ``abandoned`` when whoever waited for the answer is gone. Its ``reason``
+    (words) is kept with the close in the ask's event log.
     """
-    outcome = body.outcome if body is not None else CancelIn().outcome
-    return await ask_response(gateway, await gateway.cancel(ask_id, outcome=outcome))
+    given = body if body is not None else CancelIn()
+    return await ask_response(gateway, await gateway.cancel(ask_id, outcome=given.outcome, reason=given.reason))
 
 
 @router.get("/v1/callbacks/failed", response_model=AskListOut, responses=documented(*V1_ERRORS))
