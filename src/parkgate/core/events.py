@@ -26,7 +26,6 @@ from typing import Any, NamedTuple
 from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask
 
-
 #: How often the event stream (``GET /v1/events/stream``) writes a comment while no event
 #: arrives, in seconds: a proxy never finds the connection idle, and a client reading the
 #: stream sets its read timeout past it.
