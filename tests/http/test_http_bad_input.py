@@ -284,6 +284,13 @@ def test_an_id_with_a_c1_control_character_is_refused(served: Server, control: s
         assert_error(http.post(messages_path(f"a{control}b"), json={"text": "1"}), 422, "invalid_input")
 
 
+@pytest.mark.parametrize("conversation", ["\nab", "a\nb", "ab\n"])
+def test_a_conversation_id_with_a_line_break_is_refused_not_unrouted(served: Server, conversation: str) -> None:
+    with served.client() as http:
+        assert_error(http.post(messages_path(conversation), json={"text": "1"}), 422, "invalid_input", "control")
+        assert_error(http.get(messages_path(conversation).removesuffix("/messages")), 422, "invalid_input")
+
+
 def test_a_ttl_below_one_microsecond_names_the_smallest(served: Server, conv: str) -> None:
     with served.client() as http:
         body = {"conversation_id": conv, "prompt": "Pick", "options": ["A", "B"], "ttl_seconds": 1e-9}

@@ -26,6 +26,11 @@ from typing import Any, NamedTuple
 from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask
 
+#: How often the event stream (``GET /v1/events/stream``) writes a comment while no event
+#: arrives, in seconds: a proxy never finds the connection idle, and a client reading the
+#: stream sets its read timeout past it.
+STREAM_HEARTBEAT_SECONDS = 15.0
+
 
 class EventKind(StrEnum):
     """What an event records (its ``type``)."""

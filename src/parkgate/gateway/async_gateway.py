@@ -294,9 +294,17 @@ class AsyncGateway:
         """``ask_id``'s timeline, in order (:meth:`Gateway.events`)."""
         return await offload(self.sync.events, ask_id)
 
-    async def events_after(self, after_id: int = 0, limit: int = 100, *, owner: str | None = None) -> list[LoggedEvent]:
+    async def events_after(
+        self,
+        after_id: int = 0,
+        limit: int = 100,
+        *,
+        owner: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[LoggedEvent]:
         """Every ask's events after ``after_id``, in order (:meth:`Gateway.events_after`)."""
-        return await offload(self.sync.events_after, after_id, limit, owner=owner)
+        return await offload(self.sync.events_after, after_id, limit, owner=owner, since=since, until=until)
 
     async def last_event_id(self) -> int:
         """The ``id`` of the latest event (:meth:`Gateway.last_event_id`)."""

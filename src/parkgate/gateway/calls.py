@@ -746,21 +746,32 @@ class Gateway:
 
         return self._units.run(body)
 
-    def events_after(self, after_id: int = 0, limit: int = 100, *, owner: str | None = None) -> list[LoggedEvent]:
+    def events_after(
+        self,
+        after_id: int = 0,
+        limit: int = 100,
+        *,
+        owner: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[LoggedEvent]:
         """Every ask's events after the one whose ``id`` is ``after_id``, in the order they
-        were written: how a follower of the log (the event stream) reads on.
+        were written: how a follower of the log (the event stream) reads on, and an export
+        of a window pages through it.
 
         Args:
             after_id: The last event's ``id`` already seen (0: from the first kept).
             limit: At most this many events.
             owner: Only the events of this owner's asks.
+            since: Only events at or after this moment.
+            until: Only events before this moment.
 
         Returns:
             The events, oldest first, each with its ``id``.
         """
         check_limit(limit)
         with self.store.transaction() as tx:
-            return tx.events.after(max(0, after_id), limit, owner)
+            return tx.events.between(since, until, limit, max(0, after_id), owner)
 
     def last_event_id(self) -> int:
         """The ``id`` of the latest event written (0: none): where a new follower starts."""

@@ -9,6 +9,9 @@ Routes (the public contract; paths and field names are kept stable):
 - ``GET /v1/asks/{ask_id}`` (``?wait=S`` long-polls up to 60 s until it closes),
   ``GET /v1/asks?status=open`` (oldest first, with ``hours_open``, a page at a time:
   ``limit`` and ``cursor``, answered as ``{asks, next}``), ``POST /v1/asks/{ask_id}/cancel``.
+- ``GET /v1/asks/{ask_id}/events`` (an ask's timeline), ``GET /v1/events/stream`` (new
+  events as server-sent events, resumable with ``Last-Event-ID``) and
+  ``GET /v1/events/export`` (a window's events as CSV or JSON Lines).
 - ``POST /v1/workflows/{name}/start``: start a registered workflow (the demo ``uml``).
 - ``/healthz``, ``/metrics`` (Prometheus), ``/openapi.json``, and the console at ``/``.
 - ``POST /slack/events`` when Slack is served (:mod:`parkgate.channels.slack`), signed by Slack;
@@ -49,6 +52,7 @@ from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.gateway.checks import MAX_WAIT_SECONDS
 from parkgate.gateway.delivering import deliverer_for
 from parkgate.http.errors import add_error_handlers
+from parkgate.http.event_stream import EventTail
 from parkgate.http.guard import MAX_BODY_BYTES, GuardMiddleware
 from parkgate.http.logs import ensure_stderr_logging
 from parkgate.http.longpolls import DEFAULT_MAX_LONG_POLLS, LongPolls, max_long_polls_from_env
@@ -68,6 +72,7 @@ from parkgate.http.settings import (
     store_from_env,
     with_token,
 )
+from parkgate.http.stopping import Stopping
 
 
 @contextlib.asynccontextmanager
@@ -81,9 +86,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # never waits for one to walk every module's objects.
     gc.collect()
     gc.freeze()
+    stopping: Stopping = app.state.stopping
+    stopping.hear()  # a stop signal ends the event streams, which would hold the shutdown
     try:
         yield
     finally:
+        stopping.forget()
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -137,6 +145,8 @@ def create_app(
     app.state.settings = settings
     app.state.open_ask_cap = OpenAskCap(app.state.async_gateway)
     app.state.long_polls = LongPolls(max_long_polls)
+    app.state.event_tail = EventTail(app.state.async_gateway)
+    app.state.stopping = Stopping()
     signed = frozenset(path for served in channels for path in served.signed_paths)
     app.add_middleware(
         GuardMiddleware,

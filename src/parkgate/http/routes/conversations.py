@@ -40,16 +40,24 @@ router = APIRouter(tags=["conversations"])
 
 class ConversationPath(PathConvertor):
     """A conversation id that may hold ``/`` (as ``:path`` does), but not one ending in
-    ``/messages``: that path is the messages route's, which allows only POST."""
+    ``/messages``: that path is the messages route's, which allows only POST. A line break
+    in it matches too, so the id's own check refuses it (422), not the router (404)."""
 
-    regex = ".*(?<!/messages)"
+    regex = "(?s:.*)(?<!/messages)"
+
+
+class AnyPath(PathConvertor):
+    """``:path`` with line breaks in it matched too (its id's check then refuses them)."""
+
+    regex = "(?s:.*)"
 
 
 register_url_convertor("conversation", ConversationPath())
+register_url_convertor("conversation_any", AnyPath())
 
 
 #: The messages route's path: a conversation id may hold ``/``.
-MESSAGES_PATH = "/v1/conversations/{conversation_id:path}/messages"
+MESSAGES_PATH = "/v1/conversations/{conversation_id:conversation_any}/messages"
 
 
 async def post_message(conversation_id: str, body: MessageIn) -> Response:
