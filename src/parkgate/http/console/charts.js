@@ -91,9 +91,9 @@
     const height = Math.max(60, items.length * rowHeight + 16);
     const svg = frame(width, height, title, items, fmt);
     if (!items.length) return empty(svg, width, height);
-    const labelWidth = Math.min(170, Math.round(width * 0.32));
-    const valueWidth = Math.min(150, Math.round(width * 0.3));
-    const plot = width - labelWidth - valueWidth - 12;
+    const labelWidth = Math.min(170, Math.round(width * 0.3));
+    // The bars take under half the rest: their value and note are written after them.
+    const plot = Math.round((width - labelWidth) * (width >= 520 ? 0.4 : 0.45));
     const max = niceTop(Math.max(...items.map((item) => item.value || 0)));
     const room = Math.max(3, Math.floor(labelWidth / (FONT * 0.6)));
     items.forEach((item, i) => {
@@ -107,7 +107,8 @@
       bar.appendChild(node("title", {}, item.label + ": " + (item.value === null ? "none" : fmt(item.value)) + (item.note ? " · " + item.note : "")));
       svg.appendChild(bar);
       const shown = (item.value === null ? "none" : fmt(item.value)) + (item.note && width >= 520 ? " · " + item.note : "");
-      svg.appendChild(node("text", { x: labelWidth + Math.max(2, w) + 6, y: y + 15, class: "value" }, cut(shown, Math.floor(valueWidth / (FONT * 0.55)))));
+      const after = labelWidth + Math.max(2, w) + 6;
+      svg.appendChild(node("text", { x: after, y: y + 15, class: "value" }, cut(shown, Math.floor((width - after) / (FONT * 0.58)))));
     });
     return svg;
   }
