@@ -164,11 +164,15 @@ def seed(server: Server, clock: ManualClock) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def history_server(tmp_path_factory: pytest.TempPathFactory, console_token: str) -> Iterator[tuple[Server, dict[str, str]]]:
+def history_server(
+    tmp_path_factory: pytest.TempPathFactory, console_token: str
+) -> Iterator[tuple[Server, dict[str, str]]]:
     """A server with three days of history (its clock stopped at day 3, 12:00 UTC)."""
     folder = tmp_path_factory.mktemp("operator")
     clock = ManualClock(START)
-    server = Server(f"sqlite:///{folder / 'parkgate.db'}", folder / "server.log", token=console_token, in_thread=True, clock=clock)
+    server = Server(
+        f"sqlite:///{folder / 'parkgate.db'}", folder / "server.log", token=console_token, in_thread=True, clock=clock
+    )
     with running(server.start()):
         yield server, seed(server, clock)
 
@@ -176,7 +180,9 @@ def history_server(tmp_path_factory: pytest.TempPathFactory, console_token: str)
 @pytest.fixture
 def fresh_server(tmp_path: Path, console_token: str) -> Iterator[Server]:
     """A server of the test's own (real time), for what changes asks."""
-    server = Server(f"sqlite:///{tmp_path / 'parkgate.db'}", tmp_path / "server.log", token=console_token, in_thread=True)
+    server = Server(
+        f"sqlite:///{tmp_path / 'parkgate.db'}", tmp_path / "server.log", token=console_token, in_thread=True
+    )
     with running(server.start()):
         yield server
 
@@ -350,7 +356,9 @@ def test_a_live_event_updates_the_open_list_and_the_asks_page_without_a_reload(
         page.goto(fresh_server.url + "/")
         expect(page.locator("#live")).to_have_text("Live updates: on")
         page.evaluate("window.notReloaded = true")
-        ask = http.post("/v1/asks", json={"conversation_id": "live-1", "prompt": "Go?", "options": ["Go", "Stop"]}).json()
+        ask = http.post(
+            "/v1/asks", json={"conversation_id": "live-1", "prompt": "Go?", "options": ["Go", "Stop"]}
+        ).json()
         row = page.locator(f'tr.ask-row[data-ask-id="{ask["ask_id"]}"]')
         expect(row).to_have_count(1)  # the parked event brought it, not a poll (none runs while live)
         expect(page.locator("#live")).to_contain_text("1 event")
@@ -373,7 +381,9 @@ def test_a_bulk_cancel_asks_first_and_cancels_only_the_selected_asks(
 ) -> None:
     with fresh_server.client() as http:
         parked = {
-            name: http.post("/v1/asks", json={"conversation_id": name, "prompt": f"{name}?", "options": ["Yes", "No"]}).json()
+            name: http.post(
+                "/v1/asks", json={"conversation_id": name, "prompt": f"{name}?", "options": ["Yes", "No"]}
+            ).json()
             for name in ("bulk-a", "bulk-b", "bulk-c")
         }
     with console(browser, fresh_server, console_token, width, height) as page:
