@@ -231,7 +231,7 @@ _CLAIM = "SELECT parkgate_claim(?::text, ?::text, ?::text, ?::timestamptz, ?::in
 _STEP = (
     "SELECT parkgate_step(?::text, ?::text, ?::text, ?::timestamptz, ?::int4, ?::float8, "
     "?::text, ?::text, ?::text, ?::int4, ?::timestamptz, ?::timestamptz, ?::int4, "
-    "?::text, ?::text, ?::text, "
+    "?::text, ?::text, ?::text, ?::timestamptz, "
     "?::text, ?::text, ?::text, ?::text, ?::timestamptz, ?::text, ?::timestamptz)"
 )
 
