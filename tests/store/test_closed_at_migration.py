@@ -16,8 +16,8 @@ import pytest
 
 from parkgate import Gateway, ManualClock
 from parkgate.core.kinds import AskStatus
-from parkgate.store.postgres import PostgresStore
 from parkgate.store.migrations import iter_migrations
+from parkgate.store.postgres import PostgresStore
 from schema_v12 import BEFORE_V20
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

@@ -35,7 +35,7 @@ from parkgate.channels.email.settings import EmailSettings
 from parkgate.channels.email.smtp import Mailer
 from parkgate.channels.email.spec import NAME
 from parkgate.channels.lines import closed_line
-from parkgate.core.kinds import AskStatus, EventType
+from parkgate.core.kinds import EventType
 from parkgate.core.model import Ask
 from parkgate.core.schedule import escalated_to
 from parkgate.errors import InputError
