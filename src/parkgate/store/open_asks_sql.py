@@ -13,6 +13,7 @@ from parkgate.store.ask_rows import ASK_COLUMNS
 from parkgate.store.base import AskGauges
 from parkgate.store.channels_sql import SqlChannels
 from parkgate.store.dialect import Dialect
+from parkgate.store.history_sql import SqlHistory
 from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
 from parkgate.store.sql import Runner, ask_from_row, read_ask
 from parkgate.store.sql_inserts import read_reply, read_run
@@ -181,3 +182,7 @@ class SqlTables:
     @property
     def channels(self: Runner) -> SqlChannels:
         return SqlChannels(self)
+
+    @property
+    def history(self: Runner) -> SqlHistory:
+        return SqlHistory(self)
