@@ -79,6 +79,22 @@ class Figures:
     misses_per_ask: float | None
     open_by_age: dict[str, int]
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Figures:
+        """The figures :meth:`to_dict` wrote (a group's ``key`` beside them is left aside)."""
+        answer = data["time_to_answer"]
+        return cls(
+            opened=int(data["opened"]),
+            answered=int(data["answered"]),
+            expired=int(data["expired"]),
+            cancelled=int(data["cancelled"]),
+            time_to_answer=TimeToAnswer(answer["p50"], answer["p90"], answer["p99"], int(answer["count"])),
+            reminders=int(data["reminders"]),
+            escalations=int(data["escalations"]),
+            misses_per_ask=data["misses_per_ask"],
+            open_by_age={str(name): int(count) for name, count in data["open_by_age"].items()},
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The figures' JSON object."""
         return {
@@ -118,6 +134,22 @@ class Stats:
     total: Figures
     groups: list[tuple[str, Figures]] = field(default_factory=list)
     truncated: bool = False
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Stats:
+        """The figures :meth:`to_dict` wrote (``GET /v1/stats``' body)."""
+
+        def moment(value: Any) -> datetime | None:
+            return None if value is None else datetime.fromisoformat(value)
+
+        return cls(
+            since=moment(data.get("since")),
+            until=moment(data.get("until")),
+            by=None if data.get("by") is None else StatsBy(data["by"]),
+            total=Figures.from_dict(data["total"]),
+            groups=[(str(group["key"]), Figures.from_dict(group)) for group in data.get("groups", [])],
+            truncated=bool(data.get("truncated", False)),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """``{"since", "until", "by", "total": figures, "groups": [{"key", ...figures}], "truncated"}``."""

@@ -1,6 +1,7 @@
 """The service's routes, one router per resource: :func:`add_routes` puts them on an app.
 
 - :mod:`~parkgate.http.routes.asks`: ``/v1/asks`` and the callbacks of asks;
+- :mod:`~parkgate.http.routes.history`: ``/v1/stats`` and ``/v1/export``;
 - :mod:`~parkgate.http.routes.follow_ups`: claiming an ask's follow-up and marking it done;
 - :mod:`~parkgate.http.routes.conversations`: ``/v1/conversations/{id}/messages``;
 - :mod:`~parkgate.http.routes.runs`: ``/v1/runs``;
@@ -18,10 +19,21 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from parkgate.http.routes import asks, channels, console, conversations, follow_ups, operations, runs, workflows
+from parkgate.http.routes import (
+    asks,
+    channels,
+    console,
+    conversations,
+    follow_ups,
+    history,
+    operations,
+    runs,
+    workflows,
+)
 
 ROUTERS = (
     asks.router,
+    history.router,
     follow_ups.router,
     conversations.router,
     runs.router,

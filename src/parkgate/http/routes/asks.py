@@ -29,7 +29,7 @@ from parkgate.http.models import (
 from parkgate.http.outputs import AskListOut, AskOut, ReplyOut
 from parkgate.http.paging import DEFAULT_PAGE_ASKS, MAX_CURSOR_CHARS, MAX_PAGE_ASKS
 from parkgate.http.responses import ask_response, asks_json, error_response
-from parkgate.http.tokens import Scope, needs
+from parkgate.http.tokens import Caller, Scope, needs
 
 router = APIRouter(tags=["asks"])
 
@@ -101,6 +101,15 @@ async def _park(gateway: AsyncGateway, body: AskIn, owner: str | None) -> Reply:
     )
 
 
+def history_owner(caller: Caller) -> str | None:
+    """The owner whose asks alone ``caller``'s history reads and figures hold, ``None`` for
+    every owner's: a tenant (a named token with the ``park`` scope and not ``operate``)
+    sees its own asks; an operator, a read-only auditor, the single token and a server
+    without tokens see all."""
+    tenant = caller.owner is not None and caller.may(Scope.PARK) and not caller.may(Scope.OPERATE)
+    return caller.owner if tenant else None
+
+
 @router.get("/v1/asks", response_model=AskListOut, responses=documented(*V1_ERRORS))
 @needs(Scope.READ)
 async def list_asks(
@@ -142,11 +151,12 @@ async def list_asks(
     close first. ``since`` and ``until`` bound that same time. A listing is a read: an open
     ask it finds past its TTL is closed as expired (at its due time) and listed so.
 
-    Scoped like every read: a named token without the ``operate`` scope lists only the
-    asks it parked; the single token, an ``operate`` token or a server without tokens
-    lists every owner's, and ``owner`` keeps one's. Send the filters again with each ``cursor``.
+    Scoped like every read (:func:`history_owner`): a named token that parks asks and has no
+    ``operate`` scope lists only the asks it parked; an ``operate`` token, a read-only
+    token (an auditor's), the single token or a server without tokens lists every owner's,
+    and ``owner`` keeps one's. Send the filters again with each ``cursor``.
     """
-    scoped = caller.owner if caller.owner is not None and not caller.may(Scope.OPERATE) else None
+    scoped = history_owner(caller)
     if scoped is not None and owner not in (None, scoped):
         return SafeJSONResponse({"asks": [], "next": None})
     query = HistoryQuery(
