@@ -11,20 +11,19 @@ Start with :class:`Gateway`::
 from parkgate.channels.base import Channel, ChannelReply, ChannelTarget, Posted
 from parkgate.clock import Clock, ManualClock, SystemClock
 from parkgate.core.expect import Expect
+from parkgate.core.history import HistoryPage, HistoryQuery
 from parkgate.core.kinds import AskKind, AskStatus, EventType, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, CallbackState, CallbackStatus, Reply, Run, Vote
 from parkgate.core.schedule import ScheduleFields
+from parkgate.core.stats import Stats
 from parkgate.core.stopping_point import AskSpec
 from parkgate.delivery.health import Backoff, DelivererHealth, DelivererState
 from parkgate.errors import (
     AskAlreadyOpen,
     CallbackNotFailed,
     CallbackRefused,
-    ChannelJobFailed,
-    ConfigurationError,
     ConversationBusy,
     InputError,
-    MissingExtra,
     ParkgateError,
     Rejected,
     RunClosed,
@@ -64,22 +63,21 @@ __all__ = [
     "CallbackStatus",
     "Channel",
     "ChannelJob",
-    "ChannelJobFailed",
     "ChannelPost",
     "ChannelReply",
     "ChannelTarget",
     "Clock",
-    "ConfigurationError",
     "ConversationBusy",
     "DelivererHealth",
     "DelivererState",
     "EventType",
     "Expect",
     "Gateway",
+    "HistoryPage",
+    "HistoryQuery",
     "InputError",
     "ManualClock",
     "Metrics",
-    "MissingExtra",
     "OwnedParkFields",
     "OwnedRunFields",
     "ParkgateError",
@@ -94,6 +92,7 @@ __all__ = [
     "RunStatus",
     "RunStillAsking",
     "ScheduleFields",
+    "Stats",
     "StoppingPointError",
     "Store",
     "StoreClosed",

@@ -163,11 +163,11 @@ def test_figures_count_the_window_and_the_lapsed_asks_as_expired(gateway: Gatewa
     _four(gateway, clock)
     stats = gateway.stats(since=start, until=start + timedelta(hours=1))
     total = stats.total
-    assert (total.opened, total.answered, total.expired, total.cancelled) == (4, 1, 1, 1)
-    assert total.time_to_answer.count == 1 and total.time_to_answer.p50 == 245.0
-    assert total.open_by_age == {"<1h": 1, "1-6h": 0, "6-24h": 0, ">24h": 0}
-    by_responder = dict(gateway.stats(since=start, by="responder").groups)
-    assert by_responder["U_A"].answered == 1 and by_responder["U_C"].opened == 1
-    assert by_responder["(anyone)"].opened == 2
+    assert [total[key] for key in ("opened", "answered", "expired", "cancelled")] == [4, 1, 1, 1]
+    assert total["time_to_answer"]["count"] == 1 and total["time_to_answer"]["p50"] == 245.0
+    assert total["open_by_age"] == {"<1h": 1, "1-6h": 0, "6-24h": 0, ">24h": 0}
+    by_responder = {group["key"]: group for group in gateway.stats(since=start, by="responder").groups}
+    assert by_responder["U_A"]["answered"] == 1 and by_responder["U_C"]["opened"] == 1
+    assert by_responder["(anyone)"]["opened"] == 2
     days = gateway.stats(by="day").groups
-    assert [key for key, _ in days] == [start.date().isoformat()]
+    assert [group["key"] for group in days] == [start.date().isoformat()]

@@ -8,7 +8,7 @@ due time), as every read closes it, and its expiry line is written to stderr.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,9 +21,9 @@ from rich.text import Text
 from parkgate.cli.asks import ASKS_QUESTION_CHARS, parse_duration
 from parkgate.cli.stores import db_option, gateway_session
 from parkgate.core.display import json_line, visible_id, visible_text
-from parkgate.core.history import DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE, HistoryQuery, HistoryStatus
+from parkgate.core.history import DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE, HistoryQuery, HistoryStatus, listing_of
 from parkgate.core.model import Ask
-from parkgate.core.stats import AGE_BUCKETS, Figures
+from parkgate.core.stats import AGE_BUCKETS
 from parkgate.gateway import ask_to_dict
 
 
@@ -144,7 +144,7 @@ def history(
     with gateway_session(db_url, reading=True) as gateway:
         now = gateway.clock.now()
         query = HistoryQuery(
-            status=HistoryStatus(status),
+            status=status,
             since=None if since is None else parse_moment(since, now),
             until=None if until is None else parse_moment(until, now),
             conversation_id=conversation_id,
@@ -161,26 +161,26 @@ def history(
             click.echo(json_line(ask_to_dict(ask)))
         return
     console = Console()
-    console.print(_history_table(page.asks, query.status))
+    console.print(_history_table(page.asks, listing_of(query)))
     more = " (more: narrow the filters or raise --limit)" if page.next_cursor is not None else ""
     console.print(f"{len(page.asks)} listed{more}")
 
 
-_FIGURE_ROWS: tuple[tuple[str, Callable[[Figures], str]], ...] = (
-    ("opened", lambda f: str(f.opened)),
-    ("answered", lambda f: str(f.answered)),
-    ("expired", lambda f: str(f.expired)),
-    ("cancelled", lambda f: str(f.cancelled)),
-    ("answer p50", lambda f: _seconds(f.time_to_answer.p50)),
-    ("answer p90", lambda f: _seconds(f.time_to_answer.p90)),
-    ("answer p99", lambda f: _seconds(f.time_to_answer.p99)),
-    ("reminders", lambda f: str(f.reminders)),
-    ("escalations", lambda f: str(f.escalations)),
-    ("misses/ask", lambda f: "" if f.misses_per_ask is None else f"{f.misses_per_ask:.2f}"),
+_FIGURE_ROWS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
+    ("opened", lambda f: str(f["opened"])),
+    ("answered", lambda f: str(f["answered"])),
+    ("expired", lambda f: str(f["expired"])),
+    ("cancelled", lambda f: str(f["cancelled"])),
+    ("answer p50", lambda f: _seconds(f["time_to_answer"]["p50"])),
+    ("answer p90", lambda f: _seconds(f["time_to_answer"]["p90"])),
+    ("answer p99", lambda f: _seconds(f["time_to_answer"]["p99"])),
+    ("reminders", lambda f: str(f["reminders"])),
+    ("escalations", lambda f: str(f["escalations"])),
+    ("misses/ask", lambda f: "" if f["misses_per_ask"] is None else f"{f['misses_per_ask']:.2f}"),
 )
 
 
-def _figures_table(title: str, rows: list[tuple[str, Figures]]) -> Table:
+def _figures_table(title: str, rows: list[tuple[str, Mapping[str, Any]]]) -> Table:
     """One column per group (``all`` first), one row per figure, then the open asks by age."""
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     table.add_column("figure", no_wrap=True, style="bold")
@@ -189,7 +189,7 @@ def _figures_table(title: str, rows: list[tuple[str, Figures]]) -> Table:
     for name, show in _FIGURE_ROWS:
         table.add_row(name, *(show(figures) for _, figures in rows))
     for bucket, _ in AGE_BUCKETS:
-        table.add_row(f"open {bucket}", *(str(figures.open_by_age[bucket]) for _, figures in rows))
+        table.add_row(f"open {bucket}", *(str(figures["open_by_age"][bucket]) for _, figures in rows))
     return table
 
 
@@ -218,7 +218,7 @@ def stats(db_url: str, since: str, until: str | None, by: str | None, owner: str
     console = Console()
     console.print(_figures_table(f"asks {window}", [("all", figures.total)]))
     if figures.groups:
-        console.print(_figures_table(f"by {by}", figures.groups))
+        console.print(_figures_table(f"by {by}", [(str(group["key"]), group) for group in figures.groups]))
     if figures.truncated:
         console.print(Text("more asks than the figures read: the oldest are left out", style="yellow"))
 

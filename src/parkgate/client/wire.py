@@ -314,7 +314,7 @@ def open_asks(
 
 def history(query: HistoryQuery) -> Call[AskPage]:
     """``GET /v1/asks`` with a history query's filters: one page of any status."""
-    params: dict[str, str | int] = {"status": query.status.value, "limit": query.limit}
+    params: dict[str, str | int] = {"status": query.status, "limit": query.limit}
     for name in ("since", "until"):
         moment = getattr(query, name)
         if moment is not None:

@@ -77,7 +77,8 @@ class HistoryQuery:
     """The filters of a history listing; every one left ``None`` keeps every ask.
 
     Attributes:
-        status: Which asks (:class:`HistoryStatus`, or its value); ``open`` by default.
+        status: Which asks: a :class:`HistoryStatus` value (``open`` by default, ``answered``,
+            ``cancelled``, ``expired``, ``closed``, ``all``), or the member, kept as its value.
         since: Only asks at or after this moment (``asked_at``, or ``closed_at`` for a
             closed status).
         until: Only asks before this moment (the same time).
@@ -95,7 +96,7 @@ class HistoryQuery:
         cursor: The ``next_cursor`` of the page before (``None``: the first page).
     """
 
-    status: HistoryStatus = HistoryStatus.OPEN
+    status: str = HistoryStatus.OPEN.value
     since: datetime | None = None
     until: datetime | None = None
     conversation_id: str | None = None
@@ -108,12 +109,11 @@ class HistoryQuery:
     cursor: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.status, HistoryStatus):
-            try:
-                object.__setattr__(self, "status", HistoryStatus(self.status))
-            except ValueError:
-                names = ", ".join(status.value for status in HistoryStatus)
-                raise InputError(f"status must be one of {names}, not {self.status!r}") from None
+        try:
+            object.__setattr__(self, "status", HistoryStatus(self.status).value)
+        except ValueError:
+            names = ", ".join(status.value for status in HistoryStatus)
+            raise InputError(f"status must be one of {names}, not {self.status!r}") from None
         for name in ("since", "until"):
             moment = getattr(self, name)
             if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
@@ -142,7 +142,7 @@ class HistoryQuery:
 
     def key_of(self, ask: Ask) -> datetime:
         """The time ``ask`` is ordered and bounded by in this listing."""
-        if self.status.by_close and ask.closed_at is not None:
+        if listing_of(self).by_close and ask.closed_at is not None:
             return ask.closed_at
         return ask.asked_at
 
@@ -158,6 +158,11 @@ class HistoryPage:
 
     asks: list[Ask]
     next_cursor: str | None = None
+
+
+def listing_of(query: HistoryQuery) -> HistoryStatus:
+    """A query's :attr:`~HistoryQuery.status` as its :class:`HistoryStatus`."""
+    return HistoryStatus(query.status)
 
 
 def encode_history_cursor(moment: datetime, ask_id: str) -> str:

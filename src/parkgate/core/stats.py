@@ -79,22 +79,6 @@ class Figures:
     misses_per_ask: float | None
     open_by_age: dict[str, int]
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Figures:
-        """The figures :meth:`to_dict` wrote (a group's ``key`` beside them is left aside)."""
-        answer = data["time_to_answer"]
-        return cls(
-            opened=int(data["opened"]),
-            answered=int(data["answered"]),
-            expired=int(data["expired"]),
-            cancelled=int(data["cancelled"]),
-            time_to_answer=TimeToAnswer(answer["p50"], answer["p90"], answer["p99"], int(answer["count"])),
-            reminders=int(data["reminders"]),
-            escalations=int(data["escalations"]),
-            misses_per_ask=data["misses_per_ask"],
-            open_by_age={str(name): int(count) for name, count in data["open_by_age"].items()},
-        )
-
     def to_dict(self) -> dict[str, Any]:
         """The figures' JSON object."""
         return {
@@ -117,22 +101,24 @@ class Figures:
 
 @dataclass(frozen=True, slots=True)
 class Stats:
-    """The figures of a window, in all and by group.
+    """The figures of a window, in all and by group, as their JSON objects.
 
     Attributes:
         since: The window's start (``None``: from the first ask).
         until: The window's end, exclusive (``None``: up to now).
-        by: How :attr:`groups` are made (``None``: no groups).
-        total: Every ask's figures.
-        groups: ``(key, figures)`` per group, by key.
+        by: How :attr:`groups` are made: ``day``, ``responder``, ``channel`` (``None``: no groups).
+        total: Every ask's figures: ``{"opened", "answered", "expired", "cancelled",
+            "time_to_answer": {"p50", "p90", "p99", "count"}, "reminders", "escalations",
+            "misses_per_ask", "open_by_age": {"<1h", "1-6h", "6-24h", ">24h"}}``.
+        groups: Each group's figures with its ``key``, by key.
         truncated: The rows read reached the bound, so older asks are left out.
     """
 
     since: datetime | None
     until: datetime | None
-    by: StatsBy | None
-    total: Figures
-    groups: list[tuple[str, Figures]] = field(default_factory=list)
+    by: str | None
+    total: dict[str, Any]
+    groups: list[dict[str, Any]] = field(default_factory=list)
     truncated: bool = False
 
     @classmethod
@@ -145,20 +131,24 @@ class Stats:
         return cls(
             since=moment(data.get("since")),
             until=moment(data.get("until")),
-            by=None if data.get("by") is None else StatsBy(data["by"]),
-            total=Figures.from_dict(data["total"]),
-            groups=[(str(group["key"]), Figures.from_dict(group)) for group in data.get("groups", [])],
+            by=data.get("by"),
+            total=dict(data["total"]),
+            groups=[dict(group) for group in data.get("groups", [])],
             truncated=bool(data.get("truncated", False)),
         )
+
+    def group(self, key: str) -> dict[str, Any] | None:
+        """The figures of the group ``key`` (``None``: no such group)."""
+        return next((group for group in self.groups if group["key"] == key), None)
 
     def to_dict(self) -> dict[str, Any]:
         """``{"since", "until", "by", "total": figures, "groups": [{"key", ...figures}], "truncated"}``."""
         return {
             "since": None if self.since is None else self.since.isoformat(),
             "until": None if self.until is None else self.until.isoformat(),
-            "by": None if self.by is None else self.by.value,
-            "total": self.total.to_dict(),
-            "groups": [{"key": key, **figures.to_dict()} for key, figures in self.groups],
+            "by": self.by,
+            "total": self.total,
+            "groups": self.groups,
             "truncated": self.truncated,
         }
 
@@ -255,7 +245,8 @@ def compute_stats(
             for key in _keys(ask, by, channel_of):
                 members.setdefault(key, []).append(ask)
         groups = [(key, figures(members[key], since, until, now)) for key in sorted(members)]
-    return Stats(since, until, by, total, groups, truncated)
+    shown = [{"key": key, **group.to_dict()} for key, group in groups]
+    return Stats(since, until, None if by is None else by.value, total.to_dict(), shown, truncated)
 
 
 def _keys(ask: Ask, by: StatsBy, channel_of: Callable[[Ask], str] | Mapping[str, str] | None) -> tuple[str, ...]:

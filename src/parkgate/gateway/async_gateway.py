@@ -15,7 +15,7 @@ from parkgate.core import machine
 from parkgate.core.history import HistoryPage, HistoryQuery
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Ask, CallbackState, Reply, Run
-from parkgate.core.stats import Stats, StatsBy
+from parkgate.core.stats import Stats
 from parkgate.errors import InputError
 from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
 from parkgate.gateway.checks import check_flag, check_id, wait_seconds
@@ -303,7 +303,7 @@ class AsyncGateway:
         self,
         since: datetime | None = None,
         until: datetime | None = None,
-        by: StatsBy | str | None = None,
+        by: str | None = None,
         *,
         owner: str | None = None,
     ) -> Stats:

@@ -767,7 +767,7 @@ class Gateway:
         self,
         since: datetime | None = None,
         until: datetime | None = None,
-        by: StatsBy | str | None = None,
+        by: str | None = None,
         *,
         owner: str | None = None,
     ) -> Stats:

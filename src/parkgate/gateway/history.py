@@ -15,7 +15,7 @@ from datetime import datetime
 
 from parkgate.channels import registry
 from parkgate.clock import Clock
-from parkgate.core.history import HistoryPage, HistoryQuery, encode_history_cursor
+from parkgate.core.history import HistoryPage, HistoryQuery, encode_history_cursor, listing_of
 from parkgate.core.stats import NOT_POSTED, Stats, StatsBy, compute_stats
 from parkgate.gateway.runs import RunLifeCycle, WritePlan
 from parkgate.store.base import Transaction
@@ -65,7 +65,7 @@ def history_page(
     tx: Transaction, plan: WritePlan, runs: RunLifeCycle, clock: Clock, query: HistoryQuery, now: datetime
 ) -> HistoryPage:
     """``query``'s page, the lapsed asks it bears on closed first."""
-    if query.status.may_hold_lapsed:
+    if listing_of(query).may_hold_lapsed:
         close_lapsed(tx, plan, runs, clock, now, query.owner, query.conversation_id)
     found = tx.history.history(query, query.limit + 1, target_key(query.channel))
     page = found[: query.limit]

@@ -3,7 +3,7 @@
 :func:`open_store` opens one by URL. The names below are also the plug-in interface an
 engine implements: :class:`Store` and its :class:`Transaction`, the narrower interfaces a
 transaction is made of (:class:`OpenAsks`, :class:`Outbox`, :class:`ChannelTables`,
-:class:`FollowUps`, :class:`Heartbeats`, :class:`AgentStates`, :class:`AskKeys`), the
+:class:`FollowUps`, :class:`Heartbeats`, :class:`AgentStates`, :class:`AskKeys`, :class:`History`), the
 values they pass (:class:`Writes` and its parts, :class:`Callback`, :class:`Intent`), and
 the close signal an engine's :class:`Watcher` feeds (:class:`CloseSignal`).
 """
@@ -15,6 +15,7 @@ from parkgate.store.base import (
     Callback,
     FollowUps,
     Heartbeats,
+    History,
     Intent,
     MessageTransaction,
     OpenAsks,
@@ -104,6 +105,7 @@ __all__ = [
     "CloseSignal",
     "FollowUps",
     "Heartbeats",
+    "History",
     "Intent",
     "MessageTransaction",
     "NewAsk",

@@ -13,7 +13,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from parkgate.core.history import HistoryQuery, HistoryStatus
+from parkgate.core.history import HistoryQuery, HistoryStatus, listing_of
 from parkgate.core.model import Ask
 from parkgate.store.ask_rows import ASK_COLUMNS
 from parkgate.store.sql import Runner, ask_from_row
@@ -29,11 +29,11 @@ class SqlHistory:
 
     def history(self, query: HistoryQuery, limit: int, target_key: str | None = None) -> list[Ask]:
         dialect = self._run.dialect
-        time = "closed_at" if query.status.by_close else "asked_at"
+        time = "closed_at" if listing_of(query).by_close else "asked_at"
         conditions: list[str] = []
         params: list[Any] = []
-        if query.status is not HistoryStatus.ALL:
-            statuses = query.status.statuses
+        if listing_of(query) is not HistoryStatus.ALL:
+            statuses = listing_of(query).statuses
             conditions.append(f"status IN ({', '.join('?' * len(statuses))})")
             params += [status.value for status in statuses]
         if query.since is not None:
@@ -69,11 +69,11 @@ class SqlHistory:
             conditions.append(f"id IN ({posted})")
         after = query.after
         if after is not None:
-            beyond = "<" if query.status.newest_first else ">"
+            beyond = "<" if listing_of(query).newest_first else ">"
             conditions.append(f"({time} {beyond} ? OR ({time} = ? AND id {beyond} ?))")
             stamp = dialect.encode_time(after[0])
             params += [stamp, stamp, after[1]]
-        order = "DESC" if query.status.newest_first else "ASC"
+        order = "DESC" if listing_of(query).newest_first else "ASC"
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         statement = f"SELECT {ASK_COLUMNS} FROM asks{where} ORDER BY {time} {order}, id {order} LIMIT ?"
         params.append(limit)

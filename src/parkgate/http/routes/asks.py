@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from parkgate.core.fence import check_callback_url
-from parkgate.core.history import MAX_SEARCH_CHARS, HistoryQuery, HistoryStatus
+from parkgate.core.history import MAX_SEARCH_CHARS, HistoryQuery, HistoryStatus, listing_of
 from parkgate.core.model import Reply
 from parkgate.errors import Forbidden, InputError, UnknownAsk
 from parkgate.gateway.async_gateway import AsyncGateway, wait_for_close
@@ -160,7 +160,7 @@ async def list_asks(
     if scoped is not None and owner not in (None, scoped):
         return SafeJSONResponse({"asks": [], "next": None})
     query = HistoryQuery(
-        status=status,  # type: ignore[arg-type]
+        status=status,
         since=since,
         until=until,
         conversation_id=conversation_id,
@@ -173,7 +173,7 @@ async def list_asks(
         cursor=cursor,
     )
     page = await gateway.history(query)
-    now = gateway.sync.clock.now() if query.status is HistoryStatus.OPEN else None
+    now = gateway.sync.clock.now() if listing_of(query) is HistoryStatus.OPEN else None
     return SafeJSONResponse({"asks": await asks_json(gateway, page.asks, now), "next": page.next_cursor})
 
 

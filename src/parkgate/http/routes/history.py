@@ -75,7 +75,7 @@ async def _ask_rows(
     gateway: AsyncGateway, since: datetime | None, until: datetime | None, owner: str | None
 ) -> AsyncIterator[dict[str, Any]]:
     """Every ask asked in ``[since, until)``, newest first, a page at a time (lapsed ones closed)."""
-    query = HistoryQuery(status=HistoryStatus.ALL, since=since, until=until, owner=owner, limit=MAX_HISTORY_PAGE)
+    query = HistoryQuery(status=HistoryStatus.ALL.value, since=since, until=until, owner=owner, limit=MAX_HISTORY_PAGE)
     while True:
         page = await gateway.history(query)
         for ask in page.asks:
