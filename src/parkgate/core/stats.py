@@ -11,9 +11,9 @@ CLI show what :meth:`Stats.to_dict` gives. What each figure counts, for a window
   seconds: ``p50``, ``p90``, ``p99`` (nearest rank; ``null`` when none) and ``count``;
 - ``reminders``: the reminders sent to the asks opened in the window;
 - ``escalations``: the escalations that fired in the window (``escalated_at``);
-- ``misses_per_ask``: the mean of the opened asks' ``mismatches`` (messages that were no
-  answer); an answer resets an ask's count, so this counts the misses of asks that did
-  not end in an answer (``null`` when none opened);
+- ``misses_per_ask``: the mean, over the opened asks, of the messages each took that were
+  no answer (its event log's ``touched`` events of kind ``retry`` or ``escalated``; an ask
+  whose events were pruned counts none) (``null`` when none opened);
 - ``open_by_age``: the asks open now, by how long since they were asked: ``<1h``,
   ``1-6h``, ``6-24h``, ``>24h`` (a day group counts those asked that day).
 
@@ -176,6 +176,7 @@ def figures(
     until: datetime | None,
     now: datetime,
     open_from: datetime | None = None,
+    misses: Mapping[str, int] | None = None,
 ) -> Figures:
     """The figures of ``asks`` for ``[since, until)``; ``open_by_age`` counts the open asks
     asked in ``[open_from, until)`` (``open_from`` ``None``: from the first)."""
@@ -198,9 +199,16 @@ def figures(
         ),
         reminders=sum(ask.reminders_sent for ask in opened),
         escalations=sum(_within(ask.escalated_at, since, until) for ask in rows),
-        misses_per_ask=sum(ask.mismatches for ask in opened) / len(opened) if opened else None,
+        misses_per_ask=sum(_misses(ask, misses) for ask in opened) / len(opened) if opened else None,
         open_by_age=ages,
     )
+
+
+def _misses(ask: Ask, misses: Mapping[str, int] | None) -> int:
+    """``ask``'s misses: counted from its events when given, else its ``mismatches``."""
+    if misses is None:
+        return ask.mismatches
+    return misses.get(ask.id, 0)
 
 
 def senders_of(ask: Ask) -> tuple[str, ...]:
@@ -219,6 +227,7 @@ def compute_stats(
     by: StatsBy | None = None,
     channel_of: Callable[[Ask], str] | Mapping[str, str] | None = None,
     truncated: bool = False,
+    misses: Mapping[str, int] | None = None,
 ) -> Stats:
     """The :class:`Stats` of ``asks`` for ``[since, until)`` at ``now``, grouped ``by``.
 
@@ -231,20 +240,21 @@ def compute_stats(
         channel_of: ``by=channel``: the channel target of each posted ask, by ask id (or a
             function of the ask); an ask it lacks is in :data:`NOT_POSTED`.
         truncated: Passed on: the rows reached the read's bound.
+        misses: Each ask's misses from its event log, by id (``None``: their ``mismatches``).
 
     Returns:
         The figures, in all and per group (groups by key).
     """
-    total = figures(asks, since, until, now)
+    total = figures(asks, since, until, now, misses=misses)
     groups: list[tuple[str, Figures]] = []
     if by is StatsBy.DAY:
-        groups = _by_day(asks, since, until, now)
+        groups = _by_day(asks, since, until, now, misses)
     elif by is not None:
         members: dict[str, list[Ask]] = {}
         for ask in asks:
             for key in _keys(ask, by, channel_of):
                 members.setdefault(key, []).append(ask)
-        groups = [(key, figures(members[key], since, until, now)) for key in sorted(members)]
+        groups = [(key, figures(members[key], since, until, now, misses=misses)) for key in sorted(members)]
     shown = [{"key": key, **group.to_dict()} for key, group in groups]
     return Stats(since, until, None if by is None else by.value, total.to_dict(), shown, truncated)
 
@@ -260,7 +270,11 @@ def _keys(ask: Ask, by: StatsBy, channel_of: Callable[[Ask], str] | Mapping[str,
 
 
 def _by_day(
-    asks: Sequence[Ask], since: datetime | None, until: datetime | None, now: datetime
+    asks: Sequence[Ask],
+    since: datetime | None,
+    until: datetime | None,
+    now: datetime,
+    misses: Mapping[str, int] | None = None,
 ) -> list[tuple[str, Figures]]:
     """One group per UTC day that any figure's time falls on, within the window."""
     days: set[datetime] = set()
@@ -273,5 +287,5 @@ def _by_day(
         end = start + timedelta(days=1)
         low = start if since is None else max(start, since)
         high = end if until is None else min(end, until)
-        groups.append((start.date().isoformat(), figures(asks, low, high, now, open_from=low)))
+        groups.append((start.date().isoformat(), figures(asks, low, high, now, open_from=low, misses=misses)))
     return groups

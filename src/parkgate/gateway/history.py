@@ -103,7 +103,8 @@ def window_stats(
     if by is StatsBy.CHANNEL:
         posts = tx.channels.posts_of([ask.id for ask in rows])
         channels = {ask_id: channel_key(post) for ask_id, post in posts.items()}
-    return compute_stats(rows, since, until, now, by, channels, truncated)
+    misses = tx.events.misses_of([ask.id for ask in rows])
+    return compute_stats(rows, since, until, now, by, channels, truncated, misses)
 
 
 __all__ = [

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -274,6 +274,11 @@ class EventLog(Protocol):
         self, since: datetime | None, until: datetime | None, limit: int, after_id: int = 0, owner: str | None = None
     ) -> list[LoggedEvent]:
         """At most ``limit`` events with ``since <= at < until`` (either open) after ``after_id``, in order."""
+        ...
+
+    def misses_of(self, ask_ids: Sequence[str]) -> dict[str, int]:
+        """How many messages that were no answer each ask took (its ``touched`` events of
+        kind ``retry`` or ``escalated``), by id; an ask with none is left out."""
         ...
 
     def last_id(self) -> int:
