@@ -30,7 +30,7 @@ OPEN = Ask("a1", "c1", "r1", AskKind.CHOICE, "Deploy?", ("Deploy", "Hold"), AskS
 
 
 def closed(**fields: object) -> Ask:
-    return dataclasses.replace(OPEN, answered_at=T0, **fields)  # type: ignore[arg-type]
+    return dataclasses.replace(OPEN, closed_at=T0, **fields)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

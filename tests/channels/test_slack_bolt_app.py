@@ -4,7 +4,9 @@ is parked, and the Slack channel's jobs run against the recording Web API stand-
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, event_body, s
 from parkgate import ChannelTarget, Gateway, ManualClock
 from parkgate.channels.deliver import ChannelDeliverer
 from parkgate.channels.slack import register
+from parkgate.channels.slack.serving import slack_app
 
 
 @pytest.fixture
@@ -116,3 +119,12 @@ def test_a_clock_past_the_ttl_edits_the_post_when_the_due_read_closes_it(
     (update,) = slack_api.of("chat.update")
     assert update.args["text"] == "Expired after 6 h, nothing ran."
     assert asked.ask_id is not None and not gateway.get(asked.ask_id).is_open
+
+
+def test_the_served_app_starts_without_bolts_token_warning(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    """Bolt warns "As you gave `client` as well, `token` will be unused." when given both:
+    the served app hands Bolt the client alone, which carries the token."""
+    with caplog.at_level(logging.DEBUG), Gateway(f"sqlite:///{tmp_path / 'p.db'}") as gateway:
+        app = slack_app(gateway, "xoxb-test", "secret", "http://127.0.0.1:9/api/")
+    assert app.client.token == "xoxb-test"
+    assert not [record for record in caplog.records if "unused" in record.getMessage()]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar, Unpack
 
 import httpx
@@ -12,8 +12,10 @@ import httpx
 from parkgate.client import responses, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
+from parkgate.core.history import HistoryQuery
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Reply, Run
+from parkgate.core.stats import Stats
 from parkgate.errors import UnknownRun
 from parkgate.gateway.checks import MAX_WAIT_SECONDS, wait_seconds
 from parkgate.gateway.options import ClientAskFields, ParkFields, RunFields
@@ -157,6 +159,14 @@ class AsyncClient:
     ) -> AskPage:
         """As :meth:`Client.open_asks <parkgate.client.Client.open_asks>`."""
         return await self._send(wire.open_asks(limit, cursor, conversation_id, owner))
+
+    async def history(self, query: HistoryQuery | None = None, **filters: Any) -> AskPage:
+        """As :meth:`Client.history <parkgate.client.Client.history>`."""
+        return await self._send(wire.history(wire.history_query(query, filters)))
+
+    async def stats(self, since: datetime | None = None, until: datetime | None = None, by: str | None = None) -> Stats:
+        """As :meth:`Client.stats <parkgate.client.Client.stats>`."""
+        return await self._send(wire.stats(since, until, by))
 
     async def parked(self, conversation_id: str, wait: float | timedelta = 0) -> AskView | None:
         """As :meth:`Client.parked <parkgate.client.Client.parked>`: long-polls, awaited in turn."""

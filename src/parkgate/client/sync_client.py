@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar, Unpack
 
 import httpx
@@ -12,8 +12,10 @@ import httpx
 from parkgate.client import responses, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
+from parkgate.core.history import HistoryQuery
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Reply, Run
+from parkgate.core.stats import Stats
 from parkgate.errors import UnknownRun
 from parkgate.gateway.checks import MAX_WAIT_SECONDS, wait_seconds
 from parkgate.gateway.options import ClientAskFields, ParkFields, RunFields
@@ -237,6 +239,36 @@ class Client:
             The page: its asks, and the cursor of the next page (``None`` after the last).
         """
         return self._send(wire.open_asks(limit, cursor, conversation_id, owner))
+
+    def history(self, query: HistoryQuery | None = None, **filters: Any) -> AskPage:
+        """One page of asks of any status (``GET /v1/asks``), as :meth:`Gateway.history
+        <parkgate.Gateway.history>` lists them; the server closes the lapsed asks it finds.
+
+        Args:
+            query: The filters (:class:`~parkgate.core.history.HistoryQuery`); ``None``:
+                made from ``filters``.
+            **filters: ``HistoryQuery``'s fields (``status``, ``since``, ``until``,
+                ``conversation_id``, ``responder``, ``channel``, ``outcome``, ``owner``,
+                ``q``, ``limit``, ``cursor``), over ``query``'s.
+
+        Returns:
+            The page: its asks and ``next`` (also ``next_cursor``), ``None`` after the last.
+        """
+        return self._send(wire.history(wire.history_query(query, filters)))
+
+    def stats(self, since: datetime | None = None, until: datetime | None = None, by: str | None = None) -> Stats:
+        """The operator's figures for ``[since, until)`` (``GET /v1/stats``), as
+        :meth:`Gateway.stats <parkgate.Gateway.stats>` computes them.
+
+        Args:
+            since: The window's start (timezone-aware), or ``None``.
+            until: The window's end (exclusive), or ``None``.
+            by: ``"day"``, ``"responder"`` or ``"channel"``: figures per group too.
+
+        Returns:
+            The figures, in all and per group.
+        """
+        return self._send(wire.stats(since, until, by))
 
     def parked(self, conversation_id: str, wait: float | timedelta = 0) -> AskView | None:
         """The conversation's open ask (``GET /v1/conversations/{id}``), as a surface looks for it.

@@ -11,11 +11,12 @@ anything is sent); the server checks the rest, and its refusal is an ``InputErro
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
@@ -26,9 +27,11 @@ from parkgate.channels.registry import names as channel_names
 from parkgate.client.views import AskPage, AskView, run_from_dict
 from parkgate.core.expect import as_expect
 from parkgate.core.expect import to_dict as expect_to_dict
+from parkgate.core.history import HistoryQuery
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Reply, Run
 from parkgate.core.shape import Form, declared_options
+from parkgate.core.stats import Stats
 from parkgate.errors import InputError
 from parkgate.gateway.checks import (
     MAX_SKILL_OUTPUT_CHARS,
@@ -307,6 +310,45 @@ def open_asks(
     if owner is not None:
         params["owner"] = check_id(owner, "owner")
     return Call("GET", "v1/asks", AskPage.from_dict, params=params)
+
+
+def history(query: HistoryQuery) -> Call[AskPage]:
+    """``GET /v1/asks`` with a history query's filters: one page of any status."""
+    params: dict[str, str | int] = {"status": query.status, "limit": query.limit}
+    for name in ("since", "until"):
+        moment = getattr(query, name)
+        if moment is not None:
+            params[name] = moment.isoformat()
+    for name in ("conversation_id", "responder", "channel", "outcome", "owner"):
+        value = getattr(query, name)
+        if value is not None:
+            params[name] = check_id(value, name)
+    if query.q is not None:
+        params["q"] = query.q
+    if query.cursor is not None:
+        params["cursor"] = query.cursor
+    return Call("GET", "v1/asks", AskPage.from_dict, params=params)
+
+
+def history_query(query: HistoryQuery | None, filters: Mapping[str, Any]) -> HistoryQuery:
+    """The query a client's ``history(query, **filters)`` sends: ``filters`` over ``query``'s."""
+    try:
+        return dataclasses.replace(query, **filters) if query is not None else HistoryQuery(**filters)
+    except TypeError as error:
+        raise InputError(f"history takes HistoryQuery's fields: {error}") from None
+
+
+def stats(since: datetime | None, until: datetime | None, by: str | None) -> Call[Stats]:
+    """``GET /v1/stats``: the figures of ``[since, until)``, grouped ``by`` when given."""
+    params: dict[str, str] = {}
+    for name, moment in (("since", since), ("until", until)):
+        if moment is not None:
+            if moment.tzinfo is None:
+                raise InputError(f"{name} must be a timezone-aware datetime")
+            params[name] = moment.isoformat()
+    if by is not None:
+        params["by"] = str(getattr(by, "value", by))
+    return Call("GET", "v1/stats", Stats.from_dict, params=params)
 
 
 def parked(conversation_id: str, wait: float = 0.0) -> Call[AskView | None]:

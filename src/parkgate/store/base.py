@@ -11,8 +11,9 @@ writes then check that the row is still so, and a failed check is a
 A transaction is several narrow interfaces, each a :class:`~typing.Protocol`: the reads
 and writes of one message (:class:`MessageTransaction`), the reads of the open asks
 (:class:`OpenAskReads`), the outbox (:class:`Outbox`), the channel posts and jobs
-(:class:`ChannelTables`), the follow-ups (:class:`FollowUps`) and the deliverers'
-heartbeats (:class:`Heartbeats`). An engine implements them by composition: its
+(:class:`ChannelTables`), the follow-ups (:class:`FollowUps`), the deliverers'
+heartbeats (:class:`Heartbeats`) and every ask's history (:class:`History`). An engine
+implements them by composition: its
 transaction holds the pieces, not a chain of bases.
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,6 +39,7 @@ from parkgate.store.tables import AgentStates as AgentStates
 from parkgate.store.tables import AskKeys as AskKeys
 from parkgate.store.tables import FollowUps as FollowUps
 from parkgate.store.tables import Heartbeats as Heartbeats
+from parkgate.store.tables import History as History
 from parkgate.store.writes import Writes
 
 
@@ -274,6 +276,11 @@ class EventLog(Protocol):
         """At most ``limit`` events with ``since <= at < until`` (either open) after ``after_id``, in order."""
         ...
 
+    def misses_of(self, ask_ids: Sequence[str]) -> dict[str, int]:
+        """How many messages that were no answer each ask took (its ``touched`` events of
+        kind ``retry`` or ``escalated``), by id; an ask with none is left out."""
+        ...
+
     def last_id(self) -> int:
         """The ``id`` of the latest event (0: none)."""
         ...
@@ -325,6 +332,11 @@ class Transaction(MessageTransaction, Protocol):
     @property
     def events(self) -> EventLog:
         """The event log."""
+        ...
+
+    @property
+    def history(self) -> History:
+        """The reads of every ask, open or closed."""
         ...
 
 

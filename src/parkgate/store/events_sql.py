@@ -24,6 +24,10 @@ from parkgate.store.sql import encoded_data, event_insert
 #: The row lock a writer of an ask's events takes when its transaction has not changed the ask.
 _LOCK_ASK = "SELECT 1 FROM asks WHERE id = ? FOR NO KEY UPDATE"
 _COLUMNS = "id, ask_id, seq, at, type, sender, owner, data"
+#: A miss's whole ``data``, as :func:`~parkgate.store.sql.encoded_data` writes it (a miss keeps its kind alone).
+_MISS_DATA = ", ".join(f'\'{{"kind":"{kind}"}}\'' for kind in ("retry", "escalated"))
+#: Ask ids per statement of :meth:`SqlEventLog.misses_of`.
+_BATCH = 500
 
 
 def events_insert_in_one_snapshot(events: Sequence[NewEvent], dialect: Dialect) -> Statement:
@@ -117,6 +121,20 @@ class SqlEventLog:
         statement = f"SELECT {_COLUMNS} FROM ask_events WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
         rows = run.query(statement, (*params, limit)).fetchall()
         return [_event_from_row(row, dialect) for row in rows]
+
+    def misses_of(self, ask_ids: Sequence[str]) -> dict[str, int]:
+        """How many messages each of ``ask_ids`` took that were no answer (``touched``
+        events of kind ``retry`` or ``escalated``), by ask id; an ask with none is left out."""
+        run, counts = self._run, dict[str, int]()
+        for start in range(0, len(ask_ids), _BATCH):
+            batch = ask_ids[start : start + _BATCH]
+            rows = run.query(
+                f"SELECT ask_id, COUNT(*) FROM ask_events WHERE ask_id IN ({', '.join('?' * len(batch))}) "
+                f"AND type = 'touched' AND data IN ({_MISS_DATA}) GROUP BY ask_id",
+                tuple(batch),
+            ).fetchall()
+            counts.update({str(ask_id): int(count) for ask_id, count in rows})
+        return counts
 
     def last_id(self) -> int:
         """The id of the latest event (0: none)."""

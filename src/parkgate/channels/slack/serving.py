@@ -78,7 +78,8 @@ def slack_app(gateway: Gateway, token: str, signing_secret: str, api_url: str = 
         The app, with :func:`~parkgate.channels.slack.register` applied.
     """
     client = web_client(token, api_url)
-    app = App(token=token, signing_secret=signing_secret, client=client, token_verification_enabled=False)
+    # The client carries the token: Bolt takes it from there (given both, Bolt warns at every start).
+    app = App(signing_secret=signing_secret, client=client, token_verification_enabled=False)
     register(app, gateway, SlackChannel(client))
 
     @app.event("message")

@@ -2,6 +2,7 @@
 
 - :mod:`~parkgate.http.routes.asks`: ``/v1/asks`` and the callbacks of asks;
 - :mod:`~parkgate.http.routes.events`: ``/v1/asks/{id}/events``, the event log;
+- :mod:`~parkgate.http.routes.history`: ``/v1/stats`` and ``/v1/export``;
 - :mod:`~parkgate.http.routes.follow_ups`: claiming an ask's follow-up and marking it done;
 - :mod:`~parkgate.http.routes.conversations`: ``/v1/conversations/{id}/messages``;
 - :mod:`~parkgate.http.routes.runs`: ``/v1/runs``;
@@ -28,6 +29,7 @@ from parkgate.http.routes import (
     directory,
     events,
     follow_ups,
+    history,
     operations,
     runs,
     workflows,
@@ -36,6 +38,7 @@ from parkgate.http.routes import (
 ROUTERS = (
     asks.router,
     events.router,
+    history.router,
     follow_ups.router,
     conversations.router,
     runs.router,
