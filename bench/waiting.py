@@ -23,7 +23,8 @@ baseline sampled in turn with it:
   gateway in this process) with the same TTL and a callback, and nothing else touches
   them. Each one's lateness is its callback's arrival minus its due time
   (``last_touched`` + ``ttl_seconds``, from the payload), split into the due read's delay
-  (``answered_at`` minus the due time) and the delivery after it.
+  (the event's ``timestamp``, the moment the read closed it, minus the due time) and the
+  delivery after it.
 - **due-time cost**: benchmark 1's mix in one process with plain asks (no due time),
   ``watched`` asks (a due time, moved by every miss through migration 5's trigger) and
   asks with a callback (a due time, and an outbox row at each close), in alternating
@@ -182,6 +183,8 @@ class Hit:
     wall: float
     body: dict[str, Any]
     type: str = "ask.closed"
+    #: The event's ``timestamp``: when the gateway decided it (a due read's moment for an expiry).
+    timestamp: str | None = None
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -219,7 +222,7 @@ class Receiver:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 event = json.loads(body)
-                owner._record(Hit(arrived, wall, event["data"], event["type"]))
+                owner._record(Hit(arrived, wall, event["data"], event["type"], event.get("timestamp")))
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -566,7 +569,7 @@ def due_round(
     for hit in hits:
         body = hit.body
         due = datetime.fromisoformat(body["last_touched"]).timestamp() + float(body["ttl_seconds"])
-        closed = datetime.fromisoformat(body["answered_at"]).timestamp()
+        closed = datetime.fromisoformat(hit.timestamp or body["closed_at"]).timestamp()
         due_times.append(due)
         lateness.append(hit.wall - due)
         read_delay.append(closed - due)

@@ -19,9 +19,12 @@ V14_COLUMNS = (
     "event_offset",
     "event_at",
 )
-#: SQLite: version 14's trigger, dropped before its columns (on PostgreSQL it goes with
+#: SQLite: version 14's trigger, and version 20's remake of version 13's, dropped before
+#: their columns (version 13 makes its trigger again; on PostgreSQL version 14's goes with
 #: its function, in :data:`V12_STEP_BACK_TO_V4`).
-SQLITE_BEFORE_V14 = ("DROP TRIGGER asks_event_moves",)
+SQLITE_BEFORE_V14 = ("DROP TRIGGER channel_close_job", "DROP TRIGGER asks_event_moves")
+#: What version 20 added (when an ask closed, and the history's indexes), taken out again.
+BEFORE_V20 = ("DROP INDEX asks_by_closed", "DROP INDEX asks_by_asked", "ALTER TABLE asks DROP COLUMN closed_at")
 #: What version 19 added (a run's output), taken out again.
 BEFORE_V19 = ("ALTER TABLE runs DROP COLUMN output",)
 #: What version 17 changed (the follow-ups' watcher), put back as version 8 made it.
@@ -34,6 +37,7 @@ BEFORE_V17 = (
 #: again, and their records (version 13's channel tables stay: it is made again as it is;
 #: version 18's column of them goes).
 BEFORE_V12 = (
+    *BEFORE_V20,
     *BEFORE_V19,
     *BEFORE_V17,
     *AFTER_V12,
@@ -44,11 +48,11 @@ BEFORE_V12 = (
     *(f"ALTER TABLE asks DROP COLUMN {column}" for column in V12_COLUMNS),
     "DELETE FROM schema_migrations WHERE version >= 12",
 )
-#: PostgreSQL: version 12's parkgate_step dropped, and version 4's made again.
+#: PostgreSQL: the latest parkgate_step (version 20's) dropped, and version 4's made again.
 V12_STEP_BACK_TO_V4 = (
     "DROP FUNCTION parkgate_event_moves() CASCADE",  # version 14's trigger goes with it
     "DROP FUNCTION parkgate_step(TEXT, TEXT, TEXT, TIMESTAMPTZ, INTEGER, DOUBLE PRECISION, TEXT, TEXT, TEXT, "
-    "INTEGER, TIMESTAMPTZ, TIMESTAMPTZ, INTEGER, TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, TIMESTAMPTZ, TEXT, "
-    "TIMESTAMPTZ)",
+    "INTEGER, TIMESTAMPTZ, TIMESTAMPTZ, INTEGER, TEXT, TEXT, TEXT, TIMESTAMPTZ, TEXT, TEXT, TEXT, TEXT, "
+    "TIMESTAMPTZ, TEXT, TIMESTAMPTZ)",
     dict(iter_migrations("postgres"))[4],
 )

@@ -12,18 +12,18 @@ from parkgate.channels.base import Channel, ChannelReply, ChannelTarget, Posted
 from parkgate.clock import Clock, ManualClock, SystemClock
 from parkgate.core.events import EventKind, LoggedEvent
 from parkgate.core.expect import Expect
+from parkgate.core.history import HistoryPage, HistoryQuery
 from parkgate.core.kinds import AskKind, AskStatus, EventType, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, CallbackState, CallbackStatus, Reply, Run, Vote
 from parkgate.core.schedule import ScheduleFields
+from parkgate.core.stats import Stats
 from parkgate.core.stopping_point import AskSpec
 from parkgate.delivery.health import Backoff, DelivererHealth, DelivererState
 from parkgate.errors import (
     AskAlreadyOpen,
     CallbackRefused,
-    ConfigurationError,
     ConversationBusy,
     InputError,
-    MissingExtra,
     ParkgateError,
     Rejected,
     RunClosed,
@@ -64,7 +64,6 @@ __all__ = [
     "ChannelReply",
     "ChannelTarget",
     "Clock",
-    "ConfigurationError",
     "ConversationBusy",
     "DelivererHealth",
     "DelivererState",
@@ -72,11 +71,12 @@ __all__ = [
     "EventType",
     "Expect",
     "Gateway",
+    "HistoryPage",
+    "HistoryQuery",
     "InputError",
     "LoggedEvent",
     "ManualClock",
     "Metrics",
-    "MissingExtra",
     "OwnedParkFields",
     "OwnedRunFields",
     "ParkgateError",
@@ -91,6 +91,7 @@ __all__ = [
     "RunStatus",
     "RunStillAsking",
     "ScheduleFields",
+    "Stats",
     "StoppingPointError",
     "Store",
     "StoreClosed",

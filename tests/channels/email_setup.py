@@ -81,6 +81,12 @@ def outcome_of(page: str) -> str:
     return html.unescape(found.group(1))
 
 
+def note_of(page: str) -> str | None:
+    """The note a page shows under what it did (a vote's votes so far), ``None`` for none."""
+    found = re.search(r'id="note">(.*?)</p>', page, re.S)
+    return html.unescape(found.group(1)) if found else None
+
+
 def confirm(link: str, text: str | None = None) -> httpx.Response:
     """Open ``link``'s page and press its button (a text ask's form with ``text``), as a person does."""
     page = httpx.get(link, timeout=30)

@@ -118,7 +118,7 @@ def test_a_forged_interaction_is_refused_a_non_responder_is_told_privately_and_a
         assert labels(message) == [["1. Deploy", "2. Hold"], ["Show options", "Cancel"]]
         assert "/cancel" not in message["content"] and "1. Deploy" in message["content"]
         (post,) = api.posts(CHANNEL)
-        assert post.body["allowed_mentions"] == {"parse": []}
+        assert post.body["allowed_mentions"] == {"parse": [], "users": [ALICE], "roles": []}  # whom it is for
 
         # The Developer Portal's check of the endpoint: a PING is answered PONG.
         assert interact(server, signer, signer.ping()).json() == {"type": 1}
@@ -171,7 +171,9 @@ def test_a_two_of_three_ask_closes_on_the_second_responders_vote(
         assert interact(server, signer, signer.press(message, deploy, ALICE)).json() == {"type": 6}
         # The first vote is a line in the thread started from the ask's message.
         (vote,) = until(lambda: api.posts(message["id"]), 30, "the vote's line in the ask's thread")
-        assert vote.body["content"] == 'Vote taken: 1 of 2 votes for "Deploy" (option 1).'
+        assert vote.body["content"] == (
+            f'Vote taken: 1 of 2 votes for "Deploy" (option 1).\nVotes so far (2 needed): 1. Deploy: <@{ALICE}>.'
+        )
         (started,) = api.of("POST", f"/channels/{CHANNEL}/messages/{message['id']}/threads")
         assert started.body["name"] == "Deploy to production?"
         assert status(client, ask["ask_id"]) == "open" and api.edits() == []

@@ -3,19 +3,22 @@ the environment as ``parkgate serve`` configures its workers, with a clock the t
 moves), with aiosmtpd as the SMTP server: the message arrives with one signed link per
 option; fetching every link as a scanner does changes nothing; only the page's POST
 records, as the link's address; a link with anything changed, or past its expiry, is
-refused; a 2-of-3 ask closes on the second address; reminders and the close follow in
+refused; the email says whom the ask is for, how many must agree and until when; a
+2-of-3 ask closes on the second address, each vote's page naming the voters; reminders and the close follow in
 each thread; an SMTP server away delays the email and loses nothing.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from email_setup import ALICE, BOB, CAROL, SENDER, confirm, edited, email_server, form_of, outcome_of, park
+from email_setup import ALICE, BOB, CAROL, SENDER, confirm, edited, email_server, form_of, note_of, outcome_of, park
 from live_server import Server
 from smtp_server import SmtpServer
 
@@ -128,11 +131,23 @@ def test_a_link_with_its_option_ask_address_or_expiry_changed_is_refused(server:
 
 def test_two_of_three_addresses_confirming_close_a_two_of_three_ask(server: Server, smtp: SmtpServer) -> None:
     with server.client() as client:
-        ask_id = park(client, "deploy-4", [ALICE, BOB, CAROL], responders=[ALICE, BOB, CAROL], quorum=2)
-        links = {message.to: message.links for message in smtp.wait_for(3)}
+        ask_id = park(
+            client, "deploy-4", [ALICE, BOB, CAROL], responders=[ALICE, BOB, CAROL], quorum=2, ttl_seconds=3600
+        )
+        sent = smtp.wait_for(3)
+        links = {message.to: message.links for message in sent}
         assert sorted(links) == [ALICE, BOB, CAROL]
+        # Each email says whom the question is for, how many must agree, and until when.
+        asked_at = datetime.fromisoformat(ask_json(client, ask_id)["asked_at"])
+        about = (
+            f"For {ALICE}, {BOB} or {CAROL} · 2 of 3 must agree · "
+            f"open for 1 h, until {(asked_at + timedelta(hours=1)).strftime('%Y-%m-%d %H:%M')} UTC"
+        )
+        for message in sent:
+            assert about in message.text and html.escape(about) in message.html
         first = confirm(links[ALICE][0])
         assert outcome_of(first.text) == 'Vote taken: 1 of 2 votes for "Deploy" (option 1).'
+        assert note_of(first.text) == f"Votes so far (2 needed): 1. Deploy: {ALICE}."  # the voters named
         assert ask_json(client, ask_id)["status"] == "open"
         assert confirm(links[ALICE][0]).status_code == 200  # the same confirmation again counts once
         second = confirm(links[BOB][0])

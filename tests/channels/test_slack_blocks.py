@@ -30,7 +30,7 @@ OPEN = Ask("a1", "c1", "r1", AskKind.CHOICE, "Deploy?", ("Deploy", "Hold"), AskS
 
 
 def closed(**fields: object) -> Ask:
-    return dataclasses.replace(OPEN, answered_at=T0, **fields)  # type: ignore[arg-type]
+    return dataclasses.replace(OPEN, closed_at=T0, **fields)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -66,7 +66,7 @@ def test_durations_read_in_the_largest_whole_unit() -> None:
 
 def test_an_ask_has_a_button_per_option_then_show_options_and_cancel_capped_at_slacks_limit() -> None:
     many = dataclasses.replace(OPEN, options=tuple(f"Option {n}" for n in range(1, 31)))
-    (_, actions) = ask_blocks(many)
+    (_, actions, _) = ask_blocks(many)
     labels = [element["text"]["text"] for element in actions["elements"]]
     assert len(labels) == MAX_OPTION_BUTTONS + 2 <= 25
     assert labels[-2:] == ["Show options", "Cancel"] and {e["value"] for e in actions["elements"]} == {"a1"}
@@ -99,5 +99,5 @@ def test_escaping_round_trips_and_a_clipped_text_never_ends_inside_an_entity() -
     label = "x" * (MAX_BUTTON_CHARS - 2) + "<>"
     clipped = clip(escape(label), MAX_BUTTON_CHARS)
     assert clipped == "x" * (MAX_BUTTON_CHARS - 2) and len(clipped) <= MAX_BUTTON_CHARS
-    (_, actions) = ask_blocks(dataclasses.replace(OPEN, options=(label, "Hold")))
+    (_, actions, _) = ask_blocks(dataclasses.replace(OPEN, options=(label, "Hold")))
     assert actions["elements"][0]["text"]["text"] == clipped

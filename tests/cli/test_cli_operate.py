@@ -65,6 +65,35 @@ def test_show_finds_an_ask_by_the_short_id_asks_prints(db: str) -> None:
     assert ask_id in table.stdout and "c-show" in table.stdout and "to production?" in table.stdout
 
 
+def test_show_finds_a_closed_ask_by_the_short_id_asks_printed_while_it_was_open(db: str) -> None:
+    cancelled, lapsed = _park(db, "c-closed"), _park(db, "c-lapsed")
+    listed = CliRunner().invoke(main, ["asks", "--db", db], env={"COLUMNS": "120"})
+    assert cancelled[:12] in listed.stdout and lapsed[:12] in listed.stdout
+    with Gateway(db) as gateway:
+        gateway.cancel(cancelled)
+        gateway.expire(lapsed)
+    for ask_id, status in ((cancelled, "cancelled"), (lapsed, "expired")):
+        shown = CliRunner().invoke(main, ["show", ask_id[:12], "--db", db, "--json"])
+        assert shown.exit_code == 0, shown.output
+        data = json.loads(shown.stdout)
+        assert (data["ask_id"], data["status"]) == (ask_id, status)
+        assert data["closed_at"] is not None and data["answered_at"] is None
+
+
+def test_an_ambiguous_start_among_closed_asks_names_them_with_their_status(db: str) -> None:
+    _park(db, "c-first")  # creates the database
+    _park_with_id(db, "feed1111aaaa")
+    _park_with_id(db, "feed2222bbbb")
+    with Gateway(db) as gateway:
+        gateway.cancel("feed1111aaaa")
+    refused = CliRunner().invoke(main, ["show", "feed", "--db", db])
+    assert refused.exit_code == 1
+    assert "2 asks have ids starting 'feed'" in refused.output
+    assert "feed1111aaaa (cancelled)" in refused.output and "feed2222bbbb (open)" in refused.output
+    unknown = CliRunner().invoke(main, ["show", "feed3", "--db", db])
+    assert unknown.exit_code == 1 and "no ask's id starts with it" in unknown.output
+
+
 def test_cancel_by_short_id_records_the_outcome_and_a_second_cancel_says_it_is_closed(db: str) -> None:
     ask_id = _park(db, "c-cancel")
     done = CliRunner().invoke(main, ["cancel", ask_id[:12], "--db", db, "--outcome", "abandoned"])
@@ -85,7 +114,7 @@ def test_an_ambiguous_start_is_refused_naming_the_asks_and_cancels_nothing(db: s
     _park_with_id(db, "abcd2222bbbb")
     refused = CliRunner().invoke(main, ["cancel", "abcd", "--db", db])
     assert refused.exit_code == 1
-    assert "2 open asks have ids starting 'abcd'" in refused.output
+    assert "2 asks have ids starting 'abcd'" in refused.output
     assert "abcd1111aaaa" in refused.output and "abcd2222bbbb" in refused.output
     with Gateway(db) as gateway:
         assert {ask.id for ask in gateway.open_asks()} >= {"abcd1111aaaa", "abcd2222bbbb"}

@@ -103,3 +103,51 @@ def test_asks_without_responders_prints_no_who_table(db: str) -> None:
     assert result.exit_code == 0, result.output
     assert "who may answer" not in result.stdout
     assert max(len(line) for line in result.stdout.splitlines()) <= 80
+
+
+@pytest.mark.parametrize(
+    ("file_name", "text"),
+    [
+        ("people.json", '{"U_ALICE": "Alice Ng", "U_CAROL": "Carol Díaz"}'),
+        ("people.toml", 'U_ALICE = "Alice Ng"\nU_CAROL = "Carol Díaz"\n'),
+    ],
+)
+def test_asks_and_show_name_people_from_the_directory_and_json_keeps_ids(
+    db: str, tmp_path: Path, file_name: str, text: str
+) -> None:
+    ask_id = _park_for(db, "ops-names", quorum=2)
+    with Gateway(db) as gateway:
+        gateway.handle("ops-names", "2", sender="U_CAROL")
+    people = tmp_path / file_name
+    people.write_text(text, encoding="utf-8")
+    env = {"COLUMNS": "200", "PARKGATE_DIRECTORY": str(people)}
+
+    listed = CliRunner().invoke(main, ["asks", "--db", db], env=env)
+    assert listed.exit_code == 0, listed.output
+    line = next(line for line in listed.stdout.splitlines() if ask_id[:12] in line and "2 of 3" in line)
+    assert "Alice Ng, U_BOB, Carol Díaz" in line and "Carol Díaz: 2. Hold" in line
+    assert "U_ALICE" not in listed.stdout and "U_CAROL" not in listed.stdout  # no id where a name exists
+
+    shown = CliRunner().invoke(main, ["show", "--db", db, ask_id], env=env)
+    assert shown.exit_code == 0, shown.output
+    assert "Alice Ng, U_BOB, Carol Díaz" in shown.stdout and "Carol Díaz: 2. Hold" in shown.stdout
+    assert "U_ALICE" not in shown.stdout and "U_CAROL" not in shown.stdout
+
+    as_json = json.loads(CliRunner().invoke(main, ["show", "--db", db, ask_id, "--json"], env=env).stdout)
+    assert as_json["responders"] == RESPONDERS and as_json["votes"][0]["sender"] == "U_CAROL"
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("[1, 2]", "must be an object"), ('{"U_ALICE": 7}', "the name of 'U_ALICE'"), ("{", "is not JSON")],
+)
+def test_a_bad_directory_file_is_refused_naming_the_variable(db: str, tmp_path: Path, text: str, why: str) -> None:
+    _park_for(db, "ops-bad-names")
+    people = tmp_path / "people.json"
+    people.write_text(text, encoding="utf-8")
+    for command in (["asks", "--db", db], ["show", "--db", db, "nope"]):
+        result = CliRunner().invoke(main, command, env={"PARKGATE_DIRECTORY": str(people)})
+        assert result.exit_code == 1 and "Traceback" not in result.output
+        assert "PARKGATE_DIRECTORY" in result.output and str(people) in result.output and why in result.output
+    missing = CliRunner().invoke(main, ["asks", "--db", db], env={"PARKGATE_DIRECTORY": str(tmp_path / "gone.json")})
+    assert missing.exit_code == 1 and "PARKGATE_DIRECTORY" in missing.output and "cannot be read" in missing.output

@@ -422,3 +422,14 @@ def test_an_events_receiver_the_fence_refuses_stops_the_start_naming_both_variab
     assert "PARKGATE_EVENTS_URL points at an internal address (127.0.0.1)" in result.output
     assert "PARKGATE_CALLBACK_ALLOW" in result.output  # what lets it in
     assert workers == [] and not db.exists()  # nothing started, nothing made
+
+
+def test_a_bad_directory_file_stops_the_start_naming_the_variable(tmp_path: Any, workers: list[dict[str, Any]]) -> None:
+    db = tmp_path / "s.db"
+    people = tmp_path / "people.json"
+    people.write_text('{"U0ALICE": ""}', encoding="utf-8")
+    result = CliRunner().invoke(main, ["serve", "--db", f"sqlite:///{db}"], env={"PARKGATE_DIRECTORY": str(people)})
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert f"PARKGATE_DIRECTORY: {people} is not a directory of sender id to name" in result.output
+    assert "the name of 'U0ALICE'" in result.output
+    assert workers == [] and not db.exists()  # nothing started, nothing made

@@ -48,6 +48,7 @@ CALLBACK_ENV = {"PARKGATE_CALLBACK_ALLOW": "127.0.0.1", "PARKGATE_CALLBACK_MAX_A
 TOKENS: dict[str, tuple[list[str], str]] = {
     "everything": (["park", "answer", "read", "operate"], ""),
     "agent": (["park"], ""),
+    "tenant": (["park", "read"], ""),  # reads its own asks only (no operate)
     "auditor": (["read"], ""),
     "capped": (["park", "read"], "max_open_asks = 1\n"),
     "slow": (["read"], "rate_per_second = 0.001\n"),  # one request, then none for 1,000 s

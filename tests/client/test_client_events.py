@@ -21,7 +21,7 @@ from parkgate.errors import InputError
 
 def test_a_timeline_the_stream_and_the_export_hold_the_same_events(guarded: Any, connect: Any, conv: str) -> None:
     operator = connect(guarded, guarded.tokens["everything"])
-    agent = connect(guarded, guarded.tokens["agent"])
+    agent = connect(guarded, guarded.tokens["tenant"])
     start = max((event.id for event in agent.export_events()), default=0)  # the module's server is shared
     theirs = operator.ask(f"{conv}-theirs", "Rotate the key?", ["Rotate", "Keep"]).ask_id
     mine = agent.ask(conv, "Ship build 7?", ["Ship", "Hold"]).ask_id
@@ -31,7 +31,7 @@ def test_a_timeline_the_stream_and_the_export_hold_the_same_events(guarded: Any,
     timeline = agent.events(mine)
     assert all(isinstance(event, LoggedEvent) for event in timeline)
     assert [(e.seq, e.type, e.sender) for e in timeline] == [
-        (1, EventKind.PARKED, "agent"),
+        (1, EventKind.PARKED, "tenant"),
         (2, EventKind.TOUCHED, "U1"),
         (3, EventKind.TOUCHED, "U1"),
         (4, EventKind.CLOSED, "U1"),

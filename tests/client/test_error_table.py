@@ -18,6 +18,7 @@ import parkgate
 import parkgate.errors
 from parkgate.client import wire
 from parkgate.client.responses import raise_error
+from parkgate.core import events
 from parkgate.errors import (
     AskAlreadyOpen,
     CallbackNotFailed,
@@ -222,8 +223,9 @@ def test_no_other_module_spells_a_wire_code_out() -> None:
     """The server's modules and the client name a code by its class's attribute, never as a string."""
     codes = set(_declared())
     source = Path(parkgate.__file__).parent
-    #: The prove report's word for input refused before the machine: not a wire code.
-    unrelated = {(Path(outcome.__file__), outcome.REFUSED)}
+    #: The prove report's word for input refused before the machine, and the event log's
+    #: type of a refused message: not wire codes.
+    unrelated = {(Path(outcome.__file__), outcome.REFUSED), (Path(events.__file__), events.EventKind.REFUSED.value)}
     spelled = sorted(
         f"{path.relative_to(source)}:{node.lineno} {node.value!r}"
         for path in source.rglob("*.py")

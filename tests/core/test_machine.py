@@ -179,7 +179,7 @@ def test_selection_closes_the_ask_with_label_and_index_and_resets_the_counter() 
     assert result.text == P.PHRASES[ReplyKind.SELECTED].format(index=2, answer="Class")
     assert result.ask.status is AskStatus.ANSWERED and not result.parked
     assert result.ask.mismatches == 0
-    assert result.ask.answered_at == now and result.ask.last_touched == now
+    assert result.ask.answered_at == result.ask.closed_at == now and result.ask.last_touched == now
 
 
 def test_selection_by_label() -> None:
@@ -226,7 +226,7 @@ def test_cancel_words_close_the_ask_as_cancelled_with_the_fixed_line(word: str) 
     assert result.text == P.PHRASES[ReplyKind.CANCELLED]
     assert result.ask.status is AskStatus.CANCELLED and not result.parked
     assert result.ask.answer is None and result.answer is None
-    assert result.ask.answered_at == now
+    assert result.ask.closed_at == now and result.ask.answered_at is None, "a cancel is no answer"
 
 
 def test_option_named_stop_is_selected_not_cancelled() -> None:
@@ -244,7 +244,8 @@ def test_step_refuses_a_closed_ask() -> None:
 def test_operator_cancel() -> None:
     now = T0 + timedelta(minutes=9)
     closed = cancel(make_ask(), now)
-    assert closed.status is AskStatus.CANCELLED and closed.answered_at == now and not closed.is_open
+    assert closed.status is AskStatus.CANCELLED and closed.closed_at == now and not closed.is_open
+    assert closed.answered_at is None
     assert cancel(make_ask(), now, outcome="replaced").outcome == "replaced"
 
 
@@ -352,7 +353,8 @@ def test_expiry_with_a_default_records_it_but_is_still_expired() -> None:
     result = expire(make_ask(default="Class"), now)
     assert result.ask.status is AskStatus.EXPIRED and result.ask.outcome == "expired"
     assert result.ask.answer == "Class" and result.ask.option_index == 2
-    assert result.ask.answered_at == now
+    assert result.ask.closed_at == T0 + TTL, "closed at its due time, not at the read"
+    assert result.ask.answered_at is None, "a default is no answer"
     assert result.kind is ReplyKind.PASS and result.expired
     via_step = step(make_ask(default="Class"), "cancel", now)
     assert via_step.ask.status is AskStatus.EXPIRED and via_step.ask.answer == "Class"
@@ -409,5 +411,34 @@ def test_every_step_has_a_kind_and_the_counter_follows_the_rules(
             assert result.ask.mismatches == ask.mismatches
         assert result.parked == (result.kind in (ReplyKind.RETRY, ReplyKind.ESCALATED, ReplyKind.RESHOWN))
         if not result.parked:
+            assert_closed_at_its_moment(ask, result.ask, now)
             return
+        assert result.ask.closed_at is None and result.ask.answered_at is None
         ask = result.ask
+
+
+def assert_closed_at_its_moment(before: Ask, closed: Ask, now: datetime) -> None:
+    """An expiry closes at its due time, anything else at ``now``; only an answer has ``answered_at``."""
+    if closed.status is AskStatus.EXPIRED:
+        assert closed.closed_at == before.last_touched + before.ttl <= now, "the due time, never the read's moment"
+    else:
+        assert closed.closed_at == now
+    assert closed.answered_at == (now if closed.status is AskStatus.ANSWERED else None)
+
+
+@settings(max_examples=100, deadline=None)
+@given(late=st.integers(1, 30 * 24 * 3600), touched=st.integers(0, 3600), default=st.sampled_from([None, "Class"]))
+def test_an_expired_ask_closed_at_its_due_time_however_late_the_read(
+    late: int, touched: int, default: str | None
+) -> None:
+    ask = make_ask(last_touched=T0 + timedelta(seconds=touched), default=default)
+    read_at = ask.due_at + timedelta(seconds=late)
+    for closed in (expire(ask, read_at).ask, step(ask, "1", read_at).ask):
+        assert closed.status is AskStatus.EXPIRED
+        assert closed.closed_at == ask.due_at and closed.answered_at is None
+
+
+def test_an_ask_expired_before_it_fell_due_closed_at_that_moment() -> None:
+    early = T0 + timedelta(minutes=5)
+    closed = expire(make_ask(), early).ask
+    assert closed.closed_at == early < make_ask().due_at

@@ -202,7 +202,8 @@ def test_bad_query_parameters_are_refused(parked: Any) -> None:
     http, _, before = parked
     for wait in ("61", "-1", "soon", "nan", "inf"):
         assert_error(http.get(f"/v1/asks/{before['ask_id']}", params={"wait": wait}), 422, "invalid_request", "wait")
-    assert_error(http.get("/v1/asks", params={"status": "closed"}), 422, "invalid_request", "status")
+    assert_error(http.get("/v1/asks", params={"status": "lost"}), 422, "invalid_request", "status")
+    assert_error(http.get("/v1/asks", params={"since": "yesterday"}), 422, "invalid_request", "since")
     assert_error(http.get("/v1/asks", params={"limit": "0"}), 422, "invalid_request", "limit")
 
 

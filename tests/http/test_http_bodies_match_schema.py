@@ -203,6 +203,7 @@ async def test_every_v1_route_sends_only_what_its_schema_declares(
     )
     assert finished["output"] == output
     await api("GET", "/v1/channels/failed", status=200)
+    assert (await api("GET", "/v1/directory", status=200))["names"] == {}
     agent_state, agent_run = "/v1/runs/{run_id}/agent-state", {"run_id": "run-agent"}
     assert (await api("PUT", agent_state, status=200, path=agent_run, json={"state": "{}"}))["kept"]
     assert (await api("GET", agent_state, status=200, path=agent_run))["state"] == "{}"

@@ -72,7 +72,7 @@ def assert_no_half_written(spec: StoreSpec) -> None:
     """Every row is whole: an ask's status, outcome, answer and stamps agree, and so does its run."""
     asks = spec.query(
         "SELECT id, conversation_id, run_id, kind, prompt, options, status, outcome, answer, option_index, "
-        "answered_at, mismatches FROM asks"
+        "closed_at, mismatches FROM asks"
     )
     runs = {row[0]: row for row in spec.query("SELECT id, status, pending_ask_id FROM runs")}
     open_per_conversation: Counter[str] = Counter()
@@ -87,7 +87,7 @@ def assert_no_half_written(spec: StoreSpec) -> None:
         outcome,
         answer,
         index,
-        answered_at,
+        closed_at,
         misses,
     ) in asks:
         labels = json.loads(options)
@@ -95,10 +95,10 @@ def assert_no_half_written(spec: StoreSpec) -> None:
         assert misses >= 0 and run_id in runs, ask_id
         if status == "open":
             open_per_conversation[conversation] += 1
-            assert (outcome, answer, index, answered_at) == (None, None, None, None), ask_id
+            assert (outcome, answer, index, closed_at) == (None, None, None, None), ask_id
             assert runs[run_id][1:] == ("running", ask_id), f"{ask_id}: its run does not point at it"
         else:
-            assert status in CLOSED and outcome and answered_at is not None, ask_id
+            assert status in CLOSED and outcome and closed_at is not None, ask_id
         if status == "answered":
             assert answer is not None, ask_id
             if kind == "choice":

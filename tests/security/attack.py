@@ -18,7 +18,7 @@ def snapshot(location: Any) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]
     """Every ask (status, answer, counters, stamps) and outbox row, as the database holds them."""
     asks = location.raw_query(
         "SELECT id, conversation_id, status, outcome, answer, option_index, mismatches, last_touched, answered_at, "
-        "callback_url, owner FROM asks ORDER BY id"
+        "closed_at, callback_url, owner FROM asks ORDER BY id"
     )
     outbox = location.raw_query("SELECT ask_id, url, attempts, delivered_at FROM outbox ORDER BY id")
     return [tuple(map(str, row)) for row in asks], [tuple(map(str, row)) for row in outbox]

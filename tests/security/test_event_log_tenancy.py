@@ -43,5 +43,9 @@ def test_a_tenant_reads_its_own_timeline_and_no_other(launch: Any, database: Any
         unknown = agent.get("/v1/asks/no-such-ask/events")
         assert (refused.status_code, refused.json()["error"]) == (404, "unknown_ask")
         assert refused.json()["error"] == unknown.json()["error"]
-        assert operator.get(f"/v1/asks/{theirs}/events").json()["events"][0]["type"] == "parked"
+        cancel = operator.post(f"/v1/asks/{theirs}/cancel", json={"outcome": "abandoned", "reason": "key moved"})
+        assert cancel.status_code == 200, cancel.text
+        their_events = operator.get(f"/v1/asks/{theirs}/events").json()["events"]
+        assert [e["type"] for e in their_events] == ["parked", "closed"]
+        assert (their_events[1]["sender"], their_events[1]["data"]["reason"]) == ("operator", "key moved")
         assert operator.get(f"/v1/asks/{ours}/events").json() == body

@@ -134,3 +134,14 @@ def test_the_log_is_followed_by_id_and_pruned_around_open_asks(gateway: Gateway,
     assert gateway.prune_events(timedelta(days=90)) == 3  # the open ask's parked event stays
     assert gateway.events(old.ask_id or "") == []
     assert timeline(gateway, still_open.ask_id or "")[0] == ("parked", None)
+
+
+def test_an_operators_cancel_keeps_its_reason_with_the_close(gateway: Gateway) -> None:
+    parked = gateway.ask("c-1", "Deploy?", ["Deploy", "Hold"])
+    gateway.cancel(parked.ask_id or "", outcome="abandoned", reason="  the release was pulled  ")
+    closed = gateway.events(parked.ask_id or "")[-1]
+    assert (closed.sender, closed.data["outcome"], closed.data["reason"]) == (
+        "operator",
+        "abandoned",
+        "the release was pulled",
+    )

@@ -215,7 +215,7 @@ def _function_plans(conn: psycopg.Connection[Any]) -> dict[str, str]:
     step = (
         *expected,
         *("open", None, None, None, touched + timedelta(seconds=1), None, misses + 1),
-        *(None, None, None),  # votes, answered_by, closed_by
+        *(None, None, None, None),  # votes, answered_by, closed_by, closed_at
         *(run_id, "running", None, ask_id, touched),
         *('{"kind": "retry"}', touched),
     )

@@ -167,6 +167,21 @@ class Channel(Protocol):
 
 
 @runtime_checkable
+class KnowsNames(Protocol):
+    """A channel that learns people's names from its platform as it reads their messages
+    (Telegram's ``@username``): the console shows them in place of sender ids
+    (:mod:`parkgate.core.directory`), where the configured directory has none.
+
+    Only names the platform keeps unique are given (a handle, never a display name its
+    owner chooses), so nobody can take another person's name on the console.
+    """
+
+    def known_names(self) -> Mapping[str, str]:
+        """Each sender id this process has a unique name for, and that name."""
+        ...
+
+
+@runtime_checkable
 class ChecksPosts(Protocol):
     """A channel that checks, when an ask is parked, that it can post the ask where asked.
 

@@ -1,5 +1,7 @@
-"""The lines a channel shows for a closed ask, written once for every channel: how it
-ended ("Answered: Deploy, by @alice", "Dropped by @bob, nothing ran.", "Expired after 6 h,
+"""The lines every channel shows, written once: what a posted ask says under its question
+(whom it is for, how many must agree, until when: :func:`about_line`), a quorum ask's
+votes with each option's voters named (:func:`votes_line`), how a closed ask ended
+("Answered: Deploy, by @alice", "Dropped by @bob, nothing ran.", "Expired after 6 h,
 nothing ran.") and what a click on it answers ("This question is already closed (answered
 by @alice)."). Each channel names people its own way: ``mention`` turns a sender id into
 the platform's name for them; an operator's cancel is "an operator" everywhere.
@@ -8,9 +10,11 @@ the platform's name for them; an operator's cancel is "an operator" everywhere.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 
 from parkgate.core import phrases as P
 from parkgate.core.kinds import OPERATOR, AskStatus, RunOutcome
+from parkgate.core.machine import joined_names
 from parkgate.core.model import Ask
 
 #: A channel's name for a sender (a platform user id).
@@ -25,6 +29,62 @@ def duration(seconds: float) -> str:
     if whole >= 60 and whole % 60 == 0:
         return P.CHANNEL_MINUTES.format(count=whole // 60)
     return P.CHANNEL_SECONDS.format(count=whole)
+
+
+def utc_time(moment: datetime) -> str:
+    """A time as a channel line writes it: ``2026-01-05 09:00 UTC``."""
+    return moment.strftime(P.CHANNEL_UTC_TIME)
+
+
+def open_until(ask: Ask) -> str:
+    """Until when ``ask`` stays open, where the platform shows no local time: its TTL and
+    its due time in UTC ("open for 6 h, until 2026-01-05 15:00 UTC")."""
+    return P.CHANNEL_OPEN_FOR_UNTIL.format(idle=duration(ask.ttl_seconds), when=utc_time(ask.due_at))
+
+
+def about_line(ask: Ask, mention: Mention, until: str | None = None) -> str:
+    """What a posted ask says under its question: whom it is for, how many must agree,
+    until when it stays open.
+
+    Args:
+        ask: The open ask, as posted.
+        mention: The channel's name for a sender.
+        until: The channel's own "open until" part (Slack's date that each reader sees in
+            their own time zone); by default :func:`open_until`.
+
+    Returns:
+        "For @alice, @bob or @carol · 2 of 3 must agree · open for 6 h, until 2026-01-05
+        15:00 UTC"; "For anyone here · ..." for an ask anyone may answer.
+    """
+    who = joined_names(ask.responders, mention) if ask.responders else P.CHANNEL_ANYONE
+    parts = [P.CHANNEL_FOR.format(who=who)]
+    if ask.quorum > 1:
+        parts.append(P.CHANNEL_QUORUM.format(quorum=ask.quorum, count=len(ask.responders)))
+    parts.append(open_until(ask) if until is None else until)
+    return P.CHANNEL_ABOUT_JOIN.join(parts)
+
+
+def votes_line(ask: Ask, mention: Mention, escape: Callable[[str], str] = str) -> str | None:
+    """A quorum ask's votes so far, each option's voters named: "Votes so far (2 needed):
+    1. Deploy: @alice; 2. Hold: @bob." (``None`` for an ask that takes no votes).
+
+    Args:
+        ask: The ask, with its votes.
+        mention: The channel's name for a sender (markup the channel means, unescaped).
+        escape: The platform's escaping of the option labels quoted.
+    """
+    if ask.quorum <= 1:
+        return None
+    voters: dict[int, list[str]] = {}
+    for vote in ask.votes:
+        voters.setdefault(vote.option_index, []).append(mention(vote.sender))
+    items = [
+        P.VOTE_VOTERS_ITEM.format(index=index, answer=escape(ask.options[index - 1]), voters=P.VOTERS_JOIN.join(names))
+        for index, names in sorted(voters.items())
+        if 0 < index <= len(ask.options)
+    ]
+    tally = P.VOTE_TALLY_JOIN.join(items) if items else P.VOTES_NONE_YET
+    return P.VOTES_SO_FAR.format(quorum=ask.quorum, tally=tally)
 
 
 def who(sender: str | None, mention: Mention) -> str | None:

@@ -196,4 +196,25 @@ def spec_of(name: str) -> ChannelSpec | None:
     return _specs.get(name)
 
 
-__all__ = ["BUILT_IN", "ENV_CHANNELS", "ChannelSpec", "load", "names", "register", "registered", "spec_of"]
+def target_names(channel: str, where: Mapping[str, Any]) -> tuple[str, ...]:
+    """A channel target as a token's ``channels`` patterns and the history's ``channel``
+    filter read it: ``"<channel>:<its target id>"`` (``where`` at the spec's
+    :attr:`~ChannelSpec.target_id`), one name per item when the target id is a list (each
+    address an email is sent to)."""
+    spec = spec_of(channel)
+    value = where.get(spec.target_id, "") if spec is not None else ""
+    items = value if isinstance(value, list) and value else [value]
+    return tuple(f"{channel}:{item}" for item in items)
+
+
+__all__ = [
+    "BUILT_IN",
+    "ENV_CHANNELS",
+    "ChannelSpec",
+    "load",
+    "names",
+    "register",
+    "registered",
+    "spec_of",
+    "target_names",
+]

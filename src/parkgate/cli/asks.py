@@ -12,7 +12,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from parkgate.cli.names import directory, people, person
 from parkgate.cli.stores import db_option, gateway_session, shown_url
+from parkgate.core.directory import Directory
 from parkgate.core.display import json_line, visible_id, visible_text
 from parkgate.core.model import Ask
 from parkgate.gateway import ask_to_dict
@@ -59,9 +61,11 @@ def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
     a channel post) whose due read is more than a minute late, which happens only when
     no deliverer runs on the database or keeps up. --older-than narrows the listing,
     never the check. Asks with responders are listed again below, with who may answer,
-    how many must agree and each responder's current vote.
+    how many must agree and each responder's current vote: people by their display names
+    where PARKGATE_DIRECTORY names them (--json keeps ids).
     """
     minimum = parse_duration(older_than) if older_than else None
+    names = Directory() if as_json else directory()
     with gateway_session(db_url, reading=True) as gateway:
         now = gateway.clock.now()
         everything = gateway.audit()
@@ -79,7 +83,7 @@ def asks(db_url: str, older_than: str | None, as_json: bool) -> None:
             console = Console()
             console.print(_asks_table(found, now, shown_url(db_url)))
             if any(ask.responders for ask in found):
-                console.print(_who_table(found))
+                console.print(_who_table(found, names))
             shown = f"{len(found)} open" if minimum is None else f"{len(found)} of {len(everything)} open listed"
             console.print(f"{shown}, {len(lapsed)} past their TTL (each closes on its next read)")
             if late:
@@ -147,9 +151,10 @@ def _asks_table(found: list[Ask], now: datetime, where: str) -> Table:
     return table
 
 
-def _who_table(found: list[Ask]) -> Table:
+def _who_table(found: list[Ask], names: Directory) -> Table:
     """The listed asks that have responders: who may answer, how many must agree, and each
-    responder's current vote (``sender: number. label``), the names and votes folding."""
+    responder's current vote (``sender: number. label``), people by their display names
+    in ``names`` where it has one, the names and votes folding."""
     table = Table(title="who may answer", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     table.add_column("ask", no_wrap=True)
     table.add_column("responders", overflow="fold", ratio=1)
@@ -158,10 +163,10 @@ def _who_table(found: list[Ask]) -> Table:
     for ask in found:
         if not ask.responders:
             continue
-        votes = "\n".join(f"{visible_id(v.sender)}: {v.option_index}. {visible_text(v.answer)}" for v in ask.votes)
+        votes = "\n".join(f"{person(names, v.sender)}: {v.option_index}. {visible_text(v.answer)}" for v in ask.votes)
         table.add_row(
             Text(visible_id(ask.id[:12])),
-            Text(", ".join(visible_id(name) for name in ask.responders)),
+            Text(people(names, ask.responders)),
             f"{ask.quorum} of {len(ask.responders)}",
             Text(votes) if votes else Text("none yet", style="dim"),
         )

@@ -14,8 +14,10 @@ from parkgate.client import responses, stream, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
 from parkgate.core.events import LoggedEvent
+from parkgate.core.history import HistoryQuery
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Reply, Run
+from parkgate.core.stats import Stats
 from parkgate.errors import UnknownRun
 from parkgate.gateway.checks import MAX_WAIT_SECONDS, wait_seconds
 from parkgate.gateway.options import ClientAskFields, ParkFields, RunFields
@@ -160,6 +162,14 @@ class AsyncClient:
         """As :meth:`Client.open_asks <parkgate.client.Client.open_asks>`."""
         return await self._send(wire.open_asks(limit, cursor, conversation_id, owner))
 
+    async def history(self, query: HistoryQuery | None = None, **filters: Any) -> AskPage:
+        """As :meth:`Client.history <parkgate.client.Client.history>`."""
+        return await self._send(wire.history(wire.history_query(query, filters)))
+
+    async def stats(self, since: datetime | None = None, until: datetime | None = None, by: str | None = None) -> Stats:
+        """As :meth:`Client.stats <parkgate.client.Client.stats>`."""
+        return await self._send(wire.stats(since, until, by))
+
     async def parked(self, conversation_id: str, wait: float | timedelta = 0) -> AskView | None:
         """As :meth:`Client.parked <parkgate.client.Client.parked>`: long-polls, awaited in turn."""
         deadline = time.monotonic() + wait_seconds(wait)
@@ -195,9 +205,9 @@ class AsyncClient:
         """As :meth:`Client.failed_callbacks <parkgate.client.Client.failed_callbacks>`."""
         return await self._send(wire.failed_callbacks(limit))
 
-    async def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> AskView:
+    async def cancel(self, ask_id: str, *, outcome: str = "cancelled", reason: str | None = None) -> AskView:
         """As :meth:`Client.cancel <parkgate.client.Client.cancel>`."""
-        return await self._send(wire.cancel(ask_id, outcome))
+        return await self._send(wire.cancel(ask_id, outcome, reason))
 
     async def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
         """Record a run that ended before it asked anything (:meth:`Client.record_run`)."""

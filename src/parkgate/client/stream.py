@@ -1,5 +1,5 @@
 """The clients' reading of the event log's streams, without I/O: server-sent events
-(``GET /v1/events/stream``) and JSON Lines (``GET /v1/events/export``) into
+(``GET /v1/events/stream``) and JSON Lines (``GET /v1/export?what=events``) into
 :class:`~parkgate.core.events.LoggedEvent`\\ s, and when a follower reconnects.
 
 :class:`~parkgate.client.Client` and :class:`~parkgate.client.AsyncClient` feed the lines

@@ -13,8 +13,10 @@ from parkgate.client import responses, stream, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
 from parkgate.core.events import LoggedEvent
+from parkgate.core.history import HistoryQuery
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Reply, Run
+from parkgate.core.stats import Stats
 from parkgate.errors import UnknownRun
 from parkgate.gateway.checks import MAX_WAIT_SECONDS, wait_seconds
 from parkgate.gateway.options import ClientAskFields, ParkFields, RunFields
@@ -239,6 +241,36 @@ class Client:
         """
         return self._send(wire.open_asks(limit, cursor, conversation_id, owner))
 
+    def history(self, query: HistoryQuery | None = None, **filters: Any) -> AskPage:
+        """One page of asks of any status (``GET /v1/asks``), as :meth:`Gateway.history
+        <parkgate.Gateway.history>` lists them; the server closes the lapsed asks it finds.
+
+        Args:
+            query: The filters (:class:`~parkgate.core.history.HistoryQuery`); ``None``:
+                made from ``filters``.
+            **filters: ``HistoryQuery``'s fields (``status``, ``since``, ``until``,
+                ``conversation_id``, ``responder``, ``channel``, ``outcome``, ``owner``,
+                ``q``, ``limit``, ``cursor``), over ``query``'s.
+
+        Returns:
+            The page: its asks and ``next`` (also ``next_cursor``), ``None`` after the last.
+        """
+        return self._send(wire.history(wire.history_query(query, filters)))
+
+    def stats(self, since: datetime | None = None, until: datetime | None = None, by: str | None = None) -> Stats:
+        """The operator's figures for ``[since, until)`` (``GET /v1/stats``), as
+        :meth:`Gateway.stats <parkgate.Gateway.stats>` computes them.
+
+        Args:
+            since: The window's start (timezone-aware), or ``None``.
+            until: The window's end (exclusive), or ``None``.
+            by: ``"day"``, ``"responder"`` or ``"channel"``: figures per group too.
+
+        Returns:
+            The figures, in all and per group.
+        """
+        return self._send(wire.stats(since, until, by))
+
     def parked(self, conversation_id: str, wait: float | timedelta = 0) -> AskView | None:
         """The conversation's open ask (``GET /v1/conversations/{id}``), as a surface looks for it.
 
@@ -308,13 +340,14 @@ class Client:
         return self._send(wire.failed_callbacks(limit))
 
     # -- operating -------------------------------------------------------------------------
-    def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> AskView:
+    def cancel(self, ask_id: str, *, outcome: str = "cancelled", reason: str | None = None) -> AskView:
         """An operator's cancel: the ask closes as ``cancelled``.
 
         Args:
             ask_id: The ask to cancel.
             outcome: An id-like string recorded on the ask and its run that says why
                 (``abandoned``, say), as :meth:`Gateway.cancel <parkgate.Gateway.cancel>` takes.
+            reason: Why, in words: kept with the close in the ask's event log.
 
         Returns:
             The ask as it is now (a closed one comes back as it was).
@@ -322,7 +355,7 @@ class Client:
         Raises:
             UnknownAsk: No ask has this id.
         """
-        return self._send(wire.cancel(ask_id, outcome))
+        return self._send(wire.cancel(ask_id, outcome, reason))
 
     def record_run(self, run_id: str, conversation_id: str, outcome: str) -> Run:
         """Record a run that ended before it asked anything, as complete with ``outcome``.
@@ -495,7 +528,7 @@ class Client:
             time.sleep(stream.pause_before_retry(tries, parser.retry_seconds, retry_after))
 
     def export_events(self, since: datetime | None = None, until: datetime | None = None) -> Iterator[LoggedEvent]:
-        """Every event written in ``[since, until)``, oldest first (``GET /v1/events/export``),
+        """Every event written in ``[since, until)``, oldest first (``GET /v1/export?what=events``),
         read as it is consumed.
 
         Args:

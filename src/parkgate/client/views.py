@@ -56,11 +56,17 @@ class AskView(AskShape):
 
 @dataclass(frozen=True, slots=True)
 class AskPage:
-    """One page of open asks, oldest first; ``next`` is the cursor of the page after it
-    (``None`` on the last page)."""
+    """One page of asks (``GET /v1/asks``: open ones oldest first, any other status newest
+    first); ``next`` is the cursor of the page after it (``None`` on the last page)."""
 
     asks: tuple[AskView, ...]
     next: str | None = None
+
+    @property
+    def next_cursor(self) -> str | None:
+        """The cursor of the page after this one (``next``), by the name the library's
+        :class:`~parkgate.core.history.HistoryPage` gives it."""
+        return self.next
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AskPage:

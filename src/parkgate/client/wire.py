@@ -11,6 +11,7 @@ anything is sent); the server checks the rest, and its refusal is an ``InputErro
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -27,9 +28,11 @@ from parkgate.client.views import AskPage, AskView, run_from_dict
 from parkgate.core.events import STREAM_HEARTBEAT_SECONDS, LoggedEvent
 from parkgate.core.expect import as_expect
 from parkgate.core.expect import to_dict as expect_to_dict
+from parkgate.core.history import HistoryQuery
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Reply, Run
 from parkgate.core.shape import Form, declared_options
+from parkgate.core.stats import Stats
 from parkgate.errors import InputError
 from parkgate.gateway.checks import (
     MAX_SKILL_OUTPUT_CHARS,
@@ -310,6 +313,45 @@ def open_asks(
     return Call("GET", "v1/asks", AskPage.from_dict, params=params)
 
 
+def history(query: HistoryQuery) -> Call[AskPage]:
+    """``GET /v1/asks`` with a history query's filters: one page of any status."""
+    params: dict[str, str | int] = {"status": query.status, "limit": query.limit}
+    for name in ("since", "until"):
+        moment = getattr(query, name)
+        if moment is not None:
+            params[name] = moment.isoformat()
+    for name in ("conversation_id", "responder", "channel", "outcome", "owner"):
+        value = getattr(query, name)
+        if value is not None:
+            params[name] = check_id(value, name)
+    if query.q is not None:
+        params["q"] = query.q
+    if query.cursor is not None:
+        params["cursor"] = query.cursor
+    return Call("GET", "v1/asks", AskPage.from_dict, params=params)
+
+
+def history_query(query: HistoryQuery | None, filters: Mapping[str, Any]) -> HistoryQuery:
+    """The query a client's ``history(query, **filters)`` sends: ``filters`` over ``query``'s."""
+    try:
+        return dataclasses.replace(query, **filters) if query is not None else HistoryQuery(**filters)
+    except TypeError as error:
+        raise InputError(f"history takes HistoryQuery's fields: {error}") from None
+
+
+def stats(since: datetime | None, until: datetime | None, by: str | None) -> Call[Stats]:
+    """``GET /v1/stats``: the figures of ``[since, until)``, grouped ``by`` when given."""
+    params: dict[str, str] = {}
+    for name, moment in (("since", since), ("until", until)):
+        if moment is not None:
+            if moment.tzinfo is None:
+                raise InputError(f"{name} must be a timezone-aware datetime")
+            params[name] = moment.isoformat()
+    if by is not None:
+        params["by"] = str(getattr(by, "value", by))
+    return Call("GET", "v1/stats", Stats.from_dict, params=params)
+
+
 def parked(conversation_id: str, wait: float = 0.0) -> Call[AskView | None]:
     """``GET /v1/conversations/{conversation_id}``, held up to ``wait`` seconds until an ask is parked."""
     params = {"wait": f"{wait:.3f}"} if wait > 0 else None
@@ -322,9 +364,14 @@ def _parked_ask(data: Mapping[str, Any]) -> AskView | None:
     return None if ask is None else AskView.from_dict(ask)
 
 
-def cancel(ask_id: str, outcome: str | None = None) -> Call[AskView]:
-    """``POST /v1/asks/{ask_id}/cancel``, with the ``outcome`` to record when given."""
-    body = None if outcome is None else _json({"outcome": check_id(outcome, "outcome")})
+def cancel(ask_id: str, outcome: str | None = None, reason: str | None = None) -> Call[AskView]:
+    """``POST /v1/asks/{ask_id}/cancel``, with the ``outcome`` and ``reason`` to record when given."""
+    fields: dict[str, str] = {}
+    if outcome is not None:
+        fields["outcome"] = check_id(outcome, "outcome")
+    if reason is not None:
+        fields["reason"] = reason
+    body = _json(fields) if fields else None
     path = f"v1/asks/{_segment(ask_id, 'ask_id')}/cancel"
     return Call("POST", path, AskView.from_dict, body, about={"ask_id": ask_id})
 
@@ -347,15 +394,15 @@ def event_stream(after: int | None, wait: float) -> Call[None]:
 
 
 def event_export(since: datetime | None, until: datetime | None) -> Call[None]:
-    """``GET /v1/events/export`` as JSON Lines, of ``[since, until)``."""
-    params: dict[str, str | int | float] = {"format": "jsonl"}
+    """``GET /v1/export?what=events`` as JSON Lines, of ``[since, until)``."""
+    params: dict[str, str | int | float] = {"what": "events", "format": "jsonl"}
     for name, moment in (("since", since), ("until", until)):
         if moment is None:
             continue
         if not isinstance(moment, datetime) or moment.tzinfo is None:
             raise InputError(f"{name} must be a datetime with its timezone, not {moment!r}")
         params[name] = moment.isoformat()
-    return Call("GET", "v1/events/export", lambda data: None, params=params, hold=STREAM_HEARTBEAT_SECONDS)
+    return Call("GET", "v1/export", lambda data: None, params=params, hold=STREAM_HEARTBEAT_SECONDS)
 
 
 def closed_follow_ups(limit: int, watcher: str | None = None, after: str | None = None) -> Call[list[AskView]]:

@@ -94,13 +94,20 @@ def _bare_exits_work(kind: AskKind, options: tuple[str, ...]) -> bool:
 
 
 def expire(ask: Ask, now: datetime) -> Step:
-    """Close ``ask`` as expired. It records its default, if it has one, as the answer."""
+    """Close ``ask`` as expired. It records its default, if it has one, as the answer.
+
+    Its ``closed_at`` is its due time (``last_touched + ttl``), not ``now``: a read that
+    finds the ask lapsed long after its TTL does not move its close. Closed before it fell
+    due (an operator's expiry), it closed at ``now``. Nobody answered: ``answered_at``
+    stays ``None``.
+    """
     closed = ask.evolve(
         status=AskStatus.EXPIRED,
         outcome=AskStatus.EXPIRED.value,
         answer=ask.default,
         option_index=_index_of(ask, ask.default),
-        answered_at=now,
+        answered_at=None,
+        closed_at=min(ask.due_at, now),
     )
     return Step(ReplyKind.PASS, P.PHRASES[ReplyKind.PASS], closed, expired=True)
 
@@ -154,7 +161,7 @@ def step(
             last_touched=now,
             status=AskStatus.CANCELLED,
             outcome=AskStatus.CANCELLED.value,
-            answered_at=now,
+            closed_at=now,
             closed_by=sender,
         )
         return Step(ReplyKind.CANCELLED, cancelled_line(ask), closed)
@@ -225,6 +232,7 @@ def _selected(ask: Ask, option_index: int, now: datetime, sender: str | None) ->
         answer=label,
         option_index=option_index,
         answered_at=now,
+        closed_at=now,
         mismatches=0,
         votes=votes,
         answered_by=sender,
@@ -240,6 +248,7 @@ def _answered(ask: Ask, text: str, now: datetime, sender: str | None, *, bare_co
         outcome="answered",
         answer=text,
         answered_at=now,
+        closed_at=now,
         mismatches=0,
         answered_by=sender,
     )
@@ -269,8 +278,8 @@ def _tries(count: int) -> str:
 
 def cancel(ask: Ask, now: datetime, outcome: str = AskStatus.CANCELLED.value, closed_by: str | None = None) -> Ask:
     """Close ``ask`` as cancelled (an operator's cancel, ``closed_by`` ``operator``, or a
-    replaced ask, ``closed_by`` ``None``)."""
-    return ask.evolve(status=AskStatus.CANCELLED, outcome=outcome, answered_at=now, closed_by=closed_by)
+    replaced ask, ``closed_by`` ``None``), closed at ``now``."""
+    return ask.evolve(status=AskStatus.CANCELLED, outcome=outcome, closed_at=now, closed_by=closed_by)
 
 
 #: The reply kinds whose message is an answer: the only ones whose text the log keeps.

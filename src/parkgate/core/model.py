@@ -123,7 +123,11 @@ class AskShape:
     answer: str | None = None
     option_index: int | None = None
     outcome: str | None = None
-    answered_at: datetime | None = field(default=None, metadata=spec(TIME))
+    #: When the ask was answered (status ``answered``): ``None`` while open and for a
+    #: cancelled or expired ask, so an answer time is ``answered_at - asked_at``.
+    answered_at: datetime | None = field(
+        default=None, metadata=spec(TIME, doc="When it was answered (null unless its status is answered).")
+    )
     #: The workflow step the ask belongs to.
     phase: str | None = None
     #: What else the caller parked with the ask (shown with it; never matched against).
@@ -169,6 +173,14 @@ class AskShape:
     #: When the escalation fired (``None``: not yet, or none).
     escalated_at: datetime | None = field(
         default=None, metadata=spec(TIME, doc="When the escalation fired (null: not yet, or none).")
+    )
+    #: When the ask closed: an answer's or a cancel's moment; an expired ask's due time
+    #: (``last_touched + ttl``), never the moment of the read that found it (``None``: open).
+    closed_at: datetime | None = field(
+        default=None,
+        metadata=spec(
+            TIME, doc="When it closed: an expired ask's due time, an answer's or cancel's moment (null: open)."
+        ),
     )
 
     @property

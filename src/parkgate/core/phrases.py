@@ -208,6 +208,24 @@ AGENT_EXPIRED = "No decision: the question expired after {duration}; the tool di
 CHANNEL_REMINDER = "Still waiting on {who}: {prompt} (asked {waited} ago; it expires in {left})."
 CHANNEL_ESCALATION = "Now also asking {who}: {prompt} (asked {waited} ago; it expires in {left})."
 CHANNEL_ANYONE = "anyone here"
+# What a posted ask says under its question, in one line: whom it is for ({who}: the
+# responders as the platform names them, or CHANNEL_ANYONE), how many must agree (a quorum
+# ask only: {quorum} of its {count} responders), and until when it stays open ({when}: its
+# due time as the platform shows it; {idle}: its TTL, "6 h"), the parts joined by
+# CHANNEL_ABOUT_JOIN: "For @alice, @bob or @carol · 2 of 3 must agree · open for 6 h, until
+# 2026-01-05 15:00 UTC".
+CHANNEL_FOR = "For {who}"
+CHANNEL_QUORUM = "{quorum} of {count} must agree"
+CHANNEL_OPEN_UNTIL = "open until {when}"
+CHANNEL_OPEN_FOR_UNTIL = "open for {idle}, until {when}"
+CHANNEL_ABOUT_JOIN = " · "
+# A time as a channel line writes it where the platform shows no local time (the Slack
+# post shows its readers' own): "2026-01-05 09:00 UTC".
+CHANNEL_UTC_TIME = "%Y-%m-%d %H:%M UTC"
+# A quorum ask's votes as a channel shows them after a vote (VOTES_SO_FAR's {tally}), each
+# option's voters named as the platform names them: "1. Deploy: @alice, @bob; 2. Hold: @carol".
+VOTE_VOTERS_ITEM = "{index}. {answer}: {voters}"
+VOTERS_JOIN = ", "
 # The MCP approval gateway (parkgate.mcp_gateway): the ask's prompt ({arguments}, one
 # "name: value" line each, or MCP_GATEWAY_NO_ARGUMENTS), what a held call reports as
 # progress, and the tool results an agent sees when the call did not run: still pending

@@ -13,8 +13,10 @@ from parkgate.channels.base import Channel
 from parkgate.clock import Clock
 from parkgate.core import machine
 from parkgate.core.events import LoggedEvent
+from parkgate.core.history import HistoryPage, HistoryQuery
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Ask, CallbackState, Reply, Run
+from parkgate.core.stats import Stats
 from parkgate.errors import InputError
 from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
 from parkgate.gateway.checks import check_flag, check_id, wait_seconds
@@ -263,9 +265,9 @@ class AsyncGateway:
         """One ask by id, closed if past its TTL (:meth:`Gateway.get`)."""
         return await offload(self.sync.get, ask_id)
 
-    async def cancel(self, ask_id: str, *, outcome: str = "cancelled") -> Ask:
-        """An operator's cancel, ``outcome`` saying why (:meth:`Gateway.cancel`)."""
-        return await offload(self.sync.cancel, ask_id, outcome=outcome)
+    async def cancel(self, ask_id: str, *, outcome: str = "cancelled", reason: str | None = None) -> Ask:
+        """An operator's cancel, ``outcome`` and ``reason`` saying why (:meth:`Gateway.cancel`)."""
+        return await offload(self.sync.cancel, ask_id, outcome=outcome, reason=reason)
 
     async def expire(self, ask_id: str, *, outcome: str = "expired") -> Ask:
         """Close an open ask as ``expired`` now, ``outcome`` saying why (:meth:`Gateway.expire`)."""
@@ -321,6 +323,25 @@ class AsyncGateway:
     async def audit(self, limit: int | None = None) -> list[Ask]:
         """Open asks exactly as stored, closing nothing (:meth:`Gateway.audit`)."""
         return await offload(self.sync.audit, limit)
+
+    async def history(self, query: HistoryQuery | None = None, **filters: Any) -> HistoryPage:
+        """Asks of every status, filtered, a page at a time; lapsed ones closed first (:meth:`Gateway.history`)."""
+        return await offload(self.sync.history, query, **filters)
+
+    async def stats(
+        self,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        by: str | None = None,
+        *,
+        owner: str | None = None,
+    ) -> Stats:
+        """The operator's figures for ``[since, until)`` (:meth:`Gateway.stats`)."""
+        return await offload(self.sync.stats, since, until, by, owner=owner)
+
+    async def asks_starting(self, prefix: str, limit: int = 10) -> list[Ask]:
+        """Asks, open or closed, whose id starts with ``prefix``, as stored (:meth:`Gateway.asks_starting`)."""
+        return await offload(self.sync.asks_starting, prefix, limit)
 
     async def parked(self, conversation_id: str) -> Ask | None:
         """The conversation's open ask as stored, closing nothing (:meth:`Gateway.parked`)."""

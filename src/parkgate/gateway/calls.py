@@ -25,9 +25,11 @@ from parkgate.clock import Clock, as_clock
 from parkgate.core import events as event_log
 from parkgate.core import machine, stopping_point
 from parkgate.core.events import LoggedEvent
+from parkgate.core.history import HistoryPage, HistoryQuery
 from parkgate.core.kinds import OPERATOR, AskKind, AskStatus, RunOutcome, RunStatus
 from parkgate.core.model import Ask, CallbackState, Reply, Run
 from parkgate.core.schedule import Fired, fire_due
+from parkgate.core.stats import Stats, StatsBy
 from parkgate.core.stopping_point import AskSpec
 from parkgate.errors import CallbackNotFailed, InputError, RunStillAsking, UnknownAsk, UnknownRun
 from parkgate.gateway.approval import FromCall, P, R, approval_gate
@@ -41,12 +43,14 @@ from parkgate.gateway.checks import (
     check_limit,
     check_optional_id,
     check_output,
+    check_reason,
     check_sender,
     check_string,
     check_workflow,
     wait_seconds,
 )
 from parkgate.gateway.closing import CloseReport, pause_before_reading
+from parkgate.gateway.history import history_page, window_stats
 from parkgate.gateway.options import AskFields, AskOptions, OwnedParkFields, OwnedRunFields
 from parkgate.gateway.parking import Park
 from parkgate.gateway.runs import (
@@ -352,13 +356,15 @@ class Gateway:
                 self.signal.changed(Change.DUE, reply.ask_id)
         return reply
 
-    def cancel(self, ask_id: str, *, outcome: str = RunOutcome.CANCELLED.value) -> Ask:
+    def cancel(self, ask_id: str, *, outcome: str = RunOutcome.CANCELLED.value, reason: str | None = None) -> Ask:
         """An operator's cancel: close the ask as ``cancelled`` (and its run as complete).
 
         Args:
             ask_id: The ask to cancel.
             outcome: An id-like string recorded on the ask and its run that says why, say
                 ``"abandoned"`` when whoever waited for the answer is gone.
+            reason: Why, in words, kept with the close in the ask's event log
+                (``data.reason`` of its ``closed`` event).
 
         Returns:
             The ask as it is now. An ask already closed is returned as it is; an expired
@@ -368,10 +374,11 @@ class Gateway:
             UnknownAsk: No ask has this id.
         """
         check_id(outcome, "outcome")
+        why = check_reason(reason)
 
         def close(plan: WritePlan, ask: Ask, now: datetime) -> Ask:
             read = self._runs.read(plan, ask, now)
-            return self._runs.cancel(plan, ask, now, outcome, OPERATOR) if read.is_open else read
+            return self._runs.cancel(plan, ask, now, outcome, OPERATOR, why) if read.is_open else read
 
         return self._close_open_ask(ask_id, close)
 
@@ -834,6 +841,98 @@ class Gateway:
         check_limit(limit)
         with self.store.transaction() as tx:
             return tx.asks.open_asks(limit)
+
+    def history(self, query: HistoryQuery | None = None, **filters: Any) -> HistoryPage:
+        """Asks of every status, filtered, a page at a time: the operator's history.
+
+        A listing is a read: an open ask it bears on that is past its TTL is closed as
+        expired first (at its due time) and listed so. ``open`` is listed by ``asked_at``,
+        oldest first; ``all`` by ``asked_at`` and a closed status by ``closed_at``, the
+        newest first; ``since`` and ``until`` bound that same time
+        (:mod:`parkgate.core.history`).
+
+        Args:
+            query: The filters (:class:`~parkgate.core.history.HistoryQuery`); ``None``:
+                made from ``filters``.
+            **filters: :class:`~parkgate.core.history.HistoryQuery`'s fields (``status``,
+                ``since``, ``until``, ``conversation_id``, ``responder``, ``channel``,
+                ``outcome``, ``owner``, ``q``, ``limit``, ``cursor``), over ``query``'s.
+
+        Returns:
+            The page: its asks and ``next_cursor`` (``None`` on the last page).
+
+        Raises:
+            InputError: A filter is not one a query takes, or the cursor is not one a
+                listing gave.
+        """
+        try:
+            asked = dataclasses.replace(query, **filters) if query is not None else HistoryQuery(**filters)
+        except TypeError as error:
+            raise InputError(f"history takes HistoryQuery's fields: {error}") from None
+        for name in ("conversation_id", "owner", "outcome", "responder", "channel"):
+            check_optional_id(getattr(asked, name), name)
+        _ = asked.after  # a cursor no listing gave is refused before anything runs
+        now = self.clock.now()
+        return self._units.run(lambda tx, plan: history_page(tx, plan, self._runs, self.clock, asked, now))
+
+    def stats(
+        self,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        by: str | None = None,
+        *,
+        owner: str | None = None,
+    ) -> Stats:
+        """The operator's figures for ``[since, until)``: asks opened, answered, expired and
+        cancelled, time to answer (p50, p90, p99), reminders and escalations sent, misses
+        per ask, and the open asks by age (:mod:`parkgate.core.stats` defines each).
+
+        Computed in Python from the rows of one bounded read (the asks asked or closed in
+        the window, and every open ask, at most
+        :data:`~parkgate.gateway.history.MAX_FIGURE_ROWS`: past that the oldest are left
+        out and ``truncated`` says so). A read: open asks past their TTL are closed as
+        expired first.
+
+        Args:
+            since: The window's start (``None``: from the first ask).
+            until: The window's end, exclusive (``None``: no end).
+            by: ``"day"``, ``"responder"`` or ``"channel"``: figures per group too.
+            owner: Only the asks this token name parked.
+
+        Returns:
+            The figures, in all and per group.
+
+        Raises:
+            InputError: ``by`` is not a grouping, or a time is not timezone-aware.
+        """
+        for name, moment in (("since", since), ("until", until)):
+            if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
+                raise InputError(f"{name} must be a timezone-aware datetime")
+        try:
+            grouping = None if by is None else StatsBy(by)
+        except ValueError:
+            raise InputError(f"by must be one of day, responder, channel, not {by!r}") from None
+        check_optional_id(owner, "owner")
+        now = self.clock.now()
+        return self._units.run(
+            lambda tx, plan: window_stats(tx, plan, self._runs, self.clock, (since, until), now, grouping, owner)
+        )
+
+    def asks_starting(self, prefix: str, limit: int = 10) -> list[Ask]:
+        """Asks, open or closed, whose id starts with ``prefix``, by id, as stored (closing
+        nothing): how a short id (``parkgate asks`` prints 12 characters) finds its ask.
+
+        Args:
+            prefix: The start of an id.
+            limit: The most asks returned (enough to say a start is ambiguous).
+
+        Returns:
+            The asks found, at most ``limit``.
+        """
+        check_string(prefix, "prefix")
+        check_limit(limit)
+        with self.store.transaction() as tx:
+            return tx.history.asks_starting(prefix, limit)
 
     def parked(self, conversation_id: str) -> Ask | None:
         """The conversation's open ask exactly as stored, closing nothing.

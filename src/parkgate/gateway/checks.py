@@ -318,6 +318,19 @@ def _check_json_strings(value: object, what: str) -> None:
 MAX_AGENT_STATE_CHARS = 64 * 1024 * 1024
 #: The longest output a run keeps, in characters of its JSON text.
 MAX_RUN_OUTPUT_CHARS = 256_000
+#: The longest reason a close keeps (an operator's words on a cancel).
+MAX_REASON_CHARS = 2_000
+
+
+def check_reason(value: object) -> str | None:
+    """A close's reason: ``None``, or text of at most :data:`MAX_REASON_CHARS` (blank is ``None``).
+
+    Raises:
+        InputError: Not text, or too long.
+    """
+    if value is None:
+        return None
+    return check_string(value, "reason", limit=MAX_REASON_CHARS).strip() or None
 
 
 def check_output(output: object) -> None:

@@ -77,11 +77,13 @@ class WritePlan:
         the store queues its update with the close.)"""
         self.channel_jobs.append(queued_job(ask_id, job, at, payload, post_to))
 
-    def close(self, step: AskStep, now: datetime, idle_minutes: float | None = None) -> ClosedAsk:
-        """Write ``step``, which closes its ask at ``now`` (with its ``closed`` event), and
-        report the close after commit."""
+    def close(
+        self, step: AskStep, now: datetime, idle_minutes: float | None = None, reason: str | None = None
+    ) -> ClosedAsk:
+        """Write ``step``, which closes its ask at ``now`` (with its ``closed`` event, which
+        keeps ``reason``), and report the close after commit."""
         self.steps.append(step)
-        self.log(event_log.closed(step.ask, now))
+        self.log(event_log.closed(step.ask, now, reason))
         closed = ClosedAsk(step.ask, idle_minutes)
         self.closed.append(closed)
         return closed
@@ -262,10 +264,18 @@ class RunLifeCycle:
         plan.close(AskStep(expired, change), now, idle_minutes=idle)
         return expired
 
-    def cancel(self, plan: WritePlan, ask: Ask, now: datetime, outcome: str, closed_by: str | None = None) -> Ask:
-        """Close open ``ask`` as cancelled with ``outcome`` (by ``closed_by``), and its run with it."""
+    def cancel(
+        self,
+        plan: WritePlan,
+        ask: Ask,
+        now: datetime,
+        outcome: str,
+        closed_by: str | None = None,
+        reason: str | None = None,
+    ) -> Ask:
+        """Close open ``ask`` as cancelled with ``outcome`` (by ``closed_by``, for ``reason``), and its run with it."""
         cancelled = machine.cancel(ask, now, outcome, closed_by)
-        plan.close(AskStep(cancelled, ended(ask.run_id, outcome, now)), now)
+        plan.close(AskStep(cancelled, ended(ask.run_id, outcome, now)), now, reason=reason)
         return cancelled
 
     def pending_ask(self, tx: Transaction, plan: WritePlan, run: Run | None, now: datetime) -> Ask | None:

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
+from parkgate.channels import registry
 from parkgate.channels.base import ChannelTarget
-from parkgate.channels.registry import ChannelSpec, registered, spec_of
+from parkgate.channels.registry import ChannelSpec, registered
 from parkgate.errors import InputError
 from parkgate.gateway.checks import check_inbound_text
 from parkgate.http.tokens import Caller
@@ -98,10 +99,7 @@ def channel_target_of(body: BaseModel) -> ChannelTarget | None:
 def target_names(target: ChannelTarget) -> tuple[str, ...]:
     """``target`` as a token's ``channels`` patterns read it: ``"<channel>:<its target id>"``,
     one name per item when the target id is a list (each address an email is sent to)."""
-    spec = spec_of(target.channel)
-    value = target.where.get(spec.target_id, "") if spec is not None else ""
-    items = value if isinstance(value, list) and value else [value]
-    return tuple(f"{target.channel}:{item}" for item in items)
+    return registry.target_names(target.channel, target.where)
 
 
 def channel_refusal(caller: Caller, target: ChannelTarget | None) -> str | None:

@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, model_validator
 
 from parkgate.core.expect import FORMS as EXPECT_FORMS
+from parkgate.core.history import HistoryStatus
 from parkgate.core.kinds import AskKind, AskStatus, ReplyKind, RunStatus
 from parkgate.core.model import CallbackStatus, Reply
 from parkgate.core.shape import Form, declared_options
@@ -26,6 +27,7 @@ from parkgate.core.stopping_point import MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PROMP
 from parkgate.gateway.checks import (
     MAX_ID_CHARS,
     MAX_MESSAGE_CHARS,
+    MAX_REASON_CHARS,
     MAX_REMINDERS,
     MAX_RESPONDERS,
     MAX_SKILL_OUTPUT_CHARS,
@@ -55,7 +57,7 @@ if TYPE_CHECKING:
     RunStatusName = str
     CallbackStatusName = str
     ExpectForm = str
-    OpenStatus = str
+    HistoryStatusName = str
 else:
     ReplyKindName = one_of(ReplyKind)
     AskKindName = one_of(AskKind)
@@ -63,8 +65,8 @@ else:
     RunStatusName = one_of(RunStatus)
     CallbackStatusName = one_of(CallbackStatus)
     ExpectForm = one_of(EXPECT_FORMS)
-    #: ``GET /v1/asks?status=``: only open asks are listed.
-    OpenStatus = one_of([AskStatus.OPEN])
+    #: ``GET /v1/asks?status=``: one status, every closed one, or all.
+    HistoryStatusName = one_of(HistoryStatus)
 
 
 def _text_problem(value: str) -> str | None:
@@ -232,6 +234,11 @@ class CancelIn(_Body):
     when left out), such as ``abandoned`` when whoever waited for the answer is gone."""
 
     outcome: Id = "cancelled"
+    reason: str | None = Field(
+        default=None,
+        max_length=MAX_REASON_CHARS,
+        description="Why, in words: kept with the close in the ask's event log (its closed event's data.reason).",
+    )
 
 
 class FinishIn(_Body):

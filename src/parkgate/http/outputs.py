@@ -126,8 +126,8 @@ class ConversationOut(Out):
 
 
 class AskListOut(Out):
-    """One page of open asks, oldest first, each with ``hours_open``; ``next`` is the
-    ``cursor`` of the page after it (``null`` on the last page)."""
+    """One page of asks (open ones oldest first, each with ``hours_open``; any other status
+    newest first); ``next`` is the ``cursor`` of the page after it (``null`` on the last page)."""
 
     asks: list[AskOut]  # type: ignore[valid-type]
     next: str | None

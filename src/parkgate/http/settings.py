@@ -9,6 +9,8 @@
   besides ``localhost``, loopback addresses and the address a connection arrived at.
 - ``PARKGATE_CALLBACK_ALLOW``: internal callback receivers allowed on purpose
   (:func:`parkgate.core.fence.parse_allow_list`).
+- ``PARKGATE_DIRECTORY``: a JSON or TOML file of sender id to display name, which the
+  console shows in place of ids (:func:`load_directory`, :mod:`parkgate.core.directory`).
 - ``PARKGATE_DB``, ``PARKGATE_PG_SCHEMA``, ``PARKGATE_PG_TIMEOUT``: the store the server
   runs on (:func:`store_from_env`).
 """
@@ -23,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from parkgate.core.directory import ENV_DIRECTORY, Directory, parse_directory
 from parkgate.core.fence import ENV_CALLBACK_ALLOW, AllowList, parse_allow_list
 from parkgate.errors import SettingsError as SettingsError
 from parkgate.http.guard import host_of
@@ -60,6 +63,8 @@ class Settings:
     tokens: Tokens | None = None
     allowed_hosts: frozenset[str] = field(default_factory=frozenset)
     callback_allow: AllowList = field(default_factory=AllowList)
+    #: The display names the console shows for sender ids (``GET /v1/directory``).
+    directory: Directory = field(default_factory=Directory)
 
 
 def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
@@ -86,11 +91,39 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:
             tokens = WatchedTokens(tokens_file)
         allowed = parse_hosts(env.get(ENV_ALLOWED_HOSTS, ""))
         callback_allow = parse_allow_list(env.get(ENV_CALLBACK_ALLOW))
+        directory = directory_from_env(env)
     except SettingsError:
         raise
     except ValueError as error:
         raise SettingsError(str(error)) from None
-    return Settings(tokens=tokens, allowed_hosts=allowed, callback_allow=callback_allow)
+    return Settings(tokens=tokens, allowed_hosts=allowed, callback_allow=callback_allow, directory=directory)
+
+
+def directory_from_env(environ: Mapping[str, str] | None = None) -> Directory:
+    """The directory ``PARKGATE_DIRECTORY`` names (:func:`load_directory`); empty when unset."""
+    env = os.environ if environ is None else environ
+    path = env.get(ENV_DIRECTORY, "").strip()
+    return load_directory(path) if path else Directory()
+
+
+def load_directory(path: str | Path) -> Directory:
+    """The directory file at ``path``: JSON, or TOML when its name ends ``.toml``
+    (:func:`parkgate.core.directory.parse_directory`).
+
+    Raises:
+        SettingsError: It cannot be read or is not a directory; the message names
+            ``PARKGATE_DIRECTORY``, the file and what is wrong.
+    """
+    where = Path(path)
+    try:
+        text = where.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or error
+        raise SettingsError(f"{ENV_DIRECTORY}: the file {where} cannot be read: {reason}") from None
+    try:
+        return parse_directory(text, toml=where.suffix.lower() == ".toml")
+    except ValueError as error:
+        raise SettingsError(f"{ENV_DIRECTORY}: {where} is not a directory of sender id to name: {error}") from None
 
 
 def with_token(settings: Settings, token: str | None) -> Settings:
@@ -224,6 +257,7 @@ __all__ = [
     "ENV_ALLOWED_HOSTS",
     "ENV_CALLBACK_ALLOW",
     "ENV_DB",
+    "ENV_DIRECTORY",
     "ENV_PG_SCHEMA",
     "ENV_PG_TIMEOUT",
     "ENV_TOKEN",
@@ -233,8 +267,10 @@ __all__ = [
     "Settings",
     "SettingsError",
     "check_exposure",
+    "directory_from_env",
     "host_of",
     "is_loopback_host",
+    "load_directory",
     "open_server_store",
     "parse_pg_timeout",
     "settings_from_env",

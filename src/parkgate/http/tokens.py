@@ -80,10 +80,12 @@ class Caller:
 
     @property
     def tenant(self) -> str | None:
-        """The owner whose asks alone this caller reads in the history, the event log and
-        the stats: its own ``owner`` (a named token), ``None`` (every owner's) for a caller
-        with the ``operate`` scope or without a name."""
-        return None if self.owner is None or Scope.OPERATE in self.scopes else self.owner
+        """The owner whose asks alone this caller reads in the history, the event log, the
+        stats and the export: a tenant (a named token with the ``park`` scope and not
+        ``operate``) reads its own asks; an operator, a read-only auditor, the single
+        token and a server without tokens read every owner's (``None``)."""
+        parks = self.owner is not None and Scope.PARK in self.scopes and Scope.OPERATE not in self.scopes
+        return self.owner if parks else None
 
     def sees(self, ask: Ask) -> bool:
         """Whether this caller may read ``ask``'s history and events (:attr:`tenant`)."""

@@ -122,7 +122,7 @@ class Holds:
     def _still_valid(self, ask: Ask, valid_for: timedelta) -> bool:
         """Whether the approval ``ask`` holds still forwards identical calls: less than
         ``valid_for`` has passed since it was given."""
-        return ask.answered_at is not None and self.gateway.sync.clock.now() < ask.answered_at + valid_for
+        return ask.closed_at is not None and self.gateway.sync.clock.now() < ask.closed_at + valid_for
 
     async def _attach(self, digest: str, route: Route, arguments: Mapping[str, Any], rule: Rule) -> Ask:
         """The ask this call waits on: a closed one nobody has acted on, the open one, or a new one."""

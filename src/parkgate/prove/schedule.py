@@ -81,7 +81,7 @@ def _schedule_problems(case: Case, escalate_after: int) -> list[str]:
     for label, ask in scheduled_asks(case):
         now = case.moment(ask.last_touched)
         fired = fire_due(ask, now)
-        closed = ask.evolve(status=AskStatus.ANSWERED, answered_at=now)
+        closed = ask.evolve(status=AskStatus.ANSWERED, answered_at=now, closed_at=now)
         if fire_due(closed, now) is not None:
             failures.append(f"{label}: a closed ask fired")
         if case.expired:

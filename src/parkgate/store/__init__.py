@@ -3,7 +3,8 @@
 :func:`open_store` opens one by URL. The names below are also the plug-in interface an
 engine implements: :class:`Store` and its :class:`Transaction`, the narrower interfaces a
 transaction is made of (:class:`OpenAsks`, :class:`Outbox`, :class:`ChannelTables`,
-:class:`EventLog`, :class:`FollowUps`, :class:`Heartbeats`, :class:`AgentStates`, :class:`AskKeys`), the
+:class:`EventLog`, :class:`FollowUps`, :class:`Heartbeats`, :class:`AgentStates`, :class:`AskKeys`,
+:class:`History`), the
 values they pass (:class:`Writes` and its parts, :class:`Callback`, :class:`Intent`), and
 the close signal an engine's :class:`Watcher` feeds (:class:`CloseSignal`).
 """
@@ -17,6 +18,7 @@ from parkgate.store.base import (
     EventLog,
     FollowUps,
     Heartbeats,
+    History,
     Intent,
     MessageTransaction,
     OpenAsks,
@@ -107,6 +109,7 @@ __all__ = [
     "EventLog",
     "FollowUps",
     "Heartbeats",
+    "History",
     "Intent",
     "MessageTransaction",
     "NewAsk",

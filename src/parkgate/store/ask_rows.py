@@ -144,6 +144,7 @@ MUTABLE_FIELDS = (
     "votes",
     "answered_by",
     "closed_by",
+    "closed_at",
 )
 MUTABLE_ASK_SET = ASK_ROWS.assignments(MUTABLE_FIELDS)
 _mutable = ASK_ROWS.writer(MUTABLE_FIELDS)

@@ -11,8 +11,9 @@ writes then check that the row is still so, and a failed check is a
 A transaction is several narrow interfaces, each a :class:`~typing.Protocol`: the reads
 and writes of one message (:class:`MessageTransaction`), the reads of the open asks
 (:class:`OpenAskReads`), the outbox (:class:`Outbox`), the channel posts and jobs
-(:class:`ChannelTables`), the follow-ups (:class:`FollowUps`) and the deliverers'
-heartbeats (:class:`Heartbeats`). An engine implements them by composition: its
+(:class:`ChannelTables`), the follow-ups (:class:`FollowUps`), the deliverers'
+heartbeats (:class:`Heartbeats`) and every ask's history (:class:`History`). An engine
+implements them by composition: its
 transaction holds the pieces, not a chain of bases.
 """
 
@@ -38,6 +39,7 @@ from parkgate.store.tables import AgentStates as AgentStates
 from parkgate.store.tables import AskKeys as AskKeys
 from parkgate.store.tables import FollowUps as FollowUps
 from parkgate.store.tables import Heartbeats as Heartbeats
+from parkgate.store.tables import History as History
 from parkgate.store.writes import Writes
 
 
@@ -325,6 +327,11 @@ class Transaction(MessageTransaction, Protocol):
     @property
     def events(self) -> EventLog:
         """The event log."""
+        ...
+
+    @property
+    def history(self) -> History:
+        """The reads of every ask, open or closed."""
         ...
 
 

@@ -32,6 +32,11 @@ class Dialect:
     due_expression: str
     #: The lock of the due read: rows another worker is reading are skipped, not waited for.
     skip_locked_suffix: str
+    #: The text at a top-level key of a JSON text column: ``{column}`` and ``{key}`` (a
+    #: placeholder) filled in; a list's JSON text, a number's digits.
+    json_text: str = "CAST(json_extract({column}, '$.' || {key}) AS TEXT)"
+    #: The function that finds text in text: ``position(haystack, needle)``, 0 when absent.
+    position: str = "instr"
 
     # The locked reads, built once per dialect: they run on every message, and an f-string
     # rebuilt per call is a new string each time (hashed again by the statement cache).

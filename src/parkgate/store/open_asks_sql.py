@@ -14,6 +14,7 @@ from parkgate.store.base import AskGauges
 from parkgate.store.channels_sql import SqlChannels
 from parkgate.store.dialect import Dialect
 from parkgate.store.events_sql import SqlEventLog
+from parkgate.store.history_sql import SqlHistory
 from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
 from parkgate.store.sql import Runner, ask_from_row, read_ask
 from parkgate.store.sql_inserts import read_reply, read_run
@@ -186,3 +187,7 @@ class SqlTables:
     @property
     def events(self: Runner) -> SqlEventLog:
         return SqlEventLog(self)
+
+    @property
+    def history(self: Runner) -> SqlHistory:
+        return SqlHistory(self)

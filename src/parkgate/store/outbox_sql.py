@@ -181,7 +181,7 @@ class SqlFollowUps:
             asks.append("owner = ?")
             params.append(owner)
         if after is not None:  # the next page: what closed after that ask, in the listing's order
-            asks.append("(answered_at, id) > (SELECT answered_at, id FROM asks WHERE id = ?)")
+            asks.append("(closed_at, id) > (SELECT closed_at, id FROM asks WHERE id = ?)")
             params.append(after)
         if watcher is not None:  # '' marks those pending from before watchers were named: anyone's
             pending.append("watcher IN (?, '')")
@@ -189,7 +189,7 @@ class SqlFollowUps:
         pending.append("(claimed_until IS NULL OR claimed_until < ?)")
         cursor = self._run.query(
             f"SELECT {ASK_COLUMNS} FROM asks WHERE {' AND '.join(asks)} AND id IN ("
-            f"SELECT ask_id FROM follow_ups WHERE {' AND '.join(pending)}) ORDER BY answered_at, id LIMIT ?",
+            f"SELECT ask_id FROM follow_ups WHERE {' AND '.join(pending)}) ORDER BY closed_at, id LIMIT ?",
             (*params, dialect.encode_time(now), limit),
         )
         return [ask_from_row(row, dialect.decode_time) for row in cursor.fetchall()]

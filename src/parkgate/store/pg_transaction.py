@@ -37,6 +37,8 @@ DIALECT = Dialect(
     decode_due=_as_is,
     due_expression="(last_touched + ttl_seconds * interval '1 second')",
     skip_locked_suffix=" FOR UPDATE SKIP LOCKED",
+    json_text="({column}::json ->> {key}::text)",
+    position="strpos",
 )
 #: Class of the per-conversation advisory locks (the two-key space never meets the one-key one).
 CONVERSATION_LOCK_CLASS = 0x70617263  # "parc"
@@ -235,7 +237,7 @@ _CLAIM = "SELECT parkgate_claim(?::text, ?::text, ?::text, ?::timestamptz, ?::in
 _STEP = (
     "SELECT parkgate_step(?::text, ?::text, ?::text, ?::timestamptz, ?::int4, ?::float8, "
     "?::text, ?::text, ?::text, ?::int4, ?::timestamptz, ?::timestamptz, ?::int4, "
-    "?::text, ?::text, ?::text, "
+    "?::text, ?::text, ?::text, ?::timestamptz, "
     "?::text, ?::text, ?::text, ?::text, ?::timestamptz, ?::text, ?::timestamptz)"
 )
 

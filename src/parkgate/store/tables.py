@@ -1,12 +1,13 @@
 """The interfaces of the store's side tables that a transaction hands out beside the asks
 and the outbox: the follow-ups of closed asks, the deliverers' heartbeats, an agent SDK's
-kept run state and the idempotency keys of parks."""
+kept run state, the idempotency keys of parks, and the history of every ask."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Protocol
 
+from parkgate.core.history import HistoryQuery
 from parkgate.core.model import Ask
 
 
@@ -79,4 +80,40 @@ class AskKeys(Protocol):
     def record_key(self, owner: str | None, key: str, ask_id: str) -> None:
         """Record that ``owner``'s ``key`` parked ``ask_id``; the same key twice is a
         :class:`StoreConflict` at the latest on commit (the unit is retried and finds it)."""
+        ...
+
+
+class History(Protocol):
+    """The reads of every ask, open or closed: the operator's history, a lookup by the
+    start of an id, and the rows the figures are computed from
+    (:mod:`parkgate.store.history_sql`). Reads only: closing what they find lapsed is the
+    gateway's."""
+
+    def history(self, query: HistoryQuery, limit: int, target_key: str | None = None) -> list[Ask]:
+        """At most ``limit`` asks as ``query`` filters and orders them, from the place its
+        cursor names (:mod:`parkgate.core.history`), as stored: an open ask past its TTL
+        is listed as open (the gateway closes those first).
+
+        ``target_key`` is the key of the channel's target JSON that holds the target id
+        ``query.channel`` names (``"channel"`` for Slack); ``None``: the channel alone is matched.
+        """
+        ...
+
+    def asks_starting(self, prefix: str, limit: int) -> list[Ask]:
+        """At most ``limit`` asks, open or closed, whose id starts with ``prefix``, by id."""
+        ...
+
+    def lapsed(
+        self, now: datetime, limit: int, owner: str | None = None, conversation_id: str | None = None
+    ) -> list[Ask]:
+        """At most ``limit`` open asks past their TTL at ``now`` (a read closes them as
+        expired), oldest first: only ``owner``'s, only that conversation's, when given."""
+        ...
+
+    def figure_rows(
+        self, since: datetime | None, until: datetime | None, limit: int, owner: str | None = None
+    ) -> list[Ask]:
+        """The asks the figures of ``[since, until)`` are computed from, at most ``limit``,
+        newest first: those asked or closed in the window (either bound ``None``: open on
+        that side) and every open ask; only ``owner``'s when given."""
         ...

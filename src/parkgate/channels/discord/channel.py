@@ -26,6 +26,7 @@ from parkgate.channels.discord.texts import (
     check_fits,
     closed_text,
     components,
+    post_text,
     question_text,
     thread_line,
     thread_name,
@@ -91,7 +92,8 @@ class DiscordChannel:
         check_fits(ask)
 
     def post(self, ask: Ask, target: Mapping[str, Any]) -> Posted:
-        """Create the ask's message: its question and buttons (Create Message).
+        """Create the ask's message: its question, whom it is for (pinged), how many must
+        agree and until when, and its buttons (Create Message).
 
         Returns:
             ``{"channel_id", "message_id"}``, and the message's thread key.
@@ -100,10 +102,14 @@ class DiscordChannel:
             channel_id = check_target(target)
         except InputError as error:  # a target no retry can make usable
             raise ChannelJobFailed(str(error)) from None
-        content = question_text(ask)
-        if len(content) > MAX_CONTENT_CHARS:  # parked where the park could not check it (a workflow's later phase)
-            raise ChannelJobFailed(f"the question is {len(content)} characters, over Discord's {MAX_CONTENT_CHARS}")
-        body = {"content": content, "components": components(ask), "allowed_mentions": allowed_mentions()}
+        question = question_text(ask)
+        if len(question) > MAX_CONTENT_CHARS:  # parked where the park could not check it (a workflow's later phase)
+            raise ChannelJobFailed(f"the question is {len(question)} characters, over Discord's {MAX_CONTENT_CHARS}")
+        body = {
+            "content": post_text(ask),
+            "components": components(ask),
+            "allowed_mentions": allowed_mentions(ask.responders),
+        }
         message = self.api.call("POST", f"/channels/{channel_id}/messages", body)
         message_id = str(message["id"])
         return Posted({"channel_id": channel_id, "message_id": message_id}, thread_key(channel_id, message_id))

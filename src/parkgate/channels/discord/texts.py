@@ -11,10 +11,12 @@ button (``pg:<ask id>:<button>``, at most 100 characters): a press is read again
 it was posted for, never whatever is open in the channel now. A press becomes the text the
 contract already reads: an option's number, ``/cancel`` or ``/menu``.
 
-**Mentions.** Every message is sent with ``allowed_mentions`` empty, so nothing in a
+**Mentions.** Every message is sent with ``allowed_mentions`` limited, so nothing in a
 prompt, a label or an answer pings anyone (``@everyone`` included); people are named
-``<@id>`` (a role ``<@&id>``), which Discord shows as their name. A reminder or an
-escalation pings the people it names, and no one else (:func:`allowed_mentions`).
+``<@id>`` (a role ``<@&id>``), which Discord shows as their name. The post pings the
+responders it names under its question (whom it is for, how many must agree, until
+when: :func:`post_text`), a reminder or an escalation the people it names, and no
+message anyone else (:func:`allowed_mentions`).
 
 A message holds at most :data:`MAX_CONTENT_CHARS` characters: a longer question is
 refused when the ask is parked (:func:`check_fits`), a close edit and a thread line are
@@ -40,7 +42,7 @@ from parkgate.channels.discord.phrases import (
 )
 from parkgate.core import machine
 from parkgate.core import phrases as P
-from parkgate.core.kinds import AskKind
+from parkgate.core.kinds import AskKind, ReplyKind
 from parkgate.core.model import Ask
 from parkgate.errors import InputError
 from parkgate.gateway.checks import MAX_MESSAGE_CHARS
@@ -145,6 +147,17 @@ def question_text(ask: Ask) -> str:
     return for_discord(text)
 
 
+def post_text(ask: Ask) -> str:
+    """The message of an open ask: its question, a blank line, and whom it is for
+    (mentioned), how many must agree and until when (:func:`~parkgate.channels.lines.about_line`),
+    that line cut to fit beside the question."""
+    question = question_text(ask)
+    room = MAX_CONTENT_CHARS - len(question) - 2
+    if room <= len(ELLIPSIS):
+        return question
+    return f"{question}\n\n{clip(lines.about_line(ask, mention), room)}"
+
+
 def check_fits(ask: Ask) -> None:
     """Refuse ``ask`` when its message would be longer than Discord sends.
 
@@ -241,12 +254,14 @@ def not_yours_line(ask: Ask) -> str:
 
 def thread_line(ask: Ask, reply: ChannelReply) -> str:
     """A line posted in the ask's thread: Discord's exits, the people it names (and the
-    ask's responders where it quotes them) mentioned, cut to fit."""
+    ask's responders where it quotes them) mentioned, a vote's line followed by the votes
+    so far with each option's voters mentioned; cut to fit."""
     shown = for_discord(reply.shown(str))
     for person in {*ask.responders, *reply.names}:
         if SNOWFLAKE.fullmatch(person):
             shown = re.sub(rf"(?<![0-9@&]){person}(?![0-9])", f"<@{person}>", shown)
-    return clip(shown, MAX_CONTENT_CHARS)
+    votes = lines.votes_line(ask, mention) if reply.kind is ReplyKind.VOTED else None
+    return clip(shown if votes is None else f"{shown}\n{votes}", MAX_CONTENT_CHARS)
 
 
 def allowed_mentions(people: tuple[str, ...] = ()) -> dict[str, Any]:

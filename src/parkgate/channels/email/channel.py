@@ -35,7 +35,7 @@ from parkgate.channels.email.settings import EmailSettings
 from parkgate.channels.email.smtp import Mailer
 from parkgate.channels.email.spec import NAME
 from parkgate.channels.lines import closed_line
-from parkgate.core.kinds import AskStatus, EventType
+from parkgate.core.kinds import EventType
 from parkgate.core.model import Ask
 from parkgate.core.schedule import escalated_to
 from parkgate.errors import InputError
@@ -65,9 +65,9 @@ def check_addresses(where: Mapping[str, Any]) -> list[str]:
 
 
 def closed_at(ask: Ask) -> str:
-    """When closed ``ask`` closed: an expired ask at its due time, any other when it was closed."""
-    moment = ask.due_at if ask.status is AskStatus.EXPIRED or ask.answered_at is None else ask.answered_at
-    return when(moment)
+    """When closed ``ask`` closed, as the email says it (its ``closed_at``: an expired ask's
+    due time, any other's moment of closing)."""
+    return when(ask.closed_at or ask.due_at)
 
 
 class EmailChannel:

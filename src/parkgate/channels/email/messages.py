@@ -1,7 +1,8 @@
-"""The emails: an ask, with one signed link per option, a Cancel link and, for a text ask,
-a link to its answer form; a follow-up in its thread (a reminder, the escalation, the
-close). Each is multipart, plain text and HTML, to one address, and everything quoted
-from the ask is escaped in the HTML."""
+"""The emails: an ask (its prompt, whom it is for, how many must agree and until when),
+with one signed link per option, a Cancel link and, for a text ask, a link to its answer
+form; a follow-up in its thread (a reminder, the escalation, the close). Each is
+multipart, plain text and HTML, to one address, and everything quoted from the ask is
+escaped in the HTML."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from html import escape
 from parkgate.channels.email import phrases as E
 from parkgate.channels.email.links import ANSWER, CANCEL, Link, LinkSigner
 from parkgate.channels.email.pages import LINK_PATH
+from parkgate.channels.lines import about_line, utc_time
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Ask
 
@@ -24,8 +26,9 @@ MAX_SUBJECT_CHARS = 120
 
 
 def when(moment: datetime) -> str:
-    """A time as the emails and the pages say it: ``2026-01-05 09:00 UTC``."""
-    return moment.strftime("%Y-%m-%d %H:%M UTC")
+    """A time as the emails and the pages say it: ``2026-01-05 09:00 UTC`` (as every
+    channel writes one, :func:`~parkgate.channels.lines.utc_time`)."""
+    return utc_time(moment)
 
 
 def subject_of(ask: Ask) -> str:
@@ -68,8 +71,8 @@ def _text(ask: Ask, address: str, links: Sequence[LinkLine], lead: str | None) -
     how = E.ANSWER if ask.kind is AskKind.TEXT else E.CHOOSE
     choices = [f"  {line.label}: {line.url}" for line in links if not line.cancel]
     cancel = [f"  {line.label}: {line.url}" for line in links if line.cancel]
-    body = [*head, ask.prompt, "", how, "", *choices, "", E.CANCEL_HINT, *cancel, ""]
-    body.append(E.AS_WHO.format(address=address, when=when(ask.due_at)))
+    body = [*head, ask.prompt, "", about_line(ask, str), "", how, "", *choices, "", E.CANCEL_HINT, *cancel, ""]
+    body.append(E.AS_WHO.format(address=address))
     return "\n".join(body) + "\n"
 
 
@@ -90,13 +93,15 @@ def _html(ask: Ask, address: str, links: Sequence[LinkLine], lead: str | None) -
         parts.append(f"<p><strong>{escape(lead)}</strong></p><p>{escape(E.STILL_OPEN)}</p>")
     prompt = escape(ask.prompt).replace("\n", "<br>")
     how = E.ANSWER if ask.kind is AskKind.TEXT else E.CHOOSE
-    parts.append(f'<p style="font-size:1.1rem">{prompt}</p><p style="{_MUTED}">{escape(how)}</p>')
+    parts.append(f'<p style="font-size:1.1rem">{prompt}</p>')
+    parts.append(f"<p>{escape(about_line(ask, str))}</p>")
+    parts.append(f'<p style="{_MUTED}">{escape(how)}</p>')
     for line in links:
         if line.cancel:
             parts.append(f'<p style="{_MUTED}">{escape(E.CANCEL_HINT)}</p>')
         style = _CANCEL if line.cancel else _CHOICE
         parts.append(f'<p><a href="{escape(line.url)}" style="{style}">{escape(line.label)}</a></p>')
-    footer = E.AS_WHO.format(address=address, when=when(ask.due_at))
+    footer = E.AS_WHO.format(address=address)
     parts.append(f'<p style="{_MUTED}">{escape(footer)}</p></div>')
     return "\n".join(parts)
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from parkgate.core import phrases as P
 
-# The email of an ask: its subject is the prompt's first line; the body says how the
-# links work (a link opens a page; only the page's button answers), whom they answer as,
-# and when the ask expires.
+# The email of an ask: its subject is the prompt's first line; the body says (under the
+# prompt, every channel's line) whom it is for, how many must agree and until when, how
+# the links work (a link opens a page; only the page's button answers), and whom they answer as.
 SUBJECT_REPLY = "Re: {subject}"
 CHOOSE = "Choose an option: each link opens a page where you confirm it (opening a link changes nothing)."
 ANSWER = "Open the answer form to type your answer (opening it changes nothing)."
 ANSWER_LINK = "Answer"
 CANCEL_LINK = P.CHANNEL_CANCEL_BUTTON
 CANCEL_HINT = "or drop the question, so nothing runs:"
-AS_WHO = "The links answer as {address}; this question expires at {when}."
+AS_WHO = "The links answer as {address}."
 # A follow-up in the thread: a reminder or the escalation (the line is every channel's),
 # then the links again.
 STILL_OPEN = "The question is still open:"

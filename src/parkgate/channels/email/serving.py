@@ -40,7 +40,7 @@ from parkgate.channels.email.pages import (
     outcome_page,
 )
 from parkgate.channels.email.settings import email_settings
-from parkgate.channels.lines import already_closed_line
+from parkgate.channels.lines import already_closed_line, votes_line
 from parkgate.channels.serving import ServedChannel
 from parkgate.core.kinds import AskKind, ReplyKind
 from parkgate.core.model import Ask
@@ -150,6 +150,8 @@ class EmailPages:
             return Shown(200, answer_page(ask.prompt, link, token, csrf, said=reply.text, root=self.root))
         refused = reply.kind is ReplyKind.NOT_YOURS
         note = f"{E.YOUR_ANSWER}: {said}" if reply.kind is ReplyKind.ANSWERED else None
+        if reply.kind is ReplyKind.VOTED:  # the votes so far, each option's voters named
+            note = votes_line(self.gateway.get(ask.id), mention=str)
         page = outcome_page(ask.prompt, reply.text, refused=refused, note=note, root=self.root)
         return Shown(403 if refused else 200, page)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from parkgate.channels import lines
@@ -22,6 +23,7 @@ from parkgate.channels.base import ChannelReply
 from parkgate.channels.slack.phrases import EXITS
 from parkgate.core import machine
 from parkgate.core import phrases as P
+from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Ask
 
 #: The ``action_id`` prefix of parkgate's buttons; an option's is ``parkgate:option:N``.
@@ -106,16 +108,33 @@ def question_text(ask: Ask) -> str:
     return escape(for_slack(machine.render_question(ask)))
 
 
-def reply_text(reply: ChannelReply) -> str:
+def reply_text(reply: ChannelReply, ask: Ask | None = None) -> str:
     """A reply's line as Slack shows it: exits named as buttons, escaped (the prompt a line
     quotes and the options a menu lists are shown as they are), and the people it names
-    as mentions (``<@U123>``), so Slack notifies them."""
-    return reply.shown(mention, lambda text: escape(for_slack(text)))
+    as mentions (``<@U123>``), so Slack notifies them. A vote's line is followed by the
+    votes so far of ``ask``, each option's voters mentioned."""
+    text = reply.shown(mention, lambda text: escape(for_slack(text)))
+    votes = lines.votes_line(ask, mention, escape) if ask is not None and reply.kind is ReplyKind.VOTED else None
+    return text if votes is None else f"{text}\n{votes}"
+
+
+def slack_date(moment: datetime) -> str:
+    """A time as Slack shows it to each reader in their own time zone ("Today 15:00"):
+    Slack's ``<!date^...>`` token, with the UTC time for clients that cannot show it."""
+    stamp = int(moment.replace(tzinfo=moment.tzinfo or UTC).timestamp())
+    return f"<!date^{stamp}^{{date_short_pretty}} {{time}}|{escape(lines.utc_time(moment))}>"
+
+
+def about_text(ask: Ask) -> str:
+    """What an open ask's post says under its question: whom it is for (mentions, so they
+    are notified), how many must agree, and until when it is open (in each reader's time)."""
+    return lines.about_line(ask, mention, P.CHANNEL_OPEN_UNTIL.format(when=slack_date(ask.due_at)))
 
 
 def ask_blocks(ask: Ask) -> list[dict[str, Any]]:
     """An open ask: its question, then a button per option (the first
-    :data:`MAX_OPTION_BUTTONS`; the rest are typed by number), Show options and Cancel."""
+    :data:`MAX_OPTION_BUTTONS`; the rest are typed by number), Show options and Cancel,
+    then whom it is for, how many must agree and until when (:func:`about_text`)."""
     buttons = [
         _button(label, f"{OPTION_ACTION}{index}", ask.id)
         for index, label in enumerate(ask.options[:MAX_OPTION_BUTTONS], start=1)
@@ -125,6 +144,7 @@ def ask_blocks(ask: Ask) -> list[dict[str, Any]]:
     return [
         {"type": "section", "text": _mrkdwn(clip(question_text(ask), MAX_SECTION_CHARS))},
         {"type": "actions", "block_id": BLOCK_PREFIX + ask.id, "elements": buttons},
+        {"type": "context", "elements": [_mrkdwn(clip(about_text(ask), MAX_SECTION_CHARS))]},
     ]
 
 

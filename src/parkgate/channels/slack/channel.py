@@ -10,7 +10,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from parkgate.channels.base import ChannelReply, Posted, not_yours_reply
-from parkgate.channels.slack.blocks import ask_blocks, closed_blocks, closed_line, question_text, reply_text
+from parkgate.channels.slack.blocks import about_text, ask_blocks, closed_blocks, closed_line, question_text, reply_text
 from parkgate.channels.slack.spec import NAME
 from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Ask
@@ -76,7 +76,7 @@ class SlackChannel:
             self.client.chat_postMessage,
             channel=where["channel"],
             thread_ts=where.get("thread_ts"),
-            text=question_text(ask),
+            text=f"{question_text(ask)}\n{about_text(ask)}",
             blocks=ask_blocks(ask),
         )
         channel, ts = str(answer["channel"]), str(answer["ts"])
@@ -101,7 +101,7 @@ class SlackChannel:
         if reply.kind is ReplyKind.NOT_YOURS and reply.to:
             self.notify(location, reply.to, reply_text(not_yours_reply(ask, reply.to)))
             return
-        text = reply_text(reply)
+        text = reply_text(reply, ask)
         self._call(self.client.chat_postMessage, channel=location["channel"], thread_ts=thread_ts, text=text)
 
     def notify(self, location: Mapping[str, Any], user: str, text: str) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 from telegram import User
 
 from parkgate.channels.base import ChannelJobFailed, ChannelReply, Posted, not_yours_reply
+from parkgate.channels.lines import votes_line
 from parkgate.channels.telegram.api import BotApi
 from parkgate.channels.telegram.buttons import ask_keyboard
 from parkgate.channels.telegram.routing import thread_key
@@ -32,6 +33,7 @@ from parkgate.channels.telegram.texts import (
     length,
     open_text,
     plain,
+    question_text,
 )
 from parkgate.channels.telegram.updates import Place, user_name
 from parkgate.core.kinds import ReplyKind
@@ -123,6 +125,12 @@ class TelegramChannel:
             while len(self._names) > NAMES_KEPT:
                 self._names.popitem(last=False)
 
+    def known_names(self) -> dict[str, str]:
+        """The ``@username`` of each person this process has seen (first names, which their
+        owners choose, are left out: :class:`~parkgate.channels.base.KnowsNames`)."""
+        with self._lock:
+            return {user_id: name for user_id, name in self._names.items() if name.startswith("@")}
+
     def known_name(self, user_id: str) -> str:
         """``user_id``'s name as last seen by this process, else the id itself."""
         with self._lock:
@@ -143,10 +151,13 @@ class TelegramChannel:
             where = check_target(target)
         except InputError as error:  # a target no retry can make usable
             raise ChannelJobFailed(str(error)) from None
-        text = open_text(ask)
-        if length(text) > MAX_MESSAGE_CHARS:  # parked where the park could not check it (a workflow's later phase)
-            raise ChannelJobFailed(f"the question is {length(text)} characters, over Telegram's {MAX_MESSAGE_CHARS}")
+        question = question_text(ask)
+        if length(question) > MAX_MESSAGE_CHARS:  # parked where the park could not check it (a workflow's later phase)
+            raise ChannelJobFailed(
+                f"the question is {length(question)} characters, over Telegram's {MAX_MESSAGE_CHARS}"
+            )
         place = Place(where["chat_id"], where.get("message_thread_id"))
+        text = open_text(ask, lambda user_id: self._mention(place.chat_id, user_id))
         params: dict[str, Any] = {
             "chat_id": place.chat_id,
             "text": text,
@@ -185,7 +196,9 @@ class TelegramChannel:
                 except ChannelJobFailed as error:
                     log.info("the not_yours line for %s was not sent: %s", reply.to, error)
             return
-        text = fitted(reply.shown(name, plain))  # a reshown question or a reminder quotes the prompt
+        text = reply.shown(name, plain)  # a reshown question or a reminder quotes the prompt
+        votes = votes_line(ask, name, plain) if reply.kind is ReplyKind.VOTED else None
+        text = fitted(text if votes is None else f"{text}\n{votes}")
         params: dict[str, Any] = {
             "chat_id": location["chat_id"],
             "text": text,
@@ -196,7 +209,8 @@ class TelegramChannel:
         self.api.call("sendMessage", params)
 
     def _mention(self, chat_id: int, user_id: str) -> str:
-        """``@username`` (else the first name) of ``user_id``: as seen here, else as the chat says."""
+        """``@username`` (else the first name) of ``user_id``: as seen here, else as the chat
+        says (``getChatMember``); their id where neither says."""
         name = self.known_name(user_id)
         if name != user_id or not _is_user_id(user_id):
             return name

@@ -1,7 +1,9 @@
 """What a posted ask's Telegram message says: the question while open, and how it ended.
 
 On Telegram typed slash commands reach the bot, so the question keeps the contract's
-footer (its exits, ``/menu`` and ``/cancel``, typed). The close lines are every channel's
+footer (its exits, ``/menu`` and ``/cancel``, typed), and under it the line every channel
+posts: whom it is for, how many must agree, until when it is open (in UTC, with its TTL:
+:func:`~parkgate.channels.lines.about_line`). The close lines are every channel's too
 (:mod:`parkgate.channels.lines`), with people named by ``mention``.
 
 Messages are sent as plain text (no ``parse_mode``), so nothing in a prompt, a label, an
@@ -9,12 +11,14 @@ answer or a name is read as HTML or Markdown. Telegram still finds ``@username``
 plain text and notifies that person; an ``@`` that would start one in what a message
 quotes (prompts, labels, answers, replies, first names) is sent as ``＠`` (U+FF20), which
 reads the same and mentions no one (:func:`plain`). The one mention made is the code's
-own: the ``@username`` Telegram gave for the person who answered or dropped an ask.
+own: the ``@username`` Telegram gave for a person the message names (a responder, a
+voter, who answered or dropped the ask).
 
 A message holds at most :data:`MAX_MESSAGE_CHARS` characters (UTF-16 code units, as
 Telegram counts them). A question longer than that is refused when the ask is parked
-(:func:`check_fits`); a close edit is shortened to fit, the quoted answer first, so it
-always succeeds (:func:`closed_text`); a reply line is cut to fit (:func:`fitted`).
+(:func:`check_fits`), and the line under it is cut to fit (:func:`open_text`); a close
+edit is shortened to fit, the quoted answer first, so it always succeeds
+(:func:`closed_text`); a reply line is cut to fit (:func:`fitted`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from parkgate.channels.lines import Mention, closed_line
+from parkgate.channels.lines import Mention, about_line, closed_line
 from parkgate.core.machine import render_question
 from parkgate.core.model import Ask
 from parkgate.errors import InputError
@@ -62,18 +66,29 @@ def fitted(text: str) -> str:
     return cut(text, MAX_MESSAGE_CHARS)
 
 
-def open_text(ask: Ask) -> str:
-    """The message of an open ask: its prompt, numbered options and exits."""
+def question_text(ask: Ask) -> str:
+    """An open ask's question as its message shows it: its prompt, numbered options and exits."""
     return plain(render_question(ask))
 
 
+def open_text(ask: Ask, mention: Mention = str) -> str:
+    """The message of an open ask: its question, a blank line, and whom it is for, how
+    many must agree and until when, people named by ``mention`` (that line cut to fit
+    beside the question, which :func:`check_fits` keeps within a message)."""
+    question = question_text(ask)
+    room = MAX_MESSAGE_CHARS - length(question) - length("\n\n")
+    if room <= length(ELLIPSIS):
+        return question
+    return f"{question}\n\n{cut(about_line(ask, mention), room)}"
+
+
 def check_fits(ask: Ask) -> None:
-    """Refuse ``ask`` when its message would be longer than Telegram sends.
+    """Refuse ``ask`` when its question would be longer than Telegram sends.
 
     Raises:
         InputError: The question, as posted, is over :data:`MAX_MESSAGE_CHARS`.
     """
-    size = length(open_text(ask))
+    size = length(question_text(ask))
     if size > MAX_MESSAGE_CHARS:
         raise InputError(
             f"the question is {size} characters as posted on Telegram (its prompt, numbered options and "

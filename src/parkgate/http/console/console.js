@@ -85,6 +85,56 @@
     return data;
   }
 
+  // -- people: display names from GET /v1/directory in place of sender ids ----------
+  // The server's directory (PARKGATE_DIRECTORY, and the names its channels learnt); an
+  // id with no name there is shown as itself.
+  const directory = { names: {}, shown: "" };
+
+  async function refreshDirectory() {
+    let data;
+    try {
+      data = await api("GET", "/v1/directory");
+    } catch (error) {
+      return; // a token without the read scope, say: ids are shown
+    }
+    const shown = JSON.stringify(data.names || {});
+    if (shown === directory.shown) return;
+    directory.names = data.names || {};
+    directory.shown = shown;
+    paging.shown = ""; // the rows name people: shown again with the names
+    refreshAsks();
+  }
+
+  function nameOf(sender) {
+    return Object.prototype.hasOwnProperty.call(directory.names, sender) ? directory.names[sender] : null;
+  }
+
+  // A person as a line names them in text: their display name, else their id.
+  function personText(sender) {
+    const name = nameOf(sender);
+    return name === null ? visibleId(sender) : visibleText(name);
+  }
+
+  // A person as an element: their display name with their id in its tooltip, else their id.
+  function person(sender) {
+    const span = document.createElement("span");
+    span.className = "person";
+    const name = nameOf(sender);
+    span.textContent = name === null ? visibleId(sender) : visibleText(name);
+    if (name !== null) span.title = visibleId(sender);
+    return span;
+  }
+
+  // People as a line lists them: each a person(), separated by ``separator``.
+  function peopleNodes(senders, separator) {
+    const nodes = [];
+    senders.forEach((sender, i) => {
+      if (i > 0) nodes.push(document.createTextNode(separator));
+      nodes.push(person(sender));
+    });
+    return nodes;
+  }
+
   function cell(row, text, className, label) {
     const td = document.createElement("td");
     td.textContent = text === null || text === undefined ? "" : String(text);
@@ -195,23 +245,30 @@
     return row;
   }
 
-  // Who may answer an ask, how many must agree, and each responder's current vote.
+  // Who may answer an ask, how many must agree, and each responder's current vote:
+  // people by their display names (their ids in the tooltips) where the directory has them.
   function whoLines(ask) {
-    const names = ask.responders.map(visibleId).join(", ");
     const responders = document.createElement("div");
     responders.className = "options responders";
-    responders.textContent = "For " + names + (ask.quorum > 1 ? " · " + ask.quorum + " of " + ask.responders.length + " must agree" : "");
+    responders.append("For ", ...peopleNodes(ask.responders, ", "));
+    if (ask.quorum > 1) responders.append(" · " + ask.quorum + " of " + ask.responders.length + " must agree");
     const votes = document.createElement("div");
     votes.className = "options votes";
-    const cast = (ask.votes || []).map((vote) => visibleId(vote.sender) + ": " + vote.option_index + ". " + visibleText(vote.answer));
-    votes.textContent = "Votes: " + (cast.length ? cast.join("; ") : "none yet");
+    const cast = ask.votes || [];
+    votes.append("Votes: ");
+    if (!cast.length) votes.append("none yet");
+    cast.forEach((vote, i) => {
+      if (i > 0) votes.append("; ");
+      votes.append(person(vote.sender), ": " + vote.option_index + ". " + visibleText(vote.answer));
+    });
     return ask.quorum > 1 || cast.length ? [responders, votes] : [responders];
   }
 
-  // Who closed an ask, as the server keeps it: "answered by U_ALICE", "closed by operator".
+  // Who closed an ask, as the server keeps it: "answered by Alice Ng" (U_ALICE where the
+  // directory has no name), "closed by operator".
   function closedByNote(ask) {
-    if (ask.answered_by) return "answered by " + visibleId(ask.answered_by);
-    if (ask.closed_by) return "closed by " + visibleId(ask.closed_by);
+    if (ask.answered_by) return "answered by " + personText(ask.answered_by);
+    if (ask.closed_by) return "closed by " + personText(ask.closed_by);
     return "";
   }
 
@@ -440,7 +497,7 @@
     input.value = "";
     // Who is typing, sent with each message: on an ask with responders only theirs count.
     const sender = $("chat-sender").value.trim();
-    logLine("you", "", text, sender ? "as " + visibleId(sender) : "");
+    logLine("you", "", text, sender ? "as " + personText(sender) : "");
     try {
       const path = "/v1/conversations/" + encodeURIComponent(conversation()) + "/messages";
       await showReply(await api("POST", path, sender ? { text, sender } : { text }), text);
@@ -457,10 +514,12 @@
       event.preventDefault();
       sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
       setStatus("Token set for this tab.");
+      refreshDirectory();
       refreshAsks();
       refreshFailed();
     });
     $("refresh").addEventListener("click", () => {
+      refreshDirectory();
       refreshAsks();
       refreshFailed();
     });
@@ -469,9 +528,11 @@
     $("chat-start").addEventListener("submit", startDemo);
     $("chat-send").addEventListener("submit", send);
     $("chat-conversation").value = "demo-" + Math.random().toString(36).slice(2, 8);
+    refreshDirectory();
     refreshAsks();
     refreshFailed();
     setInterval(refreshAsks, REFRESH_MS);
+    setInterval(refreshDirectory, REFRESH_MS * 5);
     setInterval(refreshFailed, REFRESH_MS * 5);
   }
 

@@ -2,11 +2,13 @@
 
 - :mod:`~parkgate.http.routes.asks`: ``/v1/asks`` and the callbacks of asks;
 - :mod:`~parkgate.http.routes.events`: ``/v1/asks/{id}/events``, the event log;
+- :mod:`~parkgate.http.routes.history`: ``/v1/stats`` and ``/v1/export``;
 - :mod:`~parkgate.http.routes.follow_ups`: claiming an ask's follow-up and marking it done;
 - :mod:`~parkgate.http.routes.conversations`: ``/v1/conversations/{id}/messages``;
 - :mod:`~parkgate.http.routes.runs`: ``/v1/runs``;
 - :mod:`~parkgate.http.routes.workflows`: ``/v1/workflows``;
 - :mod:`~parkgate.http.routes.channels`: ``/v1/channels/failed``;
+- :mod:`~parkgate.http.routes.directory`: ``/v1/directory``, the display names the console shows;
 - :mod:`~parkgate.http.routes.operations`: ``/healthz``, ``/metrics``;
 - :mod:`~parkgate.http.routes.console`: the console at ``/`` and Swagger UI at ``/docs``.
 
@@ -24,8 +26,10 @@ from parkgate.http.routes import (
     channels,
     console,
     conversations,
+    directory,
     events,
     follow_ups,
+    history,
     operations,
     runs,
     workflows,
@@ -34,11 +38,13 @@ from parkgate.http.routes import (
 ROUTERS = (
     asks.router,
     events.router,
+    history.router,
     follow_ups.router,
     conversations.router,
     runs.router,
     workflows.router,
     channels.router,
+    directory.router,
     operations.router,
     console.router,
 )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from datetime import datetime
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from parkgate.core.fence import check_callback_url
+from parkgate.core.history import MAX_SEARCH_CHARS, HistoryQuery, HistoryStatus, listing_of
 from parkgate.core.model import Reply
 from parkgate.errors import Forbidden, InputError, UnknownAsk
 from parkgate.gateway.async_gateway import AsyncGateway, wait_for_close
@@ -16,15 +18,27 @@ from parkgate.gateway.options import ParkFields, PromptFields
 from parkgate.http.channel_targets import channel_refusal, channel_target_of
 from parkgate.http.dependencies import CallerDep, GatewayDep, LongPollsDep, OpenAskCapDep, SettingsDep
 from parkgate.http.errors import V1_ERRORS, documented
-from parkgate.http.models import AskIn, CancelIn, OpenStatus, SafeJSONResponse, options_of, reply_response
+from parkgate.http.models import (
+    AskIn,
+    CancelIn,
+    HistoryStatusName,
+    SafeJSONResponse,
+    options_of,
+    reply_response,
+)
 from parkgate.http.outputs import AskListOut, AskOut, ReplyOut
-from parkgate.http.paging import DEFAULT_PAGE_ASKS, MAX_CURSOR_CHARS, MAX_PAGE_ASKS, decode_cursor, encode_cursor
+from parkgate.http.paging import DEFAULT_PAGE_ASKS, MAX_CURSOR_CHARS, MAX_PAGE_ASKS
 from parkgate.http.responses import ask_response, asks_json, error_response
 from parkgate.http.tokens import Scope, needs
 
 router = APIRouter(tags=["asks"])
 
 PageSize = Annotated[int, Query(ge=1, le=MAX_PAGE_ASKS)]
+
+
+def IdQuery(description: str) -> Any:
+    """An id-like query parameter: 1 to :data:`MAX_ID_CHARS` characters."""
+    return Query(min_length=1, max_length=MAX_ID_CHARS, description=description)
 
 
 @router.post(
@@ -91,27 +105,67 @@ async def _park(gateway: AsyncGateway, body: AskIn, owner: str | None) -> Reply:
 @needs(Scope.READ)
 async def list_asks(
     gateway: GatewayDep,
-    status: Annotated[OpenStatus, Query(description="Only open asks are listed.")] = "open",
+    caller: CallerDep,
+    status: Annotated[
+        HistoryStatusName,
+        Query(description="open (the default), answered, cancelled, expired, closed (any closed status) or all."),
+    ] = "open",
     limit: PageSize = DEFAULT_PAGE_ASKS,
     cursor: Annotated[
         str | None, Query(max_length=MAX_CURSOR_CHARS, description="The 'next' of the page before.")
     ] = None,
-    conversation_id: Annotated[
-        str | None, Query(min_length=1, max_length=MAX_ID_CHARS, description="Only this conversation's open ask.")
+    conversation_id: Annotated[str | None, IdQuery("Only this conversation's asks.")] = None,
+    owner: Annotated[str | None, IdQuery("Only the asks this token name parked.")] = None,
+    since: Annotated[
+        datetime | None,
+        Query(description="Only asks at or after this moment: asked_at, or closed_at for a closed status."),
     ] = None,
-    owner: Annotated[
-        str | None, Query(min_length=1, max_length=MAX_ID_CHARS, description="Only the asks this token name parked.")
+    until: Annotated[datetime | None, Query(description="Only asks before this moment (the same time).")] = None,
+    responder: Annotated[
+        str | None, IdQuery("Only asks this sender may answer, was escalated to, answered or voted on.")
+    ] = None,
+    channel: Annotated[
+        str | None, IdQuery("Only asks posted to this channel (slack) or channel target (slack:C0OPS).")
+    ] = None,
+    outcome: Annotated[str | None, IdQuery("Only asks closed with this outcome (selected, expired, ...).")] = None,
+    q: Annotated[
+        str | None,
+        Query(min_length=1, max_length=MAX_SEARCH_CHARS, description="Only asks whose prompt holds this text."),
     ] = None,
 ) -> Response:
-    """Open asks across conversations, oldest first, with ``hours_open``: ``limit`` a page
-    (default 100, at most 1,000), and ``next``, the ``cursor`` of the following page.
-    ``conversation_id`` and ``owner`` keep to one conversation's ask (read on its index)
-    and to the asks one token parked."""
-    after = None if cursor is None else decode_cursor(cursor)
-    asks = await gateway.open_asks(limit + 1, after=after, owner=owner, conversation_id=conversation_id)
-    now = gateway.sync.clock.now()
-    following = encode_cursor(asks[limit - 1]) if len(asks) > limit else None
-    return SafeJSONResponse({"asks": await asks_json(gateway, asks[:limit], now), "next": following})
+    """Asks of any status, one page at a time: ``{asks, next}``, ``next`` the ``cursor`` of
+    the following page (``null`` on the last); ``limit`` a page (default 100, at most 1,000).
+
+    ``status=open`` (the default) lists open asks oldest first, each with ``hours_open``;
+    ``all`` lists every ask by ``asked_at``, the newest first; a closed status
+    (``answered``, ``cancelled``, ``expired``, ``closed``) by ``closed_at``, the latest
+    close first. ``since`` and ``until`` bound that same time. A listing is a read: an open
+    ask it finds past its TTL is closed as expired (at its due time) and listed so.
+
+    Scoped like every read (:attr:`~parkgate.http.tokens.Caller.tenant`): a named token that parks asks and has no
+    ``operate`` scope lists only the asks it parked; an ``operate`` token, a read-only
+    token (an auditor's), the single token or a server without tokens lists every owner's,
+    and ``owner`` keeps one's. Send the filters again with each ``cursor``.
+    """
+    scoped = caller.tenant
+    if scoped is not None and owner not in (None, scoped):
+        return SafeJSONResponse({"asks": [], "next": None})
+    query = HistoryQuery(
+        status=status,
+        since=since,
+        until=until,
+        conversation_id=conversation_id,
+        responder=responder,
+        channel=channel,
+        outcome=outcome,
+        owner=scoped or owner,
+        q=q,
+        limit=limit,
+        cursor=cursor,
+    )
+    page = await gateway.history(query)
+    now = gateway.sync.clock.now() if listing_of(query) is HistoryStatus.OPEN else None
+    return SafeJSONResponse({"asks": await asks_json(gateway, page.asks, now), "next": page.next_cursor})
 
 
 @router.get("/v1/asks/{ask_id}", response_model=AskOut, responses=documented(404, *V1_ERRORS))
@@ -149,10 +203,11 @@ async def cancel_ask(ask_id: str, gateway: GatewayDep, body: CancelIn | None = N
     """An operator's cancel: the ask closes as ``cancelled`` (a closed one is returned as it is).
 
     The body's ``outcome`` (``cancelled`` when there is no body) is recorded on the ask and
-    its run: say ``abandoned`` when whoever waited for the answer is gone.
+    its run: say ``abandoned`` when whoever waited for the answer is gone. Its ``reason``
+    (words) is kept with the close in the ask's event log.
     """
-    outcome = body.outcome if body is not None else CancelIn().outcome
-    return await ask_response(gateway, await gateway.cancel(ask_id, outcome=outcome))
+    given = body if body is not None else CancelIn()
+    return await ask_response(gateway, await gateway.cancel(ask_id, outcome=given.outcome, reason=given.reason))
 
 
 @router.get("/v1/callbacks/failed", response_model=AskListOut, responses=documented(*V1_ERRORS))
