@@ -23,6 +23,8 @@ from parkgate.core.kinds import ReplyKind
 from parkgate.store.base import AskGauges
 
 TIME_TO_ANSWER_BUCKETS = (5, 15, 30, 60, 120, 300, 900, 1800, 3600, 7200, 21600, 86400)
+#: The ``channel`` label of an answer to an ask that was posted to no channel.
+NO_CHANNEL = "none"
 #: Where the Prometheus client keeps several processes' counters (its own variable).
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 OPEN_ASKS_HELP = "Open asks not past their TTL, counted at scrape time."
@@ -99,8 +101,9 @@ class Metrics:
         )
         self.time_to_answer = Histogram(
             "parkgate_time_to_answer_seconds",
-            "Seconds from parking an ask to its answer or selection.",
-            ["surface"],
+            "Seconds from parking an ask to its answer or selection, by the channel it was posted "
+            f"to ({NO_CHANNEL}: not posted).",
+            ["channel", "surface"],
             buckets=TIME_TO_ANSWER_BUCKETS,
             registry=self.registry,
         )
@@ -135,7 +138,7 @@ class Metrics:
         for kind in ReplyKind:  # every series exists from the start, at zero
             self._reply_children[kind] = self.replies.labels(kind.value, surface)
         self._closed_children: dict[str, Any] = {}
-        self._time_to_answer = self.time_to_answer.labels(surface)
+        self._time_to_answer: dict[str, Any] = {}  # by channel, each made on its first answer
         self._last_pass: Gauge | None = None  # made by the first pass of a deliverer
         self._lock = threading.Lock()
 
@@ -195,13 +198,17 @@ class Metrics:
         if escalations:
             self.escalations.labels(self.surface).inc(escalations)
 
-    def close(self, outcome: str, seconds_open: float | None = None) -> None:
-        """Count one ask closed with ``outcome``, and how long it was open when known."""
+    def close(self, outcome: str, seconds_open: float | None = None, channel: str = NO_CHANNEL) -> None:
+        """Count one ask closed with ``outcome``; for an answer, how long it was open
+        (``parkgate_time_to_answer_seconds``) under the ``channel`` it was posted to."""
         child = self._closed_children.get(outcome)  # made on an outcome's first close, then reused
         if child is None:
             child = self._closed_children[outcome] = self.closed.labels(outcome, self.surface)
         child.inc()
         if seconds_open is not None:
+            timer = self._time_to_answer.get(channel)
+            if timer is None:
+                timer = self._time_to_answer[channel] = self.time_to_answer.labels(channel, self.surface)
             # A clock stepped backwards (an NTP correction) can make answered_at precede
             # asked_at; a negative duration would corrupt the histogram's sum, so it counts as 0.
-            self._time_to_answer.observe(max(0.0, seconds_open))
+            timer.observe(max(0.0, seconds_open))

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import secrets
 import sys
@@ -47,6 +48,7 @@ CALLBACK_ENV = {"PARKGATE_CALLBACK_ALLOW": "127.0.0.1", "PARKGATE_CALLBACK_MAX_A
 TOKENS: dict[str, tuple[list[str], str]] = {
     "everything": (["park", "answer", "read", "operate"], ""),
     "agent": (["park"], ""),
+    "tenant": (["park", "read"], ""),  # reads its own asks only (no operate)
     "auditor": (["read"], ""),
     "capped": (["park", "read"], "max_open_asks = 1\n"),
     "slow": (["read"], "rate_per_second = 0.001\n"),  # one request, then none for 1,000 s
@@ -156,8 +158,9 @@ def guarded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 class Awaited:
     """An :class:`AsyncClient` called from synchronous test code: each call is awaited to
-    its end on the client's own event loop, and ``iter_open_asks`` is consumed with
-    ``async for``. Only the calling is adapted; every request is the async client's."""
+    its end on the client's own event loop, ``iter_open_asks`` is consumed with
+    ``async for``, and another async iterator (``follow_events``) is pulled an item at a
+    time. Only the calling is adapted; every request is the async client's."""
 
     def __init__(self, *args: Any, **options: Any) -> None:
         self._loop = asyncio.new_event_loop()
@@ -174,6 +177,20 @@ class Awaited:
                 return iter(self._loop.run_until_complete(collect()))
 
             return walk
+        if inspect.isasyncgenfunction(attribute):  # follow_events: pulled one item at a time
+
+            def pull(*args: Any, **options: Any) -> Iterator[Any]:
+                items = attribute(*args, **options)
+                try:
+                    while True:
+                        try:
+                            yield self._loop.run_until_complete(anext(items))
+                        except StopAsyncIteration:
+                            return
+                finally:
+                    self._loop.run_until_complete(items.aclose())
+
+            return pull
         if not callable(attribute):
             return attribute
         return lambda *args, **options: self._loop.run_until_complete(attribute(*args, **options))

@@ -60,10 +60,10 @@ def test_time_to_answer_is_observed_and_open_asks_are_gauged(gateway: Gateway) -
     clock.advance(timedelta(seconds=40))
     gateway.handle("a", "yes")
     assert sample(gateway, "parkgate_open_asks") == 1
-    assert sample(gateway, "parkgate_time_to_answer_seconds_count", surface="test") == 1
-    assert sample(gateway, "parkgate_time_to_answer_seconds_sum", surface="test") == pytest.approx(40)
-    assert sample(gateway, "parkgate_time_to_answer_seconds_bucket", surface="test", le="60.0") == 1
-    assert sample(gateway, "parkgate_time_to_answer_seconds_bucket", surface="test", le="30.0") == 0
+    assert sample(gateway, "parkgate_time_to_answer_seconds_count", channel="none", surface="test") == 1
+    assert sample(gateway, "parkgate_time_to_answer_seconds_sum", channel="none", surface="test") == pytest.approx(40)
+    assert sample(gateway, "parkgate_time_to_answer_seconds_bucket", channel="none", surface="test", le="60.0") == 1
+    assert sample(gateway, "parkgate_time_to_answer_seconds_bucket", channel="none", surface="test", le="30.0") == 0
 
 
 def test_a_clock_stepped_backwards_never_records_a_negative_time_to_answer(gateway: Gateway) -> None:
@@ -73,8 +73,8 @@ def test_a_clock_stepped_backwards_never_records_a_negative_time_to_answer(gatew
     clock.set(clock.now() - timedelta(minutes=5))  # an NTP step back between ask and answer
     reply = gateway.handle("a", "yes")
     assert reply.kind is ReplyKind.SELECTED
-    assert sample(gateway, "parkgate_time_to_answer_seconds_count", surface="test") == 1
-    assert sample(gateway, "parkgate_time_to_answer_seconds_sum", surface="test") == 0
+    assert sample(gateway, "parkgate_time_to_answer_seconds_count", channel="none", surface="test") == 1
+    assert sample(gateway, "parkgate_time_to_answer_seconds_sum", channel="none", surface="test") == 0
 
 
 def test_an_expiry_is_counted_and_logs_one_structured_line_with_the_idle_minutes(

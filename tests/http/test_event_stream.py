@@ -1,4 +1,4 @@
-"""``GET /v1/events/stream`` and ``GET /v1/events/export`` through a live server with named
+"""``GET /v1/events/stream`` and ``GET /v1/export?what=events`` through a live server with named
 tokens: an event written while a client is connected arrives on its stream; a stream
 resumed with ``Last-Event-ID`` (or ``?after=``) gets only the later events; a tenant's
 stream and export never hold another tenant's events; a stream ends on its own (its
@@ -23,7 +23,7 @@ from parkgate.http import event_stream
 from parkgate.http.tokens import digest
 
 #: name -> scopes of the tokens these servers know.
-SCOPES = {"agent": ["park"], "other-agent": ["park"], "chat": ["answer"], "operator": ["read", "operate"]}
+SCOPES = {"agent": ["park", "read"], "other-agent": ["park"], "chat": ["answer"], "operator": ["read", "operate"]}
 #: A stream's reads wait at most this long for the next line.
 READ_TIMEOUT = 10.0
 
@@ -171,7 +171,7 @@ def test_a_tenant_never_gets_another_tenants_events(server: Server, tokens: dict
     assert [everyone.event()["ask_id"] for _ in range(4)] == [theirs, theirs, theirs, ours]
 
     with server.client(tokens["agent"]) as agent:
-        exported = agent.get("/v1/events/export", params={"format": "jsonl"})
+        exported = agent.get("/v1/export", params={"what": "events", "format": "jsonl"})
     assert {json.loads(line)["ask_id"] for line in exported.text.splitlines()} == {ours}
 
 
@@ -206,11 +206,11 @@ def test_the_export_holds_a_windows_events_as_csv_or_json_lines(server: Server, 
     ask_id = park(server, tokens["agent"], "export")
     answer(server, tokens["chat"], "export", "Yes")
     with server.client(tokens["operator"]) as operator:
-        lines = operator.get("/v1/events/export").text.splitlines()
-        table = operator.get("/v1/events/export", params={"format": "csv"})
+        lines = operator.get("/v1/export", params={"what": "events"}).text.splitlines()
+        table = operator.get("/v1/export", params={"what": "events", "format": "csv"})
         timeline = operator.get(f"/v1/asks/{ask_id}/events").json()["events"]
-        late = operator.get("/v1/events/export", params={"since": "2999-01-01T00:00:00Z", "format": "csv"})
-        naive = operator.get("/v1/events/export", params={"since": "2026-01-01T00:00:00"})
+        late = operator.get("/v1/export", params={"what": "events", "since": "2999-01-01T00:00:00Z", "format": "csv"})
+        naive = operator.get("/v1/export", params={"what": "events", "since": "2026-01-01T00:00:00"})
     events = [json.loads(line) for line in lines]
     assert [{k: v for k, v in e.items() if k != "id"} for e in events] == timeline
     assert [e["id"] for e in events] == sorted(e["id"] for e in events)

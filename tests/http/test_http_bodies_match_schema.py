@@ -11,6 +11,7 @@ refused body, a missing token) are checked the same way.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,15 @@ async def test_every_v1_route_sends_only_what_its_schema_declares(
     await api("POST", "/v1/asks/{ask_id}/follow-up/done", status=200, path={"ask_id": full})
     timeline = await api("GET", "/v1/asks/{ask_id}/events", status=200, path={"ask_id": full})
     assert [event["type"] for event in timeline["events"]][-3:] == ["voted", "voted", "closed"]
+
+    # The event stream: text/event-stream, each frame's data an event's JSON with its id.
+    stream = await http.get("/v1/events/stream", params={"after": 0, "wait": 0.05})
+    assert stream.status_code == 200 and stream.headers["content-type"].startswith("text/event-stream")
+    documented = checked.spec["paths"]["/v1/events/stream"]["get"]["responses"]["200"]["content"]
+    assert list(documented) == ["text/event-stream"]
+    frames = [json.loads(line.removeprefix("data: ")) for line in stream.text.splitlines() if line.startswith("data:")]
+    assert frames and all(set(frame) == {"id", "seq", "at", "type", "ask_id", "sender", "data"} for frame in frames)
+    checked.answered.add(("GET", "/v1/events/stream"))
 
     # Its callback fails for good: listed among the failed, re-armed, then refused a second re-arm.
     failing = httpx.AsyncClient(transport=httpx.MockTransport(lambda request: httpx.Response(500)))

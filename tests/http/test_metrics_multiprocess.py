@@ -43,7 +43,7 @@ def test_counters_of_several_processes_add_up_and_the_gauge_is_read_once(tmp_pat
     found = samples(scraped.stdout)
     assert found['parkgate_replies_total{kind="retry",surface="http"}'] == 7
     assert found['parkgate_asks_closed_total{outcome="selected",surface="http"}'] == 2
-    assert found['parkgate_time_to_answer_seconds_count{surface="http"}'] == 2
+    assert found['parkgate_time_to_answer_seconds_count{channel="none",surface="http"}'] == 2
     # The store's count, once: not a per-process value added up, and no pid label.
     assert [name for name in found if name.startswith("parkgate_open_asks")] == ["parkgate_open_asks"]
     assert found["parkgate_open_asks"] == 7

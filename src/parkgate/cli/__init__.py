@@ -1,5 +1,5 @@
-"""The ``parkgate`` command: serve, deliver, chat, asks, show, history, stats, cancel, doorcheck, audit,
-migrate, prove, mcp-gateway, and each registered channel's commands.
+"""The ``parkgate`` command: serve, deliver, chat, asks, show, history, stats, events, cancel, doorcheck,
+audit, migrate, prove, prune, mcp-gateway, and each registered channel's commands.
 
 ``--db`` (or ``PARKGATE_DB``) chooses the store everywhere: ``sqlite:///parkgate.db``
 (the default), a file path, or ``postgresql://...``; with PostgreSQL,
@@ -24,8 +24,9 @@ JSON object a line; ``asks`` only reads, so it closes (and logs) nothing.
 
 One module a command group: :mod:`~parkgate.cli.serve` (serve, deliver),
 :mod:`~parkgate.cli.chat`, :mod:`~parkgate.cli.asks`, :mod:`~parkgate.cli.operate` (show,
-cancel), :mod:`~parkgate.cli.history` (history, stats), :mod:`~parkgate.cli.doorcheck`, :mod:`~parkgate.cli.audit`,
-:mod:`~parkgate.cli.maintenance` (migrate, prove), :mod:`~parkgate.cli.mcp_gateway`;
+cancel), :mod:`~parkgate.cli.history` (history, stats), :mod:`~parkgate.cli.events` (events),
+:mod:`~parkgate.cli.doorcheck`, :mod:`~parkgate.cli.audit`, :mod:`~parkgate.cli.maintenance` (migrate,
+prove, prune), :mod:`~parkgate.cli.mcp_gateway`;
 :mod:`~parkgate.cli.stores` opens the store each of them works on. A channel's own
 commands (``parkgate telegram``) live in its package and are mounted from the channel
 registry (:mod:`parkgate.channels.registry`).
@@ -40,8 +41,9 @@ from parkgate.cli.asks import asks, parse_duration
 from parkgate.cli.audit import audit
 from parkgate.cli.chat import CHAT_RESTART, chat
 from parkgate.cli.doorcheck import DOORCHECK_EXIT, DOORCHECK_INPUTS, doorcheck, doorcheck_verdict
+from parkgate.cli.events import events
 from parkgate.cli.history import history, stats
-from parkgate.cli.maintenance import migrate, prove
+from parkgate.cli.maintenance import migrate, prove, prune
 from parkgate.cli.mcp_gateway import mcp_gateway
 from parkgate.cli.operate import cancel, show
 from parkgate.cli.serve import check_can_listen, deliver, serve
@@ -63,10 +65,12 @@ main.add_command(asks)
 main.add_command(show)
 main.add_command(history)
 main.add_command(stats)
+main.add_command(events)
 main.add_command(cancel)
 main.add_command(doorcheck)
 main.add_command(migrate)
 main.add_command(prove)
+main.add_command(prune)
 main.add_command(audit)
 main.add_command(mcp_gateway)
 for _spec in registered():

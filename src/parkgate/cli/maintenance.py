@@ -1,5 +1,6 @@
-"""``parkgate migrate`` (set up or upgrade a store's schema) and ``parkgate prove``
-(check the two properties over every state of the machine)."""
+"""``parkgate migrate`` (set up or upgrade a store's schema), ``parkgate prove`` (check
+the two properties over every state of the machine) and ``parkgate prune`` (delete old
+events of closed asks)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import sys
 
 import click
 
-from parkgate.cli.stores import db_option, shown_url, store_options
+from parkgate.cli.asks import parse_duration
+from parkgate.cli.stores import db_option, gateway_session, shown_url, store_options
 from parkgate.errors import ParkgateError
 from parkgate.store import StoreError, deployed_schema, is_postgres_url, open_deployed_store
 
@@ -58,3 +60,28 @@ def prove(db_urls: tuple[str, ...], escalate_after: int) -> None:
         failed = failed or bool(report.failures)
     if failed:
         sys.exit(1)
+
+
+@click.command()
+@db_option
+@click.option(
+    "--events-older-than",
+    "older_than",
+    required=True,
+    help="Delete the events older than this (90d, 12h, 30m) of asks that have closed.",
+)
+def prune(db_url: str, older_than: str) -> None:
+    """Delete old events from the event log, and print how many went.
+
+    Only closed asks' events go: an open ask's timeline is kept whole, however old.
+    """
+    age = parse_duration(older_than)
+    if age.total_seconds() <= 0:
+        raise click.BadParameter(f"{older_than!r} is not a duration above 0", param_hint="--events-older-than")
+    with gateway_session(db_url) as gateway:
+        cutoff = gateway.clock.now() - age
+        deleted = gateway.prune_events(age)
+    click.echo(
+        f"deleted {deleted} event{'' if deleted == 1 else 's'} of closed asks written before "
+        f"{cutoff:%Y-%m-%d %H:%M} UTC ({older_than} ago); open asks' events are kept"
+    )

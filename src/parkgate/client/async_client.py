@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime, timedelta
@@ -9,9 +10,10 @@ from typing import Any, TypeVar, Unpack
 
 import httpx
 
-from parkgate.client import responses, wire
+from parkgate.client import responses, stream, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
+from parkgate.core.events import LoggedEvent
 from parkgate.core.history import HistoryQuery
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Reply, Run
@@ -244,3 +246,53 @@ class AsyncClient:
     async def retry_callback(self, ask_id: str) -> AskView:
         """As :meth:`Client.retry_callback <parkgate.client.Client.retry_callback>`."""
         return await self._send(wire.retry_callback(ask_id))
+
+    async def events(self, ask_id: str) -> list[LoggedEvent]:
+        """As :meth:`Client.events <parkgate.client.Client.events>`."""
+        return await self._send(wire.ask_events(ask_id))
+
+    async def follow_events(
+        self, after: int | None = None, *, hold: float = MAX_WAIT_SECONDS
+    ) -> AsyncIterator[LoggedEvent]:
+        """As :meth:`Client.follow_events <parkgate.client.Client.follow_events>`: ``async for``."""
+        parser = stream.EventParser(last_id=after)
+        tries = 0
+        while True:
+            call = wire.event_stream(parser.last_id, hold)
+            parser.restart()
+            retry_after: float | None = None
+            try:
+                async with self._http.stream(**self._connection.request_options(call)) as response:
+                    if not response.is_success:
+                        await response.aread()
+                        responses.result(call, response)
+                    tries = 0
+                    async for line in response.aiter_lines():
+                        event = parser.feed(line)
+                        if event is not None:
+                            yield event
+                continue  # the stream ended after its hold: reconnect at once
+            except httpx.HTTPError as error:
+                failure: Exception = Unreachable(str(error) or type(error).__name__)
+            except stream.RECONNECTABLE as error:
+                failure, retry_after = error, getattr(error, "retry_after", None)
+            tries += 1
+            if tries >= stream.RECONNECT_TRIES:
+                raise failure
+            await asyncio.sleep(stream.pause_before_retry(tries, parser.retry_seconds, retry_after))
+
+    async def export_events(
+        self, since: datetime | None = None, until: datetime | None = None
+    ) -> AsyncIterator[LoggedEvent]:
+        """As :meth:`Client.export_events <parkgate.client.Client.export_events>`: ``async for``."""
+        call = wire.event_export(since, until)
+        try:
+            async with self._http.stream(**self._connection.request_options(call)) as response:
+                if not response.is_success:
+                    await response.aread()
+                    responses.result(call, response)
+                async for line in response.aiter_lines():
+                    if line.strip():
+                        yield stream.read_event(line)
+        except httpx.HTTPError as error:
+            raise Unreachable(str(error) or type(error).__name__) from error

@@ -9,9 +9,10 @@ from typing import Any, TypeVar, Unpack
 
 import httpx
 
-from parkgate.client import responses, wire
+from parkgate.client import responses, stream, wire
 from parkgate.client.errors import Unreachable
 from parkgate.client.views import AskPage, AskView
+from parkgate.core.events import LoggedEvent
 from parkgate.core.history import HistoryQuery
 from parkgate.core.kinds import AskKind
 from parkgate.core.model import Reply, Run
@@ -464,3 +465,90 @@ class Client:
             CallbackNotFailed: The ask's callback had not failed.
         """
         return self._send(wire.retry_callback(ask_id))
+
+    # -- the event log ---------------------------------------------------------------------
+    def events(self, ask_id: str) -> list[LoggedEvent]:
+        """The ask's timeline (``GET /v1/asks/{id}/events``): every event, in order.
+
+        Args:
+            ask_id: The ask's id.
+
+        Returns:
+            Its events, ``seq`` 1 first.
+
+        Raises:
+            UnknownAsk: No ask has this id (or it is another owner's).
+        """
+        return self._send(wire.ask_events(ask_id))
+
+    def follow_events(self, after: int | None = None, *, hold: float = MAX_WAIT_SECONDS) -> Iterator[LoggedEvent]:
+        """Every event as it is written (``GET /v1/events/stream``), for as long as it is iterated.
+
+        Each stream the server holds ``hold`` seconds; the client then reconnects after the
+        last event it saw, so none is repeated or skipped. A server that is out of reach,
+        busy or without its store is tried again, waiting longer each time; after
+        :data:`~parkgate.client.stream.RECONNECT_TRIES` failures in a row the last error is
+        raised. A named token without ``operate`` gets its own asks' events only.
+
+        Args:
+            after: Start after the event with this ``id`` (0: from the first kept);
+                ``None`` starts after the latest one now.
+            hold: How long one stream lasts, in seconds (at most 60).
+
+        Yields:
+            Each event, with its ``id``, oldest first.
+
+        Raises:
+            Unreachable: The server could not be reached, this many times in a row.
+        """
+        parser = stream.EventParser(last_id=after)
+        tries = 0
+        while True:
+            call = wire.event_stream(parser.last_id, hold)
+            parser.restart()
+            retry_after: float | None = None
+            try:
+                with self._http.stream(**self._connection.request_options(call)) as response:
+                    if not response.is_success:
+                        response.read()
+                        responses.result(call, response)
+                    tries = 0
+                    for line in response.iter_lines():
+                        event = parser.feed(line)
+                        if event is not None:
+                            yield event
+                continue  # the stream ended after its hold: reconnect at once
+            except httpx.HTTPError as error:
+                failure: Exception = Unreachable(str(error) or type(error).__name__)
+            except stream.RECONNECTABLE as error:
+                failure, retry_after = error, getattr(error, "retry_after", None)
+            tries += 1
+            if tries >= stream.RECONNECT_TRIES:
+                raise failure
+            time.sleep(stream.pause_before_retry(tries, parser.retry_seconds, retry_after))
+
+    def export_events(self, since: datetime | None = None, until: datetime | None = None) -> Iterator[LoggedEvent]:
+        """Every event written in ``[since, until)``, oldest first (``GET /v1/export?what=events``),
+        read as it is consumed.
+
+        Args:
+            since: The window's start (inclusive; a timezone-aware datetime); ``None``: the first kept.
+            until: The window's end (exclusive); ``None``: now.
+
+        Yields:
+            Each event, with its ``id``.
+
+        Raises:
+            InputError: A moment without its timezone.
+        """
+        call = wire.event_export(since, until)
+        try:
+            with self._http.stream(**self._connection.request_options(call)) as response:
+                if not response.is_success:
+                    response.read()
+                    responses.result(call, response)
+                for line in response.iter_lines():
+                    if line.strip():
+                        yield stream.read_event(line)
+        except httpx.HTTPError as error:
+            raise Unreachable(str(error) or type(error).__name__) from error

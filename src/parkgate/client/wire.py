@@ -25,6 +25,7 @@ import httpx
 from parkgate.channels.base import check_target
 from parkgate.channels.registry import names as channel_names
 from parkgate.client.views import AskPage, AskView, run_from_dict
+from parkgate.core.events import STREAM_HEARTBEAT_SECONDS, LoggedEvent
 from parkgate.core.expect import as_expect
 from parkgate.core.expect import to_dict as expect_to_dict
 from parkgate.core.history import HistoryQuery
@@ -373,6 +374,35 @@ def cancel(ask_id: str, outcome: str | None = None, reason: str | None = None) -
     body = _json(fields) if fields else None
     path = f"v1/asks/{_segment(ask_id, 'ask_id')}/cancel"
     return Call("POST", path, AskView.from_dict, body, about={"ask_id": ask_id})
+
+
+def ask_events(ask_id: str) -> Call[list[LoggedEvent]]:
+    """``GET /v1/asks/{ask_id}/events``: the ask's timeline."""
+    path = f"v1/asks/{_segment(ask_id, 'ask_id')}/events"
+    return Call("GET", path, lambda data: [LoggedEvent.from_json(e) for e in data["events"]], about={"ask_id": ask_id})
+
+
+def event_stream(after: int | None, wait: float) -> Call[None]:
+    """``GET /v1/events/stream`` after the event ``after`` (``None``: after the latest),
+    held ``wait`` seconds; its reads may take a heartbeat's interval longer than others'."""
+    params: dict[str, str | int | float] = {"wait": f"{_seconds(wait, 'hold', MAX_WAIT_SECONDS):.3f}"}
+    if after is not None:
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise InputError(f"after must be an event id (a whole number of at least 0), not {after!r}")
+        params["after"] = after
+    return Call("GET", "v1/events/stream", lambda data: None, params=params, hold=STREAM_HEARTBEAT_SECONDS)
+
+
+def event_export(since: datetime | None, until: datetime | None) -> Call[None]:
+    """``GET /v1/export?what=events`` as JSON Lines, of ``[since, until)``."""
+    params: dict[str, str | int | float] = {"what": "events", "format": "jsonl"}
+    for name, moment in (("since", since), ("until", until)):
+        if moment is None:
+            continue
+        if not isinstance(moment, datetime) or moment.tzinfo is None:
+            raise InputError(f"{name} must be a datetime with its timezone, not {moment!r}")
+        params[name] = moment.isoformat()
+    return Call("GET", "v1/export", lambda data: None, params=params, hold=STREAM_HEARTBEAT_SECONDS)
 
 
 def closed_follow_ups(limit: int, watcher: str | None = None, after: str | None = None) -> Call[list[AskView]]:

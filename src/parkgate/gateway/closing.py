@@ -16,7 +16,7 @@ from parkgate.clock import Clock
 from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask
 from parkgate.delivery.heartbeat import is_fresh
-from parkgate.metrics import Metrics
+from parkgate.metrics import NO_CHANNEL, Metrics
 from parkgate.store import Store
 from parkgate.store.signal import FALLBACK_READ_SECONDS, Change, CloseSignal
 
@@ -25,6 +25,8 @@ log = logging.getLogger("parkgate")
 #: A waiter reads its ask this long after its due time, so that the read finds it past
 #: its TTL (expiry is strict: an ask is past its TTL only after the due instant).
 DUE_MARGIN_SECONDS = 0.002
+#: The time-to-answer ``channel`` label of an answer whose post could not be read.
+UNKNOWN_CHANNEL = "unknown"
 #: How long after warning that nothing delivers callbacks a gateway looks again.
 UNDELIVERED_CHECK_SECONDS = 60.0
 
@@ -47,24 +49,51 @@ class CloseReport:
         self, store: Store, clock: Clock, metrics: Metrics, signal: CloseSignal, delivering: Callable[[], bool]
     ) -> None:
         self._signal = signal
+        self._store = store
         self._metrics = metrics
         self._delivering = delivering
         self._undelivered = UndeliveredWarning(store, clock)
 
     def committed(self, closed: list[ClosedAsk]) -> None:
+        channels = self._channels_of([item.ask for item in closed if _answered(item.ask) and item.ask.watched])
         for item in closed:
             ask = item.ask
             seconds = (ask.answered_at - ask.asked_at).total_seconds() if ask.answered_at else None
-            self._metrics.close(ask.outcome or ask.status.value, seconds if ask.status is AskStatus.ANSWERED else None)
+            self._metrics.close(
+                ask.outcome or ask.status.value,
+                seconds if _answered(ask) else None,
+                channels.get(ask.id, NO_CHANNEL),
+            )
             if item.idle_minutes is not None:
                 log.info(json.dumps(_expiry_record(ask, item.idle_minutes)))
         self._signal.closed([item.ask.id for item in closed])
+
+    def _channels_of(self, answered: list[Ask]) -> dict[str, str]:
+        """The channel each of ``answered`` was posted to, by ask id (none: not posted).
+
+        Only asks something waited on are looked up (a post makes an ask watched), so an
+        answer to a plain ask costs no read. A lookup that fails labels them ``unknown``:
+        the answer committed, and its metric must not fail it.
+        """
+        if not answered:
+            return {}
+        ids = [ask.id for ask in answered]
+        try:
+            with self._store.transaction() as tx:
+                posts = tx.channels.posts_of(ids)
+        except Exception:
+            return dict.fromkeys(ids, UNKNOWN_CHANNEL)
+        return {ask_id: post.channel for ask_id, post in posts.items()}
 
     def queued(self) -> None:
         """After a commit that queued callbacks: wake the deliverers, or warn that none runs."""
         self._signal.changed(Change.OUTBOX)
         if not self._delivering():
             self._undelivered.check()
+
+
+def _answered(ask: Ask) -> bool:
+    return ask.status is AskStatus.ANSWERED and ask.answered_at is not None
 
 
 def _expiry_record(ask: Ask, idle_minutes: float) -> dict[str, object]:

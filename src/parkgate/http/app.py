@@ -9,9 +9,8 @@ Routes (the public contract; paths and field names are kept stable):
 - ``GET /v1/asks/{ask_id}`` (``?wait=S`` long-polls up to 60 s until it closes),
   ``GET /v1/asks?status=open`` (oldest first, with ``hours_open``, a page at a time:
   ``limit`` and ``cursor``, answered as ``{asks, next}``), ``POST /v1/asks/{ask_id}/cancel``.
-- ``GET /v1/asks/{ask_id}/events`` (an ask's timeline), ``GET /v1/events/stream`` (new
-  events as server-sent events, resumable with ``Last-Event-ID``) and
-  ``GET /v1/events/export`` (a window's events as CSV or JSON Lines).
+- ``GET /v1/asks/{ask_id}/events`` (an ask's timeline) and ``GET /v1/events/stream`` (new
+  events as server-sent events, resumable with ``Last-Event-ID``).
 - ``POST /v1/workflows/{name}/start``: start a registered workflow (the demo ``uml``).
 - ``/healthz``, ``/metrics`` (Prometheus), ``/openapi.json``, and the console at ``/``.
 - ``POST /slack/events`` when Slack is served (:mod:`parkgate.channels.slack`), signed by Slack;

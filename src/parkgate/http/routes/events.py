@@ -1,7 +1,7 @@
 """The event log over HTTP: ``GET /v1/asks/{ask_id}/events`` (an ask's timeline),
 ``GET /v1/events/stream`` (new events as server-sent events,
-:mod:`parkgate.http.event_stream`) and ``GET /v1/events/export`` (a window's events as
-CSV or JSON Lines).
+:mod:`parkgate.http.event_stream`), and the rows of an export of events
+(``GET /v1/export?what=events``, :mod:`parkgate.http.routes.history`).
 
 Reads are scoped as the history is (:attr:`parkgate.http.tokens.Caller.tenant`): a named
 token without the ``operate`` scope reads only the asks it parked, and another owner's
@@ -11,11 +11,9 @@ hold its own asks' events only.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response, StreamingResponse
@@ -25,7 +23,7 @@ from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.gateway.checks import MAX_WAIT_SECONDS
 from parkgate.http.dependencies import CallerDep, GatewayDep, LongPollsDep
 from parkgate.http.errors import V1_ERRORS, Responses, documented
-from parkgate.http.event_stream import EVENT_STREAM, STREAM_PAGE, follow, json_text
+from parkgate.http.event_stream import EVENT_STREAM, STREAM_PAGE, follow
 from parkgate.http.longpolls import ENV_MAX_LONG_POLLS, RETRY_AFTER_SECONDS
 from parkgate.http.models import SafeJSONResponse
 from parkgate.http.outputs import EventsOut
@@ -35,8 +33,6 @@ router = APIRouter(tags=["events"])
 
 #: The columns of an export of events as CSV (``data`` as its JSON).
 EVENT_EXPORT_COLUMNS = ("id", "seq", "at", "type", "ask_id", "sender", "data")
-#: An export's media type, by format.
-EXPORT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
 _STREAM_DOC: Responses = {
     200: {
         "description": "New events as server-sent events: `id` the event's global id, `event` its type, "
@@ -59,12 +55,6 @@ _STREAM_DOC: Responses = {
                 }
             }
         },
-    }
-}
-_EXPORT_DOC: Responses = {
-    200: {
-        "description": "The window's events, oldest first, as an attachment.",
-        "content": {media.split(";")[0]: {"schema": {"type": "string"}} for media in EXPORT_TYPES.values()},
     }
 }
 
@@ -159,57 +149,3 @@ async def events_export_rows(
         if len(page) < STREAM_PAGE:
             return
         after = page[-1].id
-
-
-def event_csv_line(row: dict[str, Any]) -> str:
-    """One event as a CSV line of :data:`EVENT_EXPORT_COLUMNS` (``data`` as its JSON, a
-    missing sender empty)."""
-    out = io.StringIO()
-    cells = [row.get(name) for name in EVENT_EXPORT_COLUMNS]
-    csv.writer(out, lineterminator="\r\n").writerow(
-        "" if cell is None else json_text(cell) if isinstance(cell, dict) else cell for cell in cells
-    )
-    return out.getvalue()
-
-
-async def _chained(first: dict[str, Any] | None, rest: AsyncIterator[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
-    if first is None:
-        return
-    yield first
-    async for row in rest:
-        yield row
-
-
-async def _exported(rows: AsyncIterator[dict[str, Any]], form: str) -> AsyncIterator[bytes]:
-    if form == "csv":
-        yield ",".join(EVENT_EXPORT_COLUMNS).encode() + b"\r\n"
-    async for row in rows:
-        yield (event_csv_line(row) if form == "csv" else json_text(row) + "\n").encode()
-
-
-@router.get("/v1/events/export", response_class=StreamingResponse, responses=documented(*V1_ERRORS, extra=_EXPORT_DOC))
-@needs(Scope.READ, or_owner=True)
-async def export_events(
-    gateway: GatewayDep,
-    caller: CallerDep,
-    format: Annotated[Literal["csv", "jsonl"], Query(description="CSV with a header line, or JSON Lines.")] = "jsonl",
-    since: Annotated[datetime | None, Query(description="The window's start (inclusive).")] = None,
-    until: Annotated[datetime | None, Query(description="The window's end (exclusive).")] = None,
-) -> Response:
-    """Every event of ``[since, until)``, oldest first, streamed as an attachment.
-
-    JSON Lines: one event's JSON (with ``id``) a line. CSV: a header line, then
-    ``id, seq, at, type, ask_id, sender, data`` (``data`` as its JSON). A named token
-    without ``operate`` exports its own asks' events only.
-    """
-    for name, moment in (("since", since), ("until", until)):
-        if moment is not None and moment.tzinfo is None:
-            raise InputError(f"{name} must name its timezone (2026-05-01T00:00:00Z)")
-    stamp = gateway.sync.clock.now().strftime("%Y%m%dT%H%M%SZ")
-    rows = events_export_rows(gateway, since, until, caller.tenant)
-    first = await anext(rows, None)  # a store out of reach is a 503 before the response starts
-    return StreamingResponse(
-        _exported(_chained(first, rows), format),
-        media_type=EXPORT_TYPES[format],
-        headers={"Content-Disposition": f'attachment; filename="parkgate-events-{stamp}.{format}"'},
-    )

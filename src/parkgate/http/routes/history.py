@@ -1,5 +1,5 @@
-"""``/v1/stats`` and ``/v1/export``: the operator's figures of a window, and every ask of a
-window as CSV or JSON Lines (and, once the event log is wired, its events).
+"""``/v1/stats`` and ``/v1/export``: the operator's figures of a window, and every ask or
+every event of a window as CSV or JSON Lines.
 
 Scoped as ``GET /v1/asks`` is (:attr:`~parkgate.http.tokens.Caller.tenant`): a tenant
 token's figures and export hold its own asks only.
@@ -26,6 +26,7 @@ from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.http.dependencies import CallerDep, GatewayDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.models import SafeJSONResponse
+from parkgate.http.routes.events import EVENT_EXPORT_COLUMNS, events_export_rows
 from parkgate.http.tokens import Scope, needs
 
 router = APIRouter(tags=["history"])
@@ -57,17 +58,6 @@ async def stats(
     """
     figures = await gateway.stats(since, until, by, owner=caller.tenant)
     return SafeJSONResponse(figures.to_dict())
-
-
-def events_export_rows(
-    gateway: AsyncGateway, since: datetime | None, until: datetime | None, owner: str | None
-) -> AsyncIterator[dict[str, Any]]:
-    """The events of ``[since, until)`` as export rows (each event's JSON with its ``id``).
-
-    Raises:
-        InputError: No event log is kept by this server yet (a 422 naming it).
-    """
-    raise InputError("what=events is not available: this server keeps no event log yet; export what=asks")
 
 
 async def _ask_rows(
@@ -118,17 +108,18 @@ async def _encoded(
 async def export(
     gateway: GatewayDep,
     caller: CallerDep,
-    what: Annotated[Literal["asks", "events"], Query(description="asks, or events (once an event log is kept).")],
+    what: Annotated[Literal["asks", "events"], Query(description="asks, or events (the event log).")],
     format: Annotated[Literal["csv", "jsonl"], Query(description="CSV with a header line, or JSON Lines.")] = "jsonl",
     since: Since = None,
     until: Until = None,
 ) -> Response:
-    """Every ask asked in ``[since, until)`` (or every event), streamed as an attachment.
+    """Every ask asked in ``[since, until)``, or every event written then, streamed as an attachment.
 
     Asks come newest first in their public JSON shape: in CSV one column per key (lists
     and objects as their JSON), in JSON Lines one object a line. A read: open asks past
-    their TTL are closed as expired first. ``what=events`` is a 422 while the server keeps
-    no event log.
+    their TTL are closed as expired first. Events come oldest first (by ``id``), each its
+    JSON with ``id``: in CSV the columns ``id, seq, at, type, ask_id, sender, data``
+    (``data`` as its JSON).
     """
     for name, moment in (("since", since), ("until", until)):
         if moment is not None and moment.tzinfo is None:
@@ -136,10 +127,10 @@ async def export(
     owner = caller.tenant
     source: Callable[..., AsyncIterator[dict[str, Any]]] = _ask_rows if what == "asks" else events_export_rows
     rows = source(gateway, since, until, owner)
-    if what == "events":  # refused before the response starts, not halfway through it
+    if what == "events":  # a store out of reach is a 503 before the response starts
         first = await anext(aiter(rows), None)
         rows = _chained(first, rows)
-    columns = ASK_EXPORT_COLUMNS if what == "asks" else None
+    columns = ASK_EXPORT_COLUMNS if what == "asks" else EVENT_EXPORT_COLUMNS
     stamp = gateway.sync.clock.now().strftime("%Y%m%dT%H%M%SZ")
     return StreamingResponse(
         _encoded(rows, format, columns),
