@@ -170,6 +170,15 @@ async def test_every_v1_route_sends_only_what_its_schema_declares(
     assert frames and all(set(frame) == {"id", "seq", "at", "type", "ask_id", "sender", "data"} for frame in frames)
     checked.answered.add(("GET", "/v1/events/stream"))
 
+    # The figures, by group, and an export: CSV and JSON Lines, as documented.
+    figures = await api("GET", "/v1/stats", status=200, params={"by": "responder"})
+    assert figures["total"]["answered"] >= 1 and figures["groups"]
+    for form, media in (("csv", "text/csv"), ("jsonl", "application/x-ndjson")):
+        exported = await http.get("/v1/export", params={"what": "asks", "format": form})
+        assert exported.status_code == 200 and exported.headers["content-type"].startswith(media)
+        assert media in checked.spec["paths"]["/v1/export"]["get"]["responses"]["200"]["content"]
+    checked.answered.add(("GET", "/v1/export"))
+
     # Its callback fails for good: listed among the failed, re-armed, then refused a second re-arm.
     failing = httpx.AsyncClient(transport=httpx.MockTransport(lambda request: httpx.Response(500)))
     async with failing:

@@ -19,7 +19,8 @@ from parkgate.cli.stores import db_option, gateway_session
 from parkgate.core.directory import Directory
 from parkgate.core.display import json_line, visible_id, visible_text
 from parkgate.core.kinds import RunOutcome
-from parkgate.core.model import Ask
+from parkgate.core.model import SENDERS, Ask
+from parkgate.core.shape import declared
 from parkgate.errors import UnknownAsk
 from parkgate.gateway import Gateway, ask_to_dict
 
@@ -88,10 +89,14 @@ def _as_text(value: object) -> str:
     return value if isinstance(value, str) else json_line(value)
 
 
+#: The ask's fields that list senders (its responders, the escalation's), found by their codec.
+SENDER_LISTS = frozenset(item.name for item in declared(Ask) if item.spec.codec is SENDERS)
+
+
 def _people_in(ask: Ask, field: str, names: Directory) -> str | None:
     """A field that names people, as ``show`` prints it (display names where ``names`` has
     them; a vote as ``who: number. label``); ``None`` for any other field."""
-    if field in ("responders", "escalate_to"):
+    if field in SENDER_LISTS:
         return people(names, getattr(ask, field))
     if field == "votes":
         return "\n".join(f"{person(names, v.sender)}: {v.option_index}. {visible_text(v.answer)}" for v in ask.votes)

@@ -25,6 +25,8 @@ from typing import Any, NamedTuple
 
 from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask
+from parkgate.core.schedule import SCHEDULE_KEYS
+from parkgate.core.shape import to_json
 
 #: How often the event stream (``GET /v1/events/stream``) writes a comment while no event
 #: arrives, in seconds: a proxy never finds the connection idle, and a client reading the
@@ -123,15 +125,14 @@ def event_of(ask: Ask, kind: EventKind, at: datetime, sender: str | None, data: 
 
 def parked(ask: Ask, at: datetime, channel: str | None = None) -> NewEvent:
     """``ask`` was parked (posted to ``channel``, ``"slack:C0OPS"``, when given)."""
+    shown = to_json(ask)
     data = {
         "owner": ask.owner,
         "ttl_seconds": ask.ttl_seconds,
         "responders": list(ask.responders),
         "quorum": ask.quorum,
         "channel": channel,
-        "remind_after": list(ask.remind_after),
-        "escalate_after": ask.escalate_after,
-        "escalate_to": list(ask.escalate_to),
+        **{key: shown[key] for key in SCHEDULE_KEYS},  # its reminders and escalation, as its JSON has them
     }
     return event_of(ask, EventKind.PARKED, at, ask.owner, data)
 

@@ -219,3 +219,43 @@ class EventsOut(Out):
 
     ask_id: str
     events: list[EventOut]
+
+
+class TimeToAnswerOut(Out):
+    """Seconds from asked to answered over a window's answered asks (nearest rank; null when none)."""
+
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    count: int
+
+
+class FiguresOut(Out):
+    """One window's (or group's) figures, each defined in :mod:`parkgate.core.stats`."""
+
+    opened: int
+    answered: int
+    expired: int
+    cancelled: int
+    time_to_answer: TimeToAnswerOut
+    reminders: int
+    escalations: int
+    misses_per_ask: float | None
+    open_by_age: dict[str, int] = Field(description="Open asks by age: <1h, 1-6h, 6-24h, >24h.")
+
+
+class GroupFiguresOut(FiguresOut):
+    """One group's figures and its key (a UTC day, a sender, a channel target)."""
+
+    key: str
+
+
+class StatsOut(Out):
+    """The figures of ``[since, until)``, in all and per group."""
+
+    since: str | None
+    until: str | None
+    by: Literal["day", "responder", "channel"] | None
+    total: FiguresOut
+    groups: list[GroupFiguresOut]
+    truncated: bool = Field(description="The rows read reached the bound: older asks are left out.")

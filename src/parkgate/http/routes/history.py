@@ -26,6 +26,7 @@ from parkgate.gateway.async_gateway import AsyncGateway
 from parkgate.http.dependencies import CallerDep, GatewayDep
 from parkgate.http.errors import V1_ERRORS, documented
 from parkgate.http.models import SafeJSONResponse
+from parkgate.http.outputs import StatsOut
 from parkgate.http.routes.events import EVENT_EXPORT_COLUMNS, events_export_rows
 from parkgate.http.tokens import Scope, needs
 
@@ -39,7 +40,7 @@ ASK_EXPORT_COLUMNS: tuple[str, ...] = (*(item.wire for item in public(AskShape))
 EXPORT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
 
 
-@router.get("/v1/stats", responses=documented(*V1_ERRORS))
+@router.get("/v1/stats", response_model=StatsOut, responses=documented(*V1_ERRORS))
 @needs(Scope.READ)
 async def stats(
     gateway: GatewayDep,
@@ -103,7 +104,19 @@ async def _encoded(
         yield _csv_line({name: name for name in columns}, columns).encode()
 
 
-@router.get("/v1/export", responses=documented(*V1_ERRORS))
+@router.get(
+    "/v1/export",
+    response_class=StreamingResponse,
+    responses=documented(
+        *V1_ERRORS,
+        extra={
+            200: {
+                "description": "The rows, as an attachment: CSV with a header line, or JSON Lines.",
+                "content": {media.split(";")[0]: {"schema": {"type": "string"}} for media in EXPORT_TYPES.values()},
+            }
+        },
+    ),
+)
 @needs(Scope.READ)
 async def export(
     gateway: GatewayDep,
