@@ -21,8 +21,6 @@ from parkgate.core.events import EventKind, LoggedEvent, NewEvent
 from parkgate.store.dialect import Dialect, Runner, Statement
 from parkgate.store.sql import encoded_data, event_insert
 
-#: The row lock a writer of an ask's events takes when its transaction has not changed the ask.
-_LOCK_ASK = "SELECT 1 FROM asks WHERE id = ? FOR NO KEY UPDATE"
 _COLUMNS = "id, ask_id, seq, at, type, sender, owner, data"
 
 
@@ -77,14 +75,25 @@ class SqlEventLog:
 
     def record(self, events: Iterable[NewEvent]) -> None:
         """Write ``events`` of asks this transaction has not changed (a delivery, a post):
-        each ask's row is locked first (on an engine that locks rows), so its events are
-        numbered one writer at a time."""
+        their asks' rows are read in one statement, locked on an engine that locks rows,
+        so each ask's events are numbered one writer at a time; an event whose ``owner``
+        is ``None`` is given its ask's (a deliverer knows an ask by its id only)."""
         run, dialect = self._run, self._run.dialect
         events = list(events)
-        if dialect.lock_suffix:  # SQLite's one writer needs no row lock
-            for ask_id in sorted({event.ask_id for event in events}):
-                run.query(_LOCK_ASK, (ask_id,))
+        if not events:
+            return
+        ask_ids = sorted({event.ask_id for event in events})
+        marks = ", ".join("?" * len(ask_ids))
+        # Locked in id order (two writers of the same asks wait for each other, never
+        # deadlock), and not against a key's readers (a row inserted that refers to the ask).
+        lock = " FOR NO KEY UPDATE" if dialect.lock_suffix else ""  # SQLite's one writer needs no row lock
+        rows = run.query(
+            f"SELECT id, owner FROM asks WHERE id IN ({marks}) ORDER BY id{lock}", tuple(ask_ids)
+        ).fetchall()
+        owners = {ask_id: owner for ask_id, owner in rows}
         for event in events:
+            if event.owner is None and owners.get(event.ask_id) is not None:
+                event = event._replace(owner=owners[event.ask_id])
             run.send(*event_insert(event, dialect))
 
     def of_ask(self, ask_id: str) -> list[LoggedEvent]:

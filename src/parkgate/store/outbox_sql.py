@@ -60,7 +60,9 @@ class SqlOutbox:
             "WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?) AS due "
             f"WHERE {room} ORDER BY turn, next_attempt_at, id LIMIT ?) "
             "AND delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? "
-            "RETURNING id, ask_id, url, payload, attempts, host, event_id",
+            "RETURNING id, ask_id, url, payload, attempts, host, event_id, "
+            "CASE WHEN url = (SELECT callback_url FROM asks WHERE asks.id = outbox.ask_id) "
+            "THEN 'callback' ELSE 'events' END",
             (encode(lease_until), encode(now), *room_params, limit, encode(now)),
         )
         return sorted((Callback(*row) for row in cursor.fetchall()), key=lambda row: row.id)
