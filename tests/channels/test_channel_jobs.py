@@ -79,8 +79,19 @@ def test_a_click_on_an_older_ask_leaves_the_open_one_alone(gateway: Gateway) -> 
     first = posted_ask(gateway, channel)
     second = gateway.ask("c1", "Again?", ["Yes", "No"], replace=True, post_to=ChannelTarget("recorder", {"room": "r1"}))
     reply = gateway.handle_in_channel("c1", "1", "e1", "U_ALICE", ask_id=first)
-    assert reply.kind is ReplyKind.PASS
+    # Late for the replaced ask (told how and when it closed, logged so); the open one stands.
+    assert (reply.kind, reply.ask_id, reply.parked) == (ReplyKind.LATE, first, True)
+    assert reply.text.startswith("This question is already closed (replaced by a newer question at ")
+    late = gateway.events(first)[-1]
+    assert (late.type, late.sender, late.data["surface"], late.data["text"]) == (
+        "late",
+        "U_ALICE",
+        "recorder",
+        "Deploy",
+    )
     assert second.ask_id is not None and gateway.get(second.ask_id).is_open
+    assert gateway.handle_in_channel("c1", "1", "e1", "U_ALICE", ask_id=first) == reply  # a redelivery: the same
+    assert [event.type for event in gateway.events(first)].count("late") == 1  # and logged once
     deliver(gateway)
     # The first ask was posted, then updated as replaced; the second was posted.
     assert [call[:3] for call in channel.calls if call[1] == first] == [

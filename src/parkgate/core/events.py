@@ -168,11 +168,15 @@ def late(ask: Ask, at: datetime, sender: str | None, surface: str, text: str | N
 
 
 def closed_moment(ask: Ask) -> datetime | None:
-    """When closed ``ask`` closed (``None`` while open): its close time as recorded."""
+    """When closed ``ask`` closed (``None`` while open): its close time as recorded, else
+    (an ask closed before close times were kept) an expired ask's due time, any other's
+    ``answered_at``."""
     if ask.is_open:
         return None
-    moment = getattr(ask, "closed_at", None)
-    return moment if moment is not None else ask.answered_at
+    moment: datetime | None = getattr(ask, "closed_at", None)
+    if moment is not None:
+        return moment
+    return ask.due_at if ask.status is AskStatus.EXPIRED else ask.answered_at
 
 
 def on_ask(ask_id: str, owner: str | None, kind: EventKind, at: datetime, data: Mapping[str, Any]) -> NewEvent:
