@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from late_words import at
 
+from late_words import at
 from parkgate import Gateway, ManualClock
 from parkgate.http.app import create_app
 
