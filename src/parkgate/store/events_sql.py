@@ -22,6 +22,9 @@ from parkgate.store.dialect import Dialect, Runner, Statement
 from parkgate.store.sql import encoded_data, event_insert
 
 _COLUMNS = "id, ask_id, seq, at, type, sender, owner, data"
+#: Events inserted per statement by :meth:`SqlEventLog.record` on PostgreSQL (8 parameters
+#: each, well under its 65,535).
+RECORD_CHUNK = 1024
 
 
 def events_insert_in_one_snapshot(events: Sequence[NewEvent], dialect: Dialect) -> Statement:
@@ -91,10 +94,17 @@ class SqlEventLog:
             f"SELECT id, owner FROM asks WHERE id IN ({marks}) ORDER BY id{lock}", tuple(ask_ids)
         ).fetchall()
         owners = {ask_id: owner for ask_id, owner in rows}
-        for event in events:
-            if event.owner is None and owners.get(event.ask_id) is not None:
-                event = event._replace(owner=owners[event.ask_id])
-            run.send(*event_insert(event, dialect))
+        events = [
+            event._replace(owner=owners[event.ask_id]) if event.owner is None and owners.get(event.ask_id) else event
+            for event in events
+        ]
+        if not lock:  # SQLite: in process, an insert each costs next to nothing
+            for event in events:
+                run.send(*event_insert(event, dialect))
+            return
+        # PostgreSQL: a statement per chunk of events (a batch of marks, one round trip).
+        for start in range(0, len(events), RECORD_CHUNK):
+            run.send(*events_insert_in_one_snapshot(events[start : start + RECORD_CHUNK], dialect))
 
     def of_ask(self, ask_id: str) -> list[LoggedEvent]:
         """``ask_id``'s events in order (its timeline)."""
