@@ -13,6 +13,7 @@ from recording_channel import RecordingChannel
 from parkgate import Gateway, ManualClock, ReplyKind
 from parkgate.channels import ChannelTarget
 from parkgate.channels.deliver import ChannelDeliverer
+from parkgate.core.events import EventKind
 from parkgate.delivery.outbox import MAX_ATTEMPTS
 
 StoreLocation = Any
@@ -22,6 +23,12 @@ Reopen = Any
 def deliver(gateway: Gateway) -> int:
     """One channel pass on ``gateway``'s channels, as the deliverer runs it (no jitter)."""
     return ChannelDeliverer(gateway.store, gateway.clock, gateway.channels, draw=lambda: 0.0).run_due()
+
+
+def posts(gateway: Gateway, ask_id: str) -> list[tuple[str, str, str]]:
+    """The ask's ``posted`` events: each job's channel, name and result, in order."""
+    logged = [event.data for event in gateway.events(ask_id) if event.type is EventKind.POSTED]
+    return [(data["channel"], data["job"], data["result"]) for data in logged]
 
 
 def posted_ask(gateway: Gateway, channel: RecordingChannel, **fields: Any) -> str:
@@ -60,6 +67,11 @@ def test_a_miss_is_replied_in_the_thread_once_however_often_it_is_redelivered(ga
         ("reply", ask_id, "not_yours", "U_MALLORY", f"m-{ask_id[:6]}"),
     ]
     assert gateway.get(ask_id).is_open
+    assert posts(gateway, ask_id) == [
+        ("recorder", "post", "ok"),
+        ("recorder", "reply", "ok"),
+        ("recorder", "reply", "ok"),
+    ]
 
 
 def test_a_click_on_an_older_ask_leaves_the_open_one_alone(gateway: Gateway) -> None:
@@ -67,8 +79,19 @@ def test_a_click_on_an_older_ask_leaves_the_open_one_alone(gateway: Gateway) -> 
     first = posted_ask(gateway, channel)
     second = gateway.ask("c1", "Again?", ["Yes", "No"], replace=True, post_to=ChannelTarget("recorder", {"room": "r1"}))
     reply = gateway.handle_in_channel("c1", "1", "e1", "U_ALICE", ask_id=first)
-    assert reply.kind is ReplyKind.PASS
+    # Late for the replaced ask (told how and when it closed, logged so); the open one stands.
+    assert (reply.kind, reply.ask_id, reply.parked) == (ReplyKind.LATE, first, True)
+    assert reply.text.startswith("This question is already closed (replaced by a newer question at ")
+    late = gateway.events(first)[-1]
+    assert (late.type, late.sender, late.data["surface"], late.data["text"]) == (
+        "late",
+        "U_ALICE",
+        "recorder",
+        "Deploy",
+    )
     assert second.ask_id is not None and gateway.get(second.ask_id).is_open
+    assert gateway.handle_in_channel("c1", "1", "e1", "U_ALICE", ask_id=first) == reply  # a redelivery: the same
+    assert [event.type for event in gateway.events(first)].count("late") == 1  # and logged once
     deliver(gateway)
     # The first ask was posted, then updated as replaced; the second was posted.
     assert [call[:3] for call in channel.calls if call[1] == first] == [
@@ -109,9 +132,11 @@ def test_a_failing_platform_is_retried_with_backoff_then_given_up_visibly(gatewa
     gateway.handle_in_channel("c1", "1", "e1", "U1", ask_id=ask_id)
     assert deliver(gateway) == 1  # the post failed; the close waits behind it
     assert channel.calls == []
+    assert posts(gateway, ask_id) == [("recorder", "post", "retrying")]
     clock.advance(timedelta(seconds=1))
     assert deliver(gateway) == 2
     assert [call[0] for call in channel.calls] == ["post", "closed"]
+    assert posts(gateway, ask_id)[1:] == [("recorder", "post", "ok"), ("recorder", "closed", "ok")]
     channel.failures = MAX_ATTEMPTS
     other = gateway.ask("c2", "Ship?", ["Ship"], post_to=ChannelTarget("recorder", {"room": "r2"}))
     for _ in range(MAX_ATTEMPTS):
@@ -120,6 +145,9 @@ def test_a_failing_platform_is_retried_with_backoff_then_given_up_visibly(gatewa
     failed = gateway.failed_channel_jobs()
     assert [(job.ask_id, job.job, job.attempts) for job, _ in failed] == [(other.ask_id, "post", MAX_ATTEMPTS)]
     assert "the platform is away" in (failed[0][1] or "")
+    assert other.ask_id is not None
+    attempts = posts(gateway, other.ask_id)
+    assert attempts == [("recorder", "post", "retrying")] * (MAX_ATTEMPTS - 1) + [("recorder", "post", "failed")]
 
 
 def test_jobs_queued_before_a_restart_run_after_it(gateway: Gateway, reopen: Reopen) -> None:

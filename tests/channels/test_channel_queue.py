@@ -20,6 +20,7 @@ from slack_stand_in import BOT_TOKEN, SlackWebApi
 from telegram_bot_api import BotApiStandIn, Call, bot_api
 from telegram_updates import press
 
+from late_words import at
 from parkgate import Gateway, ManualClock
 from parkgate.channels import ChannelTarget
 from parkgate.channels.deliver import LEASE_SECONDS, ChannelDeliverer
@@ -237,12 +238,16 @@ def test_a_post_cut_off_by_a_crash_is_sent_again_and_the_first_messages_buttons_
         # The first message's buttons are the ask's: a press on it answers the ask.
         pressed = inbound.handle(press(GROUP, first_id, button_data(ask_id, 1), user_id=ALICE, username="alice"))
         assert pressed is not None and "Selected 1. Deploy" in pressed["text"]
+        answered_at = clock.now()
         assert again.get(ask_id).answer == "Deploy"
         deliver(again)
         (edit,) = api.of("editMessageText")
         assert edit.params["message_id"] == second_id  # the recorded post shows how it ended
         late = inbound.handle(press(GROUP, first_id, button_data(ask_id, 2), user_id=MALLORY))
-        assert late is not None and late["text"] == "This question is already closed (answered by @alice)."
+        assert (
+            late is not None
+            and late["text"] == f"This question is already closed (answered by @alice {at(answered_at)})."
+        )
         # The same data from another chat still answers nothing.
         elsewhere = inbound.handle(press(-555, first_id, button_data(ask_id, 2), user_id=MALLORY))
         assert elsewhere is not None and "text" not in elsewhere

@@ -25,6 +25,7 @@ from discord_stand_in import BOT_TOKEN, Call, DiscordApi, Signer, check_response
 from live_server import Server, free_port
 from nacl.signing import SigningKey
 
+from late_words import at, closed_time
 from polling import until
 
 TOKEN = "secret-token"
@@ -157,7 +158,12 @@ def test_a_forged_interaction_is_refused_a_non_responder_is_told_privately_and_a
         # A press on the closed ask is told how it closed, privately; the post is not edited again.
         late = signer.press(message, show_options, ALICE)
         assert interact(server, signer, late).json() == {"type": 6}
-        assert followups(api, 2)[1].body["content"] == f"This question is already closed (answered by <@{ALICE}>)."
+        told = f"This question is already closed (answered by <@{ALICE}> {at(closed_time(closed))})."
+        assert followups(api, 2)[1].body["content"] == told
+        timeline = client.get(f"/v1/asks/{ask['ask_id']}/events").json()["events"]
+        print([(e["type"], e["sender"], e["data"]) for e in timeline])
+        (logged,) = [event for event in timeline if event["type"] == "late"]
+        assert (logged["type"], logged["sender"], logged["data"]["surface"]) == ("late", ALICE, "discord")
         assert len(api.edits()) == 1
 
 

@@ -22,6 +22,7 @@ from email_setup import ALICE, BOB, CAROL, SENDER, confirm, edited, email_server
 from live_server import Server
 from smtp_server import SmtpServer
 
+from late_words import at
 from parkgate import ManualClock
 from polling import until
 
@@ -44,6 +45,13 @@ def server(
     running = email_server(store_url_factory(request.param), tmp_path, smtp, ManualClock()).start()
     yield running
     running.stop()
+
+
+def timeline(client: httpx.Client, ask_id: str) -> list[dict[str, Any]]:
+    answer = client.get(f"/v1/asks/{ask_id}/events")
+    assert answer.status_code == 200, answer.text
+    events: list[dict[str, Any]] = answer.json()["events"]
+    return events
 
 
 def ask_json(client: httpx.Client, ask_id: str) -> dict[str, Any]:
@@ -83,6 +91,8 @@ def test_the_email_has_a_signed_link_per_option_and_no_fetch_of_them_records_any
         assert [message.to for message in smtp.got()] == [ALICE]  # nothing followed up
 
         # The page's button records it, as the address the link was sent to.
+        held = form_of(httpx.get(links[1], timeout=30).text)  # Hold's page, open in another tab
+        answered_at = server.clock.now()
         done = confirm(links[0])
         assert done.status_code == 200 and outcome_of(done.text) == "Selected 1. Deploy"
         ask = ask_json(client, ask_id)
@@ -95,8 +105,16 @@ def test_the_email_has_a_signed_link_per_option_and_no_fetch_of_them_records_any
         assert closed.text.startswith(f"Answered: Deploy, by {ALICE} Closed 2026-")
         late = httpx.get(links[1], timeout=30)
         assert late.status_code == 409
-        assert outcome_of(late.text) == f"This question is already closed (answered by {ALICE})."
-        assert "Closed 2026-" in late.text
+        told = f"This question is already closed (answered by {ALICE} {at(answered_at)})."
+        assert outcome_of(late.text) == told
+        assert [event["type"] for event in timeline(client, ask_id)][-1] != "late"  # a link opened answers nothing
+        # Hold's page pressed after the close: a late answer, logged so, and told the same.
+        pressed = httpx.post(links[1].split("/email/l/")[0] + "/email/confirm", data=held, timeout=30)
+        assert pressed.status_code == 409 and outcome_of(pressed.text) == told
+        late_event = timeline(client, ask_id)[-1]
+        assert (late_event["type"], late_event["sender"]) == ("late", ALICE)
+        assert (late_event["data"]["surface"], late_event["data"]["text"]) == ("email", "Hold")
+        assert ask_json(client, ask_id)["answer"] == "Deploy"  # the ask stays as it closed
 
 
 def test_a_link_with_its_option_ask_address_or_expiry_changed_is_refused(server: Server, smtp: SmtpServer) -> None:
@@ -177,13 +195,15 @@ def test_a_link_used_after_its_expiry_is_refused_and_the_ask_expires_by_its_due_
         ask = ask_json(client, ask_id)
         assert ask["status"] == "open" and [vote["sender"] for vote in ask["votes"]] == [ALICE]
 
+        due_at = server.clock.now() + timedelta(seconds=40)  # 60 s after Alice's vote
         server.clock.advance(60)  # past the ask's TTL: the due read expires it, and the thread says so
         closes = smtp.wait_for(4)[2:]
         assert {message.to for message in closes} == {ALICE, BOB}
         assert all(message.text.startswith("Expired after 1 min, nothing ran.") for message in closes)
         assert ask_json(client, ask_id)["status"] == "expired"
         late = httpx.get(links[BOB][0], timeout=30)
-        assert late.status_code == 409 and outcome_of(late.text) == "This question is already closed (it expired)."
+        assert late.status_code == 409
+        assert outcome_of(late.text) == f"This question is already closed (it expired {at(due_at)})."
 
 
 def test_a_reminder_follows_in_each_thread_with_links_that_answer(server: Server, smtp: SmtpServer) -> None:

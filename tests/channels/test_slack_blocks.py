@@ -30,7 +30,7 @@ OPEN = Ask("a1", "c1", "r1", AskKind.CHOICE, "Deploy?", ("Deploy", "Hold"), AskS
 
 
 def closed(**fields: object) -> Ask:
-    return dataclasses.replace(OPEN, closed_at=T0, **fields)  # type: ignore[arg-type]
+    return dataclasses.replace(OPEN, **{"closed_at": T0, **fields})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -52,12 +52,26 @@ def test_every_close_reads_as_what_happened(ask: Ask, line: str) -> None:
     assert closed_line(ask) == line
 
 
-def test_a_click_on_a_closed_ask_says_how_it_closed() -> None:
+def test_a_click_on_a_closed_ask_says_how_and_when_it_closed() -> None:
     answered = closed(status=AskStatus.ANSWERED, answer="Deploy", answered_by="UALICE")
-    assert already_closed_line(answered) == "This question is already closed (answered by <@UALICE>)."
-    assert already_closed_line(closed(status=AskStatus.EXPIRED)) == "This question is already closed (it expired)."
+    at_t0 = "at 09:00 UTC on 5 Jan 2026"  # the close: closed_at, T0
+    assert already_closed_line(answered) == f"This question is already closed (answered by <@UALICE> {at_t0})."
+    assert (
+        already_closed_line(closed(status=AskStatus.ANSWERED)) == f"This question is already closed (answered {at_t0})."
+    )
+    # An expired ask closed at its due time: last touched at T0, with a TTL of 6 h.
+    expired = already_closed_line(closed(status=AskStatus.EXPIRED, closed_at=OPEN.due_at))
+    assert expired == "This question is already closed (it expired at 15:00 UTC on 5 Jan 2026)."
     dropped = closed(status=AskStatus.CANCELLED, closed_by="UBOB")
-    assert already_closed_line(dropped) == "This question is already closed (dropped by <@UBOB>)."
+    assert already_closed_line(dropped) == f"This question is already closed (dropped by <@UBOB> {at_t0})."
+    by_operator = closed(status=AskStatus.CANCELLED, closed_by=OPERATOR)
+    assert already_closed_line(by_operator) == f"This question is already closed (dropped by an operator {at_t0})."
+    replaced = closed(status=AskStatus.CANCELLED, outcome="replaced")
+    assert already_closed_line(replaced) == f"This question is already closed (replaced by a newer question {at_t0})."
+    late_in_the_year = closed(
+        status=AskStatus.ANSWERED, answered_by="UALICE", closed_at=datetime(2026, 12, 6, 14, 2, tzinfo=UTC)
+    )
+    assert already_closed_line(late_in_the_year).endswith("(answered by <@UALICE> at 14:02 UTC on 6 Dec 2026).")
 
 
 def test_durations_read_in_the_largest_whole_unit() -> None:

@@ -26,11 +26,13 @@ from slack_bolt import App, BoltRequest, BoltResponse
 from slack_sdk import WebClient
 from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, click_body, event_body, signed_headers
 
+from late_words import at
 from parkgate import ChannelTarget, Gateway, ManualClock
 from parkgate.channels.deliver import LEASE_SECONDS, ChannelDeliverer
 from parkgate.channels.slack import phrases as SP
 from parkgate.channels.slack import register
 from parkgate.core import phrases as P
+from parkgate.core.events import EventKind
 from parkgate.gateway.checks import MAX_MESSAGE_CHARS
 from polling import until
 
@@ -186,7 +188,9 @@ def test_hostile_prompts_options_names_and_answers_are_shown_as_text(
         assert raw_markup(text) == [], text
 
 
-def test_an_answer_and_a_name_from_elsewhere_are_shown_as_text(sqlite_gateway: Gateway, slack_api: SlackWebApi) -> None:
+def test_an_answer_and_a_name_from_elsewhere_are_shown_as_text(
+    sqlite_gateway: Gateway, slack_api: SlackWebApi, clock: ManualClock
+) -> None:
     served = Served(sqlite_gateway, slack_api)
     # Typed in the thread: Slack sends "<b> & " escaped and the person's @channel as markup.
     typed = served.park("c2", "Release notes?", options=None)
@@ -204,10 +208,14 @@ def test_an_answer_and_a_name_from_elsewhere_are_shown_as_text(sqlite_gateway: G
         "Answered: &lt;https://evil.example/sso|https://ci.internal/build/42&gt;, by &lt;!everyone&gt;"
     )
     served.click(slack_api.click(named, "parkgate:menu", "UBOB", "t-1"))
-    assert served.told("UBOB") == ["This question is already closed (answered by &lt;!everyone&gt;)."]
+    assert served.told("UBOB") == [
+        f"This question is already closed (answered by &lt;!everyone&gt; {at(clock.now())})."
+    ]
 
 
-def test_a_click_acts_only_on_the_ask_posted_on_its_message(gateway: Gateway, slack_api: SlackWebApi) -> None:
+def test_a_click_acts_only_on_the_ask_posted_on_its_message(
+    gateway: Gateway, slack_api: SlackWebApi, clock: ManualClock
+) -> None:
     served = Served(gateway, slack_api)
     gateway.add_channel(RecordingChannel(name="telegram"))
     here = served.park("c1")
@@ -225,8 +233,12 @@ def test_a_click_acts_only_on_the_ask_posted_on_its_message(gateway: Gateway, sl
     served.click(slack_api.click(here, "parkgate:option:2", "UALICE", "t-here"))
     assert gateway.get(here).answer == "Hold"
     served.click(click_body(other, "parkgate:cancel", "UBOB", "t-bob", channel=channel, ts=ts))
-    assert served.told("UBOB") == ["This question is already closed (answered by <@UALICE>)."]
+    assert served.told("UBOB") == [f"This question is already closed (answered by <@UALICE> {at(clock.now())})."]
     assert gateway.get(other).is_open
+    # It was late for the message's own ask: logged so (what the button named was another ask's).
+    late = gateway.events(here)[-1]
+    assert (late.type, late.sender, late.data["surface"], late.data["text"]) == (EventKind.LATE, "UBOB", "slack", None)
+    assert all(event.type is not EventKind.LATE for event in gateway.events(other))
 
 
 def test_a_post_cut_off_by_a_crash_is_posted_again_and_a_click_on_the_first_message_still_answers(
@@ -255,13 +267,14 @@ def test_a_post_cut_off_by_a_crash_is_posted_again_and_a_click_on_the_first_mess
         assert again.get(ask_id).is_open
         # The first message's buttons are the ask's: a click on it answers the ask.
         served.click(click_body(ask_id, "parkgate:option:1", "UALICE", "t-2", channel=channel, ts=first_ts))
+        answered_at = clock.now()
         assert again.get(ask_id).answer == "Deploy"
         served.deliver()
         (update,) = slack_api.of("chat.update")
         assert update.args["ts"] == second_ts  # the recorded post shows how it ended
         # A click on it once the ask closed is told how it closed, not nothing.
         served.click(click_body(ask_id, "parkgate:option:2", "UBOB", "t-3", channel=channel, ts=first_ts))
-        assert served.told("UBOB") == ["This question is already closed (answered by <@UALICE>)."]
+        assert served.told("UBOB") == [f"This question is already closed (answered by <@UALICE> {at(answered_at)})."]
     finally:
         slack_api.release.set()
         crashed.join(30)
@@ -342,3 +355,20 @@ def test_a_reply_too_long_to_be_an_answer_is_refused_to_the_person_and_slack_get
     just = event_body(message(served.thread(ask_id), "y" * MAX_MESSAGE_CHARS, "2.2"), "Ev-just")
     assert served.send(just).status == 200
     assert sqlite_gateway.get(ask_id).answer == "y" * MAX_MESSAGE_CHARS
+
+
+def test_a_button_pressed_on_an_expired_asks_post_is_late_and_told_how_and_when_it_closed(
+    gateway: Gateway, slack_api: SlackWebApi, clock: ManualClock
+) -> None:
+    served = Served(gateway, slack_api)
+    ask_id = served.park("c1", ttl=600)
+    due_at = clock.now() + timedelta(seconds=600)
+    clock.advance(timedelta(seconds=900))  # nobody answered: the ask is past its TTL
+    served.click(slack_api.click(ask_id, "parkgate:option:1", "UBOB", "t-1"))
+    assert served.told("UBOB") == [f"This question is already closed (it expired {at(due_at)})."]
+    ask = gateway.get(ask_id)
+    assert (ask.status.value, ask.answer, ask.answered_by) == ("expired", None, None)  # as it closed
+    *_, closed, late = gateway.events(ask_id)
+    assert (closed.type, closed.data["status"]) == (EventKind.CLOSED, "expired")
+    assert (late.type, late.sender, late.at) == (EventKind.LATE, "UBOB", clock.now())
+    assert (late.data["surface"], late.data["status"], late.data["text"]) == ("slack", "expired", "Deploy")

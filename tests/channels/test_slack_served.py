@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from slack_stand_in import (
     signed_headers,
 )
 
+from late_words import at
 from parkgate import ChannelTarget, Gateway, ManualClock
 from polling import until
 
@@ -144,7 +146,18 @@ def test_an_ask_is_posted_with_its_buttons_and_a_responders_click_answers_it(
         closed_line = until(
             lambda: [c for c in slack_api.of("chat.postEphemeral") if c.args["user"] == "UBOB"], 10, "the closed line"
         )
-        assert closed_line[0].args["text"] == "This question is already closed (answered by <@UALICE>)."
+        answered_at = datetime.fromisoformat(ask["answered_at"])  # the server's clock, as it answered
+        assert (
+            closed_line[0].args["text"] == f"This question is already closed (answered by <@UALICE> {at(answered_at)})."
+        )
+        timeline = client.get(f"/v1/asks/{ask_id}/events").json()["events"]
+        (late,) = [event for event in timeline if event["type"] == "late"]
+        assert (late["type"], late["sender"], late["data"]["surface"], late["data"]["text"]) == (
+            "late",
+            "UBOB",
+            "slack",
+            "Hold",
+        )
         assert client.get(f"/v1/asks/{ask_id}").json()["answer"] == "Deploy"
         assert len(slack_api.of("chat.update")) == 1
 

@@ -8,6 +8,7 @@ The store has no part in either: both run on SQLite.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from live_server import Server
 from slack_stand_in import BOT_TOKEN, SIGNING_SECRET, SlackWebApi, send, signed_headers
 
+from late_words import at
 from polling import until
 
 TOKEN = "secret-token"
@@ -82,7 +84,12 @@ def test_clicks_on_a_closed_ask_with_a_slow_slack_leave_the_next_click_acknowled
         told = until(lambda: len(slack_api.of("chat.postEphemeral")) >= 8 or None, 30, "every private line")
         assert told
         lines = {c.args["user"]: c.args["text"] for c in slack_api.of("chat.postEphemeral")}
-        assert lines["UBOB0"] == "This question is already closed (answered by <@UALICE>)."
+        answered_at = datetime.fromisoformat(client.get(f"/v1/asks/{closed}").json()["answered_at"])
+        assert lines["UBOB0"] == f"This question is already closed (answered by <@UALICE> {at(answered_at)})."
+        timeline = client.get(f"/v1/asks/{closed}/events").json()["events"]
+        assert sorted(event["sender"] for event in timeline if event["type"] == "late") == [
+            f"UBOB{n}" for n in range(8)
+        ]
         assert client.get(f"/v1/asks/{closed}").json()["answer"] == "Deploy"
 
 

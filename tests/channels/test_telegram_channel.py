@@ -13,6 +13,7 @@ import pytest
 from telegram_bot_api import BotApiStandIn, bot_api
 from telegram_updates import press, typed
 
+from late_words import at
 from parkgate import Gateway, ManualClock
 from parkgate.channels import ChannelTarget
 from parkgate.channels.deliver import ChannelDeliverer
@@ -72,7 +73,7 @@ def test_an_ask_is_posted_with_its_options_cancel_and_show_options(gateway: Gate
 
 
 def test_a_responders_press_answers_and_the_message_names_option_and_person(
-    gateway: Gateway, api: BotApiStandIn
+    gateway: Gateway, api: BotApiStandIn, clock: ManualClock
 ) -> None:
     inbound = wire(gateway, api)
     ask_id, message_id = post(gateway, api, responders=[str(ALICE)])
@@ -88,7 +89,21 @@ def test_a_responders_press_answers_and_the_message_names_option_and_person(
     # The same update again (Telegram's redelivery) changes nothing; a later press is told why.
     inbound.handle(update)
     late = inbound.handle(press(GROUP, message_id, button_data(ask_id, 2), user_id=BOB))
-    assert late is not None and late["text"] == "This question is already closed (answered by @alice)."
+    told = f"This question is already closed (answered by @alice {at(clock.now())})."
+    assert late is not None and late["text"] == told
+    assert gateway.get(ask_id).answer == "Deploy"
+    logged = gateway.events(ask_id)[-1]
+    assert (logged.type, logged.sender, logged.data["surface"], logged.data["text"]) == (
+        "late",
+        str(BOB),
+        "telegram",
+        "Hold",
+    )
+    # A reply typed to the closed ask's message is late too, and told the same in reply.
+    replied = inbound.handle(typed(GROUP, "Deploy after all", user_id=BOB, reply_to=message_id))
+    assert replied is not None and (replied["method"], replied["text"]) == ("sendMessage", told)
+    logged = gateway.events(ask_id)[-1]
+    assert (logged.type, logged.data["text"]) == ("late", "Deploy after all")
     assert gateway.get(ask_id).answer == "Deploy"
     assert deliver(gateway) == 0
 

@@ -17,6 +17,7 @@ from live_server import Server
 from telegram_bot_api import BotApiStandIn, Call, bot_api
 from telegram_updates import press, typed
 
+from late_words import at, closed_time
 from parkgate import ManualClock
 from parkgate.channels.telegram.buttons import CANCEL, SHOW_OPTIONS, button_data
 from parkgate.errors import SettingsError
@@ -158,8 +159,14 @@ def test_malformed_updates_are_400_and_a_chat_with_nothing_parked_is_acknowledge
         closed = webhook(telegram, press(GROUP, message_id, button_data(ask_id, CANCEL), user_id=BOB))
         assert closed.status_code == 200 and closed.json()["text"] == "Dropped the menu, nothing ran."
         late = webhook(telegram, press(GROUP, message_id, button_data(ask_id, SHOW_OPTIONS), user_id=ALICE))
-        assert late.json()["text"] == f"This question is already closed (dropped by User {BOB})."
-        assert client.get(f"/v1/asks/{ask_id}").json()["status"] == "cancelled"
+        dropped = client.get(f"/v1/asks/{ask_id}").json()
+        told = f"This question is already closed (dropped by User {BOB} {at(closed_time(dropped))})."
+        assert late.json()["text"] == told
+        assert dropped["status"] == "cancelled"
+        timeline = client.get(f"/v1/asks/{ask_id}/events").json()["events"]
+        timeline = [event for event in timeline if event["type"] in ("closed", "late")]  # not the deliverer's posts
+        assert [(event["type"], event["sender"]) for event in timeline] == [("closed", str(BOB)), ("late", str(ALICE))]
+        assert timeline[-1]["data"]["text"] is None  # Show options answers nothing
         assert [call.params["chat_id"] for call in api.of("sendMessage")] == [GROUP]
 
 

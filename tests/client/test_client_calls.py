@@ -191,3 +191,13 @@ def test_a_base_url_with_a_trailing_slash_or_v1_is_the_same_server(served: Serve
         assert client.base_url == served.url + "/"
         assert client.get(asked.ask_id).ask_id == asked.ask_id
     assert connect(served.url + "/v1").handle(conv, "1").kind is ReplyKind.SELECTED
+
+
+def test_an_answer_naming_a_closed_ask_is_late(served: Server, connect: Any, conv: str) -> None:
+    client = connect(served)
+    asked = client.ask(conv, "Deploy now?", ["Yes", "No"])
+    client.cancel(asked.ask_id)
+    late = client.handle(conv, "1", sender="alice", ask_id=asked.ask_id)
+    assert (late.kind, late.parked, late.ask_id) == (ReplyKind.LATE, False, asked.ask_id)
+    assert late.text.startswith("This question is already closed (dropped by an operator at ")
+    assert client.get(asked.ask_id).status is AskStatus.CANCELLED

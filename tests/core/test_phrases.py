@@ -98,6 +98,7 @@ def test_reply_kind_values_are_the_documented_wire_names() -> None:
         "cancelled",
         "not_yours",
         "voted",
+        "late",
     }
 
 

@@ -20,6 +20,7 @@ import pytest
 from standardwebhooks import Webhook
 
 from parkgate import Gateway, ManualClock
+from parkgate.core.events import EventKind
 from parkgate.core.fence import parse_allow_list
 from parkgate.core.model import CallbackStatus
 from parkgate.delivery.outbox import OutboxDeliverer
@@ -286,3 +287,54 @@ async def test_an_open_ask_with_a_callback_shows_it_pending(gateway: Gateway) ->
 def test_manual_clock_gateways_still_deliver(store: object) -> None:
     gateway = Gateway(store=store, clock=ManualClock())  # type: ignore[arg-type]
     assert gateway.store.next_callback_at() is None
+
+
+@pytest.mark.engines("the delivered event locks its ask's row on PostgreSQL, in the transaction that marks the outbox")
+async def test_each_attempt_is_a_delivered_event_with_the_receivers_status(
+    store: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def once_down(wire: Wire, writer: asyncio.StreamWriter) -> None:
+        if len(wire.requests) == 1:  # the first attempt: the receiver is down for a moment
+            writer.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            await writer.drain()
+            return
+        await ok(wire, writer)
+
+    async with receiver(once_down) as (url, wire), receiver(ok) as (subscriber, seen):
+        monkeypatch.setenv("PARKGATE_CALLBACK_ALLOW", "127.0.0.1")
+        monkeypatch.setenv("PARKGATE_EVENTS_URL", subscriber)
+        gateway = Gateway(store=store)  # type: ignore[arg-type]
+        parked = gateway.ask("flaky", "Deploy?", ["Deploy", "Hold"], callback_url=url, owner="team-a")
+        gateway.handle("flaky", "1")
+        ask_id = parked.ask_id or ""
+        worker = deliverer(gateway, base_delay=0.0, max_delay=0.0)
+        await worker.deliver_due()  # the callback fails (503), the subscriber's two events arrive
+        await worker.deliver_due()  # the callback's retry is delivered
+    assert len(wire.requests) == 2 and len(seen.requests) == 2
+    logged = [event for event in gateway.events(ask_id) if event.type is EventKind.DELIVERED]
+    assert {event.owner for event in logged} == {"team-a"}  # the ask's tenant reads them
+    deliveries = [event.data for event in logged]
+    callback = [(d["attempt"], d["status"], d["result"]) for d in deliveries if d["target"] == "callback"]
+    assert callback == [(1, 503, "retrying"), (2, 200, "delivered")]
+    events = sorted(
+        (d["event_id"], d["attempt"], d["status"], d["result"]) for d in deliveries if d["target"] == "events"
+    )
+    assert events == [(f"{ask_id}.closed", 1, 200, "delivered"), (f"{ask_id}.opened", 1, 200, "delivered")]
+    assert {d["host"] for d in deliveries} == {"127.0.0.1"}
+    assert all(isinstance(d["latency_ms"], float) and d["latency_ms"] >= 0 for d in deliveries)
+    assert gateway.events(ask_id)[-1].data["result"] == "delivered"  # after the close, in the order they were written
+
+
+async def test_a_refused_connection_is_an_attempt_with_no_status_then_failed(gateway: Gateway) -> None:
+    async with receiver(ok) as (url, _wire):
+        pass  # closed: nothing listens on its port any more
+    ask_id = close_with_callback(gateway, "refused", url)
+    worker = deliverer(gateway, max_attempts=2, base_delay=0.0, max_delay=0.0)
+    await worker.deliver_due()
+    await worker.deliver_due()
+    deliveries = [event for event in gateway.events(ask_id) if event.type is EventKind.DELIVERED]
+    assert [(e.data["attempt"], e.data["status"], e.data["result"]) for e in deliveries] == [
+        (1, None, "retrying"),
+        (2, None, "failed"),
+    ]
+    assert all(e.sender is None and e.data["target"] == "callback" for e in deliveries)

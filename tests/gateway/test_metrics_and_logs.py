@@ -28,8 +28,9 @@ def test_every_reply_kind_is_counted_by_surface(gateway: Gateway) -> None:
         gateway.handle("c", text)
     gateway.ask("c", "Why?")
     gateway.handle("c", "because")
-    gateway.ask("c", "Again?", ["A"])
+    again = gateway.ask("c", "Again?", ["A"])
     gateway.handle("c", "/cancel")
+    gateway.handle("c", "1", ask_id=again.ask_id)  # an answer naming the ask once it closed
     gateway.handle("nobody", "hello")
     gateway.ask_from_text("d", "Done: the diagram is saved.")  # a skill's output without a stopping point
     gateway.ask("e", "Deploy?", ["Yes", "No"], responders=["U_A", "U_B"], quorum=2)
@@ -47,6 +48,7 @@ def test_every_reply_kind_is_counted_by_surface(gateway: Gateway) -> None:
         ReplyKind.PASS: 2,
         ReplyKind.NOT_YOURS: 1,
         ReplyKind.VOTED: 1,
+        ReplyKind.LATE: 1,
     }
     assert sample(gateway, "parkgate_asks_closed_total", outcome="cancelled", surface="test") == 1
 

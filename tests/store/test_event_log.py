@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from parkgate import EventKind, Gateway, ManualClock, ReplyKind
+from parkgate.core import events as event_log
 from parkgate.core.kinds import AskStatus
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -145,3 +146,23 @@ def test_an_operators_cancel_keeps_its_reason_with_the_close(gateway: Gateway) -
         "abandoned",
         "the release was pulled",
     )
+
+
+def test_events_recorded_outside_a_change_are_numbered_after_their_asks_and_owned_as_they_are(
+    gateway: Gateway, clock: ManualClock
+) -> None:
+    first = gateway.ask("c1", "Deploy?", ["Deploy", "Hold"], owner="team-a").ask_id or ""
+    second = gateway.ask("c2", "Ship?", ["Ship"]).ask_id or ""
+    now = clock.now()
+    posts = [event_log.posted(first, now, "slack", job, "ok") for job in ("post", "reply", "closed")]
+    with gateway.store.transaction() as tx:  # a deliverer's batch: several asks, several events of one
+        tx.events.record([posts[0], event_log.posted(second, now, "slack", "post", "retrying"), *posts[1:]])
+    logged = gateway.events(first)
+    assert [(event.seq, event.type, event.data["job"]) for event in logged[1:]] == [
+        (2, EventKind.POSTED, "post"),
+        (3, EventKind.POSTED, "reply"),
+        (4, EventKind.POSTED, "closed"),
+    ]
+    assert {event.owner for event in logged} == {"team-a"}  # the ask's, read with its row
+    (_parked, retried) = gateway.events(second)
+    assert (retried.seq, retried.owner, retried.data["result"]) == (2, None, "retrying")

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
 from parkgate import Gateway
+from parkgate.core.events import Attempt, EventKind, NewEvent, delivered
 from parkgate.core.model import CallbackStatus
 from parkgate.delivery.marks import DeliveredMarks
 from parkgate.delivery.outbox import CONCURRENCY, OutboxDeliverer
@@ -58,6 +60,8 @@ class _SlowStore:
 
     def __init__(self, fail: bool = False) -> None:
         self.calls: list[list[int]] = []
+        #: The asks of the ``delivered`` events each call wrote with its marks.
+        self.events: list[list[str]] = []
         self.fail = fail
         self.lock = threading.Lock()
         #: Set once the first write is under way.
@@ -65,7 +69,7 @@ class _SlowStore:
         #: The first write ends once this is set.
         self.release = threading.Event()
 
-    def callbacks_done(self, ids: list[int], now: datetime) -> None:
+    def callbacks_done(self, ids: list[int], now: datetime, events: Sequence[NewEvent] = ()) -> None:
         first = not self.writing.is_set()
         self.writing.set()
         if first:
@@ -74,6 +78,13 @@ class _SlowStore:
             raise RuntimeError("the store is away")
         with self.lock:
             self.calls.append(list(ids))
+            self.events.append([event.ask_id for event in events])
+
+
+def _attempt(number: int) -> NewEvent:
+    """The ``delivered`` event of row ``number`` (of the ask ``ask-<number>``)."""
+    facts = Attempt("callback", "hooks.test", f"ask-{number}.closed", 1, 200, 1.0, "delivered")
+    return delivered(f"ask-{number}", NOW, facts)
 
 
 class _Clock:
@@ -85,20 +96,21 @@ async def test_marks_that_arrive_during_a_write_go_in_the_next_batch() -> None:
     store = _SlowStore()
     marks = DeliveredMarks(store, _Clock())  # type: ignore[arg-type]
 
-    first = asyncio.create_task(marks.mark(0))
+    first = asyncio.create_task(marks.mark(0, _attempt(0)))
     assert await asyncio.to_thread(store.writing.wait, 10)  # row 0's write is under way
-    later = [asyncio.create_task(marks.mark(n)) for n in range(1, 60)]
+    later = [asyncio.create_task(marks.mark(n, _attempt(n))) for n in range(1, 60)]
     await asyncio.sleep(0)  # every later delivery has asked for its mark
     store.release.set()
     await asyncio.gather(first, *later)
     assert store.calls == [[0], list(range(1, 60))]  # the 59 that came meanwhile: one commit
+    assert store.events == [["ask-0"], [f"ask-{n}" for n in range(1, 60)]]  # each with its event
 
 
 async def test_a_failed_write_fails_every_delivery_in_its_batch() -> None:
     store = _SlowStore(fail=True)
     store.release.set()
     marks = DeliveredMarks(store, _Clock())  # type: ignore[arg-type]
-    results = await asyncio.gather(*(marks.mark(n) for n in range(5)), return_exceptions=True)
+    results = await asyncio.gather(*(marks.mark(n, _attempt(n)) for n in range(5)), return_exceptions=True)
     assert all(isinstance(result, RuntimeError) for result in results)
     await marks.drain()
 
@@ -126,3 +138,10 @@ async def test_every_row_is_delivered_once_and_marked(store: Store, count: int) 
     assert len(seen) == len(set(seen)) == count
     with store.transaction() as tx:
         assert tx.outbox.callback_counts()[CallbackStatus.PENDING] == 0
+        logged = tx.events.after(0, 10 * count)
+    # Each row's attempt is one event in its batch's commit, numbered after its ask's close.
+    delivered_events = [event for event in logged if event.type is EventKind.DELIVERED]
+    assert len({event.ask_id for event in delivered_events}) == len(delivered_events) == count
+    assert {(event.seq, event.data["result"], event.data["status"]) for event in delivered_events} == {
+        (4, "delivered", 200)
+    }

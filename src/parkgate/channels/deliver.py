@@ -24,7 +24,9 @@ message is taken as the ask's own (:attr:`~parkgate.store.channel_tables.Channel
 so its buttons answer how the ask stands rather than nothing. A post already recorded is
 never sent again.
 
-A job that raises is retried with the callbacks' backoff and jitter
+Each attempt of a job is a ``posted`` event in its ask's log (the channel, the job and
+``ok``, ``retrying`` or ``failed``: :mod:`parkgate.core.events`), written in the
+transaction that marks the job. A job that raises is retried with the callbacks' backoff and jitter
 (:func:`~parkgate.delivery.outbox.backoff_delay`,
 :func:`~parkgate.delivery.outbox.jittered`) up to
 :data:`~parkgate.delivery.outbox.MAX_ATTEMPTS` attempts, then kept as failed, with its
@@ -46,6 +48,7 @@ from datetime import datetime, timedelta
 from parkgate.channels.base import Channel, ChannelJobFailed, ChannelReply, ChannelRetryLater
 from parkgate.channels.jobs import CLOSED, POST, REPLY
 from parkgate.clock import Clock
+from parkgate.core.events import posted
 from parkgate.delivery.outbox import MAX_ATTEMPTS, backoff_delay, jittered
 from parkgate.store import Store
 from parkgate.store.channel_tables import ChannelJob
@@ -169,8 +172,10 @@ class ChannelDeliverer:
         except Exception as error:  # the platform away, a refusal: retried, or given up
             self._failed(job, error)
             return False
+        now = self.clock.now()
         with self.store.transaction() as tx:
-            tx.channels.job_done(job.id, self.clock.now())
+            tx.events.record((posted(job.ask_id, now, job.channel, job.job, "ok"),))
+            tx.channels.job_done(job.id, now)
         self._on_job(job.channel, job.job, DONE)
         return True
 
@@ -215,7 +220,9 @@ class ChannelDeliverer:
         if isinstance(error, ChannelRetryLater):  # the platform said when: never sooner
             delay = max(delay, error.seconds)
         retry_at = None if final else now + timedelta(seconds=delay)
+        event = posted(job.ask_id, now, job.channel, job.job, "failed" if final else "retrying")
         with self.store.transaction() as tx:
+            tx.events.record((event,))
             tx.channels.job_failed(job.id, described, retry_at, now)
         self._on_job(job.channel, job.job, FAILED if final else RETRY)
         log.warning(

@@ -2,9 +2,10 @@
 (whom it is for, how many must agree, until when: :func:`about_line`), a quorum ask's
 votes with each option's voters named (:func:`votes_line`), how a closed ask ended
 ("Answered: Deploy, by @alice", "Dropped by @bob, nothing ran.", "Expired after 6 h,
-nothing ran.") and what a click on it answers ("This question is already closed (answered
-by @alice)."). Each channel names people its own way: ``mention`` turns a sender id into
-the platform's name for them; an operator's cancel is "an operator" everywhere.
+nothing ran.") and what a press on it answers ("This question is already closed (answered
+by @alice at 14:02 UTC on 6 Dec 2026).", :mod:`parkgate.core.closed_words`). Each channel
+names people its own way: ``mention`` turns a sender id into the platform's name for
+them; an operator's cancel is "an operator" everywhere.
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ from collections.abc import Callable
 from datetime import datetime
 
 from parkgate.core import phrases as P
-from parkgate.core.kinds import OPERATOR, AskStatus, RunOutcome
+from parkgate.core.closed_words import Mention, already_closed, who
+from parkgate.core.kinds import AskStatus, RunOutcome
 from parkgate.core.machine import joined_names
 from parkgate.core.model import Ask
-
-#: A channel's name for a sender (a platform user id).
-Mention = Callable[[str], str]
 
 
 def duration(seconds: float) -> str:
@@ -87,13 +86,6 @@ def votes_line(ask: Ask, mention: Mention, escape: Callable[[str], str] = str) -
     return P.VOTES_SO_FAR.format(quorum=ask.quorum, tally=tally)
 
 
-def who(sender: str | None, mention: Mention) -> str | None:
-    """A closing sender's name: "an operator" for an operator's cancel, ``None`` for nobody."""
-    if sender is None:
-        return None
-    return P.CHANNEL_OPERATOR if sender == OPERATOR else mention(sender)
-
-
 def closed_line(ask: Ask, mention: Mention) -> str:
     """How closed ``ask`` ended, in one line.
 
@@ -120,25 +112,15 @@ def closed_line(ask: Ask, mention: Mention) -> str:
 
 
 def already_closed_line(ask: Ask, mention: Mention) -> str:
-    """What a click on closed ``ask`` answers.
+    """What a press or reply on closed ``ask`` answers: how and when it closed
+    (:func:`parkgate.core.closed_words.already_closed`).
 
     Args:
         ask: The closed ask.
         mention: The channel's name for a sender.
 
     Returns:
-        "This question is already closed (answered by @alice)." and the like.
+        "This question is already closed (answered by @alice at 14:02 UTC on 6 Dec 2026)."
+        and the like.
     """
-    answered_by = who(ask.answered_by, mention)
-    closed_by = who(ask.closed_by, mention)
-    if ask.status is AskStatus.ANSWERED and answered_by:
-        how = P.CHANNEL_CLOSED_ANSWERED.format(who=answered_by)
-    elif ask.status is AskStatus.EXPIRED:
-        how = P.CHANNEL_CLOSED_EXPIRED
-    elif ask.status is AskStatus.CANCELLED and closed_by:
-        how = P.CHANNEL_CLOSED_DROPPED.format(who=closed_by)
-    elif ask.status is AskStatus.CANCELLED:
-        how = P.CHANNEL_CLOSED_DROPPED_BY_NOBODY
-    else:
-        how = closed_line(ask, mention)
-    return P.CHANNEL_ALREADY_CLOSED.format(how=how)
+    return already_closed(ask, mention)

@@ -110,7 +110,11 @@ def _history_table(asks: list[Ask], status: HistoryStatus) -> Table:
 @click.option(
     "--responder", default=None, help="Only asks this sender may answer, was escalated to, answered or voted on."
 )
-@click.option("--channel", default=None, help="Only asks posted to this channel (slack) or target (slack:C0OPS).")
+@click.option(
+    "--channel",
+    default=None,
+    help="Only asks posted to this channel (its name) or channel target (name:where, as parked).",
+)
 @click.option("--outcome", default=None, help="Only asks closed with this outcome.")
 @click.option("--owner", default=None, help="Only the asks this token name parked.")
 @click.option("-q", "--search", "q", default=None, help="Only asks whose prompt holds this text (letter case aside).")

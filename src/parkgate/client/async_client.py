@@ -133,10 +133,16 @@ class AsyncClient:
         return await self._send(wire.start(conversation_id, workflow, fields))
 
     async def handle(
-        self, conversation_id: str, text: str | bytes, message_id: str | None = None, sender: str | None = None
+        self,
+        conversation_id: str,
+        text: str | bytes,
+        message_id: str | None = None,
+        sender: str | None = None,
+        *,
+        ask_id: str | None = None,
     ) -> Reply:
         """As :meth:`Client.handle <parkgate.client.Client.handle>`."""
-        return await self._send(wire.message(conversation_id, text, message_id, sender))
+        return await self._send(wire.message(conversation_id, text, message_id, sender, ask_id))
 
     async def get(self, ask_id: str) -> AskView:
         """As :meth:`Client.get <parkgate.client.Client.get>`."""

@@ -163,7 +163,13 @@ class Client:
 
     # -- replies ---------------------------------------------------------------------------
     def handle(
-        self, conversation_id: str, text: str | bytes, message_id: str | None = None, sender: str | None = None
+        self,
+        conversation_id: str,
+        text: str | bytes,
+        message_id: str | None = None,
+        sender: str | None = None,
+        *,
+        ask_id: str | None = None,
     ) -> Reply:
         """Match one inbound message against the conversation's parked ask.
 
@@ -176,11 +182,13 @@ class Client:
             sender: Who wrote it (a user id, an email). On an ask with responders, only
                 theirs count (anyone else's is ``not_yours``); a token bound to a sender
                 posts as that sender, and naming another is a 403 ``sender_mismatch``.
+            ask_id: The ask the message answers: it goes to that ask only, and once that
+                ask has closed the reply is ``late``, saying how and when it closed.
 
         Returns:
             What the gateway did, by kind; ``pass`` when nothing was parked.
         """
-        return self._send(wire.message(conversation_id, text, message_id, sender))
+        return self._send(wire.message(conversation_id, text, message_id, sender, ask_id))
 
     # -- reads -----------------------------------------------------------------------------
     def get(self, ask_id: str) -> AskView:

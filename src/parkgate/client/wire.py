@@ -283,12 +283,20 @@ def _park_about(conversation_id: str, fields: RunFields) -> dict[str, str]:
     return about
 
 
-def message(conversation_id: str, text: str | bytes, message_id: str | None, sender: str | None = None) -> Call[Reply]:
-    """``POST /v1/conversations/{conversation_id}/messages`` (``sender`` only when given)."""
+def message(
+    conversation_id: str,
+    text: str | bytes,
+    message_id: str | None,
+    sender: str | None = None,
+    ask_id: str | None = None,
+) -> Call[Reply]:
+    """``POST /v1/conversations/{conversation_id}/messages`` (``sender`` and ``ask_id`` only when given)."""
     path = f"v1/conversations/{_segment(conversation_id, 'conversation_id')}/messages"
     body: dict[str, Any] = {"text": check_inbound_text(text), "message_id": message_id}
     if sender is not None:
         body["sender"] = check_sender(sender)
+    if ask_id is not None:
+        body["ask_id"] = check_id(ask_id, "ask_id")
     return Call("POST", path, Reply.from_dict, _json(body), about={"conversation_id": conversation_id})
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from parkgate.core.kinds import AskStatus
 from parkgate.core.model import Ask
@@ -174,13 +174,52 @@ def late(ask: Ask, at: datetime, sender: str | None, surface: str, text: str | N
 
 
 def closed_moment(ask: Ask) -> datetime | None:
-    """When closed ``ask`` closed (``None`` while open): its close time as recorded."""
+    """When closed ``ask`` closed (``None`` while open): its close time as recorded, else
+    (an ask closed before close times were kept) an expired ask's due time, any other's
+    ``answered_at``."""
     if ask.is_open:
         return None
-    moment = getattr(ask, "closed_at", None)
-    return moment if moment is not None else ask.answered_at
+    if ask.closed_at is not None:
+        return ask.closed_at
+    return ask.due_at if ask.status is AskStatus.EXPIRED else ask.answered_at
 
 
 def on_ask(ask_id: str, owner: str | None, kind: EventKind, at: datetime, data: Mapping[str, Any]) -> NewEvent:
     """An event of the ask ``ask_id`` known only by id and owner (a delivery, a channel post)."""
     return NewEvent(ask_id, kind, at, None, owner, data)
+
+
+#: What became of a delivery attempt (``delivered`` events' ``data.result``).
+DeliveryResult = Literal["delivered", "retrying", "failed"]
+#: What became of a channel job's attempt (``posted`` events' ``data.result``).
+PostResult = Literal["ok", "retrying", "failed"]
+
+
+class Attempt(NamedTuple):
+    """One delivery attempt of an outbox row, as its ``delivered`` event records it."""
+
+    #: ``callback`` (the ask's ``callback_url``) or ``events`` (``PARKGATE_EVENTS_URL``).
+    target: str
+    #: The receiver's host.
+    host: str | None
+    #: The event's id (its ``webhook-id``).
+    event_id: str
+    #: Which attempt this was, from 1.
+    attempt: int
+    #: The receiver's HTTP status (``None``: no response: a refused connection, the deadline).
+    status: int | None
+    #: How long the attempt took, in milliseconds.
+    latency_ms: float
+    result: DeliveryResult
+
+
+def delivered(ask_id: str, at: datetime, attempt: Attempt) -> NewEvent:
+    """A delivery ``attempt`` of an event of the ask ``ask_id`` (its owner is the ask's:
+    :meth:`~parkgate.store.base.EventLog.record` reads it)."""
+    return on_ask(ask_id, None, EventKind.DELIVERED, at, attempt._asdict())
+
+
+def posted(ask_id: str, at: datetime, channel: str, job: str, result: PostResult) -> NewEvent:
+    """A channel ``job`` (``post``, ``closed``, ``reply``...) of the ask ``ask_id`` ran on
+    ``channel`` with ``result`` (its owner is the ask's, read when it is recorded)."""
+    return on_ask(ask_id, None, EventKind.POSTED, at, {"channel": channel, "job": job, "result": result})

@@ -26,6 +26,9 @@ class ReplyKind(StrEnum):
     NOT_YOURS = "not_yours"
     #: A responder's selection on a quorum ask that no option has reached yet.
     VOTED = "voted"
+    #: An answer naming an ask that already closed: nothing changes, the sender is told
+    #: how and when it closed (and it is logged as a ``late`` event).
+    LATE = "late"
 
 
 #: ``closed_by`` of an ask an operator cancelled (``Gateway.cancel``, ``POST /v1/asks/{id}/cancel``).

@@ -194,6 +194,11 @@ class AskShape:
         return self.id
 
 
+#: The column of an ask's own callback URL (its field's name): a deliverer tells the ask's
+#: callbacks from the events subscriber's by it (:meth:`parkgate.store.base.Outbox.claim_callbacks`).
+CALLBACK_URL_COLUMN = "callback_url"
+
+
 @dataclass(frozen=True, slots=True)
 class Ask(AskShape):
     """One stopping point, as stored. Immutable: every step returns a new value.

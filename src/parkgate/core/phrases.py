@@ -55,6 +55,9 @@ PHRASES: dict[ReplyKind, str] = {
     # {responders} is the ask's responders joined by RESPONDERS_JOINED ("U_ALICE or U_BOB").
     ReplyKind.NOT_YOURS: "This question is for {responders}.",
     ReplyKind.VOTED: 'Vote taken: {count} of {quorum} votes for "{answer}" (option {index}).',
+    # An answer that reached an ask after it closed (a button on an old post, a reply in its
+    # thread, an HTTP answer naming it): {how} says how and when it closed (CHANNEL_CLOSED_*).
+    ReplyKind.LATE: "This question is already closed ({how}).",
 }
 # Who may answer: the responders a not_yours line names, "A", "A or B", "A, B or C".
 RESPONDERS_LAST_JOIN = " or "
@@ -147,11 +150,17 @@ CHANNEL_OPERATOR = "an operator"
 CHANNEL_REPLACED = "Replaced by a newer question, nothing ran."
 CHANNEL_EXPIRED = "Expired after {idle}, nothing ran."
 CHANNEL_EXPIRED_DEFAULT = 'Expired after {idle}; the default "{answer}" stood in.'
-CHANNEL_ALREADY_CLOSED = "This question is already closed ({how})."
+# How a closed ask closed, in what a late answer is told (PHRASES[ReplyKind.LATE]), then
+# when: "answered by @alice at 14:02 UTC on 6 Dec 2026" (parkgate.core.closed_words).
 CHANNEL_CLOSED_ANSWERED = "answered by {who}"
+CHANNEL_CLOSED_ANSWERED_BY_NOBODY = "answered"
 CHANNEL_CLOSED_DROPPED = "dropped by {who}"
 CHANNEL_CLOSED_DROPPED_BY_NOBODY = "dropped"
 CHANNEL_CLOSED_EXPIRED = "it expired"
+CHANNEL_CLOSED_REPLACED = "replaced by a newer question"
+CHANNEL_CLOSED_AT = "{how} at {when}"
+CLOSED_MOMENT = "{time} UTC on {day} {month} {year}"
+MONTHS: tuple[str, ...] = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 # A typed message in a chat or thread where more than one posted ask is open, replying to
 # none of their messages: it answers none of them (another's question may be waiting
 # there), and its sender is told this.

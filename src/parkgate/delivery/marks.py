@@ -1,10 +1,12 @@
-"""Marking delivered outbox rows, many deliveries' rows in one commit."""
+"""Marking delivered outbox rows, many deliveries' rows in one commit, each with the
+``delivered`` event that records its attempt."""
 
 from __future__ import annotations
 
 import asyncio
 
 from parkgate.clock import Clock
+from parkgate.core.events import NewEvent
 from parkgate.store import Store
 
 
@@ -22,14 +24,17 @@ class DeliveredMarks:
         self.store = store
         self.clock = clock
         self._ids: list[int] = []
+        self._events: list[NewEvent] = []
         self._written: asyncio.Future[None] | None = None
         self._writer: asyncio.Task[None] | None = None
 
-    async def mark(self, callback_id: int) -> None:
-        """Mark ``callback_id`` delivered; returns once that is committed (raises if it failed)."""
+    async def mark(self, callback_id: int, event: NewEvent) -> None:
+        """Mark ``callback_id`` delivered, with ``event`` (its ``delivered`` event) in the
+        same commit; returns once that is committed (raises if it failed)."""
         if self._written is None:
             self._written = asyncio.get_running_loop().create_future()
         self._ids.append(callback_id)
+        self._events.append(event)
         written = self._written
         if self._writer is None:
             self._writer = asyncio.create_task(self._write_batches(), name="parkgate-callback-marks")
@@ -40,10 +45,11 @@ class DeliveredMarks:
         try:
             while self._ids:
                 ids, self._ids = self._ids, []
+                events, self._events = self._events, []
                 written, self._written = self._written, None
                 assert written is not None
                 try:
-                    await asyncio.to_thread(self.store.callbacks_done, ids, self.clock.now())
+                    await asyncio.to_thread(self.store.callbacks_done, ids, self.clock.now(), events)
                 except Exception as error:  # each delivery in the batch records it
                     written.set_exception(error)
                     written.exception()  # retrieved here too: no "never retrieved" warning
@@ -55,7 +61,7 @@ class DeliveredMarks:
                 if waiting is not None and not waiting.done():
                     waiting.cancel()
             if self._written is not None and self._written.done():
-                self._written, self._ids = None, []
+                self._written, self._ids, self._events = None, [], []
 
     async def drain(self) -> None:
         """Wait for the marks being written or gathered to be committed."""

@@ -24,7 +24,9 @@ event's JSON) to its URL:
   holds every connection it gets holds that many of the :data:`CONCURRENCY` slots and
   another host's callback waits at most for one delivery to end.
 
-A 2xx marks the row delivered; a 410 Gone (the receiver wants no more) marks it
+Each attempt is a ``delivered`` event in the ask's log (:mod:`parkgate.core.events`:
+its receiver, attempt, the receiver's status, latency and result), written in the
+transaction that marks the row. A 2xx marks the row delivered; a 410 Gone (the receiver wants no more) marks it
 ``failed`` at once, with that reason. Anything else (an error status, a refused or fenced
 connection, the deadline, any exception) is recorded as the row's ``last_error`` and
 retried with exponential backoff, each wait shortened at random by up to
@@ -53,6 +55,8 @@ import httpx
 from standardwebhooks import Webhook
 
 from parkgate.clock import Clock
+from parkgate.core.events import Attempt, DeliveryResult, NewEvent
+from parkgate.core.events import delivered as delivered_event
 from parkgate.core.fence import (
     ENV_CALLBACK_ALLOW,
     AllowList,
@@ -60,6 +64,7 @@ from parkgate.core.fence import (
     loggable_url,
     parse_allow_list,
     parse_callback_url,
+    receiver_host,
 )
 from parkgate.delivery.dns import resolve
 from parkgate.delivery.marks import DeliveredMarks
@@ -245,11 +250,13 @@ class OutboxDeliverer:
     # -- one delivery ------------------------------------------------------------------
     async def _deliver(self, row: Callback) -> bool:
         attempt = row.attempts + 1
+        started = asyncio.get_running_loop().time()
+        status: int | None = None
         try:
             async with asyncio.timeout(self.deadline):
                 status = await self._post(row, attempt)
             if 200 <= status < 300:
-                await self._marks.mark(row.id)
+                await self._marks.mark(row.id, self._attempted(row, attempt, status, started, "delivered"))
                 self.delivered += 1
                 log.info("callback delivered: ask %s to %s (attempt %d)", row.ask_id, loggable_url(row.url), attempt)
                 return True
@@ -263,14 +270,26 @@ class OutboxDeliverer:
             raise  # the deliverer stops: the lease runs out and the row is due again
         except Exception as failure:  # any failure of one delivery is that delivery's, recorded
             error, final = _describe(failure), False
-        await self._record_failure(row, attempt, error, final)
+        await self._record_failure(row, attempt, error, final, status, started)
         return False
 
-    async def _record_failure(self, row: Callback, attempt: int, error: str, final: bool) -> None:
+    def _attempted(
+        self, row: Callback, attempt: int, status: int | None, started: float, result: DeliveryResult
+    ) -> NewEvent:
+        """The ``delivered`` event of ``row``'s ``attempt``, begun at loop time ``started``."""
+        elapsed = asyncio.get_running_loop().time() - started
+        host = row.host or receiver_host(row.url)
+        facts = Attempt(row.target, host, row.webhook_id, attempt, status, round(elapsed * 1000, 1), result)
+        return delivered_event(row.ask_id, self.clock.now(), facts)
+
+    async def _record_failure(
+        self, row: Callback, attempt: int, error: str, final: bool, status: int | None, started: float
+    ) -> None:
         self.failed += 1
         if final or attempt >= self.max_attempts:
+            event = self._attempted(row, attempt, status, started, "failed")
             with contextlib.suppress(Exception):
-                await asyncio.to_thread(self.store.callback_failed, row.id, error, None)
+                await asyncio.to_thread(self.store.callback_failed, row.id, error, None, (event,))
             log.warning(
                 "callback failed for good: ask %s to %s (attempt %d: %s)",
                 row.ask_id,
@@ -279,10 +298,11 @@ class OutboxDeliverer:
                 error,
             )
             return
+        event = self._attempted(row, attempt, status, started, "retrying")
         delay = jittered(backoff_delay(attempt, self.base_delay, self.max_delay), self._random())
         retry_at = self.clock.now() + timedelta(seconds=delay)
         with contextlib.suppress(Exception):  # the store away: the lease runs out, the row comes back
-            await asyncio.to_thread(self.store.callback_failed, row.id, error, retry_at)
+            await asyncio.to_thread(self.store.callback_failed, row.id, error, retry_at, (event,))
         log.warning(
             "callback failed: ask %s to %s (attempt %d: %s); retrying in %.0f s",
             row.ask_id,

@@ -19,6 +19,7 @@ from parkgate.core.model import Ask, CallbackState, Reply, Run
 from parkgate.core.stats import Stats
 from parkgate.errors import InputError
 from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
+from parkgate.gateway.calls import LIBRARY_SURFACE
 from parkgate.gateway.checks import check_flag, check_id, wait_seconds
 from parkgate.gateway.offload import GATEWAY_THREADS as GATEWAY_THREADS
 from parkgate.gateway.offload import offload as offload
@@ -255,10 +256,20 @@ class AsyncGateway:
 
     # -- replies ---------------------------------------------------------------
     async def handle(
-        self, conversation_id: str, text: str | bytes, message_id: str | None = None, sender: str | None = None
+        self,
+        conversation_id: str,
+        text: str | bytes,
+        message_id: str | None = None,
+        sender: str | None = None,
+        *,
+        ask_id: str | None = None,
+        surface: str = LIBRARY_SURFACE,
     ) -> Reply:
-        """Match one inbound message from ``sender`` against the parked ask (:meth:`Gateway.handle`)."""
-        return await offload(self.sync.handle, conversation_id, text, message_id, sender)
+        """Match one inbound message from ``sender`` against the parked ask, or the ask
+        ``ask_id`` names (``late`` once it closed) (:meth:`Gateway.handle`)."""
+        return await offload(
+            self.sync.handle, conversation_id, text, message_id, sender, ask_id=ask_id, surface=surface
+        )
 
     # -- reads -----------------------------------------------------------------
     async def get(self, ask_id: str) -> Ask:

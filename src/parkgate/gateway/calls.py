@@ -24,9 +24,10 @@ from parkgate.channels.reminders import fired_replies
 from parkgate.clock import Clock, as_clock
 from parkgate.core import events as event_log
 from parkgate.core import machine, stopping_point
+from parkgate.core.closed_words import already_closed, late_answer
 from parkgate.core.events import LoggedEvent
 from parkgate.core.history import HistoryPage, HistoryQuery
-from parkgate.core.kinds import OPERATOR, AskKind, AskStatus, RunOutcome, RunStatus
+from parkgate.core.kinds import OPERATOR, AskKind, AskStatus, ReplyKind, RunOutcome, RunStatus
 from parkgate.core.model import Ask, CallbackState, Reply, Run
 from parkgate.core.schedule import Fired, fire_due
 from parkgate.core.stats import Stats, StatsBy
@@ -76,6 +77,10 @@ if TYPE_CHECKING:
     from parkgate.delivery.health import DelivererHealth
 
 DEFAULT_TTL = timedelta(hours=6)
+#: A late answer's ``surface`` when the library's :meth:`Gateway.handle` took it.
+LIBRARY_SURFACE = "library"
+#: A late answer's ``surface`` from a channel whose post of the ask is not recorded.
+CHANNEL_SURFACE = "channel"
 
 
 class Gateway:
@@ -416,7 +421,14 @@ class Gateway:
 
     # -- messages -------------------------------------------------------------------
     def handle(
-        self, conversation_id: str, text: str | bytes, message_id: str | None = None, sender: str | None = None
+        self,
+        conversation_id: str,
+        text: str | bytes,
+        message_id: str | None = None,
+        sender: str | None = None,
+        *,
+        ask_id: str | None = None,
+        surface: str = LIBRARY_SURFACE,
     ) -> Reply:
         """Match one inbound message against the conversation's parked ask.
 
@@ -429,6 +441,13 @@ class Gateway:
                 ask with responders, a message from anyone else, or with no sender, is
                 ``not_yours`` and changes nothing; the sender of an answer or a cancel is
                 kept with the ask (``answered_by``, ``closed_by``).
+            ask_id: The ask the message answers (a reply to its question): it goes to that
+                ask only (another open in the conversation is left alone: ``pass``), and
+                if that ask has closed (or closes as this read finds it past its TTL) the
+                reply is ``late``, saying how and when it closed, and the message is a
+                ``late`` event in its log; the ask stays as it closed.
+            surface: Where the message came from, as a late answer's event records it
+                (``http`` for the HTTP service's messages).
 
         Returns:
             What was done, by kind. With nothing parked (or an ask that just expired) it
@@ -437,7 +456,9 @@ class Gateway:
         Raises:
             InputError: Bad input, raised before anything is read or written.
         """
-        return self._message(conversation_id, text, message_id, sender)
+        if ask_id is not None:
+            check_id(ask_id, "ask_id")
+        return self._message(conversation_id, text, message_id, sender, only_ask=ask_id, surface=surface)
 
     def _message(
         self,
@@ -448,10 +469,13 @@ class Gateway:
         *,
         channel_reply: bool = False,
         only_ask: str | None = None,
+        surface: str | None = None,
     ) -> Reply:
         """:meth:`handle`; with ``channel_reply`` a reply shown in the thread is queued for the
         ask's channel in the same commit, and with ``only_ask`` a message finds only that
-        ask open (another open ask in the conversation is left alone: ``pass``)."""
+        ask open (another open ask in the conversation is left alone: ``pass``), or, that
+        ask closed, is a late answer (:meth:`_late`) from ``surface`` (``None``: the
+        channel the ask was posted to)."""
         check_id(conversation_id, "conversation_id")
         message = check_inbound_text(text)
         if message_id is not None:
@@ -466,9 +490,12 @@ class Gateway:
             replayed = earlier is not None  # set on every try: a retry may read for real
             if earlier is not None:
                 return Reply.from_json(earlier)
-            if only_ask is not None and ask is not None and ask.id != only_ask:
-                ask = None
-            reply = self._runs.decide(tx, plan, ask, message, now, sender)
+            late = None
+            if only_ask is not None:
+                late = self._late(tx, plan, ask, only_ask, (conversation_id, message, sender, surface), now)
+                if ask is not None and ask.id != only_ask:
+                    ask = None
+            reply = late or self._runs.decide(tx, plan, ask, message, now, sender)
             if channel_reply and reply.ask_id is not None and reply.kind in POSTED_REPLIES:
                 plan.queue_channel_job(reply.ask_id, REPLY, now, ChannelReply(reply.kind, reply.text, sender).to_json())
             if message_id is not None:
@@ -478,6 +505,35 @@ class Gateway:
         reply = self._units.run(body)
         # A redelivery changes nothing, the metrics included: its reply was counted once.
         return reply if replayed else self._counted(reply)
+
+    def _late(
+        self,
+        tx: Transaction,
+        plan: WritePlan,
+        open_ask: Ask | None,
+        ask_id: str,
+        message: tuple[str, str, str | None, str | None],
+        now: datetime,
+    ) -> Reply | None:
+        """The ``late`` reply to ``message`` (its conversation, text, sender and surface)
+        naming ``ask_id``, when that ask of the conversation has closed or closes as this
+        read finds it past its TTL, with its ``late`` event; ``None`` while it is open,
+        and for an ask unknown or of another conversation (the message is then ``pass``,
+        telling nothing of it)."""
+        conversation_id, text, sender, surface = message
+        named = open_ask if open_ask is not None and open_ask.id == ask_id else tx.ask(ask_id)
+        if named is None or named.conversation_id != conversation_id:
+            return None
+        named = self._runs.read(plan, named, now)
+        if named.is_open:
+            return None
+        other = None if open_ask is None or open_ask.id == ask_id else self._runs.read(plan, open_ask, now)
+        if surface is None:  # a channel's message: the channel the ask was posted to
+            post = tx.channels.post_of(ask_id)
+            surface = post.channel if post is not None else CHANNEL_SURFACE
+        plan.log(event_log.late(named, now, sender, surface, late_answer(named, text)))
+        parked = other is not None and other.is_open
+        return Reply(ReplyKind.LATE, already_closed(named), parked, ask_id=named.id, run_id=named.run_id)
 
     def _counted(self, reply: Reply) -> Reply:
         """Count a committed reply (and the ask it parked next) in the metrics."""

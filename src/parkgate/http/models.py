@@ -221,6 +221,11 @@ class MessageIn(_Body):
         description="Who wrote it (a user id, an email). On an ask with responders only theirs count; "
         "a token bound to a sender posts as that sender.",
     )
+    ask_id: Id | None = Field(
+        default=None,
+        description="The ask this message answers: it goes to that ask only, and once that ask has closed the "
+        "reply is `late`, saying how and when it closed (the ask stays as it closed).",
+    )
 
 
 class StartIn(_RunOptionsIn):

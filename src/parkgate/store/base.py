@@ -73,6 +73,9 @@ class Callback:
     host: str | None = None
     #: The event's id, its ``webhook-id`` (``None`` for a row queued before version 14).
     event_id: str | None = None
+    #: Which receiver it goes to: ``callback`` (its ask's ``callback_url``) or ``events``
+    #: (the server-wide subscriber), told by comparing its URL with the ask's when claimed.
+    target: str = "callback"
 
     @property
     def webhook_id(self) -> str:
@@ -400,13 +403,19 @@ class Store(ABC):
         with self.transaction() as tx:
             tx.outbox.callback_done(callback_id, now)
 
-    def callbacks_done(self, callback_ids: list[int], now: datetime) -> None:
-        """Mark delivered rows in one transaction: a deliverer's batch, one commit."""
+    def callbacks_done(self, callback_ids: list[int], now: datetime, events: Sequence[NewEvent] = ()) -> None:
+        """Mark delivered rows in one transaction (a deliverer's batch, one commit), with
+        the ``delivered`` events that record their attempts."""
         with self.transaction() as tx:
+            tx.events.record(events)  # first: the asks' rows, then the outbox's, as a message's unit takes them
             tx.outbox.callbacks_done(callback_ids, now)
 
-    def callback_failed(self, callback_id: int, error: str, retry_at: datetime | None) -> None:
+    def callback_failed(
+        self, callback_id: int, error: str, retry_at: datetime | None, events: Sequence[NewEvent] = ()
+    ) -> None:
+        """Record a failed attempt (:meth:`Outbox.callback_failed`) and its ``events``, in one transaction."""
         with self.transaction() as tx:
+            tx.events.record(events)
             tx.outbox.callback_failed(callback_id, error, retry_at)
 
     def next_callback_at(self, full_hosts: Collection[str] = ()) -> datetime | None:

@@ -21,13 +21,14 @@ from parkgate.core.events import EventKind, LoggedEvent, NewEvent
 from parkgate.store.dialect import Dialect, Runner, Statement
 from parkgate.store.sql import encoded_data, event_insert
 
-#: The row lock a writer of an ask's events takes when its transaction has not changed the ask.
-_LOCK_ASK = "SELECT 1 FROM asks WHERE id = ? FOR NO KEY UPDATE"
 _COLUMNS = "id, ask_id, seq, at, type, sender, owner, data"
 #: A miss's whole ``data``, as :func:`~parkgate.store.sql.encoded_data` writes it (a miss keeps its kind alone).
 _MISS_DATA = ", ".join(f'\'{{"kind":"{kind}"}}\'' for kind in ("retry", "escalated"))
 #: Ask ids per statement of :meth:`SqlEventLog.misses_of`.
 _BATCH = 500
+#: Events inserted per statement by :meth:`SqlEventLog.record` on PostgreSQL (8 parameters
+#: each, well under its 65,535).
+RECORD_CHUNK = 1024
 
 
 def events_insert_in_one_snapshot(events: Sequence[NewEvent], dialect: Dialect) -> Statement:
@@ -81,15 +82,33 @@ class SqlEventLog:
 
     def record(self, events: Iterable[NewEvent]) -> None:
         """Write ``events`` of asks this transaction has not changed (a delivery, a post):
-        each ask's row is locked first (on an engine that locks rows), so its events are
-        numbered one writer at a time."""
+        their asks' rows are read in one statement, locked on an engine that locks rows,
+        so each ask's events are numbered one writer at a time; an event whose ``owner``
+        is ``None`` is given its ask's (a deliverer knows an ask by its id only)."""
         run, dialect = self._run, self._run.dialect
         events = list(events)
-        if dialect.lock_suffix:  # SQLite's one writer needs no row lock
-            for ask_id in sorted({event.ask_id for event in events}):
-                run.query(_LOCK_ASK, (ask_id,))
-        for event in events:
-            run.send(*event_insert(event, dialect))
+        if not events:
+            return
+        ask_ids = sorted({event.ask_id for event in events})
+        marks = ", ".join("?" * len(ask_ids))
+        # Locked in id order (two writers of the same asks wait for each other, never
+        # deadlock), and not against a key's readers (a row inserted that refers to the ask).
+        lock = " FOR NO KEY UPDATE" if dialect.lock_suffix else ""  # SQLite's one writer needs no row lock
+        rows = run.query(
+            f"SELECT id, owner FROM asks WHERE id IN ({marks}) ORDER BY id{lock}", tuple(ask_ids)
+        ).fetchall()
+        owners = {ask_id: owner for ask_id, owner in rows}
+        events = [
+            event._replace(owner=owners[event.ask_id]) if event.owner is None and owners.get(event.ask_id) else event
+            for event in events
+        ]
+        if not lock:  # SQLite: in process, an insert each costs next to nothing
+            for event in events:
+                run.send(*event_insert(event, dialect))
+            return
+        # PostgreSQL: a statement per chunk of events (a batch of marks, one round trip).
+        for start in range(0, len(events), RECORD_CHUNK):
+            run.send(*events_insert_in_one_snapshot(events[start : start + RECORD_CHUNK], dialect))
 
     def of_ask(self, ask_id: str) -> list[LoggedEvent]:
         """``ask_id``'s events in order (its timeline)."""

@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
 
-from parkgate.core.model import Ask, CallbackState, CallbackStatus
+from parkgate.core.model import CALLBACK_URL_COLUMN, Ask, CallbackState, CallbackStatus
 from parkgate.store.ask_rows import ASK_COLUMNS
 from parkgate.store.base import Callback
 from parkgate.store.sql import Runner, ask_from_row
@@ -60,7 +60,9 @@ class SqlOutbox:
             "WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ?) AS due "
             f"WHERE {room} ORDER BY turn, next_attempt_at, id LIMIT ?) "
             "AND delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? "
-            "RETURNING id, ask_id, url, payload, attempts, host, event_id",
+            "RETURNING id, ask_id, url, payload, attempts, host, event_id, "
+            f"CASE WHEN url = (SELECT {CALLBACK_URL_COLUMN} FROM asks WHERE asks.id = outbox.ask_id) "
+            "THEN 'callback' ELSE 'events' END",
             (encode(lease_until), encode(now), *room_params, limit, encode(now)),
         )
         return sorted((Callback(*row) for row in cursor.fetchall()), key=lambda row: row.id)

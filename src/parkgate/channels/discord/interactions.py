@@ -208,22 +208,19 @@ class DiscordInteractions:
             ask = self.gateway.get(ask_id)  # the read that closes it when past its TTL
         except UnknownAsk:
             return
-        if ask.is_open:
-            sender = sender_for(ask.responders, interaction.user, interaction.roles)
-            try:
-                reply = self.gateway.handle_in_channel(
-                    ask.conversation_id, interaction.text, interaction.id, sender, ask_id=ask.id
-                )
-            except ParkgateError as error:  # text no ask takes (a NUL character): nothing changed
-                log.warning("a Discord press on ask %s was refused: %s", ask.id, error)
-                return
-            if reply.kind is ReplyKind.NOT_YOURS:
-                self.whisper(interaction, not_yours_line(ask))
-                return
-            if reply.kind is not ReplyKind.PASS:
-                return
-            ask = self.gateway.get(ask.id)  # it closed meanwhile
-        self.whisper(interaction, already_closed_line(ask))
+        sender = sender_for(ask.responders, interaction.user, interaction.roles)
+        try:
+            reply = self.gateway.handle_in_channel(
+                ask.conversation_id, interaction.text, interaction.id, sender, ask_id=ask.id
+            )
+        except ParkgateError as error:  # text no ask takes (a NUL character): nothing changed
+            log.warning("a Discord press on ask %s was refused: %s", ask.id, error)
+            return
+        if reply.kind is ReplyKind.NOT_YOURS:
+            self.whisper(interaction, not_yours_line(ask))
+            return
+        if reply.kind in (ReplyKind.LATE, ReplyKind.PASS):  # the ask closed: the press was late, and logged so
+            self.whisper(interaction, already_closed_line(self.gateway.get(ask.id)))
 
     def whisper(self, interaction: Interaction, text: str) -> None:
         """Send ``text`` to the person who acted alone (an ephemeral followup); a failure is logged."""

@@ -15,6 +15,7 @@ the link of a closed ask says how and when it closed. Nothing is recorded by any
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -26,7 +27,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from parkgate.channels.email import phrases as E
-from parkgate.channels.email.channel import EmailChannel, closed_at
+from parkgate.channels.email.channel import EmailChannel
 from parkgate.channels.email.links import ANSWER, CANCEL, Link, event_id
 from parkgate.channels.email.messages import when
 from parkgate.channels.email.pages import (
@@ -91,8 +92,9 @@ class EmailPages:
         """``GET /email/email.css``: the pages' own rules."""
         return Response(STYLE, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
 
-    def _open(self, token: str) -> tuple[Link, Ask] | Shown:
-        """The link and its open ask, or the page that says why it answers nothing."""
+    def _open(self, token: str, answer: str | None = None) -> tuple[Link, Ask] | Shown:
+        """The link and its open ask, or the page that says why it answers nothing. With
+        ``answer`` (the confirmation's POST), a closed ask's is logged as a late answer."""
         try:
             link = self.signer.read(token)
         except InputError as error:
@@ -102,9 +104,11 @@ class EmailPages:
         except (UnknownAsk, InputError):
             return Shown(404, outcome_page(None, E.NO_ASK, refused=True, root=self.root))
         if not ask.is_open:
-            line = already_closed_line(ask, mention=str)
-            note = E.CLOSED_AT.format(when=closed_at(ask))
-            return Shown(409, outcome_page(ask.prompt, line, refused=True, note=note, root=self.root))
+            if answer is not None:  # a confirmation of a closed ask's choice: late, and logged so
+                ask = self._late(ask, link, token, answer)
+            return Shown(
+                409, outcome_page(ask.prompt, already_closed_line(ask, mention=str), refused=True, root=self.root)
+            )
         if self.gateway.clock.now() >= link.expires_at:
             line = E.EXPIRED_LINK.format(when=when(link.expires_at))
             return Shown(410, outcome_page(ask.prompt, line, refused=True, root=self.root))
@@ -126,7 +130,8 @@ class EmailPages:
 
     def record(self, token: str, csrf: str, text: str) -> Shown:
         """The confirm button's POST: the choice handed to the gateway, as the link's address."""
-        opened = self._open(token)
+        # A closed ask's confirmation is logged as late only from the link's own page (its form's check).
+        opened = self._open(token, text if self.signer.check_csrf(token, csrf) else None)
         if isinstance(opened, Shown):
             return opened
         link, ask = opened
@@ -141,9 +146,8 @@ class EmailPages:
             )
         except InputError as error:
             return Shown(422, outcome_page(ask.prompt, str(error), refused=True, root=self.root))
-        if reply.kind is ReplyKind.PASS:  # closed between the read and the confirmation
-            now = self.gateway.get(ask.id)
-            line = already_closed_line(now, mention=str)
+        if reply.kind in (ReplyKind.LATE, ReplyKind.PASS):  # closed between the read and the confirmation
+            line = already_closed_line(self.gateway.get(ask.id), mention=str)
             return Shown(409, outcome_page(ask.prompt, line, refused=True, root=self.root))
         if reply.kind in (ReplyKind.RETRY, ReplyKind.ESCALATED) and link.choice == ANSWER:
             csrf = self.signer.csrf(token)
@@ -154,6 +158,17 @@ class EmailPages:
             note = votes_line(self.gateway.get(ask.id), mention=str)
         page = outcome_page(ask.prompt, reply.text, refused=refused, note=note, root=self.root)
         return Shown(403 if refused else 200, page)
+
+    def _late(self, ask: Ask, link: Link, token: str, text: str) -> Ask:
+        """Hand the link's confirmed choice to closed ``ask`` (the gateway logs it as a late
+        answer; a resubmitted form's is its first reply again); the ask as it closed."""
+        said = _said(link, text)
+        if said.strip():
+            with contextlib.suppress(InputError):  # text no ask takes: nothing to log
+                self.gateway.handle_in_channel(
+                    ask.conversation_id, said, event_id(token, said), link.address, ask_id=ask.id
+                )
+        return self.gateway.get(ask.id)
 
 
 def _label(ask: Ask, link: Link) -> str | None:

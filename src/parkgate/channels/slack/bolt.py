@@ -211,7 +211,7 @@ class SlackEvents:
         reply = self.gateway.handle_in_channel(
             ask.conversation_id, click.text, click.trigger_id, click.user, ask_id=ask.id
         )
-        if reply.kind is ReplyKind.PASS:
+        if reply.kind in (ReplyKind.LATE, ReplyKind.PASS):  # the ask closed: the press was late, and logged so
             self.notices.send(click.where, click.user, already_closed_line(self.gateway.get(ask.id)))
 
     def _message_stands(self, click: Click) -> str:
@@ -221,7 +221,8 @@ class SlackEvents:
         if found is not None and posted_at(self.gateway.channel_post(found[0]), click.channel, click.message_ts):
             own = self.gateway.get(found[0])
             if not own.is_open:
-                return already_closed_line(own)
+                # A press on its message is late for it (what the button named is another ask's).
+                return already_closed_line(self.gateway.record_late(own.id, click.user, NAME))
         return escape(NOT_THIS_MESSAGE)
 
     def on_message(self, body: dict[str, Any], next: Callable[[], None]) -> BoltResponse | None:
@@ -257,6 +258,8 @@ class SlackEvents:
         if reply.kind is ReplyKind.PASS:
             next()
             return None
+        if reply.kind is ReplyKind.LATE:  # the ask closed as this reply found it past its TTL: told so
+            self.notices.send(where, user, already_closed_line(self.gateway.get(ask_id)))
         return BoltResponse(status=200, body="")
 
     def _refuse(

@@ -3,13 +3,14 @@
 user id as ``sender`` and the update id as ``message_id`` (a redelivered update applies once).
 
 A press is read against the ask its keyboard was posted for, never whatever is open in
-the chat now; a press on a closed ask changes nothing and answers "This question is
-already closed (answered by @alice)." A typed message goes where
-:mod:`~parkgate.channels.telegram.routing` says. What the gateway replies is posted by
-the channel's jobs; a press, and a typed message that answered none of several open
-asks, are answered at once by :meth:`TelegramInbound.handle`'s return value, a Bot API
-call (``answerCallbackQuery``, ``sendMessage``) the webhook sends back as its response,
-and the long poll makes.
+the chat now; a press on a closed ask changes nothing, is logged as a ``late`` event and
+answers "This question is already closed (answered by @alice at 14:02 UTC on 6 Dec
+2026)." A typed message goes where :mod:`~parkgate.channels.telegram.routing` says. What
+the gateway replies is posted by the channel's jobs; a press, a typed message that
+answered none of several open asks, and a reply to a closed ask's message (late, logged
+so, and told how and when the ask closed) are answered at once by
+:meth:`TelegramInbound.handle`'s return value, a Bot API call (``answerCallbackQuery``,
+``sendMessage``) the webhook sends back as its response, and the long poll makes.
 """
 
 from __future__ import annotations
@@ -104,17 +105,17 @@ class TelegramInbound:
             ask = self.gateway.get(press.ask_id)  # the read that closes it when past its TTL
         except UnknownAsk:
             return answer
-        if ask.is_open:
-            reply = self.gateway.handle_in_channel(
-                ask.conversation_id, press.text, str(event.update_id), event.sender, ask_id=ask.id
-            )
-            if reply.kind is not ReplyKind.PASS:
-                if reply.kind is ReplyKind.NOT_YOURS:  # the responders as this process knows their names
-                    alert = not_yours_reply(ask, event.sender).shown(self.channel.known_name)
-                    return {**answer, "text": alert, "show_alert": True}
-                return answer if reply.kind in POSTED_REPLIES else {**answer, "text": reply.text}
-            ask = self.gateway.get(ask.id)  # it closed meanwhile
-        return {**answer, "text": already_closed_line(ask, self.channel.known_name), "show_alert": True}
+        reply = self.gateway.handle_in_channel(
+            ask.conversation_id, press.text, str(event.update_id), event.sender, ask_id=ask.id
+        )
+        if reply.kind is ReplyKind.NOT_YOURS:  # the responders as this process knows their names
+            alert = not_yours_reply(ask, event.sender).shown(self.channel.known_name)
+            return {**answer, "text": alert, "show_alert": True}
+        if reply.kind not in (ReplyKind.LATE, ReplyKind.PASS):
+            return answer if reply.kind in POSTED_REPLIES else {**answer, "text": reply.text}
+        # The ask closed (before the press, or meanwhile): the press was late, and logged so.
+        closed = self.gateway.get(ask.id)
+        return {**answer, "text": already_closed_line(closed, self.channel.known_name), "show_alert": True}
 
     def _on_its_message(self, ask_id: str, event: ButtonPress) -> bool:
         """Whether the press is on the message ``ask_id`` was posted as: data copied onto
@@ -148,18 +149,22 @@ class TelegramInbound:
         if found is None:
             return None
         ask_id, conversation_id = found
-        self.gateway.handle_in_channel(conversation_id, text, str(event.update_id), event.sender, ask_id=ask_id)
-        return None
+        reply = self.gateway.handle_in_channel(conversation_id, text, str(event.update_id), event.sender, ask_id=ask_id)
+        if reply.kind is not ReplyKind.LATE:
+            return None
+        # A reply to a closed ask's message: late, logged so, and the sender told how it closed.
+        return self._reply_to(event, already_closed_line(self.gateway.get(ask_id), self.channel.known_name))
 
-    @staticmethod
-    def _reply_to_the_question(event: TypedMessage) -> Answer:
+    @classmethod
+    def _reply_to_the_question(cls, event: TypedMessage) -> Answer:
         """The ``sendMessage`` that tells the sender, in reply to their message, to reply to
         the question's own message: what they typed answered none of the asks open here."""
-        answer: Answer = {
-            "method": "sendMessage",
-            "chat_id": event.place.chat_id,
-            "text": P.CHANNEL_REPLY_TO_THE_QUESTION,
-        }
+        return cls._reply_to(event, P.CHANNEL_REPLY_TO_THE_QUESTION)
+
+    @staticmethod
+    def _reply_to(event: TypedMessage, text: str) -> Answer:
+        """The ``sendMessage`` of ``text`` in reply to the sender's message."""
+        answer: Answer = {"method": "sendMessage", "chat_id": event.place.chat_id, "text": text}
         if event.place.thread_id is not None:
             answer["message_thread_id"] = event.place.thread_id
         if event.message_id is not None:

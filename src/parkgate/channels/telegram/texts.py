@@ -26,7 +26,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from parkgate.channels.lines import Mention, about_line, closed_line
+from parkgate.channels.lines import about_line, closed_line
+from parkgate.core.closed_words import Mention
 from parkgate.core.machine import render_question
 from parkgate.core.model import Ask
 from parkgate.errors import InputError

@@ -125,7 +125,7 @@ async def list_asks(
         str | None, IdQuery("Only asks this sender may answer, was escalated to, answered or voted on.")
     ] = None,
     channel: Annotated[
-        str | None, IdQuery("Only asks posted to this channel (slack) or channel target (slack:C0OPS).")
+        str | None, IdQuery("Only asks posted to this channel (its name) or channel target (name:where, as parked).")
     ] = None,
     outcome: Annotated[str | None, IdQuery("Only asks closed with this outcome (selected, expired, ...).")] = None,
     q: Annotated[

@@ -56,6 +56,9 @@ register_url_convertor("conversation", ConversationPath())
 register_url_convertor("conversation_any", AnyPath())
 
 
+#: A late answer's ``surface`` when it came in over HTTP.
+HTTP_SURFACE = "http"
+
 #: The messages route's path: a conversation id may hold ``/``.
 MESSAGES_PATH = "/v1/conversations/{conversation_id:conversation_any}/messages"
 
@@ -64,7 +67,9 @@ async def post_message(conversation_id: str, body: MessageIn) -> Response:
     """Match one inbound message against the conversation's parked ask.
 
     A token bound to a sender posts every message as that sender: a body naming another
-    is refused (403 ``sender_mismatch``) before anything is read or written.
+    is refused (403 ``sender_mismatch``) before anything is read or written. A body with
+    ``ask_id`` answers that ask of the conversation only; once it has closed the reply is
+    ``late`` (how and when it closed) and the message is a ``late`` event in its timeline.
     """
     raise NotImplementedError("describes the route in the schema; MessageRoute serves it")  # pragma: no cover
 
@@ -114,7 +119,18 @@ class MessageEndpoint:
         gateway: AsyncGateway = scope["app"].state.async_gateway
         conversation_id: str = scope["path_params"]["conversation_id"]
         # The sync gateway's call on a worker thread, as AsyncGateway.handle makes it, one hop fewer.
-        reply = await offload(gateway.sync.handle, conversation_id, body.text, body.message_id, sender)
+        if body.ask_id is None:
+            reply = await offload(gateway.sync.handle, conversation_id, body.text, body.message_id, sender)
+        else:  # an answer naming its ask: ``late`` once that ask closed
+            reply = await offload(
+                gateway.sync.handle,
+                conversation_id,
+                body.text,
+                body.message_id,
+                sender,
+                ask_id=body.ask_id,
+                surface=HTTP_SURFACE,
+            )
         await reply_response(reply)(scope, receive, send)
 
 
