@@ -49,7 +49,17 @@ from bench.common import (
     to_jsonable,
     workdir,
 )
-from bench.reply_path import CHOICE_PROMPT, OPTIONS, Plan, _gateway_ops, _park_raw_targets, _raw_loop, _warm_up, script
+from bench.reply_path import (
+    CHOICE_PROMPT,
+    OPTIONS,
+    Call,
+    Plan,
+    _gateway_ops,
+    _park_raw_targets,
+    _raw_loop,
+    _warm_up,
+    script,
+)
 
 GOAL = 1.25  # the log may add at most 25% to the reply path's time
 SIDES = ("with", "without")
@@ -107,14 +117,14 @@ def measure_time(target: StoreTarget, conversations: int, rounds: int) -> dict[s
         kinds: dict[str, Counter[str]] = {side: Counter() for side in SIDES}
         wrong: list[str] = []
         per_round: list[float] = []
-        next_index = 0
         for number in range(rounds):
             order = SIDES if number % 2 == 0 else SIDES[::-1]
             took: dict[str, float] = {}
+            # Both sides run the same conversations' scripts (the same flavours), each under
+            # names of its own: a round's mix differs from side to side only in the log.
+            indices = list(range(number * conversations, (number + 1) * conversations))
             for side in order:
-                indices = list(range(next_index, next_index + conversations))
-                next_index += conversations
-                calls = script(indices)
+                calls = _renamed(script(indices), side)
                 suppress = without_events() if side == "without" else contextlib.nullcontext()
                 with suppress:
                     started = time.perf_counter()
@@ -149,6 +159,14 @@ def measure_time(target: StoreTarget, conversations: int, rounds: int) -> dict[s
         "unexpected": wrong[:10],
         "goal": GOAL,
     }
+
+
+def _renamed(calls: list[Call], side: str) -> list[Call]:
+    """``calls`` in conversations (and with message ids) of ``side``'s own."""
+    return [
+        (f"{side}-{conversation}", step, text, None if mid is None else f"{side}-{mid}", flavour)
+        for conversation, step, text, mid, flavour in calls
+    ]
 
 
 def _p50_us(values: Sequence[int]) -> float:
