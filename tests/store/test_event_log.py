@@ -134,3 +134,14 @@ def test_the_log_is_followed_by_id_and_pruned_around_open_asks(gateway: Gateway,
     assert gateway.prune_events(timedelta(days=90)) == 3  # the open ask's parked event stays
     assert gateway.events(old.ask_id or "") == []
     assert timeline(gateway, still_open.ask_id or "")[0] == ("parked", None)
+
+
+def test_pruning_every_closed_event_keeps_the_newest_so_ids_count_on(gateway: Gateway, clock: ManualClock) -> None:
+    done = gateway.ask("c-1", "Old?", ["Yes", "No"])
+    gateway.handle("c-1", "1")
+    last = gateway.last_event_id()
+    clock.advance(timedelta(days=91))
+    assert gateway.prune_events(timedelta(days=90)) == 2  # parked and touched; the close stays
+    assert [event.type for event in gateway.events(done.ask_id or "")] == [EventKind.CLOSED]
+    later = gateway.ask("c-2", "New?", ["Yes", "No"])
+    assert gateway.events(later.ask_id or "")[0].id > last  # a follower's Last-Event-ID still holds
