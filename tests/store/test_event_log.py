@@ -166,3 +166,14 @@ def test_events_recorded_outside_a_change_are_numbered_after_their_asks_and_owne
     assert {event.owner for event in logged} == {"team-a"}  # the ask's, read with its row
     (_parked, retried) = gateway.events(second)
     assert (retried.seq, retried.owner, retried.data["result"]) == (2, None, "retrying")
+
+
+def test_pruning_every_closed_event_keeps_the_newest_so_ids_count_on(gateway: Gateway, clock: ManualClock) -> None:
+    done = gateway.ask("c-1", "Old?", ["Yes", "No"])
+    gateway.handle("c-1", "1")
+    last = gateway.last_event_id()
+    clock.advance(timedelta(days=91))
+    assert gateway.prune_events(timedelta(days=90)) == 2  # parked and touched; the close stays
+    assert [event.type for event in gateway.events(done.ask_id or "")] == [EventKind.CLOSED]
+    later = gateway.ask("c-2", "New?", ["Yes", "No"])
+    assert gateway.events(later.ask_id or "")[0].id > last  # a follower's Last-Event-ID still holds

@@ -839,7 +839,8 @@ class Gateway:
 
     def prune_events(self, older_than: timedelta) -> int:
         """Delete the events older than ``older_than`` of asks that have closed; an open
-        ask's events are never pruned, however old.
+        ask's events are never pruned, however old, and neither is the newest event (the
+        log's ids count on from it, so a follower's ``Last-Event-ID`` stays good).
 
         Args:
             older_than: How old an event must be to go (90 days, say).

@@ -162,10 +162,11 @@ class SqlEventLog:
 
     def prune(self, before: datetime) -> int:
         """Delete the events older than ``before`` of asks that are closed (an open ask's
-        events are never pruned); how many were deleted."""
+        events are never pruned); how many were deleted. The newest event stays: the log's
+        ids count on from it (SQLite hands out one more than the largest id left)."""
         run = self._run
         delete = (
-            "DELETE FROM ask_events WHERE at < ? AND NOT EXISTS "
+            "DELETE FROM ask_events WHERE at < ? AND id < (SELECT MAX(id) FROM ask_events) AND NOT EXISTS "
             "(SELECT 1 FROM asks WHERE asks.id = ask_events.ask_id AND asks.status = 'open')"
         )
         moment = (run.dialect.encode_time(before),)
