@@ -106,7 +106,7 @@ def test_prune_deletes_closed_asks_old_events_and_keeps_an_open_asks(tmp_path: P
     again = CliRunner().invoke(main, ["prune", "--events-older-than", "10d", "--db", url])
     assert again.stdout.startswith("deleted 0 events"), "the recent ask's events are five days old"
     hours = CliRunner().invoke(main, ["prune", "--events-older-than", "12h", "--db", url])
-    assert hours.stdout.startswith("deleted 3 events")
+    assert hours.stdout.startswith("deleted 2 events")  # the newest event stays, so ids count on
     with Gateway(url) as gateway:
         assert [e.type.value for e in gateway.events(still_open)] == ["parked"]  # 100 days old, still open
     refused = CliRunner().invoke(main, ["prune", "--events-older-than", "soon", "--db", url])

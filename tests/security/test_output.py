@@ -84,6 +84,9 @@ def test_the_console_shows_hidden_characters_and_long_values_never_push_cancel_o
     for width in (1280, 390):
         page.set_viewport_size({"width": width, "height": 900})
         assert page.evaluate("document.documentElement.scrollWidth") <= width
-        for button in page.locator("button.cancel").all():
+        # Each row's Cancel and the bulk cancel (the ask page's and the dialog's are hidden here).
+        buttons = page.locator("tr.ask-row button.cancel, #cancel-selected").all()
+        assert len(buttons) == len(HOSTILE_IDS) + 3
+        for button in buttons:
             box = button.bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (width, box)
