@@ -6,6 +6,11 @@ thread), so a Bot API outage delays the message and loses nothing: a failed call
 and the job is retried with backoff; a refusal that a retry cannot change (a chat that is
 gone, a bot that was removed) gives the job up at once, kept as failed with its error
 (:mod:`~parkgate.channels.telegram.api` raises each as it should be taken).
+
+People are named as Telegram names them: ``@username`` where they have one, else their
+first name with a ``text_mention`` entity over it, which notifies them as a username
+does (:func:`~parkgate.channels.telegram.texts.with_entities`); their id where this
+process knows neither.
 """
 
 from __future__ import annotations
@@ -31,9 +36,11 @@ from parkgate.channels.telegram.texts import (
     closed_text,
     fitted,
     length,
+    marked,
     open_text,
     plain,
     question_text,
+    with_entities,
 )
 from parkgate.channels.telegram.updates import Place, user_name
 from parkgate.core.kinds import ReplyKind
@@ -160,7 +167,7 @@ class TelegramChannel:
         text = open_text(ask, lambda user_id: self._mention(place.chat_id, user_id))
         params: dict[str, Any] = {
             "chat_id": place.chat_id,
-            "text": text,
+            **_text(text),
             "reply_markup": ask_keyboard(ask.id, ask.options),
         }
         if place.thread_id is not None:
@@ -176,7 +183,7 @@ class TelegramChannel:
         """Edit the ask's message to its question and how it ended; the keyboard goes."""
         chat_id = location["chat_id"]
         text = closed_text(ask, lambda user_id: self._mention(chat_id, user_id))
-        self.api.call("editMessageText", {"chat_id": chat_id, "message_id": location["message_id"], "text": text})
+        self.api.call("editMessageText", {"chat_id": chat_id, "message_id": location["message_id"], **_text(text)})
 
     def reply(self, ask: Ask, location: Mapping[str, Any], reply: ChannelReply) -> None:
         """Post ``reply`` as a reply to the ask's message; ``not_yours`` goes privately to
@@ -192,7 +199,7 @@ class TelegramChannel:
             if reply.to is not None and _is_user_id(reply.to):
                 text = fitted(not_yours_reply(ask, reply.to).shown(name, plain))
                 try:
-                    self.api.call("sendMessage", {"chat_id": int(reply.to), "text": text})
+                    self.api.call("sendMessage", {"chat_id": int(reply.to), **_text(text)})
                 except ChannelJobFailed as error:
                     log.info("the not_yours line for %s was not sent: %s", reply.to, error)
             return
@@ -201,7 +208,7 @@ class TelegramChannel:
         text = fitted(text if votes is None else f"{text}\n{votes}")
         params: dict[str, Any] = {
             "chat_id": location["chat_id"],
-            "text": text,
+            **_text(text),
             "reply_parameters": {"message_id": location["message_id"], "allow_sending_without_reply": True},
         }
         if location.get("message_thread_id") is not None:
@@ -209,11 +216,14 @@ class TelegramChannel:
         self.api.call("sendMessage", params)
 
     def _mention(self, chat_id: int, user_id: str) -> str:
-        """``@username`` (else the first name) of ``user_id``: as seen here, else as the chat
+        """``@username`` of ``user_id``, else their first name marked for a text mention
+        (:func:`~parkgate.channels.telegram.texts.marked`): as seen here, else as the chat
         says (``getChatMember``); their id where neither says."""
         name = self.known_name(user_id)
-        if name != user_id or not _is_user_id(user_id):
+        if not _is_user_id(user_id):
             return name
+        if name != user_id:
+            return _named(user_id, name)
         try:
             member = self.api.call("getChatMember", {"chat_id": chat_id, "user_id": int(user_id)})
         except ChannelJobFailed:  # no longer in the chat: named by their id
@@ -223,7 +233,20 @@ class TelegramChannel:
             return user_id
         name = user_name(user)
         self.saw(user_id, name)
-        return name
+        return _named(user_id, name)
+
+
+def _named(user_id: str, name: str) -> str:
+    """A known person's name in a text being built: ``@username`` as it is, a first name
+    marked to be sent as a text mention."""
+    return name if name.startswith("@") else marked(int(user_id), name)
+
+
+def _text(built: str) -> dict[str, Any]:
+    """A sent message's ``text`` (and ``entities``, its text mentions, when it has any) from
+    its text as built, names marked."""
+    text, entities = with_entities(built)
+    return {"text": text, "entities": entities} if entities else {"text": text}
 
 
 def check_target(where: Mapping[str, Any]) -> dict[str, Any]:
