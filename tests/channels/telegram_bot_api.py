@@ -6,7 +6,9 @@ It answers the methods parkgate calls (``sendMessage``, ``editMessageText``,
 ``getUpdates``) as Telegram does, records every call, and can be told to fail the next
 calls of a method (an outage), to run a test's hook before a method's answer goes back
 (a slow Bot API), or to queue updates for ``getUpdates`` (long polling). Like Telegram,
-it refuses a message text over 4,096 characters (UTF-16 code units) with a 400.
+it refuses a message text over 4,096 characters (UTF-16 code units) with a 400, and
+``entities`` that do not lie within the text (offsets and lengths in UTF-16 code units),
+or a ``text_mention`` without its user, with Telegram's "can't parse entities" 400.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ class BotApiStandIn:
             text = params.get("text")
             if method in ("sendMessage", "editMessageText") and len(str(text).encode("utf-16-le")) // 2 > MAX_TEXT:
                 return 400, {"ok": False, "error_code": 400, "description": "Bad Request: message is too long"}
+            if method in ("sendMessage", "editMessageText") and not _entities_fit(params.get("entities"), str(text)):
+                return 400, {"ok": False, "error_code": 400, "description": "Bad Request: can't parse entities"}
             result = self._result(method, params)
         if result is None:
             return 404, {"ok": False, "error_code": 404, "description": "Not Found: method not found"}
@@ -137,6 +141,25 @@ class BotApiStandIn:
         if not self.updates:
             self._lock.wait(min(float(params.get("timeout") or 0), 1.0))
         return list(self.updates)
+
+
+def _entities_fit(entities: Any, text: str) -> bool:
+    """Whether ``entities`` (absent, or a list) each lie within ``text``, as Telegram checks them."""
+    if entities is None:
+        return True
+    size = len(text.encode("utf-16-le")) // 2
+    for entity in entities if isinstance(entities, list) else [None]:
+        if not isinstance(entity, dict):
+            return False
+        offset, length = entity.get("offset"), entity.get("length")
+        if not isinstance(offset, int) or not isinstance(length, int) or offset < 0 or length < 1:
+            return False
+        if offset + length > size:
+            return False
+        user = entity.get("user")
+        if entity.get("type") == "text_mention" and not (isinstance(user, dict) and isinstance(user.get("id"), int)):
+            return False
+    return True
 
 
 def _params(handler: BaseHTTPRequestHandler) -> dict[str, Any]:

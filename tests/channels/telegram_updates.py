@@ -9,9 +9,9 @@ _ids = itertools.count(5000)
 DATE = 1767603600
 
 
-def user(user_id: int, username: str | None = None) -> dict[str, Any]:
-    """A person's ``User`` object."""
-    found: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": f"User {user_id}"}
+def user(user_id: int, username: str | None = None, first_name: str | None = None) -> dict[str, Any]:
+    """A person's ``User`` object (first name "User <id>" unless given)."""
+    found: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": first_name or f"User {user_id}"}
     if username is not None:
         found["username"] = username
     return found
@@ -28,6 +28,7 @@ def typed(
     *,
     user_id: int = 1,
     username: str | None = None,
+    first_name: str | None = None,
     thread_id: int | None = None,
     reply_to: int | None = None,
     update_id: int | None = None,
@@ -37,7 +38,7 @@ def typed(
         "message_id": next(_ids),
         "date": DATE,
         "chat": chat(chat_id),
-        "from": user(user_id, username),
+        "from": user(user_id, username, first_name),
         "text": text,
     }
     if text.startswith("/"):
@@ -57,6 +58,7 @@ def press(
     *,
     user_id: int = 1,
     username: str | None = None,
+    first_name: str | None = None,
     update_id: int | None = None,
 ) -> dict[str, Any]:
     """An update with a callback query: ``user_id`` pressed a button on the bot's message."""
@@ -64,7 +66,7 @@ def press(
         "update_id": update_id if update_id is not None else next(_ids),
         "callback_query": {
             "id": str(next(_ids)),
-            "from": user(user_id, username),
+            "from": user(user_id, username, first_name),
             "chat_instance": "ci-1",
             "data": data,
             "message": {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from parkgate.channels.discord import DiscordChannel
 from parkgate.channels.slack import SlackChannel
 from parkgate.channels.telegram import BotApi, TelegramChannel, TelegramInbound
 from parkgate.channels.telegram.buttons import button_data
+from parkgate.channels.telegram.texts import question_text
 
 #: The asks' TTL, and their due time as T0 (the tests' clock) plus it.
 TTL = 6 * 3600
@@ -145,6 +147,113 @@ def test_a_telegram_post_anyone_may_answer_says_it_is_for_anyone(gateway: Gatewa
     park(gateway, "telegram", {"chat_id": GROUP})
     (post,) = telegram.of("sendMessage")
     assert post.params["text"].endswith(f"\n\nFor anyone here · open for 6 h, until {DUE_UTC}")
+
+
+DANA = 44
+DANA_NAME = "Dana \U0001f680"  # an emoji: two UTF-16 code units, as Telegram counts offsets
+
+
+def units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def mentioned(params: dict[str, Any]) -> list[tuple[str, int]]:
+    """The text each ``text_mention`` entity of a sent message selects (UTF-16 offsets), and whose it is."""
+    text = params["text"].encode("utf-16-le")
+    found = []
+    for entity in params.get("entities", []):
+        assert entity["type"] == "text_mention" and entity["user"]["is_bot"] is False
+        start, end = 2 * entity["offset"], 2 * (entity["offset"] + entity["length"])
+        found.append((text[start:end].decode("utf-16-le"), entity["user"]["id"]))
+    return found
+
+
+def test_a_telegram_person_without_a_username_is_named_by_a_text_mention_wherever_the_channel_names_them(
+    gateway: Gateway, telegram: BotApiStandIn, clock: ManualClock
+) -> None:
+    channel = TelegramChannel(BotApi(TELEGRAM_TOKEN, telegram.root))
+    gateway.add_channel(channel)
+    inbound = TelegramInbound(gateway, channel)
+    inbound.handle(typed(GROUP, "hello", user_id=ALICE, username="alice"))  # a username: @alice
+    inbound.handle(typed(GROUP, "hello", user_id=DANA, first_name=DANA_NAME))  # none: her first name
+    asked = gateway.ask(
+        "deploy-42",
+        f"{DANA_NAME} built 42. Deploy?",  # her name quoted in the prompt is not the one mentioned
+        ["Deploy", "Hold"],
+        ttl=TTL,
+        post_to=ChannelTarget("telegram", {"chat_id": GROUP}),
+        responders=[str(ALICE), str(DANA), str(CAROL)],
+        quorum=2,
+        remind_after=600,
+    )
+    assert asked.ask_id is not None
+    deliver(gateway)
+    (post,) = telegram.of("sendMessage")
+    text = post.params["text"]
+    # Alice by her @username and Carol (never seen) by her id: no entity; Dana by a text mention.
+    assert text.endswith(f"\n\nFor @alice, {DANA_NAME} or {CAROL} · 2 of 3 must agree · open for 6 h, until {DUE_UTC}")
+    assert mentioned(post.params) == [(DANA_NAME, DANA)]
+    (entity,) = post.params["entities"]
+    assert entity["offset"] == units(text[: text.rindex(DANA_NAME)]) and entity["length"] == 7
+    assert entity["user"] == {"id": DANA, "is_bot": False, "first_name": DANA_NAME}
+    # The reminder line names whom the ask waits on the same way.
+    clock.advance(timedelta(seconds=601))
+    assert gateway.read_due(10) == 1
+    deliver(gateway)
+    reminder = telegram.of("sendMessage")[-1].params
+    assert reminder["text"].startswith(f"Still waiting on @alice, {DANA_NAME} or {CAROL}: ")
+    assert mentioned(reminder) == [(DANA_NAME, DANA)]
+    # Her vote's line names her as a voter.
+    message_id = int(json.loads(gateway.channel_post(asked.ask_id).location or "{}")["message_id"])
+    inbound.handle(press(GROUP, message_id, button_data(asked.ask_id, 1), user_id=DANA, first_name=DANA_NAME))
+    deliver(gateway)
+    vote = telegram.of("sendMessage")[-1].params
+    assert vote["text"].endswith(f"Votes so far (2 needed): 1. Deploy: {DANA_NAME}.")
+    assert mentioned(vote) == [(DANA_NAME, DANA)]
+
+
+def test_a_telegram_close_edit_mentions_who_dropped_the_ask_by_a_text_mention(
+    gateway: Gateway, telegram: BotApiStandIn
+) -> None:
+    channel = TelegramChannel(BotApi(TELEGRAM_TOKEN, telegram.root))
+    gateway.add_channel(channel)
+    inbound = TelegramInbound(gateway, channel)
+    ask_id = park(gateway, "telegram", {"chat_id": GROUP}, responders=[str(DANA)])
+    message_id = int(json.loads(gateway.channel_post(ask_id).location or "{}")["message_id"])
+    inbound.handle(typed(GROUP, "/cancel", user_id=DANA, first_name="Dana", reply_to=message_id))
+    deliver(gateway)
+    (edit,) = telegram.of("editMessageText")
+    assert edit.params["text"].endswith("Dropped by Dana, nothing ran.")
+    assert mentioned(edit.params) == [("Dana", DANA)]
+
+
+def test_a_telegram_line_cut_to_fit_keeps_no_mention_of_a_name_it_cut(
+    gateway: Gateway, telegram: BotApiStandIn
+) -> None:
+    channel = TelegramChannel(BotApi(TELEGRAM_TOKEN, telegram.root))
+    gateway.add_channel(channel)
+    inbound = TelegramInbound(gateway, channel)
+    inbound.handle(typed(GROUP, "hi", user_id=DANA, first_name="Dana"))
+    inbound.handle(typed(GROUP, "hi", user_id=BOB, first_name="Bobby"))
+    # Room under the question for "For Dana or Bo…" only: Dana is mentioned, Bobby's cut name is not.
+    label = "Deploy " + "x" * 60
+    sizing = gateway.ask("sizing", "p", [label])
+    assert sizing.ask_id is not None
+    around = units(question_text(gateway.get(sizing.ask_id))) - 1  # the question less its prompt
+    prompt = "p" * (4096 - around - units("\n\nFor Dana or Bo…"))
+    asked = gateway.ask(
+        "long",
+        prompt,
+        [label],
+        post_to=ChannelTarget("telegram", {"chat_id": GROUP}),
+        responders=[str(DANA), str(BOB)],
+    )
+    assert asked.ask_id is not None
+    deliver(gateway)
+    assert gateway.failed_channel_jobs() == []
+    (post,) = telegram.of("sendMessage")
+    assert units(post.params["text"]) == 4096 and post.params["text"].endswith("For Dana or Bo…")
+    assert mentioned(post.params) == [("Dana", DANA)]
 
 
 # Discord
