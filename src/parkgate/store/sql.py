@@ -107,9 +107,21 @@ _INSERT = (
 )
 
 
+#: The compact JSON encoder of events' ``data`` (one object: no options parsed per event).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+#: The ``data`` of a miss, a menu or a refusal (its reply kind alone), encoded once per kind.
+_KIND_ONLY: dict[str, str] = {}
+
+
 def encoded_data(data: Any) -> str:
     """An event's ``data`` as the text the log keeps (compact JSON)."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    if len(data) == 1 and "kind" in data:  # most messages' events: a reply kind alone
+        kind = data["kind"]
+        text = _KIND_ONLY.get(kind)
+        if text is None:
+            text = _KIND_ONLY[kind] = _ENCODE(data)
+        return text
+    return _ENCODE(data)
 
 
 def event_insert(event: NewEvent, dialect: Dialect) -> Statement:
