@@ -340,11 +340,16 @@
     refreshAsks();
   }
 
-  async function cancelAsk(ask, button) {
-    // The agent waiting on the ask is told "cancelled": one stray click must not do that.
+  // The agent waiting on an ask is told "cancelled": one stray click must not do that, so
+  // a single cancel asks first, naming the conversation and the question.
+  function confirmedCancel(ask) {
     const question = visibleText(ask.prompt).split("\n")[0].slice(0, 120);
-    if (!window.confirm("Cancel the open ask in " + visibleId(ask.conversation_id) + "?\n\n" + question +
-        "\n\nWhatever waits on it is told it was cancelled.")) return;
+    return window.confirm("Cancel the open ask in " + visibleId(ask.conversation_id) + "?\n\n" + question +
+        "\n\nWhatever waits on it is told it was cancelled.");
+  }
+
+  async function cancelAsk(ask, button) {
+    if (!confirmedCancel(ask)) return;
     button.disabled = true;
     try {
       const closed = await api("POST", "/v1/asks/" + encodeURIComponent(ask.ask_id) + "/cancel");
@@ -942,9 +947,7 @@
     const ask = timeline.ask;
     if (!ask) return;
     const button = $("ask-cancel");
-    const question = visibleText(ask.prompt).split("\n")[0].slice(0, 120);
-    if (!window.confirm("Cancel the open ask in " + visibleId(ask.conversation_id) + "?\n\n" + question +
-        "\n\nWhatever waits on it is told it was cancelled.")) return;
+    if (!confirmedCancel(ask)) return;
     button.disabled = true;
     try {
       const closed = await api("POST", "/v1/asks/" + encodeURIComponent(ask.ask_id) + "/cancel");
