@@ -268,11 +268,6 @@ class EventLog(Protocol):
         """``ask_id``'s events in order: its timeline (empty for an unknown id)."""
         ...
 
-    def after(self, after_id: int, limit: int, owner: str | None = None) -> list[LoggedEvent]:
-        """At most ``limit`` events after the one whose ``id`` is ``after_id`` (0: from the
-        first), in order; with ``owner``, only the events of that owner's asks."""
-        ...
-
     def between(
         self, since: datetime | None, until: datetime | None, limit: int, after_id: int = 0, owner: str | None = None
     ) -> list[LoggedEvent]:

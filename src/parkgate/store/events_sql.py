@@ -116,16 +116,12 @@ class SqlEventLog:
         rows = run.query(f"SELECT {_COLUMNS} FROM ask_events WHERE ask_id = ? ORDER BY seq", (ask_id,)).fetchall()
         return [_event_from_row(row, run.dialect) for row in rows]
 
-    def after(self, after_id: int, limit: int, owner: str | None = None) -> list[LoggedEvent]:
-        """Events after the one numbered ``after_id`` (0: from the first), in order, at most
-        ``limit``; with ``owner``, only the events of that owner's asks."""
-        return self.between(None, None, limit, after_id, owner)
-
     def between(
         self, since: datetime | None, until: datetime | None, limit: int, after_id: int = 0, owner: str | None = None
     ) -> list[LoggedEvent]:
         """Events with ``since <= at < until`` (either open-ended) after ``after_id``, in
-        order of ``id``, at most ``limit`` (a follower's or an export's page)."""
+        order of ``id``, at most ``limit`` (a follower's or an export's page; with
+        ``owner``, only the events of that owner's asks)."""
         run, dialect = self._run, self._run.dialect
         where, params = ["id > ?"], list[Any]([after_id])
         if since is not None:
