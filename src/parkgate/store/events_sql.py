@@ -18,12 +18,13 @@ from datetime import datetime
 from typing import Any
 
 from parkgate.core.events import EventKind, LoggedEvent, NewEvent
+from parkgate.core.kinds import ReplyKind
 from parkgate.store.dialect import Dialect, Runner, Statement
 from parkgate.store.sql import encoded_data, event_insert
 
 _COLUMNS = "id, ask_id, seq, at, type, sender, owner, data"
 #: A miss's whole ``data``, as :func:`~parkgate.store.sql.encoded_data` writes it (a miss keeps its kind alone).
-_MISS_DATA = ", ".join(f'\'{{"kind":"{kind}"}}\'' for kind in ("retry", "escalated"))
+_MISS_DATA = ", ".join(f"'{encoded_data({'kind': kind})}'" for kind in (ReplyKind.RETRY, ReplyKind.ESCALATED))
 #: Ask ids per statement of :meth:`SqlEventLog.misses_of`.
 _BATCH = 500
 #: Events inserted per statement by :meth:`SqlEventLog.record` on PostgreSQL (8 parameters
