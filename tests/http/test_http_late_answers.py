@@ -21,7 +21,8 @@ from parkgate.http.app import create_app
 
 @pytest.fixture
 def gateway(tmp_path: Path, clock: ManualClock) -> Iterator[Gateway]:
-    with Gateway(f"sqlite:///{tmp_path / 'parkgate.db'}", clock=clock) as gw:
+    # The HTTP service's gateway, as parkgate serve makes it: its surface is http.
+    with Gateway(f"sqlite:///{tmp_path / 'parkgate.db'}", clock=clock, surface="http") as gw:
         yield gw
 
 

@@ -19,7 +19,6 @@ from parkgate.core.model import Ask, CallbackState, Reply, Run
 from parkgate.core.stats import Stats
 from parkgate.errors import InputError
 from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
-from parkgate.gateway.calls import LIBRARY_SURFACE
 from parkgate.gateway.checks import check_flag, check_id, wait_seconds
 from parkgate.gateway.offload import GATEWAY_THREADS as GATEWAY_THREADS
 from parkgate.gateway.offload import offload as offload
@@ -263,13 +262,10 @@ class AsyncGateway:
         sender: str | None = None,
         *,
         ask_id: str | None = None,
-        surface: str = LIBRARY_SURFACE,
     ) -> Reply:
         """Match one inbound message from ``sender`` against the parked ask, or the ask
         ``ask_id`` names (``late`` once it closed) (:meth:`Gateway.handle`)."""
-        return await offload(
-            self.sync.handle, conversation_id, text, message_id, sender, ask_id=ask_id, surface=surface
-        )
+        return await offload(self.sync.handle, conversation_id, text, message_id, sender, ask_id=ask_id)
 
     # -- reads -----------------------------------------------------------------
     async def get(self, ask_id: str) -> Ask:

@@ -77,8 +77,6 @@ if TYPE_CHECKING:
     from parkgate.delivery.health import DelivererHealth
 
 DEFAULT_TTL = timedelta(hours=6)
-#: A late answer's ``surface`` when the library's :meth:`Gateway.handle` took it.
-LIBRARY_SURFACE = "library"
 #: A late answer's ``surface`` from a channel whose post of the ask is not recorded.
 CHANNEL_SURFACE = "channel"
 
@@ -428,7 +426,6 @@ class Gateway:
         sender: str | None = None,
         *,
         ask_id: str | None = None,
-        surface: str = LIBRARY_SURFACE,
     ) -> Reply:
         """Match one inbound message against the conversation's parked ask.
 
@@ -445,9 +442,8 @@ class Gateway:
                 ask only (another open in the conversation is left alone: ``pass``), and
                 if that ask has closed (or closes as this read finds it past its TTL) the
                 reply is ``late``, saying how and when it closed, and the message is a
-                ``late`` event in its log; the ask stays as it closed.
-            surface: Where the message came from, as a late answer's event records it
-                (``http`` for the HTTP service's messages).
+                ``late`` event in its log (from this gateway's ``surface``); the ask
+                stays as it closed.
 
         Returns:
             What was done, by kind. With nothing parked (or an ask that just expired) it
@@ -458,7 +454,7 @@ class Gateway:
         """
         if ask_id is not None:
             check_id(ask_id, "ask_id")
-        return self._message(conversation_id, text, message_id, sender, only_ask=ask_id, surface=surface)
+        return self._message(conversation_id, text, message_id, sender, only_ask=ask_id)
 
     def _message(
         self,
@@ -469,13 +465,12 @@ class Gateway:
         *,
         channel_reply: bool = False,
         only_ask: str | None = None,
-        surface: str | None = None,
     ) -> Reply:
         """:meth:`handle`; with ``channel_reply`` a reply shown in the thread is queued for the
         ask's channel in the same commit, and with ``only_ask`` a message finds only that
         ask open (another open ask in the conversation is left alone: ``pass``), or, that
-        ask closed, is a late answer (:meth:`_late`) from ``surface`` (``None``: the
-        channel the ask was posted to)."""
+        ask closed, is a late answer (:meth:`_late`): from the channel the ask was posted
+        to for a channel's message, else from this gateway's surface."""
         check_id(conversation_id, "conversation_id")
         message = check_inbound_text(text)
         if message_id is not None:
@@ -483,6 +478,7 @@ class Gateway:
         check_sender(sender)
         now = self.clock.now()
         replayed = False
+        surface = None if channel_reply else self.metrics.surface
 
         def body(tx: Transaction, plan: WritePlan) -> Reply:
             nonlocal replayed

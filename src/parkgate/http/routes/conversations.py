@@ -56,9 +56,6 @@ register_url_convertor("conversation", ConversationPath())
 register_url_convertor("conversation_any", AnyPath())
 
 
-#: A late answer's ``surface`` when it came in over HTTP.
-HTTP_SURFACE = "http"
-
 #: The messages route's path: a conversation id may hold ``/``.
 MESSAGES_PATH = "/v1/conversations/{conversation_id:conversation_any}/messages"
 
@@ -119,18 +116,10 @@ class MessageEndpoint:
         gateway: AsyncGateway = scope["app"].state.async_gateway
         conversation_id: str = scope["path_params"]["conversation_id"]
         # The sync gateway's call on a worker thread, as AsyncGateway.handle makes it, one hop fewer.
-        if body.ask_id is None:
-            reply = await offload(gateway.sync.handle, conversation_id, body.text, body.message_id, sender)
-        else:  # an answer naming its ask: ``late`` once that ask closed
-            reply = await offload(
-                gateway.sync.handle,
-                conversation_id,
-                body.text,
-                body.message_id,
-                sender,
-                ask_id=body.ask_id,
-                surface=HTTP_SURFACE,
-            )
+        # An answer naming its ask (``ask_id``) is ``late`` once that ask closed.
+        reply = await offload(
+            gateway.sync.handle, conversation_id, body.text, body.message_id, sender, ask_id=body.ask_id
+        )
         await reply_response(reply)(scope, receive, send)
 
 
