@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 #: Gateway's decorator factories: no calls to await. They gate async functions too, and an
 #: AsyncGateway's are its ``sync`` gateway's (``@agw.sync.requires_approval(...)``).
 DECORATORS = {"requires_approval"}
+#: Gateway calls made on an event loop's own thread (they never wait): nothing to await.
+LOOP_CALLS = {"handle_if_unchanged"}
 
 
 def _public_methods(cls: type) -> list[str]:
@@ -31,7 +33,7 @@ def _public_methods(cls: type) -> list[str]:
     return sorted(
         name
         for name, value in members.items()
-        if not name.startswith("_") and callable(value) and name not in DECORATORS
+        if not name.startswith("_") and callable(value) and name not in DECORATORS | LOOP_CALLS
     )
 
 

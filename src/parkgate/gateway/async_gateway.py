@@ -264,7 +264,14 @@ class AsyncGateway:
         ask_id: str | None = None,
     ) -> Reply:
         """Match one inbound message from ``sender`` against the parked ask, or the ask
-        ``ask_id`` names (``late`` once it closed) (:meth:`Gateway.handle`)."""
+        ``ask_id`` names (``late`` once it closed) (:meth:`Gateway.handle`).
+
+        A message that changes nothing (nothing parked: ``pass``) is answered on the loop's
+        own thread where the store's reads never wait (SQLite), any other on a worker
+        thread (:meth:`Gateway.handle_if_unchanged`)."""
+        inline = self.sync.handle_if_unchanged(conversation_id, text, message_id, sender, ask_id=ask_id)
+        if inline is not None:
+            return inline
         return await offload(self.sync.handle, conversation_id, text, message_id, sender, ask_id=ask_id)
 
     # -- reads -----------------------------------------------------------------

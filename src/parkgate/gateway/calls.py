@@ -65,7 +65,7 @@ from parkgate.gateway.runs import (
     run_with,
 )
 from parkgate.metrics import Metrics
-from parkgate.store import DEFAULT_URL, Store, Transaction, open_deployed_store
+from parkgate.store import DEFAULT_URL, Intent, Store, Transaction, WriteNeeded, open_deployed_store
 from parkgate.store.base import AskGauges
 from parkgate.store.channel_tables import ChannelJob, ChannelPost
 from parkgate.store.signal import Change, CloseSignal, hear_moves
@@ -456,6 +456,45 @@ class Gateway:
             check_id(ask_id, "ask_id")
         return self._message(conversation_id, text, message_id, sender, only_ask=ask_id)
 
+    def handle_if_unchanged(
+        self,
+        conversation_id: str,
+        text: str | bytes,
+        message_id: str | None = None,
+        sender: str | None = None,
+        *,
+        ask_id: str | None = None,
+    ) -> Reply | None:
+        """:meth:`handle` on the calling thread (an event loop's) for a message that changes
+        nothing, the usual ``pass`` of a conversation with nothing parked; ``None`` for any
+        other, which :meth:`handle` on a worker thread then answers. Only a store whose
+        reads never wait (``store.reads_inline``: SQLite) answers here at all.
+
+        Args:
+            conversation_id: The conversation the message arrived in.
+            text: What the person wrote.
+            message_id: The message's id on its surface: one is recorded (a write), so
+                such a message is ``None`` here.
+            sender: Who wrote it.
+            ask_id: The ask the message answers (see :meth:`handle`).
+
+        Returns:
+            The reply, or ``None`` where the message would write (a ``message_id``, a
+            parked ask's step, an expiry found on read, a late answer) or met another
+            writer: nothing was written and nothing is counted.
+
+        Raises:
+            InputError: Bad input, raised before anything is read.
+        """
+        if message_id is not None or not self.store.reads_inline:
+            return None
+        if ask_id is not None:
+            check_id(ask_id, "ask_id")
+        try:
+            return self._message(conversation_id, text, None, sender, only_ask=ask_id, intent=Intent.READ_ONLY)
+        except WriteNeeded:
+            return None
+
     def _message(
         self,
         conversation_id: str,
@@ -465,12 +504,14 @@ class Gateway:
         *,
         channel_reply: bool = False,
         only_ask: str | None = None,
+        intent: Intent = Intent.READ_FIRST,
     ) -> Reply:
         """:meth:`handle`; with ``channel_reply`` a reply shown in the thread is queued for the
         ask's channel in the same commit, and with ``only_ask`` a message finds only that
         ask open (another open ask in the conversation is left alone: ``pass``), or, that
         ask closed, is a late answer (:meth:`_late`): from the channel the ask was posted
-        to for a channel's message, else from this gateway's surface."""
+        to for a channel's message, else from this gateway's surface. ``intent`` is the
+        unit's (:meth:`UnitRunner.run`)."""
         check_id(conversation_id, "conversation_id")
         message = check_inbound_text(text)
         if message_id is not None:
@@ -498,7 +539,7 @@ class Gateway:
                 plan.reply = StoredReply(conversation_id, message_id, reply.to_json(), now)
             return reply
 
-        reply = self._units.run(body)
+        reply = self._units.run(body, intent)
         # A redelivery changes nothing, the metrics included: its reply was counted once.
         return reply if replayed else self._counted(reply)
 

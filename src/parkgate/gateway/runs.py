@@ -31,7 +31,7 @@ from parkgate.gateway.closing import ClosedAsk, CloseReport
 from parkgate.gateway.events import NO_SUBSCRIBER, AskEvents
 from parkgate.gateway.options import AskOptions
 from parkgate.metrics import Metrics
-from parkgate.store import Intent, Store, StoreConflict, Transaction
+from parkgate.store import Intent, Store, StoreConflict, Transaction, WriteNeeded
 from parkgate.store.writes import AskStep, NewAsk, QueuedCallback, QueuedChannelJob, RunChange, StoredReply, Writes
 from parkgate.workflow import Phase, Workflow
 
@@ -454,18 +454,26 @@ class UnitRunner:
         #: The ask event point: what each event queues (``PARKGATE_EVENTS_URL`` read once, here).
         self._events = AskEvents()
 
-    def run(self, body: Callable[[Transaction, WritePlan], Result]) -> Result:
-        """``body``'s result, from the one try of it that committed (a conflict retries it)."""
+    def run(self, body: Callable[[Transaction, WritePlan], Result], intent: Intent = Intent.READ_FIRST) -> Result:
+        """``body``'s result, from the one try of it that committed (a conflict retries it).
+
+        Args:
+            body: The unit: it reads through the transaction and plans its writes.
+            intent: ``READ_FIRST`` (a unit that may find nothing to change reads without
+                the write lock on SQLite; a conflict at its first write retries with the
+                lock first), or ``READ_ONLY`` on an event loop's thread: one try, and
+                :class:`WriteNeeded` if it would write or meets a conflict.
+        """
         for attempt in range(CONFLICT_RETRIES):
             plan = WritePlan(self._events)
             try:
-                # A unit may find nothing to change: it reads first, without the write
-                # lock on SQLite; a conflict at its first write retries with the lock first.
-                with self._store.transaction(Intent.WRITE if attempt else Intent.READ_FIRST) as tx:
+                with self._store.transaction(Intent.WRITE if attempt else intent) as tx:
                     result = body(tx, plan)
                     plan.write(tx, self._clock)
                 break
             except StoreConflict:
+                if intent is Intent.READ_ONLY:
+                    raise WriteNeeded("a conflict: the unit runs again as a writer") from None
                 if attempt == CONFLICT_RETRIES - 1:
                     raise
                 self._metrics.retry()

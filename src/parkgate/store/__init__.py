@@ -31,6 +31,7 @@ from parkgate.store.base import (
     StoreUnavailable,
     Transaction,
     Watcher,
+    WriteNeeded,
 )
 from parkgate.store.channel_tables import ChannelJob, ChannelPost, ChannelTables
 from parkgate.store.signal import Change, CloseSignal, Waiter
@@ -129,6 +130,7 @@ __all__ = [
     "Transaction",
     "Waiter",
     "Watcher",
+    "WriteNeeded",
     "Writes",
     "deployed_schema",
     "is_postgres_url",

@@ -95,11 +95,21 @@ class Intent(enum.Enum):
     lock or committed since the reads, that write raises :class:`StoreConflict` and
     nothing is written. Only a unit that is retried on a conflict may say
     ``READ_FIRST``, and its retry says ``WRITE``. A store whose reads never take the
-    write lock (PostgreSQL) treats both alike.
+    write lock (PostgreSQL) treats both alike. ``READ_ONLY``: it runs on the caller's
+    thread, an event loop's, only on a store whose reads never wait (:attr:`Store.reads_inline`):
+    its first write raises :class:`WriteNeeded` before anything is written, and the
+    unit runs again on a worker thread.
     """
 
     WRITE = "write"
     READ_FIRST = "read_first"
+    READ_ONLY = "read_only"
+
+
+class WriteNeeded(Exception):
+    """A ``READ_ONLY`` unit came to a write (or could not finish on its reads alone):
+    nothing was written and nothing is remembered of it; run the unit again as a writer.
+    A signal between the store and the gateway, never raised to a caller."""
 
 
 class Watcher(Protocol):
@@ -342,6 +352,10 @@ class Store(ABC):
     """A durable home for asks. Implementations: SQLite and PostgreSQL."""
 
     url: str
+    #: Whether a unit may read on an event loop's own thread (``Intent.READ_ONLY``): true
+    #: where a read never waits on another writer or the network (a SQLite file in WAL
+    #: mode), so a message that changes nothing is answered without a worker thread.
+    reads_inline: bool = False
     #: The migrations this store object applied (on opening, or by :meth:`migrate`).
     applied: list[int]
 

@@ -41,6 +41,7 @@ from parkgate.store.base import (
     StoreClosed,
     StoreConflict,
     Transaction,
+    WriteNeeded,
     retry_after_guess,
 )
 from parkgate.store.dialect import Dialect
@@ -376,7 +377,9 @@ class SQLiteTransaction(SqlTables):
         self.began = False
         #: Whether the first statement ran in a deferred transaction (no write lock taken).
         self.deferred = False
-        self._reads_first = intent is Intent.READ_FIRST
+        self._reads_first = intent is not Intent.WRITE
+        #: A unit on an event loop's thread: it never takes the write lock (see :meth:`lock`).
+        self._read_only = intent is Intent.READ_ONLY
         #: The state answered from memory and not yet checked by a write: the remembered
         #: open ask, or the id of a conversation remembered (or guessed) to have none.
         self._unchecked: Ask | str | None = None
@@ -401,6 +404,8 @@ class SQLiteTransaction(SqlTables):
         connection at its next write instead, once the open group has committed."""
         if self.writing:
             return
+        if self._read_only:
+            raise WriteNeeded("this unit reads on an event loop's thread and came to a write")
         self._writers.take()
         self.writing = True
         if self.began:
@@ -435,14 +440,20 @@ class SQLiteTransaction(SqlTables):
         return found
 
     def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
-        """A reply is guessed only onto a remembered open ask (a "nothing open" is read)."""
+        """A reply is guessed only onto a remembered open ask (a "nothing open" is read).
+        A read-only unit stops at an open ask: any message to one writes (its step or
+        its refusal is logged)."""
         known = self.guesses.guess(conversation_id, parking=False)
         if not isinstance(known, sql.Marker):
+            if self._read_only:
+                raise WriteNeeded("a message to an open ask writes")
             self._unchecked = known
             return None, known
         if message_id is not None:
             self.lock()  # the message is recorded: a redelivery reads under the lock
         earlier, found = sql.read_message_context(self, conversation_id, message_id)
+        if found is not None and self._read_only:
+            raise WriteNeeded("a message to an open ask writes")
         if earlier is None:
             self.guesses.states[conversation_id] = found
         return earlier, found
@@ -541,6 +552,9 @@ class SQLiteStore(Store):
     file, not SQLite's in-memory database, because each thread and the group commit have
     a connection of their own, and SQLite gives each connection its own in-memory one.
     """
+
+    #: A read in WAL mode never waits for a writer: a unit that only reads may run on an event loop.
+    reads_inline = True
 
     def __init__(
         self,
@@ -690,6 +704,8 @@ class _TransactionScope(AbstractContextManager[SQLiteTransaction]):
                 error = failed
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
+        if isinstance(error, WriteNeeded):
+            return  # nothing was written and nothing learnt: the unit runs again as a writer
         if tx.deferred and isinstance(error, sqlite3.Error) and busy(error):
             # A deferred read's first write found the lock held or the file changed since
             # the read: no guess was wrong (the memory stays); the retry locks first.
