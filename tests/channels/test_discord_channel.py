@@ -69,9 +69,12 @@ def message_of(client: httpx.Client, api: DiscordApi, ask_id: str) -> dict[str, 
     return api.messages[where["message_id"]]
 
 
-def interact(server: Server, signer: Signer, interaction: dict[str, Any]) -> httpx.Response:
+def interact(server: Server, signer: Signer, interaction: dict[str, Any], age: float = 0) -> httpx.Response:
+    """Send ``interaction`` signed as Discord signs it, ``age`` seconds before the server's clock."""
     body = json.dumps(interaction).encode()
-    return httpx.post(f"{server.url}/discord/interactions", content=body, headers=signer.headers(body), timeout=30)
+    stamp = str(int(server.clock.now().timestamp() - age))
+    headers = signer.headers(body, timestamp=stamp)
+    return httpx.post(f"{server.url}/discord/interactions", content=body, headers=headers, timeout=30)
 
 
 def test_options_past_the_buttons_are_typed_by_number_in_replys_form(
@@ -174,3 +177,23 @@ def test_the_library_refuses_a_target_that_is_not_discords_before_anything_is_wr
         with pytest.raises(InputError, match="discord"):
             gateway.ask("refused", "Deploy?", ["Deploy"], post_to=ChannelTarget("discord", where))
     assert gateway.parked("refused") is None
+
+
+def test_a_signed_interaction_older_or_newer_than_five_minutes_is_refused_and_changes_nothing(
+    server: Server, api: DiscordApi, signer: Signer
+) -> None:
+    with server.client() as client:
+        answer = park(client, "replayed", discord={"channel_id": CHANNEL})
+        assert answer.status_code == 201, answer.text
+        ask_id = answer.json()["ask_id"]
+        message = message_of(client, api, ask_id)
+        (deploy,) = [b["custom_id"] for row in message["components"] for b in row["components"] if "Deploy" in b["label"]]
+        press = signer.press(message, deploy, ALICE)
+        for age in (6 * 60, -6 * 60):  # a captured request sent again later, or a clock far ahead
+            refused = interact(server, signer, press, age=age)
+            assert refused.status_code == 401 and refused.json()["error"] == "unauthorized"
+            assert "timestamp" in refused.json()["detail"]
+        assert client.get(f"/v1/asks/{ask_id}").json()["status"] == "open"
+        assert interact(server, signer, press, age=4 * 60).status_code == 200  # within the window
+        until(lambda: client.get(f"/v1/asks/{ask_id}").json()["status"] == "answered", 10, "the press's answer")
+        assert client.get(f"/v1/asks/{ask_id}").json()["answer"] == "Deploy"

@@ -4,7 +4,9 @@ answered at once and acted on after (:mod:`~parkgate.channels.discord.interactio
 
 Discord signs every interaction with Ed25519: ``X-Signature-Ed25519`` is the signature
 (hex) of ``X-Signature-Timestamp`` followed by the raw body, checked with PyNaCl. A missing
-or bad signature is a 401, with nothing read; a body that is not an interaction is a 400.
+or bad signature is a 401, with nothing read, and so is a signed timestamp more than
+:data:`MAX_SKEW_SECONDS` from the server's clock (a captured request sent again later);
+a body that is not an interaction is a 400.
 The endpoint URL given in the Developer Portal is checked by Discord the same way: it
 sends a PING (answered PONG) and a badly signed one it expects refused.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import binascii
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from nacl.exceptions import BadSignatureError, CryptoError
@@ -27,6 +30,7 @@ from parkgate.channels.discord.channel import DiscordChannel
 from parkgate.channels.discord.interactions import DiscordInteractions
 from parkgate.channels.discord.spec import ENV_API_URL, ENV_BOT_TOKEN, ENV_PUBLIC_KEY
 from parkgate.channels.serving import ServedChannel
+from parkgate.clock import Clock
 from parkgate.errors import BadRequest, InputError, SettingsError, Unauthorized
 
 if TYPE_CHECKING:
@@ -36,6 +40,9 @@ if TYPE_CHECKING:
 INTERACTIONS_PATH = "/discord/interactions"
 SIGNATURE_HEADER = "X-Signature-Ed25519"
 TIMESTAMP_HEADER = "X-Signature-Timestamp"
+#: How far a signed timestamp (Unix seconds) may be from the server's clock, either way:
+#: Discord sends each interaction at once, so an older one is a replay.
+MAX_SKEW_SECONDS = 300
 
 
 def sending(environ: Mapping[str, str]) -> DiscordChannel:
@@ -79,19 +86,33 @@ def verified(key: VerifyKey, signature: str | None, timestamp: str | None, body:
     return True
 
 
-class InteractionsEndpoint:
-    """The ``POST /discord/interactions`` route: check the signature, read, answer."""
+def timely(timestamp: str, now: datetime) -> bool:
+    """Whether ``timestamp`` (Unix seconds, as signed) is within :data:`MAX_SKEW_SECONDS` of ``now``."""
+    try:
+        sent = int(timestamp)
+    except ValueError:
+        return False
+    return abs(now.timestamp() - sent) <= MAX_SKEW_SECONDS
 
-    def __init__(self, interactions: DiscordInteractions, key: VerifyKey) -> None:
+
+class InteractionsEndpoint:
+    """The ``POST /discord/interactions`` route: check the signature and its age, read, answer."""
+
+    def __init__(self, interactions: DiscordInteractions, key: VerifyKey, clock: Clock) -> None:
         self.interactions = interactions
         self.key = key
+        self.clock = clock
 
     async def receive(self, request: Request) -> Response:
-        """Answer one interaction: 401 unsigned, 400 malformed, else its response at once."""
+        """Answer one interaction: 401 unsigned or stale, 400 malformed, else its response at once."""
         body = await request.body()
         signatures, timestamps = request.headers.getlist(SIGNATURE_HEADER), request.headers.getlist(TIMESTAMP_HEADER)
+        detail = None
         if len(signatures) != 1 or len(timestamps) != 1 or not verified(self.key, signatures[0], timestamps[0], body):
             detail = "the interaction is not signed with this application's key"
+        elif not timely(timestamps[0], self.clock.now()):
+            detail = f"the interaction's signed timestamp is more than {MAX_SKEW_SECONDS} s from this server's clock"
+        if detail is not None:
             return JSONResponse(
                 {"error": Unauthorized.wire_code, "detail": detail}, status_code=Unauthorized.http_status
             )
@@ -121,6 +142,6 @@ def serve(gateway: Gateway, environ: Mapping[str, str]) -> ServedChannel:
     """
     key = public_key(environ)
     channel = sending(environ)
-    endpoint = InteractionsEndpoint(DiscordInteractions(gateway, channel), key)
+    endpoint = InteractionsEndpoint(DiscordInteractions(gateway, channel), key, gateway.clock)
     route = Route(INTERACTIONS_PATH, endpoint.receive, methods=["POST"])
     return ServedChannel(channel, [route], frozenset({INTERACTIONS_PATH}))
