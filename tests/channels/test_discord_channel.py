@@ -187,7 +187,8 @@ def test_a_signed_interaction_older_or_newer_than_five_minutes_is_refused_and_ch
         assert answer.status_code == 201, answer.text
         ask_id = answer.json()["ask_id"]
         message = message_of(client, api, ask_id)
-        (deploy,) = [b["custom_id"] for row in message["components"] for b in row["components"] if "Deploy" in b["label"]]
+        buttons = [b for row in message["components"] for b in row["components"]]
+        (deploy,) = [b["custom_id"] for b in buttons if "Deploy" in b["label"]]
         press = signer.press(message, deploy, ALICE)
         for age in (6 * 60, -6 * 60):  # a captured request sent again later, or a clock far ahead
             refused = interact(server, signer, press, age=age)
