@@ -594,13 +594,17 @@ class SQLiteStore(Store):
             self.close()  # no connection is left open on a file we refused
             raise
 
-    def _connection(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+    def _connection(self, waits: bool = True) -> sqlite3.Connection:
+        """This thread's connection; with ``waits`` false, its connection that never waits
+        for a lock (a read-only unit's on an event loop: a busy file hands the unit to a
+        worker thread rather than holding the loop up to the busy timeout)."""
+        name = "conn" if waits else "inline_conn"
+        conn: sqlite3.Connection | None = getattr(self._local, name, None)
         if conn is None:
             if self._closed:
                 raise StoreClosed(str(self.path))
-            conn = connect(self._target, self._uri, self.synchronous, self.path)
-            self._local.conn = conn
+            conn = connect(self._target, self._uri, self.synchronous, self.path, BUSY_TIMEOUT_MS if waits else 0)
+            setattr(self._local, name, conn)
             with self._lock:
                 self._all.append(conn)
         return conn
@@ -666,7 +670,7 @@ class _TransactionScope(AbstractContextManager[SQLiteTransaction]):
 
     def __init__(self, store: SQLiteStore, intent: Intent) -> None:
         self._store = store
-        self._conn = store._connection()
+        self._conn = store._connection(waits=intent is not Intent.READ_ONLY)
         self._intent = intent
 
     def __enter__(self) -> SQLiteTransaction:

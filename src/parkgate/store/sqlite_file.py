@@ -88,14 +88,17 @@ def classify(error: sqlite3.Error, path: Path) -> StoreError:
     return StoreError(f"{path}: {text}")
 
 
-def connect(target: str, uri: bool, synchronous: str, path: Path) -> sqlite3.Connection:
-    """A new connection to ``target`` in WAL mode with the store's settings."""
+def connect(
+    target: str, uri: bool, synchronous: str, path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> sqlite3.Connection:
+    """A new connection to ``target`` in WAL mode with the store's settings; one that
+    must never wait for a lock (an event loop's reads) has ``busy_timeout_ms`` 0."""
     conn: sqlite3.Connection | None = None
     try:
         conn = sqlite3.connect(
-            target, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000, uri=uri
+            target, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000, uri=uri
         )
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
         conn.execute("PRAGMA foreign_keys = ON")
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
