@@ -198,3 +198,18 @@ def test_a_signed_interaction_older_or_newer_than_five_minutes_is_refused_and_ch
         assert interact(server, signer, press, age=4 * 60).status_code == 200  # within the window
         until(lambda: client.get(f"/v1/asks/{ask_id}").json()["status"] == "answered", 10, "the press's answer")
         assert client.get(f"/v1/asks/{ask_id}").json()["answer"] == "Deploy"
+
+
+def test_a_pressers_discord_username_is_their_name_in_the_directory(
+    server: Server, api: DiscordApi, signer: Signer
+) -> None:
+    with server.client() as client:
+        answer = park(client, "named", discord={"channel_id": CHANNEL})
+        assert answer.status_code == 201, answer.text
+        ask_id = answer.json()["ask_id"]
+        message = message_of(client, api, ask_id)
+        assert ALICE not in client.get("/v1/directory").json()["names"]
+        buttons = [b for row in message["components"] for b in row["components"]]
+        (menu,) = [b["custom_id"] for b in buttons if b["label"] == "Show options"]
+        assert interact(server, signer, signer.press(message, menu, ALICE)).status_code == 200
+        assert client.get("/v1/directory").json()["names"][ALICE] == "@user011"

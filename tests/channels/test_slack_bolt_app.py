@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from slack_bolt import App, BoltRequest, BoltResponse
 from slack_sdk import WebClient
@@ -18,6 +19,7 @@ from parkgate import ChannelTarget, Gateway, ManualClock
 from parkgate.channels.deliver import ChannelDeliverer
 from parkgate.channels.slack import register
 from parkgate.channels.slack.serving import slack_app
+from parkgate.http.app import create_app
 
 
 @pytest.fixture
@@ -105,6 +107,20 @@ def test_a_reshow_click_posts_the_menu_with_slacks_exits(gateway: Gateway, slack
     theirs.deliver()
     menu = slack_api.of("chat.postMessage")[-1].args["text"]
     assert "1. Deploy" in menu and "Show options or Cancel" in menu and "/cancel" not in menu
+
+
+async def test_a_clickers_slack_username_is_their_name_in_the_directory(
+    gateway: Gateway, slack_api: SlackWebApi
+) -> None:
+    theirs = TheirApp(gateway, slack_api)
+    asked = gateway.ask("c1", "Deploy?", ["Deploy", "Hold"], post_to=ChannelTarget("slack", {"channel": "C1"}))
+    theirs.deliver()
+    assert asked.ask_id is not None
+    app = create_app(gateway, deliver_callbacks=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://parkgate") as http:
+        assert (await http.get("/v1/directory")).json() == {"names": {}}
+        assert theirs.send(slack_api.click(asked.ask_id, "parkgate:menu", "UALICE", "trig-1"), form=True).status == 200
+        assert (await http.get("/v1/directory")).json() == {"names": {"UALICE": "@ualice"}}
 
 
 def test_a_clock_past_the_ttl_edits_the_post_when_the_due_read_closes_it(

@@ -25,9 +25,9 @@ async def test_the_directory_is_the_files_names_and_the_usernames_a_channel_lear
     with Gateway(f"sqlite:///{tmp_path / 'd.db'}", clock=clock) as gateway:
         telegram = TelegramChannel(BotApi("123:ABC", "http://127.0.0.1:9"))
         gateway.add_channel(telegram)
-        telegram.saw("111", "@bob")  # the file names 111: the file wins
-        telegram.saw("222", "@carol")
-        telegram.saw("333", "Alice Ng")  # a first name, which anyone may take: left out
+        telegram.names.saw("111", "@bob")  # the file names 111: the file wins
+        telegram.names.saw("222", "@carol")
+        telegram.names.saw("333", "Alice Ng")  # a first name, which anyone may take: left out
         app = create_app(gateway, settings=settings, deliver_callbacks=False)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://parkgate") as http:
             answer = await http.get("/v1/directory")

@@ -24,6 +24,8 @@ is retried with backoff; :class:`ChannelJobFailed` gives the job up at once.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -166,10 +168,54 @@ class Channel(Protocol):
         ...
 
 
+class SeenNames:
+    """The names of people a channel has seen on its platform, by user id: the latest
+    :data:`NAMES_KEPT` people (the one seen longest ago goes first). A name kept as
+    ``@handle`` is the platform's unique handle; any other (a first name its owner chose)
+    serves the channel's own lines only and is never given out by :meth:`handles`.
+    Thread-safe: a channel's workers and the request path share one.
+    """
+
+    def __init__(self) -> None:
+        self._names: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def saw(self, user_id: str, name: str) -> None:
+        """Remember ``name`` for ``user_id`` (an empty name is not kept)."""
+        if not name:
+            return
+        with self._lock:
+            self._names[user_id] = name
+            self._names.move_to_end(user_id)
+            while len(self._names) > NAMES_KEPT:
+                self._names.popitem(last=False)
+
+    def saw_handle(self, user_id: str, handle: object) -> None:
+        """Remember ``handle`` (a platform's unique username, as a payload gives it) as
+        ``@handle`` for ``user_id``; anything but a non-empty string is ignored."""
+        if isinstance(handle, str) and handle.strip() and not handle.startswith("@"):
+            self.saw(user_id, "@" + handle.strip())
+
+    def name(self, user_id: str) -> str:
+        """``user_id``'s name as last seen, else the id itself."""
+        with self._lock:
+            return self._names.get(user_id, user_id)
+
+    def handles(self) -> dict[str, str]:
+        """Each user id seen with a unique ``@handle``, and that handle (:class:`KnowsNames`)."""
+        with self._lock:
+            return {user_id: name for user_id, name in self._names.items() if name.startswith("@")}
+
+
+#: How many people's names a channel keeps (:class:`SeenNames`).
+NAMES_KEPT = 4096
+
+
 @runtime_checkable
 class KnowsNames(Protocol):
     """A channel that learns people's names from its platform as it reads their messages
-    (Telegram's ``@username``): the console shows them in place of sender ids
+    and clicks (a Telegram, Slack or Discord ``@username``, kept in :class:`SeenNames`):
+    the console shows them in place of sender ids
     (:mod:`parkgate.core.directory`), where the configured directory has none.
 
     Only names the platform keeps unique are given (a handle, never a display name its

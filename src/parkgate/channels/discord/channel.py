@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from parkgate.channels.base import ChannelReply, Posted
+from parkgate.channels.base import ChannelReply, Posted, SeenNames
 from parkgate.channels.discord.api import DiscordApi
 from parkgate.channels.discord.models import DiscordTarget
 from parkgate.channels.discord.spec import NAME
@@ -81,6 +81,13 @@ class DiscordChannel:
         self.api = api
         self._threads: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
+        #: The ``@username`` of each person whose press this process has read.
+        self.names = SeenNames()
+
+    def known_names(self) -> dict[str, str]:
+        """The ``@username`` of each person whose press this process has read
+        (:class:`~parkgate.channels.base.KnowsNames`)."""
+        return self.names.handles()
 
     def check_post(self, ask: Ask, where: Mapping[str, Any]) -> None:
         """The park-time check: ``where`` is a Discord target and the question fits a message.

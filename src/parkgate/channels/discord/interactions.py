@@ -78,6 +78,8 @@ class Interaction:
     #: The message the button was on: its channel and id (``None`` when Discord sent none).
     channel_id: str | None
     message_id: str | None
+    #: The presser's unique username, when the interaction gives one.
+    handle: str | None = None
 
 
 def _string(value: object) -> str | None:
@@ -119,6 +121,7 @@ def read_interaction(payload: Mapping[str, Any]) -> Interaction | None:
         tuple(role for role in roles if isinstance(role, str)) if isinstance(roles, list) else (),
         channel_id or _string(payload.get("channel_id")),
         message_id,
+        _string(user.get("username")) if isinstance(user, dict) else None,
     )
 
 
@@ -179,6 +182,7 @@ class DiscordInteractions:
         interaction = read_interaction(payload)
         if interaction is None:  # another app's component on a message of ours: acknowledged, left alone
             return {"type": DEFERRED_UPDATE}
+        self.channel.names.saw_handle(interaction.user, interaction.handle)
         if interaction.press.button == REPLY:
             message = payload.get("message")
             content = message.get("content") if isinstance(message, dict) else None

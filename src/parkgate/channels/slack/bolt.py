@@ -195,6 +195,7 @@ class SlackEvents:
         if click is None:
             log.warning("a Slack click that is not on a button parkgate made was ignored")
             return
+        self.channel.names.saw_handle(click.user, body["user"].get("username"))
         try:
             self._click(click)
         except ParkgateError as error:  # an unknown ask, bad input: nothing changes

@@ -9,7 +9,7 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from parkgate.channels.base import ChannelReply, Posted, not_yours_reply
+from parkgate.channels.base import ChannelReply, Posted, SeenNames, not_yours_reply
 from parkgate.channels.slack.blocks import about_text, ask_blocks, closed_blocks, closed_line, question_text, reply_text
 from parkgate.channels.slack.spec import NAME
 from parkgate.core.kinds import ReplyKind
@@ -68,6 +68,13 @@ class SlackChannel:
 
     def __init__(self, client: WebClient) -> None:
         self.client = client
+        #: The ``@username`` of each person whose click this process has read.
+        self.names = SeenNames()
+
+    def known_names(self) -> dict[str, str]:
+        """The ``@username`` of each person whose click this process has read
+        (:class:`~parkgate.channels.base.KnowsNames`)."""
+        return self.names.handles()
 
     def post(self, ask: Ask, target: Mapping[str, Any]) -> Posted:
         """``chat.postMessage``: the ask with its buttons, in a new thread or in ``thread_ts``'s."""

@@ -18,13 +18,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
 from telegram import User
 
-from parkgate.channels.base import ChannelJobFailed, ChannelReply, Posted, not_yours_reply
+from parkgate.channels.base import ChannelJobFailed, ChannelReply, Posted, SeenNames, not_yours_reply
 from parkgate.channels.lines import votes_line
 from parkgate.channels.telegram.api import BotApi
 from parkgate.channels.telegram.buttons import ask_keyboard
@@ -47,8 +46,6 @@ from parkgate.core.kinds import ReplyKind
 from parkgate.core.model import Ask
 from parkgate.errors import InputError
 
-#: The names of people this process has seen, kept for the close lines (the latest first out).
-NAMES_KEPT = 4096
 #: The least time between two ``getMe`` calls while the bot's username is unknown, in seconds.
 GET_ME_RETRY_SECONDS = 60.0
 
@@ -72,7 +69,8 @@ class TelegramChannel:
     def __init__(self, api: BotApi, bot_username: str | None = None) -> None:
         self.api = api
         self._username = bot_username.lstrip("@") if bot_username else None
-        self._names: OrderedDict[str, str] = OrderedDict()
+        #: The names of people this process has seen: ``@username``, else a first name (for the close lines).
+        self.names = SeenNames()
         self._lock = threading.Lock()
         self._next_get_me = 0.0
 
@@ -124,24 +122,10 @@ class TelegramChannel:
         check_target(where)
         check_fits(ask)
 
-    def saw(self, user_id: str, name: str) -> None:
-        """Remember ``name`` for the person ``user_id`` (from an update's ``from``)."""
-        with self._lock:
-            self._names[user_id] = name
-            self._names.move_to_end(user_id)
-            while len(self._names) > NAMES_KEPT:
-                self._names.popitem(last=False)
-
     def known_names(self) -> dict[str, str]:
         """The ``@username`` of each person this process has seen (first names, which their
         owners choose, are left out: :class:`~parkgate.channels.base.KnowsNames`)."""
-        with self._lock:
-            return {user_id: name for user_id, name in self._names.items() if name.startswith("@")}
-
-    def known_name(self, user_id: str) -> str:
-        """``user_id``'s name as last seen by this process, else the id itself."""
-        with self._lock:
-            return self._names.get(user_id, user_id)
+        return self.names.handles()
 
     def post(self, ask: Ask, target: Mapping[str, Any]) -> Posted:
         """Send the ask's question with a button per option, Cancel and Show options.
@@ -219,7 +203,7 @@ class TelegramChannel:
         """``@username`` of ``user_id``, else their first name marked for a text mention
         (:func:`~parkgate.channels.telegram.texts.marked`): as seen here, else as the chat
         says (``getChatMember``); their id where neither says."""
-        name = self.known_name(user_id)
+        name = self.names.name(user_id)
         if not _is_user_id(user_id):
             return name
         if name != user_id:
@@ -232,7 +216,7 @@ class TelegramChannel:
         if user is None:
             return user_id
         name = user_name(user)
-        self.saw(user_id, name)
+        self.names.saw(user_id, name)
         return _named(user_id, name)
 
 

@@ -96,7 +96,7 @@ class TelegramInbound:
             log.warning("%s", error)
 
     def _press(self, event: ButtonPress) -> Answer:
-        self.channel.saw(event.sender, event.name)
+        self.channel.names.saw(event.sender, event.name)
         answer: Answer = {"method": "answerCallbackQuery", "callback_query_id": event.callback_query_id}
         press = read_press(event.data)
         if press is None or not self._on_its_message(press.ask_id, event):
@@ -109,13 +109,13 @@ class TelegramInbound:
             ask.conversation_id, press.text, str(event.update_id), event.sender, ask_id=ask.id
         )
         if reply.kind is ReplyKind.NOT_YOURS:  # the responders as this process knows their names
-            alert = not_yours_reply(ask, event.sender).shown(self.channel.known_name)
+            alert = not_yours_reply(ask, event.sender).shown(self.channel.names.name)
             return {**answer, "text": alert, "show_alert": True}
         if reply.kind not in (ReplyKind.LATE, ReplyKind.PASS):
             return answer if reply.kind in POSTED_REPLIES else {**answer, "text": reply.text}
         # The ask closed (before the press, or meanwhile): the press was late, and logged so.
         closed = self.gateway.get(ask.id)
-        return {**answer, "text": already_closed_line(closed, self.channel.known_name), "show_alert": True}
+        return {**answer, "text": already_closed_line(closed, self.channel.names.name), "show_alert": True}
 
     def _on_its_message(self, ask_id: str, event: ButtonPress) -> bool:
         """Whether the press is on the message ``ask_id`` was posted as: data copied onto
@@ -132,7 +132,7 @@ class TelegramInbound:
         return post.unrecorded_sends and json.loads(post.target).get("chat_id") == event.place.chat_id
 
     def _typed(self, event: TypedMessage) -> Answer | None:
-        self.channel.saw(event.sender, event.name)
+        self.channel.names.saw(event.sender, event.name)
         text = addressed_text(event.text, self.channel.bot_username)  # known or not: no Bot API call here
         if text is None:  # a command for another bot (or for a bot while this one's username is unknown)
             return None
@@ -153,7 +153,7 @@ class TelegramInbound:
         if reply.kind is not ReplyKind.LATE:
             return None
         # A reply to a closed ask's message: late, logged so, and the sender told how it closed.
-        return self._reply_to(event, already_closed_line(self.gateway.get(ask_id), self.channel.known_name))
+        return self._reply_to(event, already_closed_line(self.gateway.get(ask_id), self.channel.names.name))
 
     @classmethod
     def _reply_to_the_question(cls, event: TypedMessage) -> Answer:
