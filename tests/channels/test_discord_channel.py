@@ -69,6 +69,20 @@ def message_of(client: httpx.Client, api: DiscordApi, ask_id: str) -> dict[str, 
     return api.messages[where["message_id"]]
 
 
+def posted(client: httpx.Client, api: DiscordApi, conversation: str) -> tuple[str, dict[str, Any]]:
+    """Park a Deploy/Hold ask posted to the channel: its id and its message as Discord holds it."""
+    answer = park(client, conversation, discord={"channel_id": CHANNEL})
+    assert answer.status_code == 201, answer.text
+    ask_id = answer.json()["ask_id"]
+    return ask_id, message_of(client, api, ask_id)
+
+
+def button(message: dict[str, Any], label: str) -> str:
+    """The custom id of the button labelled ``label`` on ``message``."""
+    (found,) = [b["custom_id"] for row in message["components"] for b in row["components"] if b["label"] == label]
+    return str(found)
+
+
 def interact(server: Server, signer: Signer, interaction: dict[str, Any], age: float = 0) -> httpx.Response:
     """Send ``interaction`` signed as Discord signs it, ``age`` seconds before the server's clock."""
     body = json.dumps(interaction).encode()
@@ -183,13 +197,8 @@ def test_a_signed_interaction_older_or_newer_than_five_minutes_is_refused_and_ch
     server: Server, api: DiscordApi, signer: Signer
 ) -> None:
     with server.client() as client:
-        answer = park(client, "replayed", discord={"channel_id": CHANNEL})
-        assert answer.status_code == 201, answer.text
-        ask_id = answer.json()["ask_id"]
-        message = message_of(client, api, ask_id)
-        buttons = [b for row in message["components"] for b in row["components"]]
-        (deploy,) = [b["custom_id"] for b in buttons if "Deploy" in b["label"]]
-        press = signer.press(message, deploy, ALICE)
+        ask_id, message = posted(client, api, "replayed")
+        press = signer.press(message, button(message, "1. Deploy"), ALICE)
         for age in (6 * 60, -6 * 60):  # a captured request sent again later, or a clock far ahead
             refused = interact(server, signer, press, age=age)
             assert refused.status_code == 401 and refused.json()["error"] == "unauthorized"
@@ -204,12 +213,8 @@ def test_a_pressers_discord_username_is_their_name_in_the_directory(
     server: Server, api: DiscordApi, signer: Signer
 ) -> None:
     with server.client() as client:
-        answer = park(client, "named", discord={"channel_id": CHANNEL})
-        assert answer.status_code == 201, answer.text
-        ask_id = answer.json()["ask_id"]
-        message = message_of(client, api, ask_id)
+        _, message = posted(client, api, "named")
         assert ALICE not in client.get("/v1/directory").json()["names"]
-        buttons = [b for row in message["components"] for b in row["components"]]
-        (menu,) = [b["custom_id"] for b in buttons if b["label"] == "Show options"]
-        assert interact(server, signer, signer.press(message, menu, ALICE)).status_code == 200
+        shown = interact(server, signer, signer.press(message, button(message, "Show options"), ALICE))
+        assert shown.status_code == 200
         assert client.get("/v1/directory").json()["names"][ALICE] == "@user011"
