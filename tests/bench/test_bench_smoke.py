@@ -57,7 +57,7 @@ def test_the_mix_has_the_shares_the_readme_states() -> None:
 @pytest.mark.parametrize(("mode", "synchronous"), [("single", "full"), ("processes", "normal")])
 def test_reply_path_on_sqlite(tmp_path: Path, mode: str, synchronous: str) -> None:
     target = StoreTarget("sqlite", f"sqlite:///{tmp_path / 'reply.db'}", synchronous=synchronous)
-    cell = reply_path.run_cell(target, mode, conversations=12, rounds=2, workers=2)
+    cell = reply_path.run_cell(target, mode, 12, 2, 2, warm_up_writes=SMOKE.warm_up_writes)
     _check_cell(cell, 12, 1 if mode == "single" else 2)
     assert cell["label"] == ("1 process" if mode == "single" else "2 processes")
     assert cell["store"] == f"sqlite ({synchronous})"
