@@ -339,10 +339,11 @@ def test_python_m_bench_writes_json_and_prints_the_table(tmp_path: Path, capsys:
 
 
 def test_instructions_counts_a_real_child_run_under_valgrind() -> None:
-    """The valgrind path itself: a child process runs the gateway side and is counted."""
+    """The valgrind path itself: a child process runs the gateway side and is counted (its
+    warm-up cut from 100 conversations to 2: a smoke run's size)."""
     from bench import instructions
 
-    counted = instructions.count("gateway", "sqlite", 2, "postgresql://unused")
+    counted = instructions.count("gateway", "sqlite", 2, "postgresql://unused", warm_up=2)
     assert counted > 10_000_000  # an interpreter's start-up alone is tens of millions
 
 
