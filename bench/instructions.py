@@ -39,19 +39,35 @@ WARM_UP_CONVERSATIONS = 100
 _COLLECTED = re.compile(r"Collected : (\d+)")
 
 
-def run_side(side: str, engine: str, conversations: int, pg_url: str, variant: str = "plain") -> None:
-    """The child's work: ``conversations`` scripts (or as many raw UPDATEs) on a fresh store."""
+def run_side(
+    side: str,
+    engine: str,
+    conversations: int,
+    pg_url: str,
+    variant: str = "plain",
+    warm_up: int = WARM_UP_CONVERSATIONS,
+) -> None:
+    """The child's work: ``warm_up`` conversations, then ``conversations`` scripts (or as
+    many raw UPDATEs) on a fresh store."""
     with fresh_gateway(engine, pg_url, "instructions") as (target, gateway):
         if side == "gateway":
-            checked_ops(gateway, script(range(10**6, 10**6 + WARM_UP_CONVERSATIONS)), variant)
+            checked_ops(gateway, script(range(10**6, 10**6 + warm_up)), variant)
             checked_ops(gateway, script(range(conversations)), variant)
         else:
-            raw, ids = warmed_raw_loop(target, gateway, WARM_UP_CONVERSATIONS)
+            raw, ids = warmed_raw_loop(target, gateway, warm_up)
             raw(cycled(ids, conversations * MESSAGES_PER_CONVERSATION), [])
 
 
-def count(side: str, engine: str, conversations: int, pg_url: str, variant: str = "plain") -> int:
-    """Instructions of one child process running ``side`` for ``conversations``."""
+def count(
+    side: str,
+    engine: str,
+    conversations: int,
+    pg_url: str,
+    variant: str = "plain",
+    warm_up: int = WARM_UP_CONVERSATIONS,
+) -> int:
+    """Instructions of one child process running ``side`` for ``conversations`` (after
+    ``warm_up`` conversations, counted too: :func:`measure` subtracts them out)."""
     command = [
         "valgrind",
         "--tool=callgrind",
@@ -67,6 +83,8 @@ def count(side: str, engine: str, conversations: int, pg_url: str, variant: str 
         str(conversations),
         "--variant",
         variant,
+        "--warm-up",
+        str(warm_up),
     ]
     done = subprocess.run(
         command,
@@ -113,10 +131,11 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=100, help="conversations in the first run of each side")
     parser.add_argument("--large", type=int, default=400, help="conversations in the second run of each side")
     parser.add_argument("--variant", choices=sorted(ASK_VARIANTS), default="plain", help="what every ask carries")
+    parser.add_argument("--warm-up", type=int, default=WARM_UP_CONVERSATIONS, help=argparse.SUPPRESS)  # the child's
     parser.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        run_side(args.child, args.store, args.small, postgres_url(), args.variant)
+        run_side(args.child, args.store, args.small, postgres_url(), args.variant, args.warm_up)
         return
     result = measure(args.store, args.small, args.large, postgres_url(), args.variant)
     per = result["instructions_per_message"]

@@ -72,6 +72,11 @@ def flavour_of(conversation_index: int, seed: int = 7) -> str:
     return "choice"
 
 
+#: Raw UPDATEs per warm-up batch while a SQLite WAL grows (one WAL frame each): the
+#: default of :attr:`Plan.warm_up_writes` (a scale's ``warm_up_writes``).
+WARM_UP_WRITES = 500
+
+
 @dataclass(frozen=True)
 class Plan:
     """One worker's share: its conversations (per round) and the rows its raw loop updates."""
@@ -81,6 +86,8 @@ class Plan:
     raw_ids: tuple[str, ...]
     message_ids: bool = True
     variant: str = "plain"
+    #: Raw UPDATEs per batch of the SQLite WAL's warm-up (:func:`_warm_up`).
+    warm_up_writes: int = WARM_UP_WRITES
 
 
 def _raw_loop(target: StoreTarget, store: Any) -> Callable[[Sequence[str], list[int]], None]:
@@ -203,10 +210,6 @@ def fresh_gateway(engine: str, pg_url: str, label: str, synchronous: str = "full
             gateway.close()
 
 
-#: Raw UPDATEs per warm-up batch while a SQLite WAL grows (one WAL frame each).
-WARM_UP_WRITES = 500
-
-
 def _warm_up(target: StoreTarget, gateway: Any, raw: Callable[[Sequence[str], list[int]], None], plan: Plan) -> None:
     """Open connections, fill caches, let PostgreSQL prepare its statements, grow SQLite's WAL.
 
@@ -222,7 +225,7 @@ def _warm_up(target: StoreTarget, gateway: Any, raw: Callable[[Sequence[str], li
     if target.engine == "sqlite":
         from parkgate.store.sqlite_file import path_from_url
 
-        batch = cycled(plan.raw_ids, WARM_UP_WRITES)
+        batch = cycled(plan.raw_ids, plan.warm_up_writes)
         until_wal_settles(lambda _: raw(batch, []), path_from_url(target.url))
 
 
@@ -281,13 +284,18 @@ def _process_main(target: StoreTarget, plan: Plan, barrier: Any, queue: Any) -> 
 
 
 def _plans(
-    conversations: int, rounds: int, workers: int, raw_ids: Sequence[Sequence[str]], variant: str = "plain"
+    conversations: int,
+    rounds: int,
+    workers: int,
+    raw_ids: Sequence[Sequence[str]],
+    variant: str = "plain",
+    warm_up_writes: int = WARM_UP_WRITES,
 ) -> list[Plan]:
     plans = []
     for w in range(workers):
         mine = list(range(w, conversations, workers))
         per_round = tuple(tuple(mine[r::rounds]) for r in range(rounds))
-        plans.append(Plan(w, per_round, tuple(raw_ids[w]), variant=variant))
+        plans.append(Plan(w, per_round, tuple(raw_ids[w]), variant=variant, warm_up_writes=warm_up_writes))
     return plans
 
 
@@ -344,12 +352,19 @@ def _park_raw_targets(gateway: Any, workers: int) -> list[list[str]]:
 
 
 def run_cell(
-    target: StoreTarget, mode: str, conversations: int, rounds: int, workers: int, variant: str = "plain"
+    target: StoreTarget,
+    mode: str,
+    conversations: int,
+    rounds: int,
+    workers: int,
+    variant: str = "plain",
+    warm_up_writes: int = WARM_UP_WRITES,
 ) -> dict[str, Any]:
     """Measure one (store, concurrency) cell; return throughputs, latencies and the ratio.
 
     ``variant`` names what the mix's asks carry (:data:`ASK_VARIANTS`); the raw side is
-    the same in every variant.
+    the same in every variant. ``warm_up_writes`` sizes each batch of a SQLite WAL's
+    warm-up (:attr:`Plan.warm_up_writes`).
     """
     from parkgate import Gateway
 
@@ -359,7 +374,7 @@ def run_cell(
     gateway = Gateway(store=target.open())
     try:
         raw_ids = _park_raw_targets(gateway, n)
-        plans = _plans(conversations, rounds, n, raw_ids, variant)
+        plans = _plans(conversations, rounds, n, raw_ids, variant, warm_up_writes)
         if mode == "processes":
             ctx = multiprocessing.get_context("spawn")
             barrier: Any = ctx.Barrier(n, timeout=600)
@@ -454,7 +469,14 @@ def run(
         for mode in modes:
             with store_target(engine, work, pg_url or "", "reply", synchronous=sync) as target:
                 log(f"  reply path: {target.label}, {mode}, {scale.reply_conversations} conversations ...")
-                cell = run_cell(target, mode, scale.reply_conversations, scale.reply_rounds, scale.workers)
+                cell = run_cell(
+                    target,
+                    mode,
+                    scale.reply_conversations,
+                    scale.reply_rounds,
+                    scale.workers,
+                    warm_up_writes=scale.warm_up_writes,
+                )
                 log(
                     f"    gateway {cell['gateway_ops_per_s']:.0f} ops/s, raw {cell['raw_ops_per_s']:.0f} ops/s, "
                     f"ratio {cell['ratio']:.2f}"

@@ -680,7 +680,8 @@ def _due_cost(target: StoreTarget, scale: Any, log: Callable[[str], None]) -> di
     try:
         raw_ids = reply_path._park_raw_targets(gateway, 1)[0]
         raw = reply_path._raw_loop(target, gateway.store)
-        reply_path._warm_up(target, gateway, raw, reply_path.Plan(0, (), tuple(raw_ids)))
+        plan = reply_path.Plan(0, (), tuple(raw_ids), warm_up_writes=scale.warm_up_writes)
+        reply_path._warm_up(target, gateway, raw, plan)
         for number, variant in enumerate(VARIANTS):  # each variant's statements prepared before round 1
             warm = reply_path.script(range(10**6 + 20 * number, 10**6 + 20 * (number + 1)))
             reply_path._gateway_ops(gateway, warm, [], [], Counter(), wrong, variant)

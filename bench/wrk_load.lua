@@ -12,8 +12,9 @@
 --   "select": `1` with its own message_id to the next parked conversation, each once:
 --     thread n of THREADS takes the n-th share of the ids in order.
 --   "healthz": GET /healthz.
--- A thread stops after COUNT responses; -d bounds the time.
--- wrk itself always runs for -d, so the elapsed time is taken here (first request to last
+-- A thread stops after COUNT responses and says so on stderr ("PARKGATE_WRK_THREAD_DONE");
+-- -d bounds the time. wrk itself waits out -d unless it gets SIGINT, so bench/wrk.py sends
+-- it once every thread is done. The elapsed time is taken here (first request to last
 -- response, on the monotonic clock through LuaJIT's FFI). done() prints one line,
 -- "PARKGATE_WRK {json}", that the benchmark reads: requests, elapsed time, latency
 -- percentiles, statuses and reply kinds.
@@ -45,7 +46,7 @@ function init(args)
   parked = tonumber(args[4])
   prefix = args[5]
   share = math.floor(parked / (tonumber(args[7]) or 1))
-  sent, received = 0, 0
+  sent, received, finished = 0, 0, false
   statuses, kinds = {}, {}
   math.randomseed((tonumber(args[6]) or 0) * 7919 + number)
 end
@@ -86,7 +87,9 @@ function response(status, headers, body)
       kinds[kind] = (kinds[kind] or 0) + 1
     end
   end
-  if received >= limit then
+  if received >= limit and not finished then
+    finished = true
+    io.stderr:write("PARKGATE_WRK_THREAD_DONE\n")
     wrk.thread:stop()
   end
 end

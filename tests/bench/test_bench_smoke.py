@@ -57,7 +57,7 @@ def test_the_mix_has_the_shares_the_readme_states() -> None:
 @pytest.mark.parametrize(("mode", "synchronous"), [("single", "full"), ("processes", "normal")])
 def test_reply_path_on_sqlite(tmp_path: Path, mode: str, synchronous: str) -> None:
     target = StoreTarget("sqlite", f"sqlite:///{tmp_path / 'reply.db'}", synchronous=synchronous)
-    cell = reply_path.run_cell(target, mode, conversations=12, rounds=2, workers=2)
+    cell = reply_path.run_cell(target, mode, 12, 2, 2, warm_up_writes=SMOKE.warm_up_writes)
     _check_cell(cell, 12, 1 if mode == "single" else 2)
     assert cell["label"] == ("1 process" if mode == "single" else "2 processes")
     assert cell["store"] == f"sqlite ({synchronous})"
@@ -339,10 +339,11 @@ def test_python_m_bench_writes_json_and_prints_the_table(tmp_path: Path, capsys:
 
 
 def test_instructions_counts_a_real_child_run_under_valgrind() -> None:
-    """The valgrind path itself: a child process runs the gateway side and is counted."""
+    """The valgrind path itself: a child process runs the gateway side and is counted (its
+    warm-up cut from 100 conversations to 2: a smoke run's size)."""
     from bench import instructions
 
-    counted = instructions.count("gateway", "sqlite", 2, "postgresql://unused")
+    counted = instructions.count("gateway", "sqlite", 2, "postgresql://unused", warm_up=2)
     assert counted > 10_000_000  # an interpreter's start-up alone is tens of millions
 
 

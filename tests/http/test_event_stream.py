@@ -2,24 +2,32 @@
 tokens: an event written while a client is connected arrives on its stream; a stream
 resumed with ``Last-Event-ID`` (or ``?after=``) gets only the later events; a tenant's
 stream and export never hold another tenant's events; a stream ends on its own (its
-``wait``), on HEAD at once, and when the server process is told to stop."""
+``wait``), on HEAD at once, and when the server process is told to stop. A quiet
+stream's heartbeats and end are timed on an event loop whose clock jumps to its next
+timer (:class:`VirtualTimeLoop`): the real 15 s heartbeat and a 60 s wait, no real time."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
 import secrets
+import selectors
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
 from live_server import Server, messages_path
 
+from parkgate.core.events import STREAM_HEARTBEAT_SECONDS
 from parkgate.http import event_stream
+from parkgate.http.longpolls import LongPolls
+from parkgate.http.stopping import Stopping
 from parkgate.http.tokens import digest
 
 #: name -> scopes of the tokens these servers know.
@@ -175,16 +183,80 @@ def test_a_tenant_never_gets_another_tenants_events(server: Server, tokens: dict
     assert {json.loads(line)["ask_id"] for line in exported.text.splitlines()} == {ours}
 
 
-def test_a_stream_writes_heartbeats_and_ends_after_its_wait(
-    server: Server, tokens: dict[str, str], open_stream: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(event_stream, "STREAM_HEARTBEAT_SECONDS", 0.2)  # the in-thread server reads it here
-    frames = open_stream(tokens["operator"], wait=1)
-    frames.next()
-    assert frames.next() == {"comment": "heartbeat"}
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An event loop whose clock moves only when it would otherwise wait: it jumps to its
+    next timer at once, so a 15 s heartbeat and a 60 s ``wait`` pass without real time."""
+
+    def __init__(self) -> None:
+        selector = _JumpingSelector()
+        super().__init__(selector)
+        selector.loop = self
+        self.now = 0.0
+
+    def time(self) -> float:
+        return self.now
+
+
+class _JumpingSelector(selectors.DefaultSelector):
+    """A selector that never blocks: with nothing ready it moves its loop's clock on by the
+    timeout (to the next timer) instead of waiting for it. A loop that spins (thousands of
+    turns) or would wait for nothing fails the test rather than hang it."""
+
+    loop: VirtualTimeLoop
+    turns = 0
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        self.turns += 1
+        assert self.turns < 10_000, f"the loop spins at {self.loop.now} s"
+        ready = super().select(0)
+        if not ready:
+            assert timeout is not None, "the loop would wait for nothing, forever"
+            self.loop.now += timeout
+        return ready
+
+
+class QuietLog:
+    """The gateway as a stream and its tail read it: a log whose last event stays ``last``."""
+
+    def __init__(self, last: int) -> None:
+        self.last = last
+        self.sync = SimpleNamespace(signal=SimpleNamespace(listen=lambda heard: lambda: None))
+
+    async def last_event_id(self) -> int:
+        return self.last
+
+    async def events_after(self, after: int, limit: int, owner: str | None = None) -> list[Any]:
+        assert after == self.last
+        return []
+
+
+def test_a_quiet_stream_writes_a_heartbeat_every_interval_and_ends_after_its_wait() -> None:
+    loop = VirtualTimeLoop()
+
+    async def written() -> list[tuple[float, bytes]]:
+        log: Any = QuietLog(7)
+        stream = event_stream.follow(
+            log, event_stream.EventTail(log), LongPolls(), Stopping(), start=7, owner=None, hold=60
+        )
+        chunks = [(loop.time(), chunk) async for chunk in stream]
+        return [*chunks, (loop.time(), b"(ended)")]
+
+    try:
+        chunks = loop.run_until_complete(written())
+    finally:
+        loop.close()
+    beat = STREAM_HEARTBEAT_SECONDS
+    assert beat < 60 / 2  # so the stream holds more than one
+    expected = [(0.0, event_stream.opening(7))]
+    expected += [(n * beat, event_stream.HEARTBEAT) for n in range(1, int(60 / beat) + 1) if n * beat < 60]
+    assert chunks == [*expected, (60.0, b"(ended)")]
+
+
+def test_a_stream_ends_after_its_wait(server: Server, tokens: dict[str, str], open_stream: Any) -> None:
+    frames = open_stream(tokens["operator"], wait=0.1)
+    assert frames.next() == {"retry": str(event_stream.RECONNECT_MILLISECONDS), "id": "0"}
     with pytest.raises(AssertionError, match="the stream ended"):
-        while True:
-            assert frames.next() == {"comment": "heartbeat"}
+        frames.next()
 
 
 def test_head_answers_at_once_and_a_bad_last_event_id_is_refused(server: Server, tokens: dict[str, str]) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from attack import snapshot
 from live_server import messages_path
 from playwright.sync_api import expect
 
-from parkgate import Gateway
+from parkgate import Gateway, ManualClock
 
 HEADER_BYTES = 150 * 1024 * 1024
 CHUNK = 64 * 1024
@@ -103,12 +105,33 @@ def sqlite_database(store_url_factory: Any) -> Any:
     return store_url_factory("sqlite")
 
 
+#: Gateways parking the asks at once on PostgreSQL, where a park mostly waits on its round
+#: trips (SQLite's writes take turns on one file: one gateway parks them all there).
+PG_PARKERS = 4
+
+
 def fill(location: Any, count: int) -> None:
-    """``count`` open asks, parked through the library before the server starts."""
-    store = location.open(**({"synchronous": "normal"} if location.engine == "sqlite" else {}))
-    with Gateway(store=store) as gateway:
-        for n in range(count):
-            gateway.ask(f"bulk-{n:05d}", "Which one?", ["Deploy", "Hold"])
+    """``count`` open asks, ``bulk-00000`` the oldest, parked through the library before the
+    server starts.
+
+    Each parking gateway takes a run of the numbers and reads a clock of its own that
+    starts where its run starts and steps one microsecond a park, so the asks' times
+    follow their numbers however the gateways interleave (a second ago: open for hours).
+    """
+    parkers = PG_PARKERS if location.engine == "postgres" else 1
+    start = datetime.now(UTC) - timedelta(seconds=1)
+    share = -(-count // parkers)
+
+    def park(first: int) -> None:
+        clock = ManualClock(start + timedelta(microseconds=first))
+        store = location.open(**({"synchronous": "normal"} if location.engine == "sqlite" else {}))
+        with Gateway(store=store, clock=clock) as gateway:
+            for n in range(first, min(count, first + share)):
+                gateway.ask(f"bulk-{n:05d}", "Which one?", ["Deploy", "Hold"])
+                clock.advance(timedelta(microseconds=1))
+
+    with ThreadPoolExecutor(parkers) as pool:
+        list(pool.map(park, range(0, count, share)))
 
 
 # Both engines: the keyset paging over 20,000 rows is each store's own SQL.
