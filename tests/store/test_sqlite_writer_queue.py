@@ -193,7 +193,7 @@ def test_a_group_whose_commit_fails_has_each_message_retried_alone(
                 writers.group = None
                 group.conn.execute("ROLLBACK")
                 group.failed, group.error = True, sqlite3.OperationalError("disk I/O error")
-                group.done.set()
+                group.end()
                 return
             real(writers)
 

@@ -125,17 +125,35 @@ MAX_GROUP = 64
 class _Group:
     """One transaction on a store's writer connection that several units share, and its end."""
 
-    __slots__ = ("conn", "done", "error", "failed", "members")
+    __slots__ = ("_gate", "conn", "ended", "error", "failed", "members")
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         #: The units whose writes it holds (each released its savepoint).
         self.members = 0
-        #: Set once it committed or failed; its members wait on it before they answer.
-        self.done = threading.Event()
+        #: Whether it committed or failed; its members wait for it before they answer.
+        self.ended = False
+        #: Held until it ends: a lock is the cheapest latch (most groups hold one unit, which
+        #: ends it itself and never waits), and each member that waits lets the next one in.
+        self._gate = threading.Lock()
+        self._gate.acquire()
         self.failed = False
         #: The COMMIT's error, if the COMMIT failed (``None``: rolled back by another unit's failure).
         self.error: sqlite3.Error | None = None
+
+    def end(self) -> None:
+        """It committed or failed: wake its members (called once, with the writer lock held)."""
+        self.ended = True
+        self._gate.release()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for its end; whether it ended."""
+        if self.ended:
+            return True
+        if not self._gate.acquire(timeout=timeout):
+            return False
+        self._gate.release()  # the next waiting member's turn
+        return True
 
 
 log = logging.getLogger("parkgate")
@@ -284,7 +302,7 @@ class FileWriters:
             if group.conn.in_transaction:
                 group.conn.execute("ROLLBACK")
         finally:
-            group.done.set()
+            group.end()
         if self.checkpointer is not None and not group.failed:
             self.checkpointer.committed()
 
@@ -293,7 +311,7 @@ class FileWriters:
         group, self.group = self.group, None
         if group is not None:
             group.failed = failed
-            group.done.set()
+            group.end()
 
     def release(self, solo: bool = False) -> None:
         """Let the next writer go; the open group is committed first unless a writer waits to join it."""
@@ -305,7 +323,7 @@ class FileWriters:
     def wait(self, group: _Group) -> None:
         """Wait until ``group`` has committed or failed (committing it here if the writer
         that was to join it gave up queueing)."""
-        while not group.done.wait(BUSY_TIMEOUT_MS / 1000):
+        while not group.wait(BUSY_TIMEOUT_MS / 1000):
             self.take()
             if self.group is group:
                 self.commit()
