@@ -40,6 +40,7 @@ from parkgate.errors import (
     UnknownRun,
     UnknownWorkflow,
 )
+from parkgate.http.settings import ENV_PG_TIMEOUT
 from parkgate.http.tokens import Scope
 
 
@@ -241,7 +242,8 @@ async def test_a_store_out_of_reach_is_store_unavailable(pg_url: str, pg_schema:
     proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432).start()
     user = f"{parts.username}:{parts.password}@" if parts.password else f"{parts.username}@" if parts.username else ""
     url = urlunsplit((parts.scheme, f"{user}127.0.0.1:{proxy.port}", parts.path, parts.query, ""))
-    server = Server(url, tmp_path / "serve.log", schema=pg_schema, in_thread=True)
+    # A request waits PARKGATE_PG_TIMEOUT for a connection before its 503: 1 s, not the 3 s default.
+    server = Server(url, tmp_path / "serve.log", schema=pg_schema, in_thread=True, extra_env={ENV_PG_TIMEOUT: "1"})
     try:
         with running(server.start()), Client(server.url, timeout=30) as client:
             asked = client.ask("away", "Deploy?", ["Yes", "No"])

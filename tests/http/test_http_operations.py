@@ -21,6 +21,7 @@ from psycopg import sql as pgsql
 from engine_params import STORE_PARAMS
 from parkgate import Gateway
 from parkgate.http.app import create_app
+from parkgate.http.settings import ENV_PG_TIMEOUT
 
 
 def metric(text: str, name: str, **labels: str) -> float:
@@ -154,7 +155,8 @@ def test_healthz_and_v1_are_503_json_while_the_store_is_away_and_recover(
     proxied_schema: tuple[str, str, TcpProxy], tmp_path: Any
 ) -> None:
     url, schema, proxy = proxied_schema
-    server = Server(url, tmp_path / "server.log", schema=schema, in_thread=True)
+    # A request waits PARKGATE_PG_TIMEOUT for a connection before its 503: 1 s, not the 3 s default.
+    server = Server(url, tmp_path / "server.log", schema=schema, in_thread=True, extra_env={ENV_PG_TIMEOUT: "1"})
     with running(server.start()), server.client(timeout=60) as http:
         parked = http.post("/v1/asks", json={"conversation_id": "away", "prompt": "Q?", "options": ["A", "B"]})
         assert parked.status_code == 201

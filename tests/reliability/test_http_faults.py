@@ -32,6 +32,7 @@ import pytest
 from parkgate import Gateway
 from parkgate.core.kinds import AskStatus, ReplyKind
 from parkgate.core.model import Ask
+from parkgate.http.settings import ENV_PG_TIMEOUT
 from polling import until
 
 from ._server import Server, messages_path, stream_in_threads
@@ -215,7 +216,9 @@ def test_postgres_away_gives_503_json_and_the_server_recovers_by_itself(
     spec.store().close()
     spec.instrument_commit_order()
     token = secrets.token_urlsafe(24)
-    server = Server(spec.url, tmp_path / "server.log", token=token, schema=spec.schema)
+    # A request waits PARKGATE_PG_TIMEOUT for a connection before its 503: 1 s, not the 3 s default.
+    pg_timeout = {ENV_PG_TIMEOUT: "1"}
+    server = Server(spec.url, tmp_path / "server.log", token=token, schema=spec.schema, extra_env=pg_timeout)
     reader = Gateway(store=spec.store(timeout=2))
     read = _read_raw(spec, reader)
     try:
