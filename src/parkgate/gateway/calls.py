@@ -66,8 +66,8 @@ from parkgate.gateway.runs import (
     stored_json,
 )
 from parkgate.metrics import Metrics
-from parkgate.store import DEFAULT_URL, Intent, Store, Transaction, WriteNeeded, open_deployed_store
-from parkgate.store.base import AskGauges
+from parkgate.store import DEFAULT_URL, Intent, Store, Transaction, open_deployed_store
+from parkgate.store.base import AskGauges, _WriteNeeded
 from parkgate.store.channel_tables import ChannelJob, ChannelPost
 from parkgate.store.signal import Change, CloseSignal, hear_moves
 from parkgate.store.writes import StoredReply
@@ -493,7 +493,7 @@ class Gateway:
             check_id(ask_id, "ask_id")
         try:
             return self._message(conversation_id, text, None, sender, only_ask=ask_id, intent=Intent.READ_ONLY)
-        except WriteNeeded:
+        except _WriteNeeded:
             return None
 
     def _message(

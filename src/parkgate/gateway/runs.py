@@ -31,7 +31,8 @@ from parkgate.gateway.closing import ClosedAsk, CloseReport
 from parkgate.gateway.events import NO_SUBSCRIBER, AskEvents
 from parkgate.gateway.options import AskOptions
 from parkgate.metrics import Metrics
-from parkgate.store import Intent, Store, StoreConflict, Transaction, WriteNeeded
+from parkgate.store import Intent, Store, StoreConflict, Transaction
+from parkgate.store.base import _WriteNeeded
 from parkgate.store.writes import AskStep, NewAsk, QueuedCallback, QueuedChannelJob, RunChange, StoredReply, Writes
 from parkgate.workflow import Phase, Workflow
 
@@ -473,7 +474,7 @@ class UnitRunner:
             intent: ``READ_FIRST`` (a unit that may find nothing to change reads without
                 the write lock on SQLite; a conflict at its first write retries with the
                 lock first), or ``READ_ONLY`` on an event loop's thread: one try, and
-                :class:`WriteNeeded` if it would write or meets a conflict.
+                :class:`_WriteNeeded` if it would write or meets a conflict.
         """
         for attempt in range(CONFLICT_RETRIES):
             plan = WritePlan(self._events)
@@ -484,7 +485,7 @@ class UnitRunner:
                 break
             except StoreConflict:
                 if intent is Intent.READ_ONLY:
-                    raise WriteNeeded("a conflict: the unit runs again as a writer") from None
+                    raise _WriteNeeded("a conflict: the unit runs again as a writer") from None
                 if attempt == CONFLICT_RETRIES - 1:
                     raise
                 self._metrics.retry()

@@ -31,7 +31,6 @@ from parkgate.store.base import (
     StoreUnavailable,
     Transaction,
     Watcher,
-    WriteNeeded,
 )
 from parkgate.store.channel_tables import ChannelJob, ChannelPost, ChannelTables
 from parkgate.store.signal import Change, CloseSignal, Waiter
@@ -130,7 +129,6 @@ __all__ = [
     "Transaction",
     "Waiter",
     "Watcher",
-    "WriteNeeded",
     "Writes",
     "deployed_schema",
     "is_postgres_url",

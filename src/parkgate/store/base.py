@@ -97,7 +97,7 @@ class Intent(enum.Enum):
     ``READ_FIRST``, and its retry says ``WRITE``. A store whose reads never take the
     write lock (PostgreSQL) treats both alike. ``READ_ONLY``: it runs on the caller's
     thread, an event loop's, only on a store whose reads never wait (:attr:`Store.reads_inline`):
-    its first write raises :class:`WriteNeeded` before anything is written, and the
+    its first write raises :class:`_WriteNeeded` before anything is written, and the
     unit runs again on a worker thread.
     """
 
@@ -106,7 +106,7 @@ class Intent(enum.Enum):
     READ_ONLY = "read_only"
 
 
-class WriteNeeded(Exception):
+class _WriteNeeded(Exception):
     """A ``READ_ONLY`` unit came to a write (or could not finish on its reads alone):
     nothing was written and nothing is remembered of it; run the unit again as a writer.
     A signal between the store and the gateway, never raised to a caller."""

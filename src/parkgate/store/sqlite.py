@@ -41,7 +41,7 @@ from parkgate.store.base import (
     StoreClosed,
     StoreConflict,
     Transaction,
-    WriteNeeded,
+    _WriteNeeded,
     retry_after_guess,
 )
 from parkgate.store.dialect import Dialect
@@ -423,7 +423,7 @@ class SQLiteTransaction(SqlTables):
         if self.writing:
             return
         if self._read_only:
-            raise WriteNeeded("this unit reads on an event loop's thread and came to a write")
+            raise _WriteNeeded("this unit reads on an event loop's thread and came to a write")
         self._writers.take()
         self.writing = True
         if self.began:
@@ -464,14 +464,14 @@ class SQLiteTransaction(SqlTables):
         known = self.guesses.guess(conversation_id, parking=False)
         if not isinstance(known, sql.Marker):
             if self._read_only:
-                raise WriteNeeded("a message to an open ask writes")
+                raise _WriteNeeded("a message to an open ask writes")
             self._unchecked = known
             return None, known
         if message_id is not None:
             self.lock()  # the message is recorded: a redelivery reads under the lock
         earlier, found = sql.read_message_context(self, conversation_id, message_id)
         if found is not None and self._read_only:
-            raise WriteNeeded("a message to an open ask writes")
+            raise _WriteNeeded("a message to an open ask writes")
         if earlier is None:
             self.guesses.states[conversation_id] = found
         return earlier, found
@@ -621,7 +621,7 @@ class SQLiteStore(Store):
         if conn is None:
             if self._closed:
                 raise StoreClosed(str(self.path))
-            conn = connect(self._target, self._uri, self.synchronous, self.path, BUSY_TIMEOUT_MS if waits else 0)
+            conn = connect(self._target, self._uri, self.synchronous, self.path, None if waits else 0)
             setattr(self._local, name, conn)
             with self._lock:
                 self._all.append(conn)
@@ -726,7 +726,7 @@ class _TransactionScope(AbstractContextManager[SQLiteTransaction]):
                 error = failed
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
-        if isinstance(error, WriteNeeded):
+        if isinstance(error, _WriteNeeded):
             return  # nothing was written and nothing learnt: the unit runs again as a writer
         if tx.deferred and isinstance(error, sqlite3.Error) and busy(error):
             # A deferred read's first write found the lock held or the file changed since

@@ -89,10 +89,13 @@ def classify(error: sqlite3.Error, path: Path) -> StoreError:
 
 
 def connect(
-    target: str, uri: bool, synchronous: str, path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+    target: str, uri: bool, synchronous: str, path: Path, busy_timeout_ms: int | None = None
 ) -> sqlite3.Connection:
     """A new connection to ``target`` in WAL mode with the store's settings; one that
-    must never wait for a lock (an event loop's reads) has ``busy_timeout_ms`` 0."""
+    must never wait for a lock (an event loop's reads) has ``busy_timeout_ms`` 0 (default:
+    :data:`BUSY_TIMEOUT_MS`, read at the call)."""
+    if busy_timeout_ms is None:
+        busy_timeout_ms = BUSY_TIMEOUT_MS
     conn: sqlite3.Connection | None = None
     try:
         conn = sqlite3.connect(
