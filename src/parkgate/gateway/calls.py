@@ -63,7 +63,6 @@ from parkgate.gateway.runs import (
     new_run,
     pass_reply,
     run_with,
-    stored_json,
 )
 from parkgate.metrics import Metrics
 from parkgate.store import DEFAULT_URL, Intent, Store, Transaction, open_deployed_store
@@ -537,7 +536,7 @@ class Gateway:
             if channel_reply and reply.ask_id is not None and reply.kind in POSTED_REPLIES:
                 plan.queue_channel_job(reply.ask_id, REPLY, now, ChannelReply(reply.kind, reply.text, sender).to_json())
             if message_id is not None:
-                plan.reply = StoredReply(conversation_id, message_id, stored_json(reply), now)
+                plan.reply = StoredReply(conversation_id, message_id, reply.to_json(), now)
             return reply
 
         reply = self._units.run(body, intent)

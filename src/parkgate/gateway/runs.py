@@ -197,20 +197,13 @@ def asked_reply(ask: Ask) -> Reply:
     return Reply(ReplyKind.ASKED, text, parked=True, ask_id=ask.id, run_id=ask.run_id)
 
 
-#: The reply to every message with nothing parked (a frozen value, shared), and its stored form.
+#: The reply to every message with nothing parked (a frozen value, shared).
 _PASS = Reply(ReplyKind.PASS, PHRASES[ReplyKind.PASS], parked=False)
-_PASS_JSON = _PASS.to_json()
 
 
 def pass_reply() -> Reply:
     """The reply to a message with nothing parked: route it onward as usual."""
     return _PASS
-
-
-def stored_json(reply: Reply) -> str:
-    """``reply`` as it is stored for a redelivery (:meth:`Reply.to_json`): a plain pass's,
-    most messages' reply, is encoded once."""
-    return _PASS_JSON if reply is _PASS else reply.to_json()
 
 
 def expired_pass_reply(ask: Ask) -> Reply:
