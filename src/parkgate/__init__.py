@@ -37,6 +37,7 @@ from parkgate.errors import (
 )
 from parkgate.gateway import DEFAULT_TTL, Gateway, ask_to_dict
 from parkgate.gateway.async_gateway import AsyncGateway
+from parkgate.gateway.calls import InlineAnswer
 from parkgate.gateway.options import AskFields, OwnedParkFields, OwnedRunFields
 from parkgate.metrics import Metrics
 from parkgate.store import AskGauges, ChannelJob, ChannelPost, Store, open_store
@@ -73,6 +74,7 @@ __all__ = [
     "Gateway",
     "HistoryPage",
     "HistoryQuery",
+    "InlineAnswer",
     "InputError",
     "LoggedEvent",
     "ManualClock",

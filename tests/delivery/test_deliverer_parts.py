@@ -3,6 +3,9 @@ not on a ``Gateway``: what it is handed is all it uses."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
 from datetime import datetime, timedelta
 
 from flaky_store import HOOK, Hook, until
@@ -10,7 +13,8 @@ from flaky_store import HOOK, Hook, until
 from parkgate import Gateway, ManualClock, Store
 from parkgate.core.kinds import AskStatus
 from parkgate.delivery import Deliverer
-from parkgate.store.signal import CloseSignal
+from parkgate.delivery.deliverer import COMMITTED_PAUSE_SECONDS
+from parkgate.store.signal import Change, CloseSignal
 
 
 class CountedDueReads:
@@ -49,3 +53,37 @@ async def test_a_deliverer_made_of_parts_closes_due_asks_through_the_reads_it_wa
         finally:
             await deliverer.outbox.aclose()
             signal.close()
+
+
+async def test_a_stream_of_unnamed_commits_wakes_a_pass_at_most_every_pause_and_a_due_one_at_once(
+    store: Store, clock: ManualClock
+) -> None:
+    # On SQLite the watcher says COMMITTED for every commit of another connection, this
+    # process's own included: a busy server's commits must not each run a pass.
+    with Gateway(store=store, clock=clock) as gateway:
+        due = CountedDueReads(gateway)
+        signal = CloseSignal()
+        deliverer = Deliverer(store, clock, signal, due)
+        running = asyncio.create_task(deliverer.run())
+        try:
+            await until(lambda: due.reads, "the first pass")
+            before, started = len(due.reads), time.monotonic()
+            while time.monotonic() - started < 10 * COMMITTED_PAUSE_SECONDS:
+                for _ in range(20):
+                    signal.changed(Change.COMMITTED)
+                await asyncio.sleep(0.001)
+            window = time.monotonic() - started
+            passes = len(due.reads) - before
+            assert 1 <= passes <= window / COMMITTED_PAUSE_SECONDS + 2, (passes, window)
+            # The last commit of the stream is still looked at, after the pause.
+            settled = len(due.reads)
+            signal.changed(Change.COMMITTED)
+            await until(lambda: len(due.reads) > settled, "a pass for the last unnamed commit")
+            # A named change (an ask with a due time parked in this process) wakes at once.
+            woken = len(due.reads)
+            signal.changed(Change.DUE)
+            await until(lambda: len(due.reads) > woken, "a pass for the due change")
+        finally:
+            running.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await running

@@ -1,18 +1,26 @@
 """``AsyncGateway.handle`` on a store whose reads never wait (SQLite): a message that
-changes nothing is answered on the event loop's own thread; any message that writes (a
-parked ask's step, an expiry found on read, a late answer, a ``message_id`` to record)
-goes to a worker thread and is written once, as :meth:`Gateway.handle` writes it."""
+finds nothing parked is decided on the event loop's own thread, and the reply of one with
+a ``message_id`` is stored in a batch with the others that arrive meanwhile (one commit);
+any message that writes more (a parked ask's step, an expiry found on read, a late
+answer) goes to a worker thread and is written once, as :meth:`Gateway.handle` writes it."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
 
 from parkgate import AskStatus, AsyncGateway, EventKind, Gateway, ManualClock, ReplyKind
+from parkgate.gateway.calls import InlineAnswer
 from parkgate.gateway.offload import GATEWAY_THREADS, offload
+
+
+def passes_counted(gateway: Gateway) -> float:
+    labels = {"kind": "pass", "surface": gateway.metrics.surface}
+    return gateway.metrics.registry.get_sample_value("parkgate_replies_total", labels) or 0.0
 
 
 async def test_a_pass_is_answered_while_every_worker_thread_is_busy(gateway: Gateway) -> None:
@@ -88,17 +96,84 @@ async def test_a_message_id_is_recorded_and_a_redelivery_answers_the_same(gatewa
     assert (await agw.handle("conv-ids", "1", message_id="m-2")).kind is ReplyKind.SELECTED
 
 
-def test_handle_if_unchanged_writes_nothing_where_the_message_would_write(gateway: Gateway) -> None:
+def test_answer_inline_writes_nothing_where_the_message_would_write(gateway: Gateway) -> None:
     assert gateway.store.reads_inline
-    empty = gateway.handle_if_unchanged("conv-none", "hi")
-    assert gateway.handle_if_unchanged("conv-none", "hi", "m-1") is None  # a message_id is recorded: a write
-    assert empty is not None and empty.kind is ReplyKind.PASS
+    empty = gateway.answer_inline("conv-none", "hi")
+    assert empty is not None and empty.reply.kind is ReplyKind.PASS and empty.unrecorded is None
     parked = gateway.ask("conv-parked", "Deploy?", ["Yes", "No"])
     assert parked.ask_id is not None
-    assert gateway.handle_if_unchanged("conv-parked", "what?") is None
-    assert gateway.handle_if_unchanged("conv-parked", "1") is None
+    assert gateway.answer_inline("conv-parked", "what?") is None
+    assert gateway.answer_inline("conv-parked", "1") is None
+    assert gateway.answer_inline("conv-parked", "1", "m-1") is None
+    assert gateway.answer_inline("conv-none", "hi", "m-9", ask_id=parked.ask_id) is None  # may be a late answer
     ask = gateway.get(parked.ask_id)
     assert ask.status is AskStatus.OPEN and ask.mismatches == 0
     assert [event.type for event in gateway.events(parked.ask_id)] == [EventKind.PARKED]
     # Declined, the message is then answered as ever.
     assert gateway.handle("conv-parked", "1").kind is ReplyKind.SELECTED
+
+
+def test_a_pass_with_a_message_id_is_stored_and_counted_only_when_recorded(gateway: Gateway) -> None:
+    before = passes_counted(gateway)
+    answer = gateway.answer_inline("conv-id", "hi", "m-1")
+    assert answer is not None and answer.reply.kind is ReplyKind.PASS
+    assert answer.unrecorded is not None and answer.unrecorded.message_id == "m-1"
+    assert passes_counted(gateway) == before  # nothing is stored yet, nothing counted
+    gateway.ask("conv-id", "Deploy?", ["Yes", "No"])
+    # Not stored: the message would now be a step of the parked ask.
+    assert gateway.handle("conv-id", "1", "m-1").kind is ReplyKind.SELECTED
+
+    answer = gateway.answer_inline("conv-id", "hi", "m-2")
+    assert answer is not None and answer.unrecorded is not None
+    assert gateway.record_inline([answer]) == [True]
+    assert passes_counted(gateway) == before + 1
+    # A redelivery is its stored pass, answered inline, not counted again.
+    again = gateway.answer_inline("conv-id", "hi", "m-2")
+    assert again is not None and again.unrecorded is None and again.reply.kind is ReplyKind.PASS
+    gateway.ask("conv-id", "Again?", ["Yes", "No"])
+    assert gateway.handle("conv-id", "1", "m-2").kind is ReplyKind.PASS
+    assert passes_counted(gateway) == before + 1
+
+
+def test_record_inline_stores_each_reply_only_where_nothing_changed(gateway: Gateway) -> None:
+    said = [("conv-a", "m-1"), ("conv-b", "m-1"), ("conv-a", "m-1"), ("conv-c", "m-1")]
+    answers = [gateway.answer_inline(conversation, "hi", mid) for conversation, mid in said]
+    assert all(answer is not None and answer.unrecorded is not None for answer in answers)
+    gateway.ask("conv-c", "Deploy?", ["Yes", "No"])  # parked after conv-c's message was read
+    stored = gateway.record_inline([answer for answer in answers if answer is not None])
+    # conv-a's second copy is a redelivery of the first; conv-c has an ask open now.
+    assert stored == [True, True, False, False]
+    assert gateway.handle("conv-a", "other", "m-1").kind is ReplyKind.PASS
+    assert gateway.handle("conv-c", "2", "m-1").kind is ReplyKind.SELECTED
+
+
+async def test_concurrent_passes_with_message_ids_share_commits_and_each_is_stored(gateway: Gateway) -> None:
+    batches: list[int] = []
+    record = gateway.record_inline
+
+    def counted(answers: Sequence[InlineAnswer]) -> list[bool]:
+        batches.append(len(answers))
+        return record(answers)
+
+    gateway.record_inline = counted  # type: ignore[method-assign]
+    agw = AsyncGateway(gateway)
+    replies = await asyncio.gather(*(agw.handle(f"conv-{n % 7}", "hi", f"m-{n}") for n in range(60)))
+    assert all(reply.kind is ReplyKind.PASS for reply in replies)
+    assert sum(batches) == 60 and len(batches) < 60, batches
+    for n in range(7):
+        gateway.ask(f"conv-{n}", "Deploy?", ["Yes", "No"])
+    again = await asyncio.gather(*(agw.handle(f"conv-{n % 7}", "1", f"m-{n}") for n in range(60)))
+    assert all(reply.kind is ReplyKind.PASS for reply in again)  # redeliveries: stored, not steps
+    assert passes_counted(gateway) >= 60
+
+
+async def test_a_batch_that_fails_answers_each_message_on_its_own(gateway: Gateway) -> None:
+    def failing(answers: Sequence[InlineAnswer]) -> list[bool]:
+        raise RuntimeError("the batch's commit failed")
+
+    gateway.record_inline = failing  # type: ignore[method-assign]
+    agw = AsyncGateway(gateway)
+    gateway.ask("conv-2", "Deploy?", ["Yes", "No"])
+    replies = await asyncio.gather(*(agw.handle(f"conv-{n}", "1", f"m-{n}") for n in range(4)))
+    assert [reply.kind for reply in replies] == [ReplyKind.PASS, ReplyKind.PASS, ReplyKind.SELECTED, ReplyKind.PASS]
+    assert (await agw.handle("conv-0", "1", "m-0")).kind is ReplyKind.PASS

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 #: Gateway's decorator factories: no calls to await. They gate async functions too, and an
 #: AsyncGateway's are its ``sync`` gateway's (``@agw.sync.requires_approval(...)``).
 DECORATORS = {"requires_approval"}
-#: Gateway calls made on an event loop's own thread (they never wait): nothing to await.
-LOOP_CALLS = {"handle_if_unchanged"}
+#: The calls AsyncGateway.handle makes itself: one on the event loop's own thread (it never
+#: waits), one a batch at a time on a worker thread.
+LOOP_CALLS = {"answer_inline", "record_inline"}
 
 
 def _public_methods(cls: type) -> list[str]:

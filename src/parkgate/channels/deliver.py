@@ -50,7 +50,7 @@ from parkgate.channels.jobs import CLOSED, POST, REPLY
 from parkgate.clock import Clock
 from parkgate.core.events import posted
 from parkgate.delivery.outbox import MAX_ATTEMPTS, backoff_delay, jittered
-from parkgate.store import Store
+from parkgate.store import Intent, Store
 from parkgate.store.channel_tables import ChannelJob
 
 log = logging.getLogger("parkgate.channels")
@@ -142,7 +142,7 @@ class ChannelDeliverer:
     def _next_jobs_at(self, channels: Collection[str]) -> dict[str, datetime]:
         if not channels:
             return {}
-        with self.store.transaction() as tx:
+        with self.store.transaction(Intent.READ_FIRST) as tx:
             return tx.channels.next_jobs_at(channels)
 
     def run_due(self, channels: Collection[str] | None = None) -> int:

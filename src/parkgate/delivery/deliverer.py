@@ -49,6 +49,10 @@ MIN_PAUSE_SECONDS = 0.002
 #: The shortest sleep when due asks were found but none could be closed yet (another
 #: deliverer is reading them, or a due time rounded a hair early).
 IDLE_PAUSE_SECONDS = 0.05
+#: The least time from one pass to the next that another process's unnamed commit
+#: (:data:`Change.COMMITTED`, SQLite's watcher) wakes: this process's own commits look
+#: the same to the watcher, and a busy server would otherwise run a pass per commit.
+COMMITTED_PAUSE_SECONDS = 0.05
 _WAKING_CHANGES = frozenset({Change.DUE, Change.OUTBOX, Change.COMMITTED, Change.ANY})
 
 
@@ -142,13 +146,28 @@ class Deliverer:
         """Pass after pass until cancelled; a failed pass (heartbeat included) is retried with backoff."""
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
+        #: Until when (time.monotonic()) a COMMITTED waits, and whether a wake for it is set.
+        quiet_until = 0.0
+        committed_later = False
+
+        def wake_after_quiet() -> None:
+            nonlocal committed_later
+            committed_later = False
+            wake.set()
 
         def heard(change: Change, ask_id: str | None) -> None:
             # A wake already set stays set until the next pass begins, and that pass sees
             # this change too: a burst of signals costs the loop one call, not one each.
-            if change in _WAKING_CHANGES and not wake.is_set():
-                with contextlib.suppress(RuntimeError):  # the loop is closing
+            nonlocal committed_later
+            if change not in _WAKING_CHANGES or wake.is_set():
+                return
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                delay = quiet_until - time.monotonic() if change is Change.COMMITTED else 0.0
+                if delay <= 0:
                     loop.call_soon_threadsafe(wake.set)
+                elif not committed_later:
+                    committed_later = True
+                    loop.call_soon_threadsafe(loop.call_later, delay, wake_after_quiet)
 
         remove = self.signal.listen(heard)
         self._on_running(True)
@@ -160,6 +179,7 @@ class Deliverer:
         try:
             while True:
                 wake.clear()  # before the pass: a signal during it runs another
+                quiet_until = time.monotonic() + COMMITTED_PAUSE_SECONDS
                 pause = await self._pass(loop)
                 if not self.health.healthy:  # the backoff: signals do not cut it short
                     await asyncio.sleep(pause)

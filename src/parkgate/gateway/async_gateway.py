@@ -19,8 +19,10 @@ from parkgate.core.model import Ask, CallbackState, Reply, Run
 from parkgate.core.stats import Stats
 from parkgate.errors import InputError
 from parkgate.gateway import DEFAULT_TTL, Gateway, pause_before_reading
+from parkgate.gateway.calls import InlineAnswer
 from parkgate.gateway.checks import check_flag, check_id, wait_seconds
 from parkgate.gateway.offload import GATEWAY_THREADS as GATEWAY_THREADS
+from parkgate.gateway.offload import OffloadBatches
 from parkgate.gateway.offload import offload as offload
 from parkgate.gateway.options import AskFields, OwnedParkFields, OwnedRunFields
 from parkgate.metrics import Metrics
@@ -141,18 +143,20 @@ class AsyncGateway:
             "metrics": metrics,
         }
         if gateway is None:
-            self.sync: Gateway = Gateway(**options)
-            self._start_delivering()
-            return
-        if not isinstance(gateway, Gateway):
+            gateway = Gateway(**options)
+        elif not isinstance(gateway, Gateway):
             raise InputError(f"gateway must be a Gateway, not {type(gateway).__name__} (a store URL goes first)")
-        given = [name for name, value in options.items() if value != _GATEWAY_DEFAULTS[name]]
-        if given:
-            raise InputError(
-                f"{', '.join(given)} would build a new Gateway, but gateway= wraps an existing one: "
-                "set them on that Gateway instead"
-            )
-        self.sync = gateway
+        else:
+            given = [name for name, value in options.items() if value != _GATEWAY_DEFAULTS[name]]
+            if given:
+                raise InputError(
+                    f"{', '.join(given)} would build a new Gateway, but gateway= wraps an existing one: "
+                    "set them on that Gateway instead"
+                )
+        self.sync: Gateway = gateway
+        #: :meth:`Gateway.record_inline` for one answer, awaited: whether its reply was
+        #: stored, in one commit with the others that came meanwhile (see :meth:`handle`).
+        self.record_inline: OffloadBatches[InlineAnswer, bool] = OffloadBatches(gateway.record_inline, failed=False)
         self._start_delivering()
 
     def _start_delivering(self) -> None:
@@ -266,12 +270,14 @@ class AsyncGateway:
         """Match one inbound message from ``sender`` against the parked ask, or the ask
         ``ask_id`` names (``late`` once it closed) (:meth:`Gateway.handle`).
 
-        A message that changes nothing (nothing parked: ``pass``) is answered on the loop's
-        own thread where the store's reads never wait (SQLite), any other on a worker
-        thread (:meth:`Gateway.handle_if_unchanged`)."""
-        inline = self.sync.handle_if_unchanged(conversation_id, text, message_id, sender, ask_id=ask_id)
-        if inline is not None:
-            return inline
+        Where the store's reads never wait (SQLite), a message that finds nothing parked
+        is decided on the loop's own thread (:meth:`Gateway.answer_inline`); the reply of
+        one with a ``message_id`` is stored first, in a batch with the others that
+        arrive meanwhile (one commit on a worker thread, :meth:`Gateway.record_inline`).
+        Any other message is answered on a worker thread."""
+        inline = self.sync.answer_inline(conversation_id, text, message_id, sender, ask_id=ask_id)
+        if inline is not None and (inline.unrecorded is None or await self.record_inline(inline)):
+            return inline.reply
         return await offload(self.sync.handle, conversation_id, text, message_id, sender, ask_id=ask_id)
 
     # -- reads -----------------------------------------------------------------

@@ -16,7 +16,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, NamedTuple, Unpack
 
 from parkgate.channels.base import Channel, ChannelReply, ChecksPosts
 from parkgate.channels.jobs import POSTED_REPLIES, REPLY
@@ -79,6 +79,18 @@ if TYPE_CHECKING:
 DEFAULT_TTL = timedelta(hours=6)
 #: A late answer's ``surface`` from a channel whose post of the ask is not recorded.
 CHANNEL_SURFACE = "channel"
+
+
+class InlineAnswer(NamedTuple):
+    """A message answered on an event loop's thread (:meth:`Gateway.answer_inline`).
+
+    ``reply`` may be given at once when ``unrecorded`` is ``None`` (the message changes
+    nothing); otherwise only once :meth:`Gateway.record_inline` has committed
+    ``unrecorded``, the stored reply of a ``pass`` with a ``message_id``.
+    """
+
+    reply: Reply
+    unrecorded: StoredReply | None = None
 
 
 class Gateway:
@@ -456,7 +468,7 @@ class Gateway:
             check_id(ask_id, "ask_id")
         return self._message(conversation_id, text, message_id, sender, only_ask=ask_id)
 
-    def handle_if_unchanged(
+    def answer_inline(
         self,
         conversation_id: str,
         text: str | bytes,
@@ -464,36 +476,67 @@ class Gateway:
         sender: str | None = None,
         *,
         ask_id: str | None = None,
-    ) -> Reply | None:
-        """:meth:`handle` on the calling thread (an event loop's) for a message that changes
-        nothing, the usual ``pass`` of a conversation with nothing parked; ``None`` for any
-        other, which :meth:`handle` on a worker thread then answers. Only a store whose
-        reads never wait (``store.reads_inline``: SQLite) answers here at all.
+    ) -> InlineAnswer | None:
+        """:meth:`handle` on the calling thread (an event loop's) for a message that finds
+        nothing parked; ``None`` for any other, which :meth:`handle` on a worker thread
+        then answers. Only a store whose reads never wait (``store.reads_inline``: SQLite)
+        answers here at all.
+
+        A message without a ``message_id`` (a ``pass``) and a redelivery (its stored reply)
+        change nothing and are answered at once. A ``pass`` with a new ``message_id``
+        comes back with the reply to store (``unrecorded``): it is answered only once
+        :meth:`record_inline` committed that, in a batch with others.
 
         Args:
             conversation_id: The conversation the message arrived in.
             text: What the person wrote.
-            message_id: The message's id on its surface: one is recorded (a write), so
-                such a message is ``None`` here.
+            message_id: The message's id on its surface.
             sender: Who wrote it.
-            ask_id: The ask the message answers (see :meth:`handle`).
+            ask_id: The ask the message answers (see :meth:`handle`); a message naming
+                one with a ``message_id`` is ``None`` here.
 
         Returns:
-            The reply, or ``None`` where the message would write (a ``message_id``, a
-            parked ask's step, an expiry found on read, a late answer) or met another
-            writer: nothing was written and nothing is counted.
+            The answer, or ``None`` where the message would write more than its stored
+            reply (a parked ask's step, an expiry found on read, a late answer) or met
+            another writer: nothing was written and nothing is counted.
 
         Raises:
             InputError: Bad input, raised before anything is read.
         """
-        if message_id is not None or not self.store.reads_inline:
+        if not self.store.reads_inline or (message_id is not None and ask_id is not None):
             return None
         if ask_id is not None:
             check_id(ask_id, "ask_id")
+        unrecorded: list[StoredReply] = []
         try:
-            return self._message(conversation_id, text, None, sender, only_ask=ask_id, intent=Intent.READ_ONLY)
+            said = (conversation_id, text, message_id, sender)
+            reply = self._message(*said, only_ask=ask_id, intent=Intent.READ_ONLY, unrecorded=unrecorded)
         except _WriteNeeded:
             return None
+        return InlineAnswer(reply, unrecorded[0] if unrecorded else None)
+
+    def record_inline(self, answers: Sequence[InlineAnswer]) -> list[bool]:
+        """Store the replies of ``pass`` messages answered by :meth:`answer_inline`, in one
+        transaction (one commit for all of them), each only if its conversation still has
+        nothing open and its ``message_id`` is still new; the stored ones are counted.
+
+        Args:
+            answers: Answers whose ``unrecorded`` reply is to be stored.
+
+        Returns:
+            Whether each was stored, in order; one that was not is answered by
+            :meth:`handle` (the conversation changed since it was read, or the message
+            came twice).
+        """
+
+        def body(tx: Transaction, plan: WritePlan) -> list[bool]:
+            return [answer.unrecorded is not None and tx.store_pass(answer.unrecorded) for answer in answers]
+
+        stored = self._units.run(body, Intent.WRITE)
+        for answer, done in zip(answers, stored, strict=True):
+            if done:
+                self._counted(answer.reply)
+        return stored
 
     def _message(
         self,
@@ -505,13 +548,15 @@ class Gateway:
         channel_reply: bool = False,
         only_ask: str | None = None,
         intent: Intent = Intent.READ_FIRST,
+        unrecorded: list[StoredReply] | None = None,
     ) -> Reply:
         """:meth:`handle`; with ``channel_reply`` a reply shown in the thread is queued for the
         ask's channel in the same commit, and with ``only_ask`` a message finds only that
         ask open (another open ask in the conversation is left alone: ``pass``), or, that
         ask closed, is a late answer (:meth:`_late`): from the channel the ask was posted
         to for a channel's message, else from this gateway's surface. ``intent`` is the
-        unit's (:meth:`UnitRunner.run`)."""
+        unit's (:meth:`UnitRunner.run`). Given ``unrecorded``, the reply to store for a
+        ``message_id`` is put there instead of written, and the reply is not counted."""
         check_id(conversation_id, "conversation_id")
         message = check_inbound_text(text)
         if message_id is not None:
@@ -536,12 +581,17 @@ class Gateway:
             if channel_reply and reply.ask_id is not None and reply.kind in POSTED_REPLIES:
                 plan.queue_channel_job(reply.ask_id, REPLY, now, ChannelReply(reply.kind, reply.text, sender).to_json())
             if message_id is not None:
-                plan.reply = StoredReply(conversation_id, message_id, reply.to_json(), now)
+                stored = StoredReply(conversation_id, message_id, reply.to_json(), now)
+                if unrecorded is None:
+                    plan.reply = stored
+                else:
+                    unrecorded[:] = [stored]
             return reply
 
         reply = self._units.run(body, intent)
         # A redelivery changes nothing, the metrics included: its reply was counted once.
-        return reply if replayed else self._counted(reply)
+        # A reply not stored yet is counted once it is (record_inline).
+        return reply if replayed or unrecorded else self._counted(reply)
 
     def _late(
         self,
@@ -785,7 +835,7 @@ class Gateway:
         Returns:
             That time, or ``None`` when no open ask is waited on.
         """
-        with self.store.transaction() as tx:
+        with self.store.transaction(Intent.READ_FIRST) as tx:
             return tx.asks.next_due()
 
     def count_open_asks(self, owner: str | None = None) -> int:

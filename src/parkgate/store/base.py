@@ -40,7 +40,7 @@ from parkgate.store.tables import AskKeys as AskKeys
 from parkgate.store.tables import FollowUps as FollowUps
 from parkgate.store.tables import Heartbeats as Heartbeats
 from parkgate.store.tables import History as History
-from parkgate.store.writes import Writes
+from parkgate.store.writes import StoredReply, Writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +94,9 @@ class Intent(enum.Enum):
     write it then makes takes the lock at that moment, and if another writer holds the
     lock or committed since the reads, that write raises :class:`StoreConflict` and
     nothing is written. Only a unit that is retried on a conflict may say
-    ``READ_FIRST``, and its retry says ``WRITE``. A store whose reads never take the
+    ``READ_FIRST``, and its retry says ``WRITE``; a unit that only reads (the next due
+    time, a count) never meets a conflict, and says ``READ_FIRST`` so that it never
+    queues behind this process's writers or joins their commit. A store whose reads never take the
     write lock (PostgreSQL) treats both alike. ``READ_ONLY``: it runs on the caller's
     thread, an event loop's, only on a store whose reads never wait (:attr:`Store.reads_inline`):
     its first write raises :class:`_WriteNeeded` before anything is written, and the
@@ -151,6 +153,13 @@ class MessageTransaction(Protocol):
 
     def reply_for(self, conversation_id: str, message_id: str) -> str | None:
         """The stored reply (JSON) of a message seen before, else ``None``."""
+        ...
+
+    def store_pass(self, reply: StoredReply) -> bool:
+        """Store the reply of a ``pass`` for its ``message_id`` where its conversation still
+        has no open ask and the ``message_id`` is new (a message decided before this
+        transaction, :meth:`Gateway.record_inline <parkgate.gateway.Gateway.record_inline>`);
+        whether it was stored. One statement: the check and the insert."""
         ...
 
     def write(self, writes: Writes) -> None:
@@ -404,7 +413,11 @@ class Store(ABC):
         per_host: int | None = None,
         in_flight: Mapping[str, int] | None = None,
     ) -> list[Callback]:
-        """:meth:`Outbox.claim_callbacks` in a transaction of its own."""
+        """:meth:`Outbox.claim_callbacks` in a transaction of its own; with none due (a read
+        that takes no write lock) nothing is claimed and nothing written."""
+        due = self.next_callback_at()
+        if due is None or due > now:
+            return []
         with self.transaction() as tx:
             return tx.outbox.claim_callbacks(now, lease_until, limit, per_host, in_flight)
 
@@ -428,7 +441,7 @@ class Store(ABC):
             tx.outbox.callback_failed(callback_id, error, retry_at)
 
     def next_callback_at(self, full_hosts: Collection[str] = ()) -> datetime | None:
-        with self.transaction() as tx:
+        with self.transaction(Intent.READ_FIRST) as tx:
             return tx.outbox.next_callback_at(full_hosts)
 
     @abstractmethod

@@ -85,10 +85,25 @@ def run_change(change: RunChange, dialect: Dialect) -> Statement:
     )
 
 
+_REPLY_INSERT = "INSERT INTO inbound_messages (conversation_id, message_id, reply, received_at)"
+
+
 def reply_insert(reply: StoredReply, dialect: Dialect) -> Statement:
     return (
-        "INSERT INTO inbound_messages (conversation_id, message_id, reply, received_at) VALUES (?, ?, ?, ?)",
+        f"{_REPLY_INSERT} VALUES (?, ?, ?, ?)",
         (reply.conversation_id, reply.message_id, reply.reply, dialect.encode_time(reply.at)),
+    )
+
+
+def pass_insert(reply: StoredReply, dialect: Dialect) -> Statement:
+    """:func:`reply_insert` of a ``pass``, only where its conversation has no open ask; a
+    row that is not inserted (an ask is open, or the ``message_id`` is stored already)
+    returns no row and raises nothing."""
+    return (
+        f"{_REPLY_INSERT} SELECT ?, ?, ?, ? "
+        "WHERE NOT EXISTS (SELECT 1 FROM asks WHERE conversation_id = ? AND status = 'open') "
+        "ON CONFLICT DO NOTHING RETURNING 1",
+        (reply.conversation_id, reply.message_id, reply.reply, dialect.encode_time(reply.at), reply.conversation_id),
     )
 
 

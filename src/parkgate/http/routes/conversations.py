@@ -115,12 +115,15 @@ class MessageEndpoint:
             sender = bound
         gateway: AsyncGateway = scope["app"].state.async_gateway
         conversation_id: str = scope["path_params"]["conversation_id"]
-        # As AsyncGateway.handle answers it, one hop fewer: on SQLite a message that changes
-        # nothing is answered on this thread, any other on a worker's. An answer naming its
-        # ask (``ask_id``) is ``late`` once that ask closed.
+        # As AsyncGateway.handle answers it, one hop fewer: on SQLite a message that finds
+        # nothing parked is decided on this thread (its stored reply, if any, committed in
+        # a batch), any other on a worker's. An answer naming its ask (``ask_id``) is
+        # ``late`` once that ask closed.
         said = (conversation_id, body.text, body.message_id, sender)
-        reply = gateway.sync.handle_if_unchanged(*said, ask_id=body.ask_id)
-        if reply is None:
+        inline = gateway.sync.answer_inline(*said, ask_id=body.ask_id)
+        if inline is not None and (inline.unrecorded is None or await gateway.record_inline(inline)):
+            reply = inline.reply
+        else:
             reply = await offload(gateway.sync.handle, *said, ask_id=body.ask_id)
         await reply_response(reply)(scope, receive, send)
 
