@@ -1,8 +1,9 @@
 """``AsyncGateway.handle`` on a store whose reads never wait (SQLite): a message that
 finds nothing parked is decided on the event loop's own thread, and the reply of one with
-a ``message_id`` is stored in a batch with the others that arrive meanwhile (one commit);
-any message that writes more (a parked ask's step, an expiry found on read, a late
-answer) goes to a worker thread and is written once, as :meth:`Gateway.handle` writes it."""
+a ``message_id``, in a conversation this process remembers free, is stored in a batch with
+the others that arrive meanwhile (one commit); any message that writes more (a parked
+ask's step, an expiry found on read, a late answer) goes to a worker thread and is
+written once, as :meth:`Gateway.handle` writes it."""
 
 from __future__ import annotations
 
@@ -106,6 +107,7 @@ def test_answer_inline_writes_nothing_where_the_message_would_write(gateway: Gat
     assert gateway.answer_inline("conv-parked", "1") is None
     assert gateway.answer_inline("conv-parked", "1", "m-1") is None
     assert gateway.answer_inline("conv-none", "hi", "m-9", ask_id=parked.ask_id) is None  # may be a late answer
+    assert gateway.answer_inline("conv-never-seen", "hi", "m-1") is None  # a worker reads it first
     ask = gateway.get(parked.ask_id)
     assert ask.status is AskStatus.OPEN and ask.mismatches == 0
     assert [event.type for event in gateway.events(parked.ask_id)] == [EventKind.PARKED]
@@ -114,22 +116,23 @@ def test_answer_inline_writes_nothing_where_the_message_would_write(gateway: Gat
 
 
 def test_a_pass_with_a_message_id_is_stored_and_counted_only_when_recorded(gateway: Gateway) -> None:
+    gateway.handle("conv-id", "hello")  # the conversation is remembered free from now on
     before = passes_counted(gateway)
     answer = gateway.answer_inline("conv-id", "hi", "m-1")
     assert answer is not None and answer.reply.kind is ReplyKind.PASS
     assert answer.unrecorded is not None and answer.unrecorded.message_id == "m-1"
     assert passes_counted(gateway) == before  # nothing is stored yet, nothing counted
     gateway.ask("conv-id", "Deploy?", ["Yes", "No"])
-    # Not stored: the message would now be a step of the parked ask.
+    assert gateway.record_inline([answer]) == [False]  # it would now be a step of the parked ask
     assert gateway.handle("conv-id", "1", "m-1").kind is ReplyKind.SELECTED
 
     answer = gateway.answer_inline("conv-id", "hi", "m-2")
     assert answer is not None and answer.unrecorded is not None
     assert gateway.record_inline([answer]) == [True]
     assert passes_counted(gateway) == before + 1
-    # A redelivery is its stored pass, answered inline, not counted again.
+    # A redelivery is not stored twice, nor counted twice: handle answers it, stored.
     again = gateway.answer_inline("conv-id", "hi", "m-2")
-    assert again is not None and again.unrecorded is None and again.reply.kind is ReplyKind.PASS
+    assert again is not None and gateway.record_inline([again]) == [False]
     gateway.ask("conv-id", "Again?", ["Yes", "No"])
     assert gateway.handle("conv-id", "1", "m-2").kind is ReplyKind.PASS
     assert passes_counted(gateway) == before + 1
@@ -137,6 +140,8 @@ def test_a_pass_with_a_message_id_is_stored_and_counted_only_when_recorded(gatew
 
 def test_record_inline_stores_each_reply_only_where_nothing_changed(gateway: Gateway) -> None:
     said = [("conv-a", "m-1"), ("conv-b", "m-1"), ("conv-a", "m-1"), ("conv-c", "m-1")]
+    for conversation in ("conv-a", "conv-b", "conv-c"):
+        gateway.handle(conversation, "hello")  # remembered free
     answers = [gateway.answer_inline(conversation, "hi", mid) for conversation, mid in said]
     assert all(answer is not None and answer.unrecorded is not None for answer in answers)
     gateway.ask("conv-c", "Deploy?", ["Yes", "No"])  # parked after conv-c's message was read
@@ -157,6 +162,8 @@ async def test_concurrent_passes_with_message_ids_share_commits_and_each_is_stor
 
     gateway.record_inline = counted  # type: ignore[method-assign]
     agw = AsyncGateway(gateway)
+    for n in range(7):
+        await agw.handle(f"conv-{n}", "hello")  # remembered free
     replies = await asyncio.gather(*(agw.handle(f"conv-{n % 7}", "hi", f"m-{n}") for n in range(60)))
     assert all(reply.kind is ReplyKind.PASS for reply in replies)
     assert sum(batches) == 60 and len(batches) < 60, batches
@@ -173,6 +180,8 @@ async def test_a_batch_that_fails_answers_each_message_on_its_own(gateway: Gatew
 
     gateway.record_inline = failing  # type: ignore[method-assign]
     agw = AsyncGateway(gateway)
+    for n in range(4):
+        await agw.handle(f"conv-{n}", "hello")  # remembered free
     gateway.ask("conv-2", "Deploy?", ["Yes", "No"])
     replies = await asyncio.gather(*(agw.handle(f"conv-{n}", "1", f"m-{n}") for n in range(4)))
     assert [reply.kind for reply in replies] == [ReplyKind.PASS, ReplyKind.PASS, ReplyKind.SELECTED, ReplyKind.PASS]

@@ -482,10 +482,12 @@ class Gateway:
         then answers. Only a store whose reads never wait (``store.reads_inline``: SQLite)
         answers here at all.
 
-        A message without a ``message_id`` (a ``pass``) and a redelivery (its stored reply)
-        change nothing and are answered at once. A ``pass`` with a new ``message_id``
-        comes back with the reply to store (``unrecorded``): it is answered only once
-        :meth:`record_inline` committed that, in a batch with others.
+        A message without a ``message_id`` (a ``pass``) changes nothing and is answered at
+        once. One with a ``message_id`` is decided here only in a conversation this
+        process remembers with nothing open, without a read: it comes back as a ``pass``
+        with the reply to store (``unrecorded``), and is answered only once
+        :meth:`record_inline` committed that, in a batch with others (the insert is the
+        check of that memory, and of the ``message_id`` being new).
 
         Args:
             conversation_id: The conversation the message arrived in.
@@ -497,8 +499,9 @@ class Gateway:
 
         Returns:
             The answer, or ``None`` where the message would write more than its stored
-            reply (a parked ask's step, an expiry found on read, a late answer) or met
-            another writer: nothing was written and nothing is counted.
+            reply (a parked ask's step, an expiry found on read, a late answer), needs a
+            read to be decided (a ``message_id`` in a conversation not remembered free), or
+            met another writer: nothing was written and nothing is counted.
 
         Raises:
             InputError: Bad input, raised before anything is read.

@@ -214,8 +214,10 @@ def apply_writes(writes: Writes, runner: Runner, save: Callable[[Ask], None], in
 
 # -- the memory of open asks ------------------------------------------------------------------
 
-#: How many conversations a store remembers by default (an entry is one small Ask).
-DEFAULT_SIZE = 4096
+#: How many conversations a store remembers by default: an entry is one small Ask, or
+#: nothing for a conversation with none open (the usual one, whose messages with a
+#: ``message_id`` SQLite then decides without a read); a few MB at most.
+DEFAULT_SIZE = 16384
 
 
 class Marker(enum.Enum):
@@ -315,6 +317,10 @@ class Guesses:
         self.guessed = True
         self.states[conversation_id] = known
         return known
+
+    def remembers_nothing_open(self, conversation_id: str) -> bool:
+        """Whether this process last left (or read) the conversation with no open ask."""
+        return bool(self._recent.size) and self._recent.get(conversation_id) is None
 
     def wrote(self, writes: Writes) -> None:
         """Note the state ``writes`` leave their conversations in."""

@@ -460,17 +460,22 @@ class SQLiteTransaction(SqlTables):
     def message_context(self, conversation_id: str, message_id: str | None) -> tuple[str | None, Ask | None]:
         """A reply is guessed only onto a remembered open ask (a "nothing open" is read).
         A read-only unit stops at an open ask: any message to one writes (its step or
-        its refusal is logged). It reads a ``message_id``'s earlier reply without the
-        write lock: a reply being committed meanwhile is found when the message's own
-        reply is stored (:meth:`Gateway.record_inline <parkgate.gateway.Gateway.record_inline>`
-        reads again under the lock)."""
+        its refusal is logged). A read-only unit's message with a ``message_id`` reads
+        nothing: where this process remembers nothing open in the conversation it finds
+        none (its stored reply's insert checks that, and that the ``message_id`` is new:
+        :meth:`Gateway.record_inline <parkgate.gateway.Gateway.record_inline>`); anywhere
+        else it stops, and a worker thread reads."""
+        if self._read_only and message_id is not None:
+            if self.guesses.remembers_nothing_open(conversation_id):
+                return None, None
+            raise _WriteNeeded("a message_id in a conversation not remembered free: read by a writer")
         known = self.guesses.guess(conversation_id, parking=False)
         if not isinstance(known, sql.Marker):
             if self._read_only:
                 raise _WriteNeeded("a message to an open ask writes")
             self._unchecked = known
             return None, known
-        if message_id is not None and not self._read_only:
+        if message_id is not None:
             self.lock()  # the message is recorded: a redelivery reads under the lock
         earlier, found = sql.read_message_context(self, conversation_id, message_id)
         if found is not None and self._read_only:
