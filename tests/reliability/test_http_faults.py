@@ -439,3 +439,56 @@ def test_oversize_bodies_are_rejected_before_they_are_read(served: Any, framing:
     # ... and it is still serving.
     with server.client() as http:
         assert http.post(messages_path("big"), json={"text": "hello"}).json()["kind"] == "pass"
+
+
+BATCH_CLIENTS = 8
+BATCH_PLAN = 40  # messages a client, each a pass with its own message_id
+BATCH_KILLS = 3
+
+
+def test_kill_9_during_batched_passes_loses_no_acknowledged_message(tmp_path: Path) -> None:
+    # SQLite stores the replies of passes with a message_id (in conversations the server
+    # remembers free) in batches, one commit for many: a kill mid-stream may cut a batch,
+    # never lose one that was answered. The clients then send again what was not answered.
+
+    spec = StoreSpec("sqlite", f"sqlite:///{tmp_path / 'batched.db'}")
+    spec.store().close()
+    server = Server(spec.url, tmp_path / "server.log")
+    conversations = [f"free-{n:02d}" for n in range(16)]
+    rng = random.Random(41)
+    acked: dict[str, dict[str, Any]] = {}
+    try:
+        for round_no in range(BATCH_KILLS):
+            server.start()
+            with server.client() as http:
+                for conversation in conversations:  # the server now remembers each free
+                    assert http.post(messages_path(conversation), json={"text": "hi"}).json()["kind"] == "pass"
+            plans = [
+                [Message(rng.choice(conversations), "hello", f"b{round_no}-{c}-{n}") for n in range(BATCH_PLAN)]
+                for c in range(BATCH_CLIENTS)
+            ]
+            threshold = spec.count("inbound_messages") + rng.randrange(20, BATCH_CLIENTS * BATCH_PLAN // 2)
+
+            def kill_mid_stream(threshold: int = threshold) -> None:
+                wait_for_rows(spec, "inbound_messages", threshold)
+                server.kill()
+
+            killer = threading.Thread(target=kill_mid_stream, daemon=True)
+            killer.start()
+            first = stream_in_threads(server, plans, stop_on_failure=True, pace=0.0)
+            killer.join(120)
+            assert any(result.pending or result.unsent for result in first), "the kill landed after the stream"
+            acked.update({sent.message_id: sent.reply for result in first for sent in result.acked})
+            stored = dict(spec.query("SELECT message_id, reply FROM inbound_messages"))
+            lost = sorted(mid for mid in acked if mid not in stored)
+            assert not lost, f"acknowledged and not stored: {lost[:5]}"
+            server.start()
+            rest = [[m for m, _ in result.pending] + result.unsent for result in first]
+            second = stream_in_threads(server, rest, stop_on_failure=False, pace=0.0)
+            acked.update({sent.message_id: sent.reply for result in second for sent in result.acked})
+            server.stop()
+            stored = dict(spec.query("SELECT message_id, reply FROM inbound_messages"))
+            assert len(acked) == (round_no + 1) * BATCH_CLIENTS * BATCH_PLAN
+            assert all(json.loads(stored[mid])["kind"] == reply["kind"] == "pass" for mid, reply in acked.items())
+    finally:
+        server.stop()
