@@ -528,8 +528,8 @@ class Gateway:
 
         Returns:
             Whether each was stored, in order; one that was not is answered by
-            :meth:`handle` (the conversation changed since it was read, or the message
-            came twice).
+            :meth:`handle` (an ask is open in the conversation after all, or the message
+            came before).
         """
 
         def body(tx: Transaction, plan: WritePlan) -> list[bool]:
