@@ -217,6 +217,13 @@ def _check_floor(floor: dict[str, Any], engine: str) -> None:
         assert c["ratio"] == pytest.approx(c["parkgate"]["requests_per_s"] / c["bare"]["requests_per_s"])
         assert len(c["ratio_per_round"]) == SMOKE.floor_rounds
         assert (c["goal_met"] is None) == (c["cell"] not in http_floor.GOALS)
+    # Issue 41's goals: the pass against the bare app, the pass_id against the same run's pass.
+    cells = {c["cell"]: c for c in floor["cells"]}
+    assert cells["pass"]["goal_met"] == (cells["pass"]["ratio"] >= http_floor.PASS_OF_BARE)
+    of_pass = cells["pass_id"]["parkgate"]["requests_per_s"] / cells["pass"]["parkgate"]["requests_per_s"]
+    assert cells["pass_id"]["of_pass"] == pytest.approx(of_pass)
+    fast = cells["pass_id"]["parkgate"]["p99_ms"] <= http_floor.PASS_ID_P99_MS
+    assert cells["pass_id"]["goal_met"] == (fast and of_pass >= http_floor.PASS_ID_OF_PASS)
     table = "\n".join(http_floor.render_floor(floor))
     assert table.startswith("4a. HTTP floor") and "a selection" in table
 
