@@ -466,7 +466,8 @@ class UnitRunner:
             body: The unit: it reads through the transaction and plans its writes.
             intent: ``READ_FIRST`` (a unit that may find nothing to change reads without
                 the write lock on SQLite; a conflict at its first write retries with the
-                lock first), or ``READ_ONLY`` on an event loop's thread: one try, and
+                lock first), ``WRITE`` (a unit that always writes takes the lock first),
+                or ``READ_ONLY`` on an event loop's thread: one try, and
                 :class:`_WriteNeeded` if it would write or meets a conflict.
         """
         for attempt in range(CONFLICT_RETRIES):
