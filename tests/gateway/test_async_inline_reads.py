@@ -16,7 +16,7 @@ import pytest
 
 from parkgate import AskStatus, AsyncGateway, EventKind, Gateway, ManualClock, ReplyKind
 from parkgate.gateway.calls import InlineAnswer
-from parkgate.gateway.offload import GATEWAY_THREADS, offload
+from parkgate.gateway.offload import GATEWAY_THREADS, OffloadBatches, offload
 
 
 def passes_counted(gateway: Gateway) -> float:
@@ -186,3 +186,19 @@ async def test_a_batch_that_fails_answers_each_message_on_its_own(gateway: Gatew
     replies = await asyncio.gather(*(agw.handle(f"conv-{n}", "1", f"m-{n}") for n in range(4)))
     assert [reply.kind for reply in replies] == [ReplyKind.PASS, ReplyKind.PASS, ReplyKind.SELECTED, ReplyKind.PASS]
     assert (await agw.handle("conv-0", "1", "m-0")).kind is ReplyKind.PASS
+
+
+async def test_a_flood_of_items_is_cut_into_batches_of_at_most_most() -> None:
+    calls: list[list[int]] = []
+
+    def doubled(items: Sequence[int]) -> list[int]:
+        calls.append(list(items))
+        return [2 * item for item in items]
+
+    batches: OffloadBatches[int, int] = OffloadBatches(doubled, failed=-1, most=3)
+    results = await asyncio.gather(*(batches(n) for n in range(10)))
+    assert results == [2 * n for n in range(10)]
+    assert sorted(n for call in calls for n in call) == list(range(10))
+    assert calls and max(len(call) for call in calls) == 3
+    with pytest.raises(ValueError):
+        OffloadBatches(doubled, failed=-1, most=0)

@@ -94,6 +94,11 @@ async def _sleep(waiter: Waiter, pause: float, give_up: Callable[[], Awaitable[b
 GIVE_UP_CHECK_SECONDS = 1.0
 
 
+#: The most stored replies one commit of :meth:`AsyncGateway.handle`'s batches holds: a
+#: flood of messages makes more commits, never one that holds the write lock for long.
+RECORDED_AT_ONCE = 64
+
+
 class AsyncGateway:
     """The same gateway for asyncio code: every :class:`Gateway` call, awaited.
 
@@ -156,7 +161,9 @@ class AsyncGateway:
         self.sync: Gateway = gateway
         #: :meth:`Gateway.record_inline` for one answer, awaited: whether its reply was
         #: stored, in one commit with the others that came meanwhile (see :meth:`handle`).
-        self.record_inline: OffloadBatches[InlineAnswer, bool] = OffloadBatches(gateway.record_inline, failed=False)
+        self.record_inline: OffloadBatches[InlineAnswer, bool] = OffloadBatches(
+            gateway.record_inline, failed=False, most=RECORDED_AT_ONCE
+        )
         self._start_delivering()
 
     def _start_delivering(self) -> None:

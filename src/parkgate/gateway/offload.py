@@ -70,18 +70,23 @@ class OffloadBatches(Generic[Item, Result]):
 
     The first item of an event loop starts a batch at once (on the loop's next turn, so
     the items of the same turn join it); those that arrive while a batch runs wait and
-    make the next one: each call takes as many as came during the one before, a group
-    commit's shape without a timer. An error in ``call`` gives every item of its batch
-    ``failed`` (each caller then does its own work alone, and meets its own error).
+    make the next one: each call takes as many as came during the one before, up to
+    ``most`` (a flood of items never makes one call long), a group commit's shape without
+    a timer. An error in ``call`` gives every item of its batch ``failed`` (each caller
+    then does its own work alone, and meets its own error).
 
     Args:
         call: The blocking call: one result for each item, in order.
         failed: What an item gets when ``call`` raised.
+        most: The most items one call takes.
     """
 
-    def __init__(self, call: Callable[[Sequence[Item]], Sequence[Result]], failed: Result) -> None:
+    def __init__(self, call: Callable[[Sequence[Item]], Sequence[Result]], failed: Result, most: int) -> None:
+        if most < 1:
+            raise ValueError("most must be 1 or more")
         self._call = call
         self._failed = failed
+        self._most = most
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batching[Item, Result]] = (
             weakref.WeakKeyDictionary()
         )
@@ -103,7 +108,7 @@ class OffloadBatches(Generic[Item, Result]):
         batch: list[tuple[Item, asyncio.Future[Result]]] = []
         try:
             while batching.waiting:
-                batch, batching.waiting = batching.waiting, []
+                batch, batching.waiting = batching.waiting[: self._most], batching.waiting[self._most :]
                 try:
                     results: Sequence[Result] = await offload(self._call, [item for item, _ in batch])
                 except Exception:
