@@ -16,9 +16,8 @@ from parkgate.store.dialect import Dialect
 from parkgate.store.events_sql import SqlEventLog
 from parkgate.store.history_sql import SqlHistory
 from parkgate.store.outbox_sql import SqlFollowUps, SqlHeartbeats, SqlOutbox
-from parkgate.store.sql import Runner, ask_from_row, pass_insert, read_ask
+from parkgate.store.sql import Runner, ask_from_row, read_ask, store_pass
 from parkgate.store.sql_inserts import read_reply, read_run
-from parkgate.store.writes import StoredReply
 
 
 @cache
@@ -157,8 +156,8 @@ class SqlTables:
     def reply_for(self: Runner, conversation_id: str, message_id: str) -> str | None:
         return read_reply(self, conversation_id, message_id)
 
-    def store_pass(self: Runner, reply: StoredReply) -> bool:
-        return bool(self.query(*pass_insert(reply, self.dialect)).fetchall())
+    #: The shared statement itself (a message's path stays in the engine's module and ``sql``).
+    store_pass = store_pass
 
     @property
     def asks(self: Runner) -> SqlOpenAsks:

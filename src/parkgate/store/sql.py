@@ -95,16 +95,21 @@ def reply_insert(reply: StoredReply, dialect: Dialect) -> Statement:
     )
 
 
-def pass_insert(reply: StoredReply, dialect: Dialect) -> Statement:
-    """:func:`reply_insert` of a ``pass``, only where its conversation has no open ask; a
-    row that is not inserted (an ask is open, or the ``message_id`` is stored already)
-    returns no row and raises nothing."""
-    return (
-        f"{_REPLY_INSERT} SELECT ?, ?, ?, ? "
-        "WHERE NOT EXISTS (SELECT 1 FROM asks WHERE conversation_id = ? AND status = 'open') "
-        "ON CONFLICT DO NOTHING RETURNING 1",
-        (reply.conversation_id, reply.message_id, reply.reply, dialect.encode_time(reply.at), reply.conversation_id),
-    )
+_PASS_INSERT = (
+    f"{_REPLY_INSERT} SELECT ?, ?, ?, ? "
+    "WHERE NOT EXISTS (SELECT 1 FROM asks WHERE conversation_id = ? AND status = 'open') "
+    "ON CONFLICT DO NOTHING RETURNING 1"
+)
+
+
+def store_pass(runner: Runner, reply: StoredReply) -> bool:
+    """:func:`reply_insert` of a ``pass``, only where its conversation has no open ask
+    (:meth:`MessageTransaction.store_pass <parkgate.store.base.MessageTransaction.store_pass>`);
+    a row that is not inserted (an ask is open, or the ``message_id`` is stored already)
+    raises nothing."""
+    conversation_id, at = reply.conversation_id, runner.dialect.encode_time(reply.at)
+    row = (conversation_id, reply.message_id, reply.reply, at, conversation_id)
+    return bool(runner.query(_PASS_INSERT, row).fetchall())
 
 
 def save_ask(ask: Ask, dialect: Dialect) -> Statement:
